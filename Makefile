@@ -1,0 +1,33 @@
+# Two commands do all the set-up on a fresh machine (see README.md):
+#   make run   - the main job on the embedded default
+#   make test  - the project's test suite
+# Both create .venv when it is missing and install TorchCTS into it with torch pinned: an
+# unpinned torch resolves to a multi-GB CUDA build.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_PIN ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.torchcts-installed
+RUN_DIR ?= results/make-run
+PYTEST_ARGS ?=
+
+.PHONY: run test venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$(TORCH_PIN)" -e ".[dev]"
+	touch $(STAMP)
+
+# Until the run pipeline exists, the main job initialises the smoke manifest and validates it.
+run: $(STAMP)
+	$(PY) -m torchcts init --template smoke --non-interactive --force --output $(RUN_DIR)/manifest.py
+	$(PY) -m torchcts check-manifest --manifest $(RUN_DIR)/manifest.py
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info results/make-run

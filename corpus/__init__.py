@@ -1,0 +1,1 @@
+"""The curated corpus: reviewed counterexamples found in real backends, replayable (`torchcts.corpus`)."""

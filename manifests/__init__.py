@@ -1,0 +1,1 @@
+"""Manifests shipped with TorchCTS: the `torchcts init` templates (templates/*.py.jinja)."""

@@ -1,0 +1,34 @@
+"""Settings and fixtures for TorchCTS's own tests: Hypothesis derandomized, no database, no deadline."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+settings.register_profile("torchcts-tests", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile("torchcts-tests")
+
+# A small valid manifest; tests derive bad ones from it (`dict(BASE, key=value)`).
+BASE_MANIFEST_SOURCE = '''\
+import torch
+
+BASE = {
+    "manifest_version": 1,
+    "device_name": "cpu",
+    "supported_dtypes": {"float32": True, "int64": True, "bool": False},
+    "capabilities": {"inference": True, "device_api": True},
+}
+'''
+
+
+@pytest.fixture
+def write_manifest(tmp_path: Path):
+    """Write a manifest file whose body may use BASE (a valid manifest dict); returns its path."""
+
+    def write(body: str, name: str = "manifest.py") -> Path:
+        path = tmp_path / name
+        path.write_text(BASE_MANIFEST_SOURCE + textwrap.dedent(body), encoding="utf-8")
+        return path
+
+    return write

@@ -1,0 +1,186 @@
+"""The manifest as frozen values: what a backend claims, in the form the rest of TorchCTS reads.
+
+Built only by `torchcts.manifest.parse` from a validated dict; nothing else touches the raw dict.
+Queries answer the planning questions: is this dtype claimed for this op, is this capability
+declared, is this op excluded, which tolerance applies.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Mapping
+
+import attrs
+import torch
+
+from torchcts import dtypes
+
+
+class DtypeStatus(enum.Enum):
+    """How a dtype stands for one op; the non-claimed values are accounting reasons."""
+
+    CLAIMED = "claimed"
+    NOT_SUPPORTED = "dtype_not_supported"
+    REGEX_FILTERED = "dtype_regex_filtered"
+    NOT_LISTED = "dtype_not_listed"
+
+
+@attrs.frozen
+class DtypeClaim:
+    """One `supported_dtypes` entry: claimed for every op, for none, or for ops matching a regex."""
+
+    dtype: torch.dtype
+    claimed: bool
+    op_pattern: re.Pattern[str] | None = None
+
+    @property
+    def name(self) -> str:
+        return dtypes.canonical_name(self.dtype)
+
+    def status_for(self, op_name: str | None) -> DtypeStatus:
+        if not self.claimed:
+            return DtypeStatus.NOT_SUPPORTED
+        if self.op_pattern is None:
+            return DtypeStatus.CLAIMED
+        if op_name is not None and self.op_pattern.search(op_name):
+            return DtypeStatus.CLAIMED
+        return DtypeStatus.REGEX_FILTERED
+
+    def as_json(self) -> object:
+        return self.op_pattern.pattern if self.op_pattern is not None else self.claimed
+
+
+@attrs.frozen
+class Tolerance:
+    """An absolute and relative tolerance; None leaves the default of the tolerance model."""
+
+    atol: float | None = None
+    rtol: float | None = None
+
+
+@attrs.frozen
+class Hardware:
+    memory_model: str = "discrete"
+    device_memory_gb: tuple[float, ...] | None = None  # None: detect at run time ("auto")
+    system_memory_gb: float | None = None  # None: detect at run time ("auto")
+    oom_recoverable: bool = True
+
+
+@attrs.frozen
+class ResourceLimits:
+    max_device_memory_mb: float | None = None
+    max_system_memory_mb: float | None = None
+    max_tensor_size_mb: float | None = None
+    cleanup_threshold_pct: int = 80
+
+
+@attrs.frozen
+class HypothesisSettings:
+    max_examples: int = 100
+    deadline_ms: float | None = None
+    derandomize: bool = False
+    seed: int | None = None
+
+
+@attrs.frozen
+class Manifest:
+    """Everything a manifest claims, normalised (canonical dtype names, defaults filled in)."""
+
+    source: Path | None
+    manifest_version: int
+    device_name: str
+    dtype_claims: tuple[DtypeClaim, ...]
+    capabilities: frozenset[str]
+    ieee754_op_patterns: tuple[re.Pattern[str], ...] = ()
+    backend_import: str | None = None
+    device_count: int = 1
+    semantic_level: int = 3
+    max_samples: int = 10
+    max_samples_ieee754: int = 3
+    ieee754_seed: int = 67
+    hardware: Hardware = Hardware()
+    resource_limits: ResourceLimits = ResourceLimits()
+    skip_ops: Mapping[str, str] = attrs.field(factory=dict)
+    tolerance_overrides: Mapping[tuple[str, str], Tolerance] = attrs.field(factory=dict)
+    container_formats: frozenset[str] = frozenset()
+    custom_container_decoders: Mapping[str, str] = attrs.field(factory=dict)
+    custom_test_dirs: tuple[Path, ...] = ()
+    show_traceback: bool = False
+    hypothesis: HypothesisSettings = HypothesisSettings()
+
+    # -- planning queries -------------------------------------------------------------------------
+
+    def claim_for(self, dtype: torch.dtype) -> DtypeClaim | None:
+        return next((c for c in self.dtype_claims if c.dtype == dtype), None)
+
+    def dtype_status(self, dtype: torch.dtype, op_name: str | None = None) -> DtypeStatus:
+        """Whether `dtype` is claimed for `op_name` (an OpInfo name), or the reason it is not."""
+        claim = self.claim_for(dtype)
+        return DtypeStatus.NOT_LISTED if claim is None else claim.status_for(op_name)
+
+    @property
+    def claimed_dtypes(self) -> tuple[torch.dtype, ...]:
+        """Dtypes claimed for at least some ops."""
+        return tuple(c.dtype for c in self.dtype_claims if c.claimed)
+
+    def declares(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def ieee754_claimed_for(self, op_name: str) -> bool:
+        """IEEE-754 special-value claims: all ops, or the ops matching the ieee754 regexes."""
+        if "ieee754" not in self.capabilities:
+            return False
+        return not self.ieee754_op_patterns or any(p.search(op_name) for p in self.ieee754_op_patterns)
+
+    def skip_reason(self, op_name: str) -> str | None:
+        return self.skip_ops.get(op_name)
+
+    def tolerance_override(self, category: str, dtype: torch.dtype) -> Tolerance | None:
+        """The manifest's tolerance for a comparison category and dtype (category first, then default)."""
+        name = dtypes.canonical_name(dtype)
+        return self.tolerance_overrides.get((category, name)) or self.tolerance_overrides.get(("default", name))
+
+    # -- identity ---------------------------------------------------------------------------------
+
+    def as_json(self) -> dict[str, object]:
+        """The normalised claims as plain JSON, in a fixed key order (no source path)."""
+        return {
+            "manifest_version": self.manifest_version,
+            "device_name": self.device_name,
+            "backend_import": self.backend_import,
+            "supported_dtypes": {c.name: c.as_json() for c in self.dtype_claims},
+            "device_count": self.device_count,
+            "semantic_level": self.semantic_level,
+            "max_samples": self.max_samples,
+            "max_samples_ieee754": self.max_samples_ieee754,
+            "ieee754_seed": self.ieee754_seed,
+            "hardware": attrs.asdict(self.hardware),
+            "resource_limits": attrs.asdict(self.resource_limits),
+            "capabilities": sorted(self.capabilities),
+            "ieee754_op_patterns": [p.pattern for p in self.ieee754_op_patterns],
+            "skip_ops": dict(sorted(self.skip_ops.items())),
+            "tolerance_overrides": {
+                f"{cat}:{dt}": attrs.asdict(tol) for (cat, dt), tol in sorted(self.tolerance_overrides.items())
+            },
+            "supported_container_formats": sorted(self.container_formats),
+            "custom_container_decoders": dict(sorted(self.custom_container_decoders.items())),
+            "custom_test_dirs": [self._relative(p) for p in self.custom_test_dirs],
+            "show_traceback": self.show_traceback,
+            "hypothesis": attrs.asdict(self.hypothesis),
+        }
+
+    def _relative(self, folder: Path) -> str:
+        """A folder relative to the manifest, so the fingerprint does not depend on the checkout path."""
+        if self.source is None:
+            return str(folder)
+        return os.path.relpath(folder, self.source.parent)
+
+    def fingerprint(self) -> str:
+        """sha256 of the normalised claims: equal for manifests that claim the same things."""
+        canonical = json.dumps(self.as_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,160 @@
+"""The words a manifest may use: keys, capability names, container formats, tolerance categories.
+
+One table per vocabulary, each entry with a one-line meaning; validation, `check-manifest`,
+the templates' tests and docs/manifest.md all read from here.
+"""
+
+from __future__ import annotations
+
+MANIFEST_VERSION = 1
+
+SEMANTIC_LEVELS: dict[int, str] = {
+    1: "core primitive behaviour",
+    2: "normal correctness on common surfaces",
+    3: "mainstream semantics: mutation, aliasing, RNG, metadata, generated variants",
+    4: "broad production behaviour: training and autograd-adjacent",
+    5: "advanced numerics, layouts, sparse, nested and stride behaviour",
+    6: "specialised backend integration: compiler, device API, allocator, quantization",
+    7: "heavy workloads and multi-device",
+    8: "release-depth stress and adversarial inputs",
+}
+
+CAPABILITIES: dict[str, str] = {
+    "inference": "forward ops produce the CPU oracle's results",
+    "training": "autograd: gradients match the CPU oracle's",
+    "serialization": "torch.save / torch.load round-trip device tensors",
+    "compile": "torch.compile runs on the device and matches eager",
+    "rng": "random ops run and honour manual_seed",
+    "device_generator": "torch.Generator(device=...) exists and is reproducible",
+    "rng_distributions": "random distributions have the right statistics",
+    "double_backward": "second-order gradients",
+    "gradcheck": "numerical gradient checks in float64",
+    "gradient_checkpointing": "torch.utils.checkpoint recomputes correctly",
+    "autocast": "torch.autocast on the device type",
+    "fused_optimizer": "fused optimizer kernels (fused=True)",
+    "dataloader": "DataLoader feeding the device, pin/transfer paths",
+    "module_hooks": "nn.Module forward/backward hooks",
+    "channels_last": "channels_last and channels_last_3d memory formats",
+    "sparse": "sparse layouts: COO, CSR, CSC, BSR, BSC",
+    "nested": "nested (jagged and strided) tensors",
+    "foreach": "torch._foreach_* multi-tensor ops",
+    "fp8": "float8 dtypes and scaled matmul",
+    "quantized_container_plumbing": "packed quantized containers move and copy intact",
+    "native_quantization": "torch quantized dtypes and quantized ops",
+    "custom_quantized_decode": "backend-provided decoders for packed quantized formats",
+    "pinned_memory": "pinned host memory and non_blocking copies",
+    "streams": "device streams",
+    "events": "device events and timing",
+    "deterministic": "torch.use_deterministic_algorithms is honoured",
+    "guard_alloc": "allocator guards: out-of-memory is raised, not a crash",
+    "device_api": "torch.<device> module API: device_count, synchronize, memory stats",
+    "multi_device": "tensors and copies across two or more devices",
+    "ieee754": "IEEE-754 special values (NaN, inf, -0.0, subnormals) propagate as on CPU",
+}
+
+# Capability names from earlier manifest versions, with what replaced them.
+STALE_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "generator": ("device_generator",),
+    "quantized": ("quantized_container_plumbing", "native_quantization", "custom_quantized_decode"),
+}
+
+# Packed quantized container formats a backend may declare (supported_container_formats).
+CONTAINER_FORMATS: tuple[str, ...] = (
+    "int2_ternary",
+    "int4_symmetric",
+    "int4_asymmetric",
+    "uint4",
+    "nf4",
+    "fp4_e2m1",
+    "fp4_bnb",
+    "af4",
+    "mxfp4",
+    "nvfp4",
+    "fp6_e3m2",
+    "fp6_e2m3",
+    "mxfp6_e3m2",
+    "mxfp6_e2m3",
+    "fp8_e4m3fn",
+    "fp8_e5m2",
+    "fp8_e4m3fnuz",
+    "fp8_e5m2fnuz",
+    "int8_symmetric",
+    "int8_asymmetric",
+    "uint8",
+    "e8m0fnu",
+    "mxfp8_e4m3",
+    "mxfp8_e5m2",
+    "mxint8",
+)
+
+# Comparison categories of the tolerance model; `default` applies to every category.
+TOLERANCE_CATEGORIES: tuple[str, ...] = (
+    "default",
+    "exact",
+    "elementwise",
+    "reduction",
+    "matmul",
+    "matmul_backward",
+    "conv",
+    "norm",
+    "sdpa",
+    "loss",
+    "optimizer",
+    "linalg",
+    "fft",
+    "backward",
+    "compile",
+    "copy",
+    "serialization",
+    "statistical",
+    "quant_decode",
+)
+
+TOLERANCE_KEYS: tuple[str, ...] = ("atol", "rtol")
+
+HARDWARE_KEYS: dict[str, str] = {
+    "memory_model": "'discrete' or 'unified'",
+    "device_memory_gb": "'auto' or a list of positive numbers, one per device",
+    "system_memory_gb": "'auto' or a positive number",
+    "oom_recoverable": "a bool: whether the device recovers from out-of-memory errors",
+}
+
+MEMORY_MODELS: tuple[str, ...] = ("discrete", "unified")
+
+RESOURCE_LIMIT_KEYS: dict[str, str] = {
+    "max_device_memory_mb": "None or a positive number of MiB",
+    "max_system_memory_mb": "None or a positive number of MiB",
+    "max_tensor_size_mb": "None or a positive number of MiB",
+    "cleanup_threshold_pct": "an integer from 1 to 100",
+}
+
+HYPOTHESIS_KEYS: dict[str, str] = {
+    "max_examples": "a positive integer: examples per property item",
+    "deadline": "None or a positive number of milliseconds per example",
+    "derandomize": "a bool: derive every case from the item id (release runs)",
+    "seed": "None or a non-negative integer: the run's random seed",
+}
+
+TOP_LEVEL_KEYS: dict[str, str] = {
+    "manifest_version": f"the manifest format version; must be {MANIFEST_VERSION}",
+    "device_name": "the device type under test ('cuda', 'mps', 'privateuseone', ...) or 'auto'",
+    "backend_import": "None or a module to import before the run, to register the backend",
+    "supported_dtypes": "dtype -> True, False, or a regex of op names the dtype is claimed for",
+    "device_count": "a positive integer: devices available to multi-device tests",
+    "semantic_level": "an integer from 1 to 8: the deepest level of behaviour claimed",
+    "max_samples": "a non-negative integer: OpInfo samples per item (0: no cap)",
+    "max_samples_ieee754": "a non-negative integer: samples per item with NaN/inf inputs (0: no cap)",
+    "ieee754_seed": "a non-negative integer: seed for special-value placement",
+    "hardware": "a dict describing the device's memory",
+    "resource_limits": "a dict of memory limits the harness keeps to",
+    "capabilities": "capability name -> bool (ieee754 also takes op-name regexes)",
+    "skip_ops": "a list of op names, or a dict op name -> reason, excluded from the run",
+    "tolerance_overrides": "'category:dtype' -> {'atol': x, 'rtol': y}",
+    "supported_container_formats": "container format -> bool (or a list of supported formats)",
+    "custom_container_decoders": "container format -> 'module:function' decoder path",
+    "custom_test_dirs": "a list of folders (relative to the manifest) with extra test modules",
+    "show_traceback": "a bool: print full tracebacks for failures",
+    "hypothesis": "Hypothesis settings for property runs",
+}
+
+REQUIRED_KEYS: tuple[str, ...] = ("manifest_version", "device_name", "supported_dtypes", "capabilities")

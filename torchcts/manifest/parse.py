@@ -59,7 +59,7 @@ def validate(raw: object, source: Path | None = None) -> tuple[Manifest | None, 
     """All problems of a raw manifest, and the `Manifest` when none of them is an error."""
     log = ProblemLog()
     if not isinstance(raw, Mapping):
-        log.error((), "`manifest` must be a dict", type(raw).__name__, allowed="a dict of manifest keys")
+        log.error(("manifest",), "must be a dict", type(raw).__name__, allowed="a dict of manifest keys")
         return None, tuple(log.problems)
     base_dir = source.parent if source is not None else Path.cwd()
     fields = _Fields(raw, log, base_dir).parse()

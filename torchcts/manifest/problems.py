@@ -23,8 +23,6 @@ class Severity(enum.Enum):
 
 def format_key_path(path: KeyPath) -> str:
     """``("capabilities", "generator")`` -> ``capabilities.generator``; odd keys in brackets."""
-    if not path:
-        return "manifest"
     text = ""
     for part in path:
         if isinstance(part, str) and part.isidentifier():
@@ -64,7 +62,8 @@ class Problem:
         return format_key_path(self.path)
 
     def render(self) -> str:
-        text = f"{self.key}: {self.message}"
+        """'key.path: message (got value); allowed: ...; did you mean ...?' (no key for file-level problems)."""
+        text = f"{self.key}: {self.message}" if self.path else self.message
         if self.value is not _NO_VALUE:
             text += f" (got {_short_repr(self.value)})"
         if self.allowed:

@@ -1,0 +1,76 @@
+"""Packaging: the top-level folders install inside the torchcts namespace, editable and from a wheel."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import torchcts
+
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACED = {"strategies": "torchcts.strategies", "properties": "torchcts.properties",
+              "manifests": "torchcts.manifests", "corpus": "torchcts.corpus"}
+
+
+def test_editable_install_maps_top_level_folders_into_the_namespace(tmp_path):
+    """Run outside the checkout, so only the installed package can answer the imports."""
+    probe = (
+        "import importlib, importlib.util, json\n"
+        f"names = {list(NAMESPACED.values())!r}\n"
+        "files = {n: importlib.import_module(n).__file__ for n in names}\n"
+        f"top_level = {{n: importlib.util.find_spec(n) is not None for n in {list(NAMESPACED)!r}}}\n"
+        "print(json.dumps([files, top_level]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    files, top_level = json.loads(result.stdout)
+    for folder, module in NAMESPACED.items():
+        assert Path(files[module]).resolve() == REPO / folder / "__init__.py"
+    assert not any(top_level.values()), top_level
+
+
+def test_python_dash_m_and_console_script_run_the_cli():
+    result = subprocess.run([sys.executable, "-m", "torchcts", "--help"], capture_output=True, text=True, check=True)
+    assert "check-manifest" in result.stdout and "init" in result.stdout
+    script = Path(sys.executable).parent / "torchcts"
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    assert torchcts.__version__ in result.stdout
+
+
+@pytest.mark.slow
+def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "results",
+                                                                "*.egg-info", "__pycache__", ".pytest_cache"))
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "-w", str(wheels), str(source)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("torchcts-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in NAMESPACED.values():
+        assert module.replace(".", "/") + "/__init__.py" in names
+    assert "torchcts/manifests/templates/smoke.py.jinja" in names
+    assert "torchcts/manifests/templates/_layout.py.jinja" in names
+    assert not any(n.startswith(("strategies/", "properties/", "tests/")) for n in names)
+    entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert "torchcts = torchcts.plugin" in entry_points and "torchcts = torchcts.cli:main" in entry_points
+
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+                    str(wheel)], check=True, capture_output=True)
+    probe = (
+        "import torchcts, torchcts.strategies, torchcts.properties, torchcts.corpus\n"
+        "from torchcts.templates import render_template\n"
+        "assert render_template('complete').startswith('# complete: ')\n"
+        "print(torchcts.__file__)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).is_relative_to(site)

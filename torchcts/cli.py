@@ -67,7 +67,7 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
 @click.option("--template", type=click.Choice(TEMPLATE_NAMES), help="Which starting manifest to write.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("manifest.py"),
               show_default=True, help="Where to write the manifest.")
-@click.option("--device-name", help="Device type the manifest is for (default: auto).")
+@click.option("--device-name", help="Device type the manifest is for (default: auto; asked for on a terminal).")
 @click.option("--backend-import", help="Module to import before a run, to register the backend.")
 @click.option("--force", is_flag=True, help="Overwrite an existing manifest.")
 @click.option("--non-interactive", is_flag=True, help="Never prompt; a missing --template is an error.")

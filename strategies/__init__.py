@@ -1,5 +1,40 @@
-"""Hypothesis strategies for PyTorch backends: dtypes, shapes, values, tensors and their layouts.
+"""Hypothesis strategies for PyTorch backends (installed as `torchcts.strategies`).
 
-Installed as `torchcts.strategies`; usable on their own by a backend team writing its own
-properties. The strategies arrive with the strategies issue; this package reserves the namespace.
+Dtypes from a manifest, shapes, values with special values, dense tensors and their memory
+layouts, sparse and nested forms, and cases drawn from OpInfo sample inputs, plus exact device
+placement and case fingerprints. docs/strategies.md documents the API; each strategy says what
+it generates and how it shrinks. Usable on its own by a backend team writing its own properties.
 """
+
+from torchcts.strategies.dtype_claims import claimed_dtypes, dtypes
+from torchcts.strategies.fingerprint import fingerprint
+from torchcts.strategies.layouts import describe_layout, is_overlapping, relayouts
+from torchcts.strategies.placement import Placement, copy_exact, place
+from torchcts.strategies.samples import Case, NoSamples, call_variant, opinfo_samples, sample_pool
+from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes
+from torchcts.strategies.tensors import tensors
+from torchcts.strategies.values import special_values, values
+
+__all__ = [
+    "TILE_BOUNDARY_SIZES",
+    "Case",
+    "NoSamples",
+    "Placement",
+    "broadcastable_shapes",
+    "call_variant",
+    "claimed_dtypes",
+    "copy_exact",
+    "describe_layout",
+    "dtypes",
+    "fingerprint",
+    "is_overlapping",
+    "mutually_broadcastable_shapes",
+    "opinfo_samples",
+    "place",
+    "relayouts",
+    "sample_pool",
+    "shapes",
+    "special_values",
+    "tensors",
+    "values",
+]

@@ -1,0 +1,88 @@
+"""Stable fingerprints of cases: a hash of the exact tensors (bits, strides, offset) and arguments.
+
+Two cases share a fingerprint only if every tensor has the same dtype, layout, sizes, strides,
+storage offset and bit-exact contents of the storage it can reach, and every other argument is
+equal. The hash does not depend on the process, the machine's hash seed or object identities, so
+two derandomized runs can compare their case sequences.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+from typing import Any
+
+import torch
+
+
+def fingerprint(*parts: Any) -> str:
+    """sha256 (hex) of any mix of tensors, numbers, strings, dtypes, sequences, dicts and SampleInputs."""
+    digest = hashlib.sha256()
+    _feed(digest, parts)
+    return digest.hexdigest()
+
+
+def reachable_storage(t: torch.Tensor) -> torch.Tensor:
+    """The 1-D slice of a strided tensor's storage its elements can reach (from 0 to the last one)."""
+    if t.numel() == 0:
+        return t.new_empty((0,))
+    span = t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) + 1
+    return torch.as_strided(t, (span,), (1,), 0)
+
+
+def _feed(digest: "hashlib._Hash", value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        _feed_tensor(digest, value)
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"seq:{type(value).__name__}:{len(value)}[".encode())
+        for item in value:
+            _feed(digest, item)
+        digest.update(b"]")
+    elif isinstance(value, dict):
+        digest.update(f"dict:{len(value)}{{".encode())
+        for key in sorted(value, key=repr):
+            _feed(digest, key)
+            _feed(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, float):
+        digest.update(b"float:" + (b"nan" if math.isnan(value) else value.hex().encode()))
+    elif isinstance(value, complex):
+        _feed(digest, ("complex", value.real, value.imag))
+    elif value is None or isinstance(value, (bool, int, str, bytes, torch.dtype, torch.layout, torch.memory_format,
+                                             torch.device, enum.Enum)):
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    elif hasattr(value, "input") and hasattr(value, "args") and hasattr(value, "kwargs"):  # SampleInput
+        _feed(digest, ("SampleInput", value.input, tuple(value.args), dict(value.kwargs)))
+    elif callable(value):
+        digest.update(f"callable:{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__name__)};".encode())
+    else:
+        digest.update(f"{type(value).__qualname__}:{value!r};".encode())
+
+
+def _feed_tensor(digest: "hashlib._Hash", t: torch.Tensor) -> None:
+    t = t.detach()
+    header = f"tensor:{t.dtype}:{t.layout}:{tuple(t.shape)}"
+    if t.is_nested:
+        digest.update(f"{header}:nested[".encode())
+        for component in t.unbind():
+            _feed_tensor(digest, component)
+        digest.update(b"]")
+        return
+    if t.layout == torch.sparse_coo:
+        digest.update(f"{header}:coalesced={t.is_coalesced()}".encode())
+        _feed(digest, (t._indices(), t._values()))
+        return
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        digest.update(header.encode())
+        _feed(digest, (t.crow_indices(), t.col_indices(), t.values()))
+        return
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        digest.update(header.encode())
+        _feed(digest, (t.ccol_indices(), t.row_indices(), t.values()))
+        return
+    digest.update(f"{header}:{t.stride()}:{t.storage_offset()}:".encode())
+    if t.device.type == "meta":
+        return
+    storage = reachable_storage(t).cpu().contiguous()
+    digest.update(storage.view(torch.uint8).numpy().tobytes() if storage.numel() else b"")

@@ -1,0 +1,71 @@
+"""Put a CPU case on the device under test without changing how it sits in memory.
+
+A device copy made with `.to(device)` may come back contiguous; conformance needs the device to
+see exactly the strides and storage offset the case was built with. `place` copies the reachable
+storage and rebuilds the same view on the device, then checks what the device reports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import torch
+
+from torchcts.strategies.fingerprint import reachable_storage
+
+
+@attrs.frozen
+class Placement:
+    """A value moved to a device, with every way the device copy differs from the CPU layout."""
+
+    value: Any
+    mismatches: tuple[str, ...] = ()
+
+    @property
+    def faithful(self) -> bool:
+        return not self.mismatches
+
+
+def copy_exact(t: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+    """A copy of a strided tensor with the same sizes, strides, storage offset and (reachable) storage."""
+    device = t.device if device is None else torch.device(device)
+    flat = reachable_storage(t.detach())
+    base = flat.to(device=device, copy=True)
+    copy = base.as_strided(t.shape, t.stride(), t.storage_offset())
+    return copy.requires_grad_(t.requires_grad) if t.is_floating_point() or t.is_complex() else copy
+
+
+def place(value: Any, device: torch.device | str) -> Placement:
+    """Copy tensors (also inside lists, tuples, dicts and SampleInputs) to `device`, checking layouts."""
+    mismatches: list[str] = []
+    placed = _place(value, torch.device(device), "", mismatches)
+    return Placement(placed, tuple(mismatches))
+
+
+def _place(value: Any, device: torch.device, where: str, mismatches: list[str]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return _place_tensor(value, device, where or "tensor", mismatches)
+    if isinstance(value, (list, tuple)):
+        items = [_place(v, device, f"{where}[{i}]", mismatches) for i, v in enumerate(value)]
+        return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
+    if isinstance(value, dict):
+        return {k: _place(v, device, f"{where}.{k}" if where else str(k), mismatches) for k, v in value.items()}
+    if hasattr(value, "input") and hasattr(value, "args") and hasattr(value, "kwargs") and hasattr(value, "transform"):
+        return value.transform(lambda t: _place_tensor(t, device, "sample", mismatches) if isinstance(t, torch.Tensor) else t)
+    return value
+
+
+def _place_tensor(t: torch.Tensor, device: torch.device, where: str, mismatches: list[str]) -> torch.Tensor:
+    if t.layout != torch.strided or t.is_nested:
+        moved = t.to(device)
+        if moved.layout != t.layout or moved.shape != t.shape:
+            mismatches.append(f"{where}: device copy has layout {moved.layout} shape {tuple(moved.shape)}, "
+                              f"expected {t.layout} {tuple(t.shape)}")
+        return moved
+    moved = copy_exact(t, device)
+    expected = (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
+    got = (tuple(moved.shape), moved.stride(), moved.storage_offset(), moved.dtype)
+    if got != expected:
+        mismatches.append(f"{where}: device reports sizes/strides/offset/dtype {got}, CPU case has {expected}")
+    return moved

@@ -1,0 +1,105 @@
+"""Tensor shapes: scalars, empty and size-1 dimensions, broadcastable sets, tile-boundary sizes.
+
+Sizes shrink toward 1 (not 0): the plain case is a small non-empty tensor; empty dimensions are
+drawn on purpose, about one draw in ten. Tile-boundary sizes (31/32/33, 1023/1024/1025, ...) are
+drawn only when the caller allows them and the element budget holds them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+Shape = tuple[int, ...]
+
+# Sizes just below, at and above common kernel tile and vector widths.
+TILE_BOUNDARY_SIZES: tuple[int, ...] = (31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 4095, 4096, 4097, 65537)
+
+DEFAULT_MAX_NUMEL = 2**17
+
+
+def _check(min_dims: int, max_dims: int, max_side: int, max_numel: int) -> None:
+    if not 0 <= min_dims <= max_dims:
+        raise InvalidArgument(f"need 0 <= min_dims <= max_dims, got min_dims={min_dims}, max_dims={max_dims}")
+    if max_side < 1:
+        raise InvalidArgument(f"max_side must be at least 1, got {max_side}")
+    if max_numel < 1:
+        raise InvalidArgument(f"max_numel must be at least 1, got {max_numel}")
+
+
+@st.composite
+def _side(draw, max_side: int, allow_empty: bool, tile_sizes: tuple[int, ...]) -> int:
+    kind = draw(st.integers(0, 9), label="side kind")  # shrinks to 0: an ordinary size
+    if kind == 9 and allow_empty:
+        return 0
+    if kind == 8 and tile_sizes:
+        return draw(st.sampled_from(tile_sizes), label="tile size")
+    return draw(st.integers(1, max_side), label="side")
+
+
+def shapes(*, min_dims: int = 0, max_dims: int = 4, max_side: int = 5, allow_empty: bool = True,
+           tile_sizes: bool = False, max_numel: int = DEFAULT_MAX_NUMEL) -> st.SearchStrategy[Shape]:
+    """Shapes with `min_dims`..`max_dims` dimensions; shrinks toward `min_dims` dimensions of size 1.
+
+    With `tile_sizes`, a dimension may take a size from `TILE_BOUNDARY_SIZES` that keeps the
+    element count within `max_numel`; larger sizes are never drawn, so nothing is filtered.
+    """
+    _check(min_dims, max_dims, max_side, max_numel)
+    tiles = tuple(s for s in TILE_BOUNDARY_SIZES if s <= max_numel) if tile_sizes else ()
+
+    @st.composite
+    def draw_shape(draw) -> Shape:
+        ndim = draw(st.integers(min_dims, max_dims), label="ndim")
+        sides: list[int] = []
+        for _ in range(ndim):
+            budget = max_numel // max(1, math.prod(s for s in sides if s))
+            fitting = tuple(s for s in tiles if s <= budget)
+            side = draw(_side(min(max_side, max(1, budget)), allow_empty, fitting))
+            sides.append(side)
+        return tuple(sides)
+
+    return draw_shape()
+
+
+def broadcastable_shapes(shape: Shape) -> st.SearchStrategy[Shape]:
+    """Shapes that broadcast to `shape`: leading dimensions maybe dropped, others equal or 1.
+
+    Shrinks toward `shape` itself.
+    """
+    ndim = len(shape)
+
+    @st.composite
+    def draw_shape(draw) -> Shape:
+        dropped = draw(st.integers(0, ndim), label="dropped leading dims") if ndim else 0
+        kept = shape[dropped:]
+        ones = draw(st.lists(st.booleans(), min_size=len(kept), max_size=len(kept)), label="size-1 dims")
+        return tuple(1 if one else side for side, one in zip(kept, ones))
+
+    return draw_shape()
+
+
+@st.composite
+def mutually_broadcastable_shapes(draw, num_shapes: int, *, min_dims: int = 0, max_dims: int = 4,
+                                  max_side: int = 5, allow_empty: bool = True) -> tuple[tuple[Shape, ...], Shape]:
+    """`num_shapes` shapes that broadcast together, and the shape they broadcast to.
+
+    Shrinks toward every shape equal to the result shape.
+    """
+    if num_shapes < 1:
+        raise InvalidArgument(f"num_shapes must be at least 1, got {num_shapes}")
+    result = draw(shapes(min_dims=min_dims, max_dims=max_dims, max_side=max_side, allow_empty=allow_empty),
+                  label="broadcast result")
+    inputs = tuple(draw(broadcastable_shapes(result), label=f"shape {i}") for i in range(num_shapes))
+    return inputs, _broadcast(inputs)
+
+
+def _broadcast(shapes_: tuple[Shape, ...]) -> Shape:
+    ndim = max(len(s) for s in shapes_)
+    result = []
+    for axis in range(ndim):
+        sides = {s[len(s) - ndim + axis] for s in shapes_ if len(s) - ndim + axis >= 0}
+        sides.discard(1)
+        result.append(sides.pop() if sides else 1)
+    return tuple(result)

@@ -1,0 +1,153 @@
+"""Tensor values per dtype: ordinary values, and special values mixed in at drawn positions.
+
+Drawing every element through Hypothesis is slow (hundreds of draws per tensor). Instead a
+tensor's values are a fill drawn as a few choices (a fill kind and a seed for a torch.Generator)
+plus a short list of (position, special value) pairs. That shrinks well: the fill kind toward
+small integers, the seed toward 0, and the special list toward empty, so a failure caused by one
+NaN shrinks to a tensor holding exactly one NaN among ordinary values.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+
+import torch
+from hypothesis import strategies as st
+
+from torchcts import dtypes as dtype_names
+
+
+class Fill(enum.IntEnum):
+    """How ordinary values are spread; ordered from the simplest (the shrink target)."""
+
+    SMALL_INTEGERS = 0  # integers in [-4, 4] (or [0, 8]): exact in every dtype
+    NORMAL = 1  # standard normal, scaled by 4 (integers: [-9, 9])
+    WIDE = 2  # magnitudes across the dtype's range (integers: the full range)
+    UNIT = 3  # uniform in [0, 1) (integers: {0, 1})
+
+
+def is_float_like(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+@functools.cache
+def special_values(dtype: torch.dtype) -> tuple[object, ...]:
+    """Values that backends get wrong, representable in `dtype` (NaN, ±inf, -0.0, extremes, ties, ...)."""
+    if dtype == torch.bool:
+        return (True, False)
+    if not is_float_like(dtype):
+        info = torch.iinfo(dtype)
+        candidates = [info.min, info.max, 0, 1, info.max - 1, info.min + 1, -1]
+        return tuple(dict.fromkeys(v for v in candidates if info.min <= v <= info.max))
+    real = _real_specials(_real_dtype(dtype))
+    if not dtype.is_complex:
+        return real
+    nan, inf = math.nan, math.inf
+    pairs = [(nan, 0.0), (inf, 0.0), (0.0, inf), (-0.0, -0.0), (inf, nan), (-inf, inf), (0.0, nan)]
+    pairs += [(v, 1.0) for v in real if not math.isnan(v)][:6]
+    return tuple(complex(re, im) for re, im in pairs)
+
+
+def _real_dtype(dtype: torch.dtype) -> torch.dtype:
+    return {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}.get(
+        dtype, dtype
+    )
+
+
+def _real_specials(dtype: torch.dtype) -> tuple[float, ...]:
+    info = torch.finfo(dtype)
+    smallest_subnormal = info.smallest_normal * info.eps
+    candidates = [
+        math.nan, math.inf, -math.inf, -0.0, smallest_subnormal, -smallest_subnormal,
+        info.smallest_normal - smallest_subnormal,  # largest subnormal
+        info.max, info.min, info.eps, info.smallest_normal,
+        0.5, -0.5, 1.5, 2.5, -2.5,  # ties when rounding to integers
+        # ties when casting down: halfway between 1 and the next bfloat16 / float16 / float32
+        *(1.0 + torch.finfo(lower).eps / 2 for lower in (torch.bfloat16, torch.float16, torch.float32)),
+    ]
+    kept: dict[tuple[float, float], float] = {}
+    for value in candidates:
+        stored = torch.tensor([value], dtype=torch.float64).to(dtype).item()
+        exact = (math.isnan(value) and math.isnan(stored)) or (
+            stored == value and math.copysign(1.0, stored) == math.copysign(1.0, value)
+        )
+        if exact:
+            kept.setdefault(("nan", 0.0) if math.isnan(value) else (value, math.copysign(1.0, value)), value)
+    return tuple(kept.values())
+
+
+def fill_tensor(shape: tuple[int, ...], dtype: torch.dtype, fill: Fill, seed: int) -> torch.Tensor:
+    """A contiguous CPU tensor of ordinary values, determined by `fill` and `seed` alone."""
+    generator = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if not is_float_like(dtype):
+        return _integer_fill(shape, dtype, fill, generator)
+    work = torch.float64 if dtype in (torch.float64, torch.complex128) else torch.float32
+    if dtype.is_complex:
+        real = _float_fill(shape, _real_dtype(dtype), work, fill, generator)
+        imag = _float_fill(shape, _real_dtype(dtype), work, fill, generator)
+        return torch.complex(real, imag).to(dtype)
+    return _float_fill(shape, dtype, work, fill, generator).to(dtype)
+
+
+def _float_fill(shape, dtype, work, fill: Fill, generator) -> torch.Tensor:
+    if fill == Fill.SMALL_INTEGERS:
+        low = 0 if dtype in dtype_names.FLOAT8_DTYPES and "e8m0" in str(dtype) else -4
+        return torch.randint(low, 5, shape, generator=generator).to(work)
+    if fill == Fill.NORMAL:
+        return torch.randn(shape, generator=generator, dtype=work).mul_(4)
+    if fill == Fill.UNIT:
+        return torch.rand(shape, generator=generator, dtype=work)
+    info = torch.finfo(dtype)
+    exponent = torch.rand(shape, generator=generator, dtype=torch.float64)
+    exponent = exponent * (math.log2(info.max) - math.log2(info.smallest_normal)) + math.log2(info.smallest_normal)
+    sign = torch.randint(0, 2, shape, generator=generator).to(torch.float64) * 2 - 1
+    return (sign * torch.exp2(exponent)).clamp(info.min, info.max).to(work)
+
+
+def _integer_fill(shape, dtype, fill: Fill, generator) -> torch.Tensor:
+    info = torch.iinfo(dtype)
+    if fill == Fill.WIDE:
+        if info.bits > 32:  # randint's bounds are int64: combine two 32-bit halves
+            high = torch.randint(0, 2**32, shape, generator=generator, dtype=torch.int64)
+            low = torch.randint(0, 2**32, shape, generator=generator, dtype=torch.int64)
+            return ((high << 32) | low).to(dtype) if dtype != torch.uint64 else ((high << 32) | low).view(torch.uint64)
+        return torch.randint(info.min, info.max + 1, shape, generator=generator, dtype=torch.int64).to(dtype)
+    low, high = {Fill.SMALL_INTEGERS: (-4, 5), Fill.NORMAL: (-9, 10), Fill.UNIT: (0, 2)}[fill]
+    if info.min == 0:
+        low, high = 0, high - low
+    return torch.randint(low, high, shape, generator=generator, dtype=torch.int64).to(dtype)
+
+
+@functools.cache
+def _specials_tensor(dtype: torch.dtype) -> torch.Tensor:
+    values = special_values(dtype)
+    if dtype == torch.uint64:
+        return torch.tensor([v & (2**64 - 1) for v in values], dtype=torch.uint64)
+    work = torch.complex128 if dtype.is_complex else (torch.float64 if dtype.is_floating_point else None)
+    if work is None:
+        return torch.tensor(values, dtype=dtype)
+    return torch.tensor(values, dtype=work).to(dtype)
+
+
+@st.composite
+def values(draw, shape: tuple[int, ...], dtype: torch.dtype, *, special: bool = True, max_special: int = 4):
+    """A contiguous CPU tensor of `shape` and `dtype`: ordinary values with special values mixed in."""
+    fill = draw(st.sampled_from(Fill), label="fill")
+    seed = draw(st.integers(0, 2**32 - 1), label="seed")
+    t = fill_tensor(shape, dtype, fill, seed)
+    numel = t.numel()
+    if special and numel and dtype != torch.bool:
+        table = _specials_tensor(dtype)
+        positions = draw(
+            st.lists(st.tuples(st.integers(0, numel - 1), st.integers(0, len(table) - 1)),
+                     max_size=min(numel, max_special), unique_by=lambda p: p[0]),
+            label="special values",
+        )
+        if positions:
+            index = torch.tensor([p for p, _ in positions])
+            t.view(-1)[index] = table[torch.tensor([k for _, k in positions])]
+    return t

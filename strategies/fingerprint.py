@@ -62,13 +62,13 @@ def _feed(digest: "hashlib._Hash", value: Any) -> None:
 
 def _feed_tensor(digest: "hashlib._Hash", t: torch.Tensor) -> None:
     t = t.detach()
-    header = f"tensor:{t.dtype}:{t.layout}:{tuple(t.shape)}"
-    if t.is_nested:
-        digest.update(f"{header}:nested[".encode())
+    if t.is_nested:  # its shape holds a per-tensor symbolic ragged size: hash the components instead
+        digest.update(f"tensor:{t.dtype}:{t.layout}:nested:{t.dim()}[".encode())
         for component in t.unbind():
             _feed_tensor(digest, component)
         digest.update(b"]")
         return
+    header = f"tensor:{t.dtype}:{t.layout}:{tuple(t.shape)}"
     if t.layout == torch.sparse_coo:
         digest.update(f"{header}:coalesced={t.is_coalesced()}".encode())
         _feed(digest, (t._indices(), t._values()))

@@ -30,7 +30,7 @@ from torchcts.opinfo_catalog import op_id
 from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, relayouts
 from torchcts.strategies.placement import copy_exact
-from torchcts.strategies.values import is_float_like, special_values
+from torchcts.strategies.values import is_float_like, put_elements, special_values
 
 VARIANTS = ("function", "method", "inplace", "out")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
@@ -229,8 +229,8 @@ def _with_special_values(draw, t: torch.Tensor, max_count: int = 2) -> tuple[tor
         return t, ""
     flat = t.contiguous().clone()
     work = torch.complex128 if t.dtype.is_complex else torch.float64
-    flat.view(-1)[torch.tensor([p for p, _ in picks])] = torch.tensor([v for _, v in picks], dtype=work).to(t.dtype)
-    return copy_exact(flat), ", ".join(f"{v!r} at {p}" for p, v in picks)
+    put_elements(flat, torch.tensor([p for p, _ in picks]), torch.tensor([v for _, v in picks], dtype=work).to(t.dtype))
+    return flat, ", ".join(f"{v!r} at {p}" for p, v in picks)
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

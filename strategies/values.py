@@ -140,14 +140,34 @@ def values(draw, shape: tuple[int, ...], dtype: torch.dtype, *, special: bool = 
     seed = draw(st.integers(0, 2**32 - 1), label="seed")
     t = fill_tensor(shape, dtype, fill, seed)
     numel = t.numel()
-    if special and numel and dtype != torch.bool:
+    if special and dtype != torch.bool:
         table = _specials_tensor(dtype)
-        positions = draw(
-            st.lists(st.tuples(st.integers(0, numel - 1), st.integers(0, len(table) - 1)),
-                     max_size=min(numel, max_special), unique_by=lambda p: p[0]),
+        # Drawn even for empty tensors, so that an empty tensor is never a shorter draw sequence
+        # than an ordinary one (Hypothesis shrinks toward shorter sequences first).
+        drawn = draw(
+            st.lists(st.tuples(st.integers(0, max(numel - 1, 0)), st.integers(0, len(table) - 1)),
+                     max_size=max_special, unique_by=lambda p: p[0]),
             label="special values",
         )
+        positions = [(p, k) for p, k in drawn if p < numel]
         if positions:
             index = torch.tensor([p for p, _ in positions])
-            t.view(-1)[index] = table[torch.tensor([k for _, k in positions])]
+            chosen = table[torch.tensor([k for _, k in positions])]
+            put_elements(t, index, chosen)
     return t
+
+
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def put_elements(t: torch.Tensor, flat_index: torch.Tensor, elements: torch.Tensor) -> None:
+    """Write `elements` at flat positions of contiguous `t`, bit for bit, for every dtype.
+
+    index_put has no CPU kernel for several dtypes (uint16/32/64, some float8); writing through
+    an integer view of the same item size moves the same bits.
+    """
+    target = t.view(-1)
+    if not t.dtype.is_complex and t.dtype.itemsize in _SAME_SIZE_INT:
+        target = target.view(_SAME_SIZE_INT[t.dtype.itemsize])
+        elements = elements.view(_SAME_SIZE_INT[t.dtype.itemsize])
+    target[flat_index] = elements

@@ -34,6 +34,7 @@ from torchcts.strategies.values import is_float_like, put_elements, special_valu
 
 VARIANTS = ("function", "method", "inplace", "out")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
+TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
 
 
@@ -165,18 +166,25 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         if not pool:
             raise NoSamples(f"{op_id(op)} yields no sample inputs for {dtype}")
         index = draw(st.integers(0, len(pool) - 1), label="sample index")
+        # A fixed number of transform slots, drawn whatever the sample holds: every untransformed
+        # case is then a draw sequence of the same length, and shrinking reaches sample 0.
+        slots = [draw(_transform_slot(special_values), label=f"transform slot {i}") for i in range(TRANSFORM_SLOTS)]
         original = pool[index]
         notes: list[str] = []
+        counter = iter(range(10**6))
 
         def transform(where: str, t: torch.Tensor, written: bool) -> torch.Tensor:
-            if t.layout != torch.strided or t.is_nested or t.is_quantized:
+            if not _dense(t):
                 return t
             t = copy_exact(t)
-            if special_values and is_float_like(t.dtype) and t.numel():
-                t, note = draw(_with_special_values(t), label=f"{where} special values")
-                if note:
-                    notes.append(f"{where}: {note}")
-            if relayout and draw(st.booleans(), label=f"{where} relayout"):
+            slot = next(counter)
+            if slot >= TRANSFORM_SLOTS:
+                return t
+            picks, relayout_it = slots[slot]
+            if picks and is_float_like(t.dtype) and t.numel():
+                t, note = _with_special_values(t, picks)
+                notes.append(f"{where}: {note}")
+            if relayout and relayout_it:
                 t = draw(relayouts(t, allow_overlap=not written), label=f"{where} layout")
                 notes.append(f"{where}: {describe_layout(t)}")
             return t
@@ -221,16 +229,20 @@ def _map_sample(sample: Any, transform: Callable[[str, torch.Tensor, bool], torc
 
 
 @st.composite
-def _with_special_values(draw, t: torch.Tensor, max_count: int = 2) -> tuple[torch.Tensor, str]:
+def _transform_slot(draw, special: bool) -> tuple[list[tuple[int, int]], bool]:
+    """(special-value picks as (position, table index) before wrapping, whether to re-lay out)."""
+    picks = draw(st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 63)), max_size=2)) if special else []
+    return picks, draw(st.booleans())
+
+
+def _with_special_values(t: torch.Tensor, picks: list[tuple[int, int]]) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` with special values at the picked positions (wrapped into range)."""
     table = special_values(t.dtype)
-    picks = draw(st.lists(st.tuples(st.integers(0, t.numel() - 1), st.sampled_from(table)), max_size=max_count,
-                          unique_by=lambda p: p[0]))
-    if not picks:
-        return t, ""
+    chosen = {position % t.numel(): table[k % len(table)] for position, k in picks}
     flat = t.contiguous().clone()
     work = torch.complex128 if t.dtype.is_complex else torch.float64
-    put_elements(flat, torch.tensor([p for p, _ in picks]), torch.tensor([v for _, v in picks], dtype=work).to(t.dtype))
-    return flat, ", ".join(f"{v!r} at {p}" for p, v in picks)
+    put_elements(flat, torch.tensor(list(chosen)), torch.tensor(list(chosen.values()), dtype=work).to(t.dtype))
+    return flat, ", ".join(f"{v!r} at {p}" for p, v in chosen.items())
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

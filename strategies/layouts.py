@@ -12,12 +12,15 @@ Gaps are filled with a sentinel (NaN, or the dtype's maximum) so a kernel readin
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 
 
+@functools.cache
 def _storage_orders(ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
     """Dimension orders in memory (outermost first); shrinks toward the contiguous order."""
     identity = tuple(range(ndim))
@@ -29,6 +32,16 @@ def _storage_orders(ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
     if ndim == 2:
         named.append((1, 0))  # transposed
     return st.one_of(st.sampled_from(named), st.permutations(identity).map(tuple)) if ndim > 1 else st.just(identity)
+
+
+@functools.cache
+def _per_dim(ndim: int, values: st.SearchStrategy) -> st.SearchStrategy[list]:
+    return st.lists(values, min_size=ndim, max_size=ndim)
+
+
+_STEP = st.integers(1, 3)
+_OFFSET = st.integers(0, 7)
+_FLAG = st.booleans()
 
 
 def gap_sentinel(dtype: torch.dtype) -> object:
@@ -86,29 +99,33 @@ def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inverse)
 
 
-@st.composite
-def relayouts(draw, t: torch.Tensor, *, allow_overlap: bool = True) -> torch.Tensor:
-    """Tensors equal to `t` in another memory layout; shrinks toward a contiguous copy of `t`.
-
-    Draws a storage order, a step (1 to 3) per dimension, a storage offset (0 to 7) and zero
-    strides: on size-1 dimensions always allowed, on larger ones only with `allow_overlap` and
-    where `t` is constant along the dimension.
-    """
-    if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_nested:
-        raise InvalidArgument(f"relayouts needs a dense strided tensor, got {type(t).__name__} "
-                              f"{getattr(t, 'layout', '')}")
+def draw_relayout(draw, t: torch.Tensor, allow_overlap: bool = True) -> torch.Tensor:
+    """`relayouts` as a plain function of `draw`, for other strategies to call cheaply."""
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
     order = draw(_storage_orders(t.dim()), label="storage order")
     steps = (1,) * t.dim()
-    if t.dim() and draw(st.booleans(), label="gaps between elements"):
-        steps = tuple(draw(st.lists(st.integers(1, 3), min_size=t.dim(), max_size=t.dim()), label="steps"))
-    offset = draw(st.integers(0, 7), label="storage offset")
-    flags = draw(st.lists(st.booleans(), min_size=t.dim(), max_size=t.dim()), label="zero strides")
+    if t.dim() and draw(_FLAG, label="gaps between elements"):
+        steps = tuple(draw(_per_dim(t.dim(), _STEP), label="steps"))
+    offset = draw(_OFFSET, label="storage offset")
+    flags = draw(_per_dim(t.dim(), _FLAG), label="zero strides")
     zero_stride_dims = tuple(d for d, flag in enumerate(flags) if flag and (
         t.shape[d] == 1 or (allow_overlap and t.shape[d] > 1 and t.numel() and _constant_along(t, d))))
     return strided_view(t, order, steps, offset, zero_stride_dims)
+
+
+def relayouts(t: torch.Tensor, *, allow_overlap: bool = True) -> st.SearchStrategy[torch.Tensor]:
+    """Tensors equal to `t` in another memory layout; shrinks toward a contiguous copy of `t`.
+
+    Draws a storage order (channels_last and transposes among them), maybe a step of 1 to 3 per
+    dimension, a storage offset of 0 to 7, and zero strides: on size-1 dimensions always allowed,
+    on larger ones only with `allow_overlap` and where `t` is constant along the dimension.
+    """
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_nested:
+        raise InvalidArgument(f"relayouts needs a dense strided tensor, got {type(t).__name__} "
+                              f"{getattr(t, 'layout', '')}")
+    return st.composite(lambda draw: draw_relayout(draw, t, allow_overlap))()
 
 
 def is_overlapping(t: torch.Tensor) -> bool:

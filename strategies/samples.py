@@ -28,9 +28,9 @@ from hypothesis.errors import InvalidArgument
 from torchcts import dtypes as dtype_names
 from torchcts.opinfo_catalog import op_id
 from torchcts.strategies.fingerprint import fingerprint
-from torchcts.strategies.layouts import describe_layout, relayouts
+from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
-from torchcts.strategies.values import is_float_like, put_elements, special_values
+from torchcts.strategies.values import apply_special_picks, is_float_like, special_picks
 
 VARIANTS = ("function", "method", "inplace", "out")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
@@ -168,7 +168,8 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         index = draw(st.integers(0, len(pool) - 1), label="sample index")
         # A fixed number of transform slots, drawn whatever the sample holds: every untransformed
         # case is then a draw sequence of the same length, and shrinking reaches sample 0.
-        slots = [draw(_transform_slot(special_values), label=f"transform slot {i}") for i in range(TRANSFORM_SLOTS)]
+        slot_strategy = _SLOT_WITH_SPECIALS if special_values else _SLOT_PLAIN
+        slots = [draw(slot_strategy, label=f"transform slot {i}") for i in range(TRANSFORM_SLOTS)]
         original = pool[index]
         notes: list[str] = []
         counter = iter(range(10**6))
@@ -181,11 +182,12 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             if slot >= TRANSFORM_SLOTS:
                 return t
             picks, relayout_it = slots[slot]
-            if picks and is_float_like(t.dtype) and t.numel():
-                t, note = _with_special_values(t, picks)
-                notes.append(f"{where}: {note}")
+            if picks and is_float_like(t.dtype):
+                t, note = apply_special_picks(t, picks)
+                if note:
+                    notes.append(f"{where}: {note}")
             if relayout and relayout_it:
-                t = draw(relayouts(t, allow_overlap=not written), label=f"{where} layout")
+                t = draw_relayout(draw, t, allow_overlap=not written)
                 notes.append(f"{where}: {describe_layout(t)}")
             return t
 
@@ -228,21 +230,9 @@ def _map_sample(sample: Any, transform: Callable[[str, torch.Tensor, bool], torc
     )
 
 
-@st.composite
-def _transform_slot(draw, special: bool) -> tuple[list[tuple[int, int]], bool]:
-    """(special-value picks as (position, table index) before wrapping, whether to re-lay out)."""
-    picks = draw(st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 63)), max_size=2)) if special else []
-    return picks, draw(st.booleans())
-
-
-def _with_special_values(t: torch.Tensor, picks: list[tuple[int, int]]) -> tuple[torch.Tensor, str]:
-    """A contiguous copy of `t` with special values at the picked positions (wrapped into range)."""
-    table = special_values(t.dtype)
-    chosen = {position % t.numel(): table[k % len(table)] for position, k in picks}
-    flat = t.contiguous().clone()
-    work = torch.complex128 if t.dtype.is_complex else torch.float64
-    put_elements(flat, torch.tensor(list(chosen)), torch.tensor(list(chosen.values()), dtype=work).to(t.dtype))
-    return flat, ", ".join(f"{v!r} at {p}" for p, v in chosen.items())
+# One tensor's transforms: (special-value picks, whether to re-lay it out).
+_SLOT_WITH_SPECIALS = st.tuples(special_picks(2), st.booleans())
+_SLOT_PLAIN = st.tuples(st.just([]), st.booleans())
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

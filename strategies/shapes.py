@@ -29,39 +29,40 @@ def _check(min_dims: int, max_dims: int, max_side: int, max_numel: int) -> None:
         raise InvalidArgument(f"max_numel must be at least 1, got {max_numel}")
 
 
-@st.composite
-def _side(draw, max_side: int, allow_empty: bool, tile_sizes: tuple[int, ...]) -> int:
-    # The ordinary size is always drawn first, so the plain case is also the shortest draw
-    # sequence, which is what Hypothesis shrinks toward.
-    side = draw(st.integers(1, max_side), label="side")
-    kind = draw(st.integers(0, 9), label="side kind")  # shrinks to 0: the ordinary size
-    if kind == 9 and allow_empty:
-        return 0
-    if kind == 8 and tile_sizes:
-        return draw(st.sampled_from(tile_sizes), label="tile size")
-    return side
+_SIDE_KIND = st.integers(0, 9)  # 0..7: ordinary, 8: tile boundary, 9: empty; shrinks toward ordinary
 
 
 def shapes(*, min_dims: int = 0, max_dims: int = 4, max_side: int = 5, allow_empty: bool = True,
            tile_sizes: bool = False, max_numel: int = DEFAULT_MAX_NUMEL) -> st.SearchStrategy[Shape]:
     """Shapes with `min_dims`..`max_dims` dimensions; shrinks toward `min_dims` dimensions of size 1.
 
-    With `tile_sizes`, a dimension may take a size from `TILE_BOUNDARY_SIZES` that keeps the
-    element count within `max_numel`; larger sizes are never drawn, so nothing is filtered.
+    About one dimension in ten is empty (with `allow_empty`); with `tile_sizes`, about one in ten
+    takes a size from `TILE_BOUNDARY_SIZES`, only where the element count stays within
+    `max_numel`. Sizes that do not fit are never drawn, so nothing is filtered.
     """
     _check(min_dims, max_dims, max_side, max_numel)
+    ndims = st.integers(min_dims, max_dims)
+    sides = st.integers(1, max_side)
     tiles = tuple(s for s in TILE_BOUNDARY_SIZES if s <= max_numel) if tile_sizes else ()
+    tile_choice = st.sampled_from(tiles) if tiles else None
 
     @st.composite
     def draw_shape(draw) -> Shape:
-        ndim = draw(st.integers(min_dims, max_dims), label="ndim")
-        sides: list[int] = []
-        for _ in range(ndim):
-            budget = max_numel // max(1, math.prod(s for s in sides if s))
-            fitting = tuple(s for s in tiles if s <= budget)
-            side = draw(_side(min(max_side, max(1, budget)), allow_empty, fitting))
-            sides.append(side)
-        return tuple(sides)
+        shape: list[int] = []
+        filled = 1  # product of the non-empty sides so far
+        for _ in range(draw(ndims, label="ndim")):
+            # The ordinary size is always drawn first, so the plain case is also the shortest
+            # draw sequence, which is what Hypothesis shrinks toward.
+            side = min(draw(sides, label="side"), max(1, max_numel // filled))
+            kind = draw(_SIDE_KIND, label="side kind")
+            if kind == 9 and allow_empty:
+                side = 0
+            elif kind == 8 and tile_choice is not None:
+                tile = draw(tile_choice, label="tile size")
+                side = tile if tile * filled <= max_numel else side
+            shape.append(side)
+            filled *= max(side, 1)
+        return tuple(shape)
 
     return draw_shape()
 

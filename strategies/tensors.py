@@ -11,9 +11,9 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from torchcts.strategies.layouts import relayouts
+from torchcts.strategies.layouts import draw_relayout
 from torchcts.strategies.shapes import DEFAULT_MAX_NUMEL, Shape, shapes
-from torchcts.strategies.values import values
+from torchcts.strategies.values import draw_values
 
 
 def _check_dtype(dtype: object) -> None:
@@ -50,23 +50,23 @@ def tensors(dtype: torch.dtype, shape: Shape | st.SearchStrategy[Shape] | None =
     @st.composite
     def draw_tensor(draw) -> torch.Tensor:
         size = draw(shape_strategy, label="shape")
-        t = draw(values(size, dtype, special=special_values), label="values")
+        t = draw_values(draw, size, dtype, special_values)
         if relayout:
-            t = draw(relayouts(t, allow_overlap=allow_overlap), label="layout")
+            t = draw_relayout(draw, t, allow_overlap)
         # Decided last, so the ordinary tensor stays the shortest draw sequence (the shrink target).
         windowed = relayout and allow_overlap and len(size) >= 2 and all(size[-2:])
-        if draw(st.integers(0, 7), label="sliding window") == 7 and windowed:
-            return draw(_sliding_windows(size, dtype, special_values))
+        if draw(_WINDOW, label="sliding window") == 7 and windowed:
+            return _sliding_window(draw, size, dtype, special_values)
         return t
 
     return draw_tensor()
 
 
-@st.composite
-def _sliding_windows(draw, size: Shape, dtype: torch.dtype, special_values: bool) -> torch.Tensor:
+_WINDOW = st.integers(0, 7)
+
+
+def _sliding_window(draw, size: Shape, dtype: torch.dtype, special_values: bool) -> torch.Tensor:
     """An overlapping view: element [..., i, j] is storage [..., i + j] (strides 1 and 1)."""
     rows, cols = size[-2:]
-    lead = size[:-2]
-    storage = draw(values((*lead, rows + cols - 1), dtype, special=special_values), label="window storage")
-    lead_strides = storage.stride()[:-1]
-    return storage.as_strided(size, (*lead_strides, 1, 1))
+    storage = draw_values(draw, (*size[:-2], rows + cols - 1), dtype, special_values)
+    return storage.as_strided(size, (*storage.stride()[:-1], 1, 1))

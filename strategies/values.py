@@ -133,28 +133,49 @@ def _specials_tensor(dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(values, dtype=work).to(dtype)
 
 
+_FILLS = st.sampled_from(Fill)
+_SEEDS = st.integers(0, 2**32 - 1)
+_PICK = st.tuples(st.integers(0, 2**20), st.integers(0, 63))
+
+
+@functools.cache
+def special_picks(max_count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
+    """Up to `max_count` (position, table index) pairs, wrapped into range when applied.
+
+    Independent of the tensor's size, so the strategy is built once and an empty tensor draws as
+    many choices as a full one (Hypothesis shrinks toward shorter draw sequences first).
+    """
+    return st.lists(_PICK, max_size=max_count)
+
+
+def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]]) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` with special values written at the picked positions, and a note."""
+    if not picks or not t.numel() or t.dtype == torch.bool:
+        return t, ""
+    table = _specials_tensor(t.dtype)
+    chosen = {position % t.numel(): k % len(table) for position, k in picks}
+    out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
+    put_elements(out, torch.tensor(list(chosen)), table[torch.tensor(list(chosen.values()))])
+    labels = special_values(t.dtype)
+    return out, ", ".join(f"{labels[k]!r} at {p}" for p, k in chosen.items())
+
+
+def draw_values(draw, shape: tuple[int, ...], dtype: torch.dtype, special: bool = True,
+                max_special: int = 4) -> torch.Tensor:
+    """`values` as a plain function of `draw`, for other strategies to call without a new strategy object."""
+    fill = draw(_FILLS, label="fill")
+    seed = draw(_SEEDS, label="seed")
+    t = fill_tensor(shape, dtype, fill, seed)
+    if special:
+        t, _ = apply_special_picks(t, draw(special_picks(max_special), label="special values"))
+    return t
+
+
 @st.composite
 def values(draw, shape: tuple[int, ...], dtype: torch.dtype, *, special: bool = True, max_special: int = 4):
-    """A contiguous CPU tensor of `shape` and `dtype`: ordinary values with special values mixed in."""
-    fill = draw(st.sampled_from(Fill), label="fill")
-    seed = draw(st.integers(0, 2**32 - 1), label="seed")
-    t = fill_tensor(shape, dtype, fill, seed)
-    numel = t.numel()
-    if special and dtype != torch.bool:
-        table = _specials_tensor(dtype)
-        # Drawn even for empty tensors, so that an empty tensor is never a shorter draw sequence
-        # than an ordinary one (Hypothesis shrinks toward shorter sequences first).
-        drawn = draw(
-            st.lists(st.tuples(st.integers(0, max(numel - 1, 0)), st.integers(0, len(table) - 1)),
-                     max_size=max_special, unique_by=lambda p: p[0]),
-            label="special values",
-        )
-        positions = [(p, k) for p, k in drawn if p < numel]
-        if positions:
-            index = torch.tensor([p for p, _ in positions])
-            chosen = table[torch.tensor([k for _, k in positions])]
-            put_elements(t, index, chosen)
-    return t
+    """A contiguous CPU tensor of `shape` and `dtype`: ordinary values with up to `max_special`
+    special values at drawn positions. Shrinks toward small integers and no special values."""
+    return draw_values(draw, tuple(shape), dtype, special, max_special)
 
 
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

@@ -9,13 +9,17 @@ it generates and how it shrinks. Usable on its own by a backend team writing its
 from torchcts.strategies.dtype_claims import claimed_dtypes, dtypes
 from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, is_overlapping, relayouts
+from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested_forms, nested_tensors
 from torchcts.strategies.placement import Placement, copy_exact, place
 from torchcts.strategies.samples import Case, NoSamples, call_variant, opinfo_samples, sample_pool
+from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_forms, sparse_tensors
 from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes
 from torchcts.strategies.tensors import tensors
 from torchcts.strategies.values import special_values, values
 
 __all__ = [
+    "NESTED_LAYOUTS",
+    "SPARSE_LAYOUTS",
     "TILE_BOUNDARY_SIZES",
     "Case",
     "NoSamples",
@@ -29,11 +33,16 @@ __all__ = [
     "fingerprint",
     "is_overlapping",
     "mutually_broadcastable_shapes",
+    "nested_components",
+    "nested_forms",
+    "nested_tensors",
     "opinfo_samples",
     "place",
     "relayouts",
     "sample_pool",
     "shapes",
+    "sparse_forms",
+    "sparse_tensors",
     "special_values",
     "tensors",
     "values",

@@ -7,7 +7,7 @@ it generates and how it shrinks. Usable on its own by a backend team writing its
 """
 
 from torchcts.strategies.dtype_claims import claimed_dtypes, dtypes
-from torchcts.strategies.fingerprint import fingerprint
+from torchcts.strategies.fingerprint import fingerprint, same_bits
 from torchcts.strategies.layouts import describe_layout, is_overlapping, relayouts
 from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested_forms, nested_tensors
 from torchcts.strategies.placement import Placement, copy_exact, place
@@ -39,6 +39,7 @@ __all__ = [
     "opinfo_samples",
     "place",
     "relayouts",
+    "same_bits",
     "sample_pool",
     "shapes",
     "sparse_forms",

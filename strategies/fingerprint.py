@@ -23,6 +23,24 @@ def fingerprint(*parts: Any) -> str:
     return digest.hexdigest()
 
 
+def same_bits(a: torch.Tensor, b: torch.Tensor, *, nan_payloads: bool = False) -> bool:
+    """Whether two dense tensors hold the same elements bit for bit (-0.0 is not 0.0).
+
+    NaNs need only sit in the same places unless `nan_payloads` asks for identical NaN bits.
+    Layout does not matter: a re-laid-out tensor is the same as its contiguous twin.
+    """
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    a, b = a.detach().cpu().contiguous(), b.detach().cpu().contiguous()
+    if a.dtype.is_complex:
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
+    if nan_payloads or not a.dtype.is_floating_point:
+        return torch.equal(a.unsqueeze(-1).view(torch.uint8), b.unsqueeze(-1).view(torch.uint8))
+    nan_a, nan_b = a.float().isnan(), b.float().isnan()
+    bits_a, bits_b = a.unsqueeze(-1).view(torch.uint8), b.unsqueeze(-1).view(torch.uint8)
+    return torch.equal(nan_a, nan_b) and torch.equal(bits_a[~nan_a], bits_b[~nan_b])
+
+
 def reachable_storage(t: torch.Tensor) -> torch.Tensor:
     """The 1-D slice of a strided tensor's storage its elements can reach (from 0 to the last one)."""
     if t.numel() == 0:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from torchcts.strategies.nested import nested_components, nested_forms, nested_tensors
+from torchcts.strategies.fingerprint import same_bits
 from torchcts.strategies.values import values
 
 pytestmark = [pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental"),
@@ -15,22 +16,6 @@ pytestmark = [pytest.mark.filterwarnings("ignore:ComplexHalf support is experime
 BOTH = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.int64, torch.int8,
         torch.uint8, torch.bool]
 JAGGED_ONLY = [torch.complex32, torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2]
-_INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same dtype, shape and bits, except that NaNs only need to be in the same places."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.is_complex:
-        a, b = torch.view_as_real(a), torch.view_as_real(b)
-    if a.dtype == torch.bool:
-        return torch.equal(a, b)
-    nan_a = a.float().isnan() if a.dtype.is_floating_point else torch.zeros(a.shape, dtype=torch.bool)
-    nan_b = b.float().isnan() if b.dtype.is_floating_point else nan_a
-    ints = _INTS[a.element_size()]
-    bits_a, bits_b = a.contiguous().view(ints), b.contiguous().view(ints)
-    return torch.equal(nan_a, nan_b) and torch.equal(bits_a[~nan_a], bits_b[~nan_b])
 
 
 def all_same_bits(parts, components) -> bool:

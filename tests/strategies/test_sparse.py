@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_forms, sparse_tensors
+from torchcts.strategies.fingerprint import same_bits
 from torchcts.strategies.values import special_values, values
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Sparse .* tensor support is in beta"),
@@ -18,22 +19,6 @@ pytestmark = [pytest.mark.filterwarnings("ignore:Sparse .* tensor support is in 
 COMPRESSED = SPARSE_LAYOUTS[1:]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.complex128,
           torch.int64, torch.int8, torch.uint8, torch.bool]
-_INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same dtype, shape and bits, except that NaNs only need to be in the same places."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.is_complex:
-        a, b = torch.view_as_real(a), torch.view_as_real(b)
-    if a.dtype == torch.bool:
-        return torch.equal(a, b)
-    nan_a = a.float().isnan() if a.dtype.is_floating_point else torch.zeros(a.shape, dtype=torch.bool)
-    nan_b = b.float().isnan() if b.dtype.is_floating_point else nan_a
-    ints = _INTS[a.element_size()]
-    bits_a, bits_b = a.contiguous().view(ints), b.contiguous().view(ints)
-    return torch.equal(nan_a, nan_b) and torch.equal(bits_a[~nan_a], bits_b[~nan_b])
 
 
 def densified_as_torch_does(out: torch.Tensor, dense: torch.Tensor) -> bool:

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 import torch
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from torchcts.opinfo_catalog import ops_supporting
@@ -64,14 +65,23 @@ def dense_rates(examples: int) -> None:
 def opinfo_rates(examples: int, max_ops: int) -> None:
     """Per op: examples/s, and draw time (total minus execution) over execution time."""
     ops = [op for op in ops_supporting(torch.float32) if not op.name.startswith("_")][:max_ops or None]
-    per_op_rates, ratios, skipped = [], [], 0
+    per_op_rates, ratios, draw_ratios, skipped = [], [], [], 0
     started = time.perf_counter()
     for op in ops:
-        executing = 0.0
+        executing = drawing = 0.0
         count = 0
+        cases = opinfo_samples(op, torch.float32)
+
+        @st.composite
+        def timed_cases(draw):
+            nonlocal drawing
+            start = time.perf_counter()
+            case = draw(cases)
+            drawing += time.perf_counter() - start
+            return case
 
         @settings(QUIET, max_examples=examples)
-        @given(opinfo_samples(op, torch.float32))
+        @given(timed_cases())
         def prop(case):
             nonlocal executing, count
             count += 1
@@ -97,12 +107,15 @@ def opinfo_rates(examples: int, max_ops: int) -> None:
         per_op_rates.append(count / total)
         if executing > 0:
             ratios.append((total - executing) / executing)
+            draw_ratios.append(drawing / executing)
     print(f"opinfo_samples(), float32: {len(per_op_rates)} ops ({skipped} skipped), {examples} examples each, "
           f"{time.perf_counter() - started:.0f} s")
     print(f"  examples/s per op: mean {statistics.mean(per_op_rates):.0f}, median {statistics.median(per_op_rates):.0f}")
-    print(f"  draw time / execute time: median {statistics.median(ratios):.2f}, "
-          f"mean {statistics.mean(ratios):.2f}, ops where drawing costs more than executing: "
-          f"{sum(r > 1 for r in ratios)}/{len(ratios)}")
+    print(f"  drawing a case / executing it: median {statistics.median(draw_ratios):.1f}, "
+          f"mean {statistics.mean(draw_ratios):.1f}; ops where drawing costs more than executing: "
+          f"{sum(r > 1 for r in draw_ratios)}/{len(draw_ratios)}")
+    print(f"  whole per-example overhead (Hypothesis engine included) / executing: median "
+          f"{statistics.median(ratios):.1f}, mean {statistics.mean(ratios):.1f}")
 
 
 def main() -> None:

@@ -39,6 +39,11 @@ def _per_dim(ndim: int, values: st.SearchStrategy) -> st.SearchStrategy[list]:
     return st.lists(values, min_size=ndim, max_size=ndim)
 
 
+@functools.cache
+def _zero_stride_masks(ndim: int) -> st.SearchStrategy[int]:
+    return st.integers(0, 2**ndim - 1)
+
+
 _STEP = st.integers(1, 3)
 _OFFSET = st.integers(0, 7)
 _FLAG = st.booleans()
@@ -109,8 +114,8 @@ def draw_relayout(draw, t: torch.Tensor, allow_overlap: bool = True) -> torch.Te
     if t.dim() and draw(_FLAG, label="gaps between elements"):
         steps = tuple(draw(_per_dim(t.dim(), _STEP), label="steps"))
     offset = draw(_OFFSET, label="storage offset")
-    flags = draw(_per_dim(t.dim(), _FLAG), label="zero strides")
-    zero_stride_dims = tuple(d for d, flag in enumerate(flags) if flag and (
+    mask = draw(_zero_stride_masks(t.dim()), label="zero-stride dims (bit mask)")
+    zero_stride_dims = tuple(d for d in range(t.dim()) if mask >> d & 1 and (
         t.shape[d] == 1 or (allow_overlap and t.shape[d] > 1 and t.numel() and _constant_along(t, d))))
     return strided_view(t, order, steps, offset, zero_stride_dims)
 

@@ -168,8 +168,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         index = draw(st.integers(0, len(pool) - 1), label="sample index")
         # A fixed number of transform slots, drawn whatever the sample holds: every untransformed
         # case is then a draw sequence of the same length, and shrinking reaches sample 0.
-        slot_strategy = _SLOT_WITH_SPECIALS if special_values else _SLOT_PLAIN
-        slots = [draw(slot_strategy, label=f"transform slot {i}") for i in range(TRANSFORM_SLOTS)]
+        kinds = draw(_SLOT_KINDS if special_values else _SLOT_KINDS_NO_SPECIALS, label="transform slots")
         original = pool[index]
         notes: list[str] = []
         counter = iter(range(10**6))
@@ -181,7 +180,9 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             slot = next(counter)
             if slot >= TRANSFORM_SLOTS:
                 return t
-            picks, relayout_it = slots[slot]
+            kind = kinds[slot]  # bit 0: re-lay out, bit 1: special values; shrinks toward 0, untouched
+            picks = draw(special_picks(2), label=f"{where} special values") if kind & 2 else []
+            relayout_it = bool(kind & 1)
             if picks and is_float_like(t.dtype):
                 t, note = apply_special_picks(t, picks)
                 if note:
@@ -230,9 +231,9 @@ def _map_sample(sample: Any, transform: Callable[[str, torch.Tensor, bool], torc
     )
 
 
-# One tensor's transforms: (special-value picks, whether to re-lay it out).
-_SLOT_WITH_SPECIALS = st.tuples(special_picks(2), st.booleans())
-_SLOT_PLAIN = st.tuples(st.just([]), st.booleans())
+# What happens to each of the first TRANSFORM_SLOTS tensors, one small integer each.
+_SLOT_KINDS = st.tuples(*[st.integers(0, 3)] * TRANSFORM_SLOTS)
+_SLOT_KINDS_NO_SPECIALS = st.tuples(*[st.integers(0, 1)] * TRANSFORM_SLOTS)
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

@@ -48,4 +48,4 @@ def test_two_processes_draw_identical_fingerprint_sequences():
     assert first == second
     for name, prints in first.items():
         assert len(prints) >= 10, name
-        assert len(set(prints)) > len(prints) // 2, f"{name}: cases barely vary"
+        assert len(set(prints)) >= len(prints) // 3, f"{name}: cases barely vary"

@@ -13,7 +13,7 @@ from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested
 from torchcts.strategies.placement import Placement, copy_exact, place
 from torchcts.strategies.samples import Case, NoSamples, call_variant, opinfo_samples, sample_pool
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_forms, sparse_tensors
-from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes
+from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes, shapes_for
 from torchcts.strategies.tensors import tensors
 from torchcts.strategies.values import special_values, values
 
@@ -42,6 +42,7 @@ __all__ = [
     "same_bits",
     "sample_pool",
     "shapes",
+    "shapes_for",
     "sparse_forms",
     "sparse_tensors",
     "special_values",

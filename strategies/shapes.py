@@ -8,7 +8,9 @@ drawn only when the caller allows them and the element budget holds them.
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -65,6 +67,21 @@ def shapes(*, min_dims: int = 0, max_dims: int = 4, max_side: int = 5, allow_emp
         return tuple(shape)
 
     return draw_shape()
+
+
+TILE_SIZES_LEVEL = 5  # semantic level from which tile-boundary sizes are drawn
+
+
+def shapes_for(manifest: Any = None, level: int = 1, dtype: torch.dtype = torch.float32, *, min_dims: int = 0,
+               max_dims: int = 4, max_side: int = 5) -> st.SearchStrategy[Shape]:
+    """`shapes` sized by what the run allows: tile-boundary sizes from semantic level 5 on, and an
+    element budget from the manifest's `resource_limits.max_tensor_size_mb` (default 2**17 elements)."""
+    max_numel = DEFAULT_MAX_NUMEL
+    limit = manifest.resource_limits.max_tensor_size_mb if manifest is not None else None
+    if limit is not None:
+        max_numel = max(1, int(limit * 2**20) // dtype.itemsize)
+    return shapes(min_dims=min_dims, max_dims=max_dims, max_side=max_side, tile_sizes=level >= TILE_SIZES_LEVEL,
+                  max_numel=max_numel)
 
 
 def broadcastable_shapes(shape: Shape) -> st.SearchStrategy[Shape]:

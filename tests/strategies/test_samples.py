@@ -175,3 +175,8 @@ def test_case_fingerprints_depend_on_exact_inputs(data):
     again = Case(case.op_id, case.variant, case.dtype, case.sample, case.sample_index, case.transforms)
     assert case.fingerprint == again.fingerprint
     assert case.fingerprint != Case(case.op_id, "method", case.dtype, case.sample, case.sample_index).fingerprint
+
+
+def test_reference_inputs_join_the_pool_from_level_three():
+    op = find_op("add")
+    assert len(sample_pool(op, torch.float32, level=3)) > len(sample_pool(op, torch.float32, level=1))

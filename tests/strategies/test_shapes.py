@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, NoSuchExample
 
 from torchcts.strategies import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes
 
@@ -58,3 +58,22 @@ def test_invalid_arguments_are_rejected_eagerly():
         shapes(min_dims=3, max_dims=2)
     with pytest.raises(InvalidArgument):
         shapes(max_side=0)
+
+
+def test_shapes_for_follows_level_and_resource_limits():
+    from torchcts.manifest import parse_manifest
+    from torchcts.strategies import shapes_for
+
+    small, _ = parse_manifest({"manifest_version": 1, "device_name": "cpu", "supported_dtypes": {"float32": True},
+                               "capabilities": {}, "resource_limits": {"max_tensor_size_mb": 0.01}})
+    with pytest.raises(NoSuchExample):  # no tile sizes below level 5
+        find(shapes_for(level=4), lambda s: any(side in TILE_BOUNDARY_SIZES for side in s))
+    big = find(shapes_for(level=5), lambda s: 1024 in s)
+    assert math.prod(big) <= 2**17
+
+    @settings(max_examples=100)
+    @given(shapes_for(small, level=8, dtype=torch.float32))
+    def within_limit(shape):
+        assert math.prod(shape) * 4 <= 0.01 * 2**20
+
+    within_limit()

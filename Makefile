@@ -16,9 +16,9 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml plugins/faulty-autoload/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "$(TORCH_PIN)" -e ".[dev]"
+	$(PY) -m pip install --quiet "$(TORCH_PIN)" -e ".[dev]" -e plugins/faulty-autoload
 	touch $(STAMP)
 
 # Until the run pipeline exists, the main job initialises the smoke manifest and validates it.

@@ -1,0 +1,202 @@
+"""The `faulty` device: a Python PrivateUse1 backend whose tensors keep their data on CPU.
+
+Every device tensor is a `FaultyTensor`, a wrapper subclass that owns a CPU tensor (its data)
+and reports exactly that tensor's sizes, strides, storage offset and dtype. Every op takes one
+generic path: unwrap device tensors to their CPU data, run the same aten overload on CPU, let the
+active seeded bugs perturb the result, and wrap CPU results back as device tensors. Views of the
+data are CPU views of the same storage, so writes through a view reach the base; in-place and
+`out=` overloads return the very tensors they mutated.
+
+Ops reach the path two ways: `__torch_dispatch__` for ops with a device tensor argument, and a
+boxed fallback on the PrivateUse1 dispatch key for factories (`torch.ones(2, device="faulty")`).
+
+Needs torch >= 2.5 (`torch.library.Library.fallback`, `_setup_privateuseone_for_python_backend`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map
+
+from torchcts.testing.faulty import bugs
+
+DEVICE_NAME = "faulty"
+
+_registered = False
+_registration_lock = threading.Lock()
+_library: torch.library.Library | None = None
+
+
+class FaultyTensor(torch.Tensor):
+    """A tensor on the `faulty` device; `_data` is the CPU tensor holding its elements."""
+
+    _data: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor, requires_grad: bool = False) -> "FaultyTensor":
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls, data.size(), strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
+            layout=data.layout, device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad,
+        )
+        wrapper._data = data
+        return wrapper
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105
+        text = repr(self._data)
+        suffix = f", device='{self.device}'"
+        if self.requires_grad:
+            suffix += ", requires_grad=True"
+        return text[:-1] + suffix + ")" if text.endswith(")") else text + suffix
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return run_on_cpu(func, args, kwargs or {})
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, FaultyTensor):
+        return value._data
+    if isinstance(value, torch.device) and value.type == DEVICE_NAME:
+        return torch.device("cpu")
+    return value
+
+
+def _targets_device(kwargs: dict) -> bool:
+    """Whether results belong on the faulty device (not when an op asks for another device)."""
+    device = kwargs.get("device")
+    if device is None:
+        return True
+    return torch.device(device).type == DEVICE_NAME
+
+
+def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
+    """The generic path: run `func` on the CPU data, apply active bugs, wrap the results."""
+    cpu_args, cpu_kwargs = tree_map(_to_cpu, args), tree_map(_to_cpu, kwargs)
+    bugs.before(func, cpu_args, cpu_kwargs)
+    result = func(*cpu_args, **cpu_kwargs)
+    result = bugs.after(func, cpu_args, cpu_kwargs, result)
+    mutated = _mutated_outputs(func, args, kwargs)
+    if mutated is not None:
+        for tensor in mutated if isinstance(mutated, tuple) else (mutated,):
+            if isinstance(tensor, FaultyTensor):
+                _sync_metadata(tensor)
+        return mutated
+    if not _targets_device(kwargs):
+        return result
+    return tree_map(lambda v: FaultyTensor(v) if isinstance(v, torch.Tensor) and not isinstance(v, FaultyTensor)
+                    else v, result)
+
+
+def _mutated_outputs(func, args: tuple, kwargs: dict) -> Any:
+    """For in-place and out= overloads, the argument tensors they return; otherwise None."""
+    schema = func._schema
+    written = [r.alias_info for r in schema.returns]
+    if not written or not all(a is not None and a.is_write for a in written):
+        return None
+    by_alias = {}
+    for position, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = kwargs[argument.name] if argument.name in kwargs else (
+            args[position] if position < len(args) else None)
+        for alias in argument.alias_info.after_set:
+            by_alias[alias] = value
+    outputs = tuple(by_alias.get(next(iter(a.after_set)), None) for a in written)
+    if any(o is None for o in outputs):
+        return None
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _sync_metadata(wrapper: FaultyTensor) -> None:
+    """Make the device tensor report its data's (possibly resized) sizes, strides and offset."""
+    data = wrapper._data
+    if (wrapper.shape, wrapper.stride(), wrapper.storage_offset()) == (data.shape, data.stride(), data.storage_offset()):
+        return
+    with torch._C._DisableTorchDispatch():
+        meta_in_tls = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)  # change the wrapper's metadata only
+        try:
+            torch.ops.aten.set_.source_Storage_storage_offset(
+                wrapper, wrapper.untyped_storage(), data.storage_offset(), data.size(), data.stride())
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
+
+
+def _factory_fallback(op, *args, **kwargs):
+    """PrivateUse1 fallback: ops that reach the device key without a FaultyTensor (factories)."""
+    return run_on_cpu(op, args, kwargs)
+
+
+class _DeviceModule:
+    """`torch.faulty`: what torch and OpInfo helpers call on a device module. One device; the
+    CPU generator serves as the device's generator, so seeding either seeds both."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def set_device(self, device: Any) -> None:
+        pass
+
+    def synchronize(self, device: Any = None) -> None:
+        pass
+
+    def _is_in_bad_fork(self) -> bool:
+        return False
+
+    # torch.manual_seed() calls manual_seed_all() of custom device modules: seed the CPU
+    # generator directly, or the two would recurse.
+    def manual_seed(self, seed: int) -> None:
+        torch.default_generator.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        torch.default_generator.manual_seed(seed)
+
+    def seed(self) -> None:
+        torch.default_generator.seed()
+
+    def initial_seed(self) -> int:
+        return torch.default_generator.initial_seed()
+
+    def get_rng_state(self, device: Any = None) -> torch.Tensor:
+        return torch.get_rng_state()
+
+    def set_rng_state(self, state: torch.Tensor, device: Any = None) -> None:
+        torch.set_rng_state(state)
+
+    def get_amp_supported_dtype(self) -> list[torch.dtype]:
+        return [torch.float16, torch.bfloat16]
+
+
+def register() -> None:
+    """Rename PrivateUse1 to `faulty` and install the device module and the generic path (once)."""
+    global _registered, _library
+    with _registration_lock:
+        if _registered:
+            return
+        current = torch._C._get_privateuse1_backend_name()
+        if current not in ("privateuseone", DEVICE_NAME):
+            raise RuntimeError(f"PrivateUse1 is already taken by the {current!r} backend; the faulty device "
+                               "needs it (run it in a process without that backend)")
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+        if current == "privateuseone":
+            _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=_DeviceModule())
+        _library = torch.library.Library("_", "IMPL")
+        _library.fallback(_factory_fallback, "PrivateUse1")
+        _registered = True
+
+
+def is_registered() -> bool:
+    return _registered

@@ -31,7 +31,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor, *, nan_payloads: bool = False) -
     """
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    a, b = a.detach().cpu().contiguous(), b.detach().cpu().contiguous()
+    a, b = (x.detach().cpu().resolve_conj().resolve_neg().contiguous() for x in (a, b))
     if a.dtype.is_complex:
         a, b = torch.view_as_real(a), torch.view_as_real(b)
     if nan_payloads or not a.dtype.is_floating_point:

@@ -37,7 +37,10 @@ def copy_exact(t: torch.Tensor, device: torch.device | str | None = None) -> tor
 
 
 def place(value: Any, device: torch.device | str) -> Placement:
-    """Copy tensors (also inside lists, tuples, dicts and SampleInputs) to `device`, checking layouts."""
+    """Copy tensors (also inside lists, tuples, dicts and SampleInputs) to `device`, checking layouts.
+
+    A `device` keyword (a factory op's sample names the device to create on) is set to `device`.
+    """
     mismatches: list[str] = []
     placed = _place(value, torch.device(device), "", mismatches)
     return Placement(placed, tuple(mismatches))
@@ -50,10 +53,19 @@ def _place(value: Any, device: torch.device, where: str, mismatches: list[str]) 
         items = [_place(v, device, f"{where}[{i}]", mismatches) for i, v in enumerate(value)]
         return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
     if isinstance(value, dict):
-        return {k: _place(v, device, f"{where}.{k}" if where else str(k), mismatches) for k, v in value.items()}
+        return {k: device if k == "device" and _names_a_device(v) else
+                _place(v, device, f"{where}.{k}" if where else str(k), mismatches) for k, v in value.items()}
     if hasattr(value, "input") and hasattr(value, "args") and hasattr(value, "kwargs") and hasattr(value, "transform"):
-        return value.transform(lambda t: _place_tensor(t, device, "sample", mismatches) if isinstance(t, torch.Tensor) else t)
+        placed = value.transform(lambda t: _place_tensor(t, device, "sample", mismatches)
+                                 if isinstance(t, torch.Tensor) else t)
+        if _names_a_device(placed.kwargs.get("device")):  # factory samples name their device
+            placed.kwargs["device"] = device
+        return placed
     return value
+
+
+def _names_a_device(value: Any) -> bool:
+    return isinstance(value, torch.device) or (isinstance(value, str) and value.split(":")[0].isidentifier())
 
 
 def _place_tensor(t: torch.Tensor, device: torch.device, where: str, mismatches: list[str]) -> torch.Tensor:

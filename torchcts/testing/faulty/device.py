@@ -37,10 +37,25 @@ class FaultyTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, data: torch.Tensor, requires_grad: bool = False) -> "FaultyTensor":
+        if data.is_nested:
+            raise NotImplementedError("the faulty device does not hold strided nested tensors; "
+                                      "jagged nested tensors work (their values move to the device)")
+        strided = data.layout == torch.strided
+        # Sparse layouts have no strides: the wrapper asks __torch_dispatch__ for its layout instead.
+        layout_args = dict(strides=data.stride(), storage_offset=data.storage_offset()) if strided else {}
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, data.size(), strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
-            layout=data.layout, device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad,
+            cls, data.size(), dtype=data.dtype, device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad,
+            dispatch_layout=not strided, **layout_args,
         )
+        # Lazy conjugate and negative views: the wrapper carries the bits (so torch's composites
+        # see them, as on CPU) and keeps the raw data; `_to_cpu` puts the bits back.
+        conj, neg = data.is_conj(), data.is_neg()
+        if conj:
+            data = data.conj()
+        if neg:
+            data = data._neg_view()
+        torch._C._set_conj(wrapper, conj)
+        torch._C._set_neg(wrapper, neg)
         wrapper._data = data
         return wrapper
 
@@ -53,12 +68,19 @@ class FaultyTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if func is torch.ops.prim.layout.default:
+            return args[0]._data.layout
         return run_on_cpu(func, args, kwargs or {})
 
 
 def _to_cpu(value: Any) -> Any:
     if isinstance(value, FaultyTensor):
-        return value._data
+        data = value._data
+        if value.is_conj():
+            data = data.conj()
+        if value.is_neg():
+            data = data._neg_view()
+        return data
     if isinstance(value, torch.device) and value.type == DEVICE_NAME:
         return torch.device("cpu")
     return value
@@ -81,7 +103,7 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     mutated = _mutated_outputs(func, args, kwargs)
     if mutated is not None:
         for tensor in mutated if isinstance(mutated, tuple) else (mutated,):
-            if isinstance(tensor, FaultyTensor):
+            if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
                 _sync_metadata(tensor)
         return mutated
     if not _targets_device(kwargs):
@@ -123,6 +145,25 @@ def _sync_metadata(wrapper: FaultyTensor) -> None:
                 wrapper, wrapper.untyped_storage(), data.storage_offset(), data.size(), data.stride())
         finally:
             torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
+
+
+# Ops that torch calls with Python dispatch switched off (torch.tensor(..., device=...) copies
+# its data that way), where the boxed Python fallback cannot run: they get kernels of their own.
+_EXPLICIT_KERNELS = ("copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "empty_strided",
+                     "empty.memory_format", "resize_", "as_strided", "view")
+_libraries: list[torch.library.Library] = []
+
+
+def _resolve(name: str):
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+
+def _kernel_for(overload):
+    def kernel(*args, **kwargs):
+        return run_on_cpu(overload, args, kwargs)
+
+    return kernel
 
 
 def _factory_fallback(op, *args, **kwargs):
@@ -195,6 +236,11 @@ def register() -> None:
             _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=_DeviceModule())
         _library = torch.library.Library("_", "IMPL")
         _library.fallback(_factory_fallback, "PrivateUse1")
+        _aten_library = torch.library.Library("aten", "IMPL")
+        for name in _EXPLICIT_KERNELS:
+            overload = _resolve(name)
+            _aten_library.impl(name, _kernel_for(overload), "PrivateUse1")
+        _libraries.append(_aten_library)
         _registered = True
 
 

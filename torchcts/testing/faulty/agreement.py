@@ -1,0 +1,144 @@
+"""Does the faulty device agree with CPU? Run OpInfo samples on both and list every difference.
+
+With no bug switched on, the faulty device must give CPU's answers bit for bit: same dtype,
+shape, strides and values, on inputs placed with exactly the CPU layout. The few ops whose
+results are undefined by design are compared on metadata only (`VALUES_UNDEFINED`). Random ops
+run under the same seed on both sides, since the device uses the CPU generator.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable
+
+import attrs
+import torch
+from torch.utils._pytree import tree_flatten
+
+from torchcts.opinfo_catalog import op_id, ops_supporting
+from torchcts.strategies import call_variant, place, same_bits, sample_pool
+from torchcts.testing.faulty.device import DEVICE_NAME
+
+# Ops whose result values are unspecified: compare dtype, shape and strides only.
+VALUES_UNDEFINED = frozenset({
+    "empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted",
+    "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
+    "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+})
+
+_SEED = 1234
+
+
+@attrs.frozen
+class Disagreement:
+    op: str
+    sample_index: int
+    problem: str
+    rounding_only: bool = False  # values differ in the last bits only (within float tolerance)
+
+
+# Every op on which the faulty device, with no bug on, does not give CPU's exact answer on some
+# OpInfo sample, and why. `rounding` entries must stay within torch.testing's default tolerance.
+EXPLAINED = {
+    **dict.fromkeys(("arange", "linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"), (
+        "mismatch", "factory samples without a device argument create on CPU on both sides (the default device)")),
+    "to": ("mismatch", "its samples pass an explicit device ('cpu'), so the result is rightly on CPU"),
+    "tensor_split": ("mismatch", "the op wants its indices tensor on CPU; placement moves every tensor of a sample"),
+    "nn.functional.scaled_dot_product_attention": (
+        "mismatch", "CPU runs the fused flash-attention kernel; off CPU the composite runs the math kernel"),
+    **dict.fromkeys(("matmul", "__rmatmul__", "norm.nuc", "linalg.cond", "linalg.eigvalsh", "linalg.lstsq",
+                     "linalg.lstsq.grad_oriented", "linalg.norm", "linalg.matrix_norm", "linalg.svdvals"), (
+        "rounding", "torch's composites take their tensor-subclass branch for a Python device (isTensorSubclassLike):"
+                    " svdvals also computes U and V, matmul does not fold batch dims; last-bit differences")),
+}
+
+
+@attrs.frozen
+class AgreementReport:
+    ops: int
+    samples: int
+    disagreements: tuple[Disagreement, ...]
+    cpu_seconds: float
+    faulty_seconds: float
+
+    @property
+    def overhead(self) -> float:
+        """Time on the faulty device over time on CPU, for the same samples."""
+        return self.faulty_seconds / self.cpu_seconds if self.cpu_seconds else float("nan")
+
+
+def _run(op: Any, sample: Any) -> tuple[Any, BaseException | None, float]:
+    torch.manual_seed(_SEED)
+    start = time.perf_counter()
+    try:
+        result = call_variant(op, "function", sample)
+    except Exception as exc:  # noqa: BLE001 - an op's own error is a result to compare
+        return None, exc, time.perf_counter() - start
+    return result, None, time.perf_counter() - start
+
+
+def _compare(name: str, expected: Any, actual: Any) -> str | None:
+    expected_leaves, expected_spec = tree_flatten(expected)
+    actual_leaves, actual_spec = tree_flatten(actual)
+    if expected_spec != actual_spec:
+        return f"result structure {actual_spec} != CPU's {expected_spec}"
+    for index, (want, got) in enumerate(zip(expected_leaves, actual_leaves)):
+        if not isinstance(want, torch.Tensor):
+            if isinstance(got, torch.Tensor) or (want != got and not (want != want and got != got)):
+                return f"output {index}: {got!r} != CPU's {want!r}"
+            continue
+        if not isinstance(got, torch.Tensor):
+            return f"output {index}: {type(got).__name__}, CPU gives a tensor"
+        if got.device.type != DEVICE_NAME:
+            return f"output {index} is on {got.device}, not on the faulty device"
+        if (got.dtype, got.shape) != (want.dtype, want.shape):
+            return f"output {index}: {got.dtype} {tuple(got.shape)} != CPU's {want.dtype} {tuple(want.shape)}"
+        if want.layout == torch.strided and got.stride() != want.stride():
+            return f"output {index}: strides {got.stride()} != CPU's {want.stride()}"
+        if name not in VALUES_UNDEFINED and want.layout == torch.strided and not same_bits(got.cpu(), want):
+            try:
+                torch.testing.assert_close(got.cpu(), want, equal_nan=True, check_device=False)
+            except AssertionError:
+                return f"output {index}: values differ beyond rounding"
+            return ROUNDING
+    return None
+
+
+ROUNDING = "values differ in the last bits"
+
+
+def check_agreement(ops: Iterable[Any] | None = None, dtype: torch.dtype = torch.float32) -> AgreementReport:
+    """Run every sample of `ops` (default: every OpInfo supporting `dtype`) on CPU and on faulty."""
+    ops = list(ops if ops is not None else ops_supporting(dtype))
+    disagreements: list[Disagreement] = []
+    cpu_seconds = faulty_seconds = 0.0
+    samples = 0
+    for op in ops:
+        name = op_id(op)
+        try:
+            pool = sample_pool(op, dtype)
+        except Exception as exc:  # noqa: BLE001
+            disagreements.append(Disagreement(name, -1, f"sample_inputs raised {type(exc).__name__}: {exc}"))
+            continue
+        for index, sample in enumerate(pool):
+            placed = place(sample, DEVICE_NAME)
+            if not placed.faithful:
+                disagreements.append(Disagreement(name, index, "; ".join(placed.mismatches)))
+                continue
+            cpu_sample = place(sample, "cpu").value  # a fresh copy: in-place ops must not see each other
+            expected, cpu_error, cpu_time = _run(op, cpu_sample)
+            actual, faulty_error, faulty_time = _run(op, placed.value)
+            samples += 1
+            cpu_seconds += cpu_time
+            faulty_seconds += faulty_time
+            if cpu_error is not None or faulty_error is not None:
+                if (cpu_error is None) != (faulty_error is None):
+                    which = "faulty" if faulty_error is not None else "CPU"
+                    error = faulty_error or cpu_error
+                    disagreements.append(Disagreement(name, index, f"only {which} raised {type(error).__name__}: "
+                                                                   f"{str(error).splitlines()[0] if str(error) else ''}"))
+                continue
+            problem = _compare(op.name, expected, actual)
+            if problem:
+                disagreements.append(Disagreement(name, index, problem, rounding_only=problem == ROUNDING))
+    return AgreementReport(len(ops), samples, tuple(disagreements), cpu_seconds, faulty_seconds)

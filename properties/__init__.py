@@ -1,4 +1,6 @@
 """Property suites run against a backend, one pytest module per area (installed as `torchcts.properties`).
 
-The suites arrive with the conformance-run issue; the TorchCTS pytest plugin collects them.
+Each test function `test_<property>` takes the `cts` fixture (a `torchcts.harness.CaseContext`)
+and is parametrized by the TorchCTS pytest plugin over the run plan's items for that property.
+Run them with `torchcts run --device D` or `python -m pytest --pyargs torchcts.properties --device D`.
 """

@@ -1,39 +1,74 @@
-"""The TorchCTS pytest plugin (entry point `pytest11: torchcts`).
+"""The TorchCTS pytest plugin (entry point `pytest11: torchcts`): hooks only.
 
 Installed with TorchCTS, so it loads in every pytest session of the environment; it stays inert
-unless a TorchCTS option is given. With `--manifest`, the manifest is loaded and validated once
-at configure time (an invalid manifest stops the session with every problem listed) and is
-available to fixtures as `config.stash[MANIFEST_KEY]`.
+(and imports nothing heavy) unless a TorchCTS option is given. `--manifest` alone loads and
+validates a manifest. `--device` (or `--validation`) turns a session into a conformance run:
+the plan is built once, every item not run is written as an accounting record, the property
+functions of `torchcts.properties` are parametrized over the plan's items, and each item's
+result record is appended as it finishes; `run.json` closes the run as complete or partial.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from torchcts.harness import CaseContext
     from torchcts.manifest import Manifest
+    from torchcts.session import RunSession
 
-# Nothing heavy (torch, the manifest model) is imported until a TorchCTS option asks for it.
 MANIFEST_KEY = pytest.StashKey["Manifest"]()
+SESSION_KEY = pytest.StashKey["RunSession"]()
+CONTEXT_KEY = pytest.StashKey["CaseContext"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcts", "TorchCTS backend conformance")
-    group.addoption(
-        "--manifest",
-        dest="torchcts_manifest",
-        default=None,
-        metavar="PATH",
-        help="TorchCTS: backend manifest (a Python file defining a dict `manifest`); enables the plugin.",
-    )
+    group.addoption("--manifest", dest="torchcts_manifest", default=None, metavar="PATH",
+                    help="TorchCTS: backend manifest (default ./manifest.py when --device is given).")
+    group.addoption("--device", dest="torchcts_device", default=None, metavar="D",
+                    help="TorchCTS: device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
+    group.addoption("--validation", dest="torchcts_validation", action="store_true",
+                    help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
+    group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",
+                    help="TorchCTS: deselect (and record) items above semantic level N.")
+    group.addoption("--dtype", dest="torchcts_dtypes", action="append", default=None, metavar="X",
+                    help="TorchCTS: only these dtypes (float32, torch.bfloat16, ...); repeatable.")
+    group.addoption("--ops", dest="torchcts_ops", action="append", default=None, metavar="REGEX",
+                    help="TorchCTS: only OpInfos whose id matches; repeatable.")
+    group.addoption("--property", dest="torchcts_properties", action="append", default=None, metavar="NAME",
+                    help="TorchCTS: only these properties (forward, layout, errors, inplace, out); repeatable.")
+    group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,
+                    help="TorchCTS: seeds from item ids alone: identical cases on every run (release evidence).")
+    group.addoption("--seed", dest="torchcts_seed", type=int, default=None, metavar="S",
+                    help="TorchCTS: the run's random seed (printed and recorded when not given).")
+    group.addoption("--max-examples", dest="torchcts_max_examples", type=int, default=None, metavar="M",
+                    help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
+    group.addoption("--results-dir", dest="torchcts_results_dir", default="results", metavar="DIR",
+                    help="TorchCTS: where run folders go (default ./results).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    path = config.getoption("torchcts_manifest")
-    if path is None:
+    device = config.getoption("torchcts_device")
+    validation = config.getoption("torchcts_validation")
+    manifest_path = config.getoption("torchcts_manifest")
+    if device is None and not validation:
+        if manifest_path is not None:
+            _load_manifest_only(config, manifest_path)
         return
+    from torchcts.session import RunSession, SessionError
+
+    try:
+        session = RunSession.start(config)
+    except SessionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION_KEY] = session
+    config.stash[MANIFEST_KEY] = session.manifest
+
+
+def _load_manifest_only(config: pytest.Config, path: str) -> None:
     from torchcts.manifest import ManifestError, load_manifest
 
     try:
@@ -46,10 +81,69 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        return session.header()
     manifest = config.stash.get(MANIFEST_KEY, None)
     if manifest is None:
         return None
-    return [
-        f"torchcts: manifest {manifest.source} (fingerprint {manifest.fingerprint()[:16]}), "
-        f"device {manifest.device_name}, semantic level {manifest.semantic_level}"
-    ]
+    return [f"torchcts: manifest {manifest.source} (fingerprint {manifest.fingerprint()[:16]}), "
+            f"device {manifest.device_name}, semantic level {manifest.semantic_level}"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cts" not in metafunc.fixturenames:
+        return
+    session = metafunc.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        raise pytest.UsageError("torchcts.properties run against a device: pass --device D (or --validation)")
+    items = session.items_for(metafunc.function.__name__.removeprefix("test_"))
+    metafunc.parametrize("cts_item", items, ids=[item.id for item in items])
+
+
+@pytest.fixture
+def cts(request: pytest.FixtureRequest, cts_item: Any) -> "CaseContext":
+    """The plan item being run, with its op, dtype, device, seed and the oracle helpers."""
+    context = request.config.stash[SESSION_KEY].context_for(cts_item)
+    request.node.stash[CONTEXT_KEY] = context
+    return context
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        session = item.config.stash.get(SESSION_KEY, None)
+        plan_item = _plan_item(item)
+        if session is not None and plan_item is not None:
+            session.record_deselected(plan_item, "deselected by pytest (-k, -m or --deselect)")
+
+
+def _plan_item(item: pytest.Item) -> Any:
+    """The plan item a test item runs, or None (other tests; an empty parametrization)."""
+    callspec = getattr(item, "callspec", None)
+    value = callspec.params.get("cts_item") if callspec is not None else None
+    return value if hasattr(value, "as_json") else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield
+    session = item.config.stash.get(SESSION_KEY, None)
+    plan_item = _plan_item(item)
+    if session is None or plan_item is None:
+        return report
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        session.record_result(plan_item, item.stash.get(CONTEXT_KEY, None), report, call)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        for line in session.summary_lines():
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(SESSION_KEY, None)
+    if run is not None:
+        run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))

@@ -1,0 +1,18 @@
+"""Layout invariance: a re-laid-out input gives the backend's answer on its contiguous twin.
+
+Compares the device with itself, so it catches layout bugs even where a tolerance against CPU
+would be loose. Cases without any re-layout say nothing and are still counted.
+"""
+
+from torchcts.harness import contiguous_twin
+from torchcts.strategies import opinfo_samples
+
+
+def test_layout(cts):
+    def check(case):
+        cts.on_cpu(case.sample)  # a case the CPU rejects says nothing about the backend
+        relaid = cts.on_device(case.sample)
+        plain = cts.on_device(contiguous_twin(case.sample))
+        cts.assert_matches(relaid, plain, what=f"re-laid-out input ({'; '.join(case.transforms)})")
+
+    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, special_values=False), check)

@@ -1,0 +1,184 @@
+"""What a property test runs with: one plan item, its Hypothesis settings, and the two executions.
+
+A property test receives a `CaseContext` (the `cts` fixture). It draws cases, runs each on the
+CPU oracle and on the device under test, and compares. The context turns what happens into the
+outcomes of DESIGN.md: the oracle rejecting a case is `cpu_contract` for that case (and for the
+item if no case got past the oracle); the device raising where CPU did not is a `BackendError`
+(outcome `error`); a different answer is an AssertionError (outcome `failed`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Callable, Iterable
+
+import attrs
+import hypothesis
+import pytest
+import torch
+from hypothesis import HealthCheck, strategies as st
+
+from torchcts import oracle
+from torchcts.plan import PlanItem
+from torchcts.strategies import Case, call_variant, copy_exact, place
+
+_HEALTH_CHECKS_OFF = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
+                      HealthCheck.differing_executors]
+
+
+class BackendError(Exception):
+    """The device raised where the CPU oracle did not (outcome `error`)."""
+
+
+class CpuRejects(Exception):
+    """The CPU oracle itself raised on a case: the case says nothing about the backend."""
+
+
+def item_seed(item_id: str, run_seed: int | None, versions: str) -> int:
+    """The Hypothesis seed of an item: from its id and the versions alone, or mixed with the run's seed."""
+    text = f"{item_id}|{versions}" if run_seed is None else f"{item_id}|{run_seed}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+
+
+@attrs.define
+class CaseContext:
+    """One plan item being run: the op, dtype, device, settings, and what has happened so far."""
+
+    item: PlanItem
+    op: Any
+    dtype: torch.dtype
+    device: str
+    manifest: Any
+    level: int
+    max_examples: int
+    seed: int
+    deadline_ms: float | None = None
+    fingerprints: list[str] = attrs.field(factory=list)
+    examples: int = 0
+    cpu_contract_cases: int = 0
+    worst: oracle.Comparison = oracle.Comparison(True)
+    started: float = attrs.field(factory=time.perf_counter)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(self, strategy: st.SearchStrategy, check: Callable[[Any], None]) -> None:
+        """Run `check` on cases drawn from `strategy` with this item's seed; shrink failures."""
+
+        @hypothesis.seed(self.seed)
+        @hypothesis.settings(max_examples=self.max_examples, database=None, derandomize=False,
+                             deadline=self.deadline_ms, suppress_health_check=_HEALTH_CHECKS_OFF,
+                             print_blob=False, report_multiple_bugs=False)
+        @hypothesis.given(strategy)
+        def property_(case):
+            self._count(case)
+            try:
+                check(case)
+            except CpuRejects:
+                self.cpu_contract_cases += 1
+
+        property_()
+        self.finish()
+
+    def run_each(self, cases: Iterable[Any], check: Callable[[Any], None]) -> None:
+        """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
+        for case in cases:
+            self._count(case)
+            try:
+                check(case)
+            except CpuRejects:
+                self.cpu_contract_cases += 1
+        self.finish()
+
+    def _count(self, case: Any) -> None:
+        self.examples += 1
+        if isinstance(case, Case):
+            fingerprint = case.fingerprint
+        else:  # an OpInfo ErrorInput
+            fingerprint = _fingerprint(case.sample_input, case.error_type.__name__)
+        self.fingerprints.append(fingerprint[:16])
+
+    def finish(self) -> None:
+        if not self.examples:
+            pytest.skip("runtime_unavailable: the op yields no cases for this property and dtype")
+        if self.cpu_contract_cases == self.examples:
+            pytest.skip(f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
+
+    # -- executing -----------------------------------------------------------------------------
+
+    def on_cpu(self, sample: Any, variant: str | None = None) -> Any:
+        """The oracle's result for a sample (on a private copy); CpuRejects if CPU raises."""
+        try:
+            return call_variant(self.op, variant or self.item.variant, place(sample, "cpu").value)
+        except Exception as exc:  # noqa: BLE001 - any oracle exception makes the case moot
+            raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
+
+    def on_device(self, sample: Any, variant: str | None = None) -> Any:
+        """The device's result for a sample placed with its exact layout; BackendError if it raises."""
+        placed = place(sample, self.device)
+        if not placed.faithful:
+            raise BackendError("the device changed the case's layout: " + "; ".join(placed.mismatches))
+        try:
+            return call_variant(self.op, variant or self.item.variant, placed.value)
+        except Exception as exc:  # noqa: BLE001
+            raise BackendError(f"{self.device} raised {type(exc).__name__} where CPU did not: "
+                               f"{_first_line(exc)}") from exc
+
+    def on_cpu_call(self, run: Callable[[Any, Any, str], Any], sample: Any) -> Any:
+        """`run(self, sample, "cpu")` for property-specific executions; CpuRejects if CPU raises."""
+        try:
+            return run(self, sample, "cpu")
+        except Exception as exc:  # noqa: BLE001
+            raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
+
+    def device_call(self, sample: Any, variant: str | None = None) -> Any:
+        """The device's result for a sample, letting its exceptions through (error parity)."""
+        return call_variant(self.op, variant or self.item.variant, place(sample, self.device).value)
+
+    def error_inputs(self) -> list[Any]:
+        """The op's OpInfo error inputs, made under a fixed seed."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed % 2**63)
+            return list(self.op.error_inputs("cpu"))
+
+    def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool = False) -> None:
+        """AssertionError unless the device's result matches the oracle's (values where comparable)."""
+        values = self.device != "meta" and oracle.values_comparable(self.op.name)
+        tol = oracle.tolerance(self.dtype, self.op, self.manifest, torch.device(self.device).type)
+        result = oracle.compare(actual, expected, tol, values=values, strides=strides)
+        if not result.ok:
+            prefix = f"{what}: " if what else ""
+            raise AssertionError(f"{prefix}{self.device} differs from CPU: {result.message}")
+        if result.max_abs_error > self.worst.max_abs_error or result.max_ulp > self.worst.max_ulp:
+            self.worst = result
+
+    def record_fields(self) -> dict[str, Any]:
+        return {
+            "examples": self.examples,
+            "cpu_contract_cases": self.cpu_contract_cases,
+            "fingerprints": self.fingerprints,
+            "max_abs_error": self.worst.max_abs_error,
+            "max_rel_error": self.worst.max_rel_error,
+            "max_ulp": self.worst.max_ulp,
+        }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else ""
+
+
+def _fingerprint(*parts: Any) -> str:
+    from torchcts.strategies import fingerprint
+
+    return fingerprint(*parts)
+
+
+def contiguous_twin(sample: Any) -> Any:
+    """The sample with every dense tensor copied contiguous: same values, plain layout."""
+    def plain(t: torch.Tensor) -> torch.Tensor:
+        if t.layout != torch.strided or t.is_nested:
+            return t
+        return copy_exact(t.contiguous())
+
+    return sample.transform(plain)

@@ -1,0 +1,213 @@
+"""The CPU oracle's comparison: tolerances, and what differs between a backend's result and CPU's.
+
+Tolerances come from three layers, later ones winning: per-dtype defaults (those of
+`torch.testing.assert_close`), the OpInfo's own tolerance overrides for the op and dtype (the
+loosest that applies to the device type), and the manifest's `tolerance_overrides` for the op's
+comparison category. Integers and bools compare exactly. A comparison reports the largest
+absolute and relative errors and the ULP distance, and where the first difference is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import attrs
+import torch
+from torch.utils._pytree import tree_flatten
+
+from torchcts import dtypes as dtype_names
+
+# (rtol, atol), as torch.testing.assert_close uses them; float8 from the format's precision.
+_DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7), torch.complex32: (1e-3, 1e-5), torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+    **{d: (torch.finfo(d).eps, torch.finfo(d).smallest_normal) for d in dtype_names.FLOAT8_DTYPES},
+}
+
+# Ops whose result values are unspecified (uninitialised memory) or random: metadata only.
+_VALUES_UNDEFINED = re.compile(r"(^|\.)(empty|new_empty|empty_like|empty_strided|new_empty_strided|empty_permuted)$")
+_RANDOM = re.compile(r"rand|normal|bernoulli|multinomial|dropout|uniform|exponential|geometric|cauchy|"
+                     r"log_normal|poisson|rrelu|randperm")
+
+
+def values_comparable(op_name: str) -> bool:
+    """False for ops whose values are undefined (`empty*`) or random: compare metadata only."""
+    return not (_VALUES_UNDEFINED.search(op_name) or _RANDOM.search(op_name))
+
+
+_CATEGORIES = (
+    (re.compile(r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)"), "linalg"),
+    (re.compile(r"(^|\.)(mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
+                r"bilinear|chain_matmul|__rmatmul__|addr|kron)"), "matmul"),
+    (re.compile(r"conv"), "conv"),
+    (re.compile(r"^fft\."), "fft"),
+    (re.compile(r"(norm|normalize)"), "norm"),
+    (re.compile(r"attention"), "sdpa"),
+    (re.compile(r"loss"), "loss"),
+    (re.compile(r"(^|\.)(sum|nansum|mean|nanmean|prod|std|var|std_mean|var_mean|cumsum|cumprod|logsumexp|"
+                r"logcumsumexp|cummax|cummin|trapz|trapezoid|cumulative_trapezoid|softmax|log_softmax)"), "reduction"),
+)
+
+
+def category(op_name: str) -> str:
+    """The tolerance category of an op (manifest `tolerance_overrides` are keyed by it)."""
+    for pattern, name in _CATEGORIES:
+        if pattern.search(op_name):
+            return name
+    return "elementwise"
+
+
+@attrs.frozen
+class Tolerance:
+    rtol: float
+    atol: float
+    source: str  # "default", "opinfo", "manifest", "exact"
+
+
+def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_type: str = "cpu") -> Tolerance:
+    """The tolerance for comparing `op`'s results in `dtype` on `device_type` with CPU's."""
+    if dtype not in _DEFAULTS:
+        return Tolerance(0.0, 0.0, "exact")
+    rtol, atol = _DEFAULTS[dtype]
+    result = Tolerance(rtol, atol, "default")
+    if op is not None:
+        found = _opinfo_overrides(op, dtype, device_type)
+        if found:
+            result = Tolerance(max(t.rtol for t in found), max(t.atol for t in found), "opinfo")
+    if manifest is not None and op is not None:
+        override = manifest.tolerance_override(category(op.name), dtype)
+        if override is not None:
+            result = Tolerance(override.rtol if override.rtol is not None else result.rtol,
+                               override.atol if override.atol is not None else result.atol, "manifest")
+    return result
+
+
+def _opinfo_overrides(op: Any, dtype: torch.dtype, device_type: str) -> list[Any]:
+    from torch.testing._internal.common_device_type import toleranceOverride
+    from torch.testing._internal.opinfo.core import DecorateInfo
+
+    found = []
+    for info in getattr(op, "decorators", ()) or ():
+        if not isinstance(info, DecorateInfo) or info.device_type not in (None, device_type):
+            continue
+        for decorator in info.decorators:
+            if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
+                found.append(decorator.d[dtype])
+    return found
+
+
+@attrs.frozen
+class Comparison:
+    """The outcome of comparing a backend's result with CPU's."""
+
+    ok: bool
+    message: str = ""
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    max_ulp: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def compare(actual: Any, expected: Any, tol: Tolerance, *, values: bool = True,
+            strides: bool = False) -> Comparison:
+    """Compare a backend's result (any device) with CPU's: structure, dtype, shape, optionally
+    strides, and values within `tol` (NaN where NaN, equal infinities)."""
+    actual_leaves, actual_spec = tree_flatten(actual)
+    expected_leaves, expected_spec = tree_flatten(expected)
+    if actual_spec != expected_spec:
+        return Comparison(False, f"result structure {actual_spec} differs from CPU's {expected_spec}")
+    worst = Comparison(True)
+    for index, (got, want) in enumerate(zip(actual_leaves, expected_leaves)):
+        where = f"output {index}" if len(expected_leaves) > 1 else "output"
+        result = _compare_leaf(got, want, tol, values, strides, where)
+        if not result.ok:
+            return result
+        worst = Comparison(True, "", max(worst.max_abs_error, result.max_abs_error),
+                           max(worst.max_rel_error, result.max_rel_error), max(worst.max_ulp, result.max_ulp))
+    return worst
+
+
+def _compare_leaf(got: Any, want: Any, tol: Tolerance, values: bool, strides: bool, where: str) -> Comparison:
+    if not isinstance(want, torch.Tensor):
+        if isinstance(got, torch.Tensor):
+            return Comparison(False, f"{where}: a tensor where CPU gives {type(want).__name__} {want!r}")
+        if values and not _scalars_equal(got, want, tol):
+            return Comparison(False, f"{where}: {got!r}, CPU gives {want!r}")
+        return Comparison(True)
+    if not isinstance(got, torch.Tensor):
+        return Comparison(False, f"{where}: {type(got).__name__} {got!r} where CPU gives a tensor")
+    if got.dtype != want.dtype:
+        return Comparison(False, f"{where}: dtype {got.dtype}, CPU gives {want.dtype}")
+    if got.shape != want.shape:
+        return Comparison(False, f"{where}: shape {tuple(got.shape)}, CPU gives {tuple(want.shape)}")
+    if got.layout != want.layout:
+        return Comparison(False, f"{where}: layout {got.layout}, CPU gives {want.layout}")
+    if strides and want.layout == torch.strided and want.numel() > 1 and got.stride() != want.stride():
+        return Comparison(False, f"{where}: strides {got.stride()}, CPU gives {want.stride()}")
+    if not values or got.device.type == "meta" or want.layout != torch.strided:
+        return Comparison(True)
+    return _compare_values(got.detach().cpu().resolve_conj().resolve_neg(),
+                           want.detach().cpu().resolve_conj().resolve_neg(), tol, where)
+
+
+def _scalars_equal(got: Any, want: Any, tol: Tolerance) -> bool:
+    if isinstance(want, float) and isinstance(got, (int, float)):
+        if math.isnan(want):
+            return math.isnan(got)
+        return got == want or abs(got - want) <= tol.atol + tol.rtol * abs(want)
+    return got == want
+
+
+def _compare_values(got: torch.Tensor, want: torch.Tensor, tol: Tolerance, where: str) -> Comparison:
+    if want.numel() == 0:
+        return Comparison(True)
+    if not (want.is_floating_point() or want.is_complex()):
+        differ = got != want
+        if differ.any():
+            index = _first(differ)
+            return Comparison(False, f"{where}: {got.reshape(-1)[index].item()!r} at flat index {index}, CPU gives "
+                              f"{want.reshape(-1)[index].item()!r} (exact comparison for {want.dtype})")
+        return Comparison(True)
+    if want.is_complex():
+        got, want = torch.view_as_real(got), torch.view_as_real(want)
+    g, w = got.to(torch.float64), want.to(torch.float64)
+    nan_mismatch = g.isnan() != w.isnan()
+    both_finite = g.isfinite() & w.isfinite()
+    inf_mismatch = ~both_finite & ~g.isnan() & ~w.isnan() & (g != w)
+    abs_error = torch.where(both_finite, (g - w).abs(), torch.zeros_like(g))
+    rel_error = abs_error / w.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    too_far = abs_error > tol.atol + tol.rtol * w.abs()
+    bad = nan_mismatch | inf_mismatch | (both_finite & too_far)
+    result = Comparison(True, "", float(abs_error.max()), float(torch.where(both_finite, rel_error, 0).max()),
+                        _max_ulp(got, want, both_finite))
+    if not bad.any():
+        return result
+    index = _first(bad)
+    return Comparison(False, f"{where}: {got.reshape(-1)[index].item()!r} at flat index {index}, CPU gives "
+                      f"{want.reshape(-1)[index].item()!r} (rtol {tol.rtol:g}, atol {tol.atol:g}, {tol.source}); "
+                      f"{int(bad.sum())} of {bad.numel()} elements differ",
+                      result.max_abs_error, result.max_rel_error, result.max_ulp)
+
+
+def _first(mask: torch.Tensor) -> int:
+    return int(mask.reshape(-1).nonzero()[0])
+
+
+def _max_ulp(got: torch.Tensor, want: torch.Tensor, finite: torch.Tensor) -> int:
+    """Largest distance in units in the last place between finite elements of the same dtype."""
+    ints = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(got.element_size())
+    if ints is None or not finite.any():
+        return 0
+    magnitude = (1 << (8 * got.element_size() - 1)) - 1
+
+    def monotonic(t: torch.Tensor) -> torch.Tensor:
+        # sign-magnitude bit patterns -> integers ordered like the floats they encode
+        bits = t.contiguous().view(ints).to(torch.int64)
+        return torch.where(bits < 0, -(bits & magnitude), bits).to(torch.float64)
+
+    return int((monotonic(got) - monotonic(want)).abs()[finite].max())

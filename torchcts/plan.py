@@ -1,0 +1,148 @@
+"""The run plan: which (property, op, variant, dtype) items run, and a reason for every one that does not.
+
+Every OpInfo and every dtype it supports on CPU is considered for every property. An item runs
+only if the manifest claims the dtype for the op, declares the property's capability, does not
+skip the op, claims the property's semantic level, and the run's own selection (`--level`,
+`--dtype`, op patterns) keeps it. Everything else becomes an accounting record with the reason
+named in DESIGN.md, so a report can say what was not run and why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+import attrs
+import torch
+
+from torchcts import dtypes as dtype_names
+from torchcts.manifest import DtypeStatus, Manifest
+from torchcts.opinfo_catalog import all_ops, op_id
+
+
+@attrs.frozen
+class Property:
+    """A property suite: its id, semantic level, the capability it tests and the variant it uses."""
+
+    name: str
+    level: int
+    capability: str
+    variant: str = "function"
+
+    def applies_to(self, op: Any) -> bool:
+        if self.variant == "inplace":
+            return op.inplace_variant is not None
+        if self.variant == "out":
+            return bool(op.supports_out)
+        if self.name == "errors":
+            return op.error_inputs_func is not None
+        return True
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("forward", 1, "inference"),
+    Property("layout", 2, "inference"),
+    Property("errors", 2, "inference"),
+    Property("inplace", 3, "inference", "inplace"),
+    Property("out", 3, "inference", "out"),
+)
+PROPERTY_BY_NAME = {p.name: p for p in PROPERTIES}
+
+
+@attrs.frozen
+class PlanItem:
+    """One (property, op, variant, dtype) item; `id` is stable across runs and machines."""
+
+    property: str
+    op: str
+    variant: str
+    dtype: str
+    level: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.property}::{self.op}::{self.variant}::{self.dtype}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"item": self.id, **attrs.asdict(self)}
+
+
+@attrs.frozen
+class Accounting:
+    """An item that does not run, with its outcome name and why."""
+
+    item: PlanItem
+    outcome: str  # one of the not-run outcomes in DESIGN.md
+    reason: str
+
+
+@attrs.frozen
+class Selection:
+    """What this run keeps of the manifest's claims (command-line narrowing)."""
+
+    level: int | None = None
+    dtypes: tuple[torch.dtype, ...] | None = None
+    op_patterns: tuple[str, ...] = ()
+    properties: tuple[str, ...] | None = None
+
+    def op_selected(self, name: str) -> bool:
+        return not self.op_patterns or any(re.search(p, name) for p in self.op_patterns)
+
+
+@attrs.frozen
+class Plan:
+    items: tuple[PlanItem, ...]
+    accounting: tuple[Accounting, ...]
+
+    def for_property(self, name: str) -> tuple[PlanItem, ...]:
+        return tuple(item for item in self.items if item.property == name)
+
+
+def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iterable[Any] | None = None) -> Plan:
+    """Items to run and accounting for the rest, for every OpInfo (or `ops`) and property."""
+    items: list[PlanItem] = []
+    accounting: list[Accounting] = []
+    for op in ops if ops is not None else all_ops():
+        name = op_id(op)
+        supported = op.supported_dtypes("cpu")
+        for prop in PROPERTIES:
+            if not prop.applies_to(op):
+                continue
+            for dtype in dtype_names.CLAIMABLE_DTYPES:
+                if dtype not in supported:
+                    continue
+                item = PlanItem(prop.name, name, prop.variant, dtype_names.canonical_name(dtype), prop.level)
+                verdict = _not_run_reason(manifest, selection, prop, op, name, dtype)
+                if verdict is None:
+                    items.append(item)
+                else:
+                    accounting.append(Accounting(item, *verdict))
+    return Plan(tuple(items), tuple(accounting))
+
+
+def _not_run_reason(manifest: Manifest, selection: Selection, prop: Property, op: Any, name: str,
+                    dtype: torch.dtype) -> tuple[str, str] | None:
+    status = manifest.dtype_status(dtype, op.name)
+    if status is not DtypeStatus.CLAIMED:
+        detail = {DtypeStatus.NOT_SUPPORTED: "the manifest marks it False",
+                  DtypeStatus.REGEX_FILTERED: "the manifest's regex for it does not match this op",
+                  DtypeStatus.NOT_LISTED: "the manifest does not list it"}[status]
+        return status.value, f"{dtype_names.canonical_name(dtype)}: {detail}"
+    if dtype in dtype_names.FLOAT8_DTYPES and not manifest.declares("fp8"):
+        return "capability_not_declared", "float8 dtypes need the fp8 capability"
+    if not manifest.declares(prop.capability):
+        return "capability_not_declared", f"the {prop.name} property needs the {prop.capability} capability"
+    reason = manifest.skip_reason(op.name) or manifest.skip_reason(name)
+    if reason is not None:
+        return "op_excluded", reason
+    if prop.level > manifest.semantic_level:
+        return "level_filtered", f"level {prop.level} is above the manifest's semantic_level {manifest.semantic_level}"
+    if selection.level is not None and prop.level > selection.level:
+        return "deselected", f"level {prop.level} is above --level {selection.level}"
+    if selection.dtypes is not None and dtype not in selection.dtypes:
+        return "deselected", "--dtype leaves it out"
+    if selection.properties is not None and prop.name not in selection.properties:
+        return "deselected", "--property leaves it out"
+    if not selection.op_selected(name):
+        return "deselected", "--ops leaves it out"
+    return None

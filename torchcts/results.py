@@ -1,0 +1,106 @@
+"""Run results on disk: `records.jsonl` (one JSON object per item, appended as it finishes) and
+`run.json` (environment, counts, complete or partial). docs/results.md documents the schema.
+
+Records are written with one `write` call on a file opened for appending, so a run killed at any
+moment leaves whole lines (a reader skips a torn last line); `run.json` is replaced atomically
+and says `running` until the run ends, so a killed run reads as partial.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import os
+import platform
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SCHEMA_VERSION = 1
+
+
+def new_run_id() -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def hardware_key(device: str) -> str:
+    """A name for the hardware under test: device type and model (CPU: architecture and processor)."""
+    device_type = torch.device(device).type
+    model = ""
+    module = getattr(torch, device_type, None)
+    if device_type not in ("cpu", "meta") and hasattr(module, "get_device_name"):
+        try:
+            model = module.get_device_name()
+        except Exception:  # noqa: BLE001 - a name is nice to have, never required
+            model = ""
+    if not model:
+        model = _cpu_model()
+    return f"{device_type}:{model}".replace(" ", "_")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{platform.machine()}:{line.split(':', 1)[1].strip()}"
+    except OSError:
+        pass
+    return platform.machine() or "unknown"
+
+
+class RunWriter:
+    """Writes one run's records and summary under `<results_dir>/<run_id>/`."""
+
+    def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None):
+        self.run_id = run_id or new_run_id()
+        self.folder = Path(results_dir) / self.run_id
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.environment = environment
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.outcomes: collections.Counter[str] = collections.Counter()
+        self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.write_summary("running")
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Append one item's record, whole, and count it."""
+        line = json.dumps(record, sort_keys=True, default=str) + "\n"
+        os.write(self._fd, line.encode())
+        self.outcomes[record["outcome"]] += 1
+
+    def write_summary(self, status: str) -> None:
+        summary = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "status": status,  # running, complete or partial
+            "complete": status == "complete",
+            "started": self.started.isoformat(),
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat() if status != "running" else None,
+            "environment": self.environment,
+            "counts": dict(sorted(self.outcomes.items())),
+            "executed": sum(n for o, n in self.outcomes.items() if o in EXECUTED_OUTCOMES),
+        }
+        partial = self.folder / "run.json.partial"
+        partial.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(partial, self.folder / "run.json")
+
+    def close(self, status: str) -> None:
+        self.write_summary(status)
+        os.close(self._fd)
+
+
+EXECUTED_OUTCOMES = ("passed", "failed", "error", "crashed", "timed_out")
+
+
+def read_records(folder: Path) -> list[dict[str, Any]]:
+    """Every whole record of a run (a torn last line from a killed run is skipped)."""
+    records = []
+    for line in (Path(folder) / "records.jsonl").read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,231 @@
+"""One conformance run inside a pytest session: options, manifest, plan, seeds, results.
+
+The plugin's hooks delegate here. A session turns the command line and the manifest into a
+plan, writes the accounting records for everything not run, hands each property test its
+`CaseContext`, turns each test's pytest report into a result record, prints progress, and closes
+the run as complete or partial.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import pytest
+import torch
+
+import torchcts
+from torchcts import dtypes as dtype_names
+from torchcts.harness import BackendError, CaseContext, item_seed
+from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
+from torchcts.opinfo_catalog import find_op
+from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, build_plan
+from torchcts.results import RunWriter, hardware_key
+
+PROGRESS_EVERY_S = 15.0
+HARNESS_THREADS = 1  # one intra-op thread: stable timings, and 10x faster sweeps on 2 cores here
+
+
+class SessionError(Exception):
+    """A run that cannot start: the message says what to fix."""
+
+
+class RunSession:
+    def __init__(self, config: pytest.Config, manifest: Manifest, device: str, plan: Plan, selection: Selection,
+                 writer: RunWriter, run_seed: int | None, max_examples: int, level: int):
+        self.config = config
+        self.manifest = manifest
+        self.device = device
+        self.plan = plan
+        self.selection = selection
+        self.writer = writer
+        self.run_seed = run_seed
+        self.max_examples = max_examples
+        self.level = level
+        self.versions = f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
+        self.done = 0
+        self.problems = 0
+        self.started = time.monotonic()
+        self.last_progress = self.started
+        self.finished = False
+
+    # -- start ---------------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, config: pytest.Config) -> "RunSession":
+        option = config.getoption
+        validation = option("torchcts_validation")
+        device = option("torchcts_device") or "cpu"
+        if validation and torch.device(device).type != "cpu":
+            raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {device}")
+        manifest_path = Path(option("torchcts_manifest") or "manifest.py")
+        try:
+            manifest, _ = load_manifest(manifest_path)
+        except ManifestError as exc:
+            raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
+        _import_backend(manifest)
+        _check_device(device)
+        level = option("torchcts_level")
+        if level is not None and not 1 <= level <= 8:
+            raise SessionError(f"--level must be from 1 to 8, got {level}")
+        selection = Selection(level=level, dtypes=_dtypes(option("torchcts_dtypes")),
+                              op_patterns=tuple(option("torchcts_ops") or ()),
+                              properties=_properties(option("torchcts_properties")))
+        derandomize = option("torchcts_derandomize")
+        derandomize = manifest.hypothesis.derandomize if derandomize is None else derandomize
+        seed = option("torchcts_seed")
+        if derandomize and seed is not None:
+            raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
+        run_seed = None if derandomize else (seed if seed is not None else random.SystemRandom().randrange(2**32))
+        max_examples = option("torchcts_max_examples") or manifest.hypothesis.max_examples
+        torch.set_num_threads(HARNESS_THREADS)
+        plan = build_plan(manifest, selection)
+        environment = {
+            "device": device, "validation": bool(validation), "hardware_key": hardware_key(device),
+            "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
+            "python": sys.version.split()[0], "seed": run_seed, "derandomize": bool(derandomize),
+            "max_examples": max_examples, "level": level or manifest.semantic_level,
+            "manifest": str(manifest.source), "manifest_hash": manifest.fingerprint(),
+            "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
+                          "properties": option("torchcts_properties"), "level": level},
+            "planned_items": len(plan.items), "harness_threads": HARNESS_THREADS,
+        }
+        writer = RunWriter(Path(option("torchcts_results_dir")), environment)
+        for entry in plan.accounting:
+            writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
+        return cls(config, manifest, device, plan, selection, writer, run_seed, max_examples,
+                   level or manifest.semantic_level)
+
+    def header(self) -> list[str]:
+        seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
+        return [f"torchcts: device {self.device}, manifest {self.manifest.source}, level {self.level}, {seed}",
+                f"torchcts: {len(self.plan.items)} items to run, {len(self.plan.accounting)} not run (recorded "
+                f"with reasons), results in {self.writer.folder}"]
+
+    # -- items ---------------------------------------------------------------------------------
+
+    def items_for(self, property_name: str) -> list[PlanItem]:
+        if property_name not in PROPERTY_BY_NAME:
+            raise pytest.UsageError(f"property function test_{property_name} has no entry in torchcts.plan.PROPERTIES")
+        return list(self.plan.for_property(property_name))
+
+    def context_for(self, item: PlanItem) -> CaseContext:
+        return CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), device=self.device,
+                           manifest=self.manifest, level=self.level, max_examples=self.max_examples,
+                           seed=item_seed(item.id, self.run_seed, self.versions),
+                           deadline_ms=self.manifest.hypothesis.deadline_ms)
+
+    def record_deselected(self, item: PlanItem, reason: str) -> None:
+        self.writer.record({**item.as_json(), "outcome": "deselected", "reason": reason})
+
+    def record_result(self, item: PlanItem, context: CaseContext | None, report: pytest.TestReport,
+                      call: pytest.CallInfo) -> None:
+        outcome, reason, error = _outcome(report, call)
+        record = {**item.as_json(), "outcome": outcome, "reason": reason, "error": error,
+                  "duration_s": round(report.duration, 4), "counterexample": None}
+        if context is not None:
+            record.update(context.record_fields())
+        self.writer.record(record)
+        self.done += 1
+        self.problems += outcome in ("failed", "error")
+        self._progress()
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        if now - self.last_progress < PROGRESS_EVERY_S:
+            return
+        self.last_progress = now
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        line = (f"torchcts: {self.done}/{len(self.plan.items)} items, {self.problems} failed or errored, "
+                f"{now - self.started:.0f} s elapsed")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    # -- end -----------------------------------------------------------------------------------
+
+    def finish(self, interrupted: bool) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        complete = not interrupted and self.done >= len(self.plan.items)
+        self.writer.close("complete" if complete else "partial")
+
+    def summary_lines(self) -> list[str]:
+        counts = ", ".join(f"{name} {count}" for name, count in sorted(self.writer.outcomes.items()))
+        return [f"torchcts: results in {self.writer.folder} ({counts})"]
+
+
+def _outcome(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str, str | None]:
+    """(outcome, reason, error summary) for one executed item."""
+    if report.passed:
+        return "passed", "", None
+    if report.skipped:
+        message = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        message = message.removeprefix("Skipped: ")
+        if message.startswith("cpu_contract"):
+            return "cpu_contract", message, None
+        return "runtime_unavailable", message.removeprefix("runtime_unavailable: "), None
+    excinfo = call.excinfo
+    summary = _summary(excinfo.value) if excinfo is not None else str(report.longrepr)[:2000]
+    if report.when != "call":
+        return "error", f"harness: the item failed during {report.when}", summary
+    if excinfo is not None and excinfo.errisinstance(BackendError):
+        return "error", "the backend raised where the CPU oracle did not", summary
+    if excinfo is not None and excinfo.errisinstance(AssertionError):
+        return "failed", "the backend's result differs from the CPU oracle's", summary
+    return "error", "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)", summary
+
+
+def _summary(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    notes = getattr(exc, "__notes__", None)
+    if notes:
+        text += "\n" + "\n".join(str(n) for n in notes)
+    return text[:4000]
+
+
+def _import_backend(manifest: Manifest) -> None:
+    if manifest.backend_import is None:
+        return
+    try:
+        importlib.import_module(manifest.backend_import)
+    except Exception as exc:  # noqa: BLE001
+        problems = "; ".join(p.render() for p in environment_problems(manifest))
+        raise SessionError(f"backend_import {manifest.backend_import!r} failed: {type(exc).__name__}: {exc}"
+                           + (f" ({problems})" if problems else "")) from None
+
+
+def _check_device(device: str) -> None:
+    try:
+        torch.empty(1, device=device)
+    except Exception as exc:  # noqa: BLE001
+        raise SessionError(f"device {device!r} is not available in this Python environment ({sys.executable}): "
+                           f"{type(exc).__name__}: {exc}") from None
+
+
+def _dtypes(names: list[str] | None) -> tuple[torch.dtype, ...] | None:
+    if not names:
+        return None
+    chosen = []
+    for name in names:
+        for part in name.split(","):
+            dtype = dtype_names.lookup(part.strip())
+            if dtype is None or dtype not in dtype_names.CLAIMABLE_DTYPES:
+                raise SessionError(f"--dtype {part!r} is not a dtype TorchCTS tests; "
+                                   f"choose from {', '.join(dtype_names.claimable_names())}")
+            chosen.append(dtype)
+    return tuple(chosen)
+
+
+def _properties(names: list[str] | None) -> tuple[str, ...] | None:
+    if not names:
+        return None
+    unknown = [n for n in names if n not in PROPERTY_BY_NAME]
+    if unknown:
+        raise SessionError(f"--property {unknown[0]!r} is unknown; choose from {', '.join(PROPERTY_BY_NAME)}")
+    return tuple(names)

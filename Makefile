@@ -21,10 +21,13 @@ $(STAMP): pyproject.toml plugins/faulty-autoload/pyproject.toml
 	$(PY) -m pip install --quiet "$(TORCH_PIN)" -e ".[dev]" -e plugins/faulty-autoload
 	touch $(STAMP)
 
-# Until the run pipeline exists, the main job initialises the smoke manifest and validates it.
+# The main job on the embedded default: a derandomized validation run of the harness against
+# CPU itself (level 2, float32), from a freshly initialised manifest; results in $(RUN_DIR).
 run: $(STAMP)
-	$(PY) -m torchcts init --template smoke --non-interactive --force --output $(RUN_DIR)/manifest.py
+	$(PY) -m torchcts init --template minimal --device-name cpu --non-interactive --force --output $(RUN_DIR)/manifest.py
 	$(PY) -m torchcts check-manifest --manifest $(RUN_DIR)/manifest.py
+	$(PY) -m torchcts run --validation --derandomize --level 2 --dtype float32 --max-examples 10 \
+		--manifest $(RUN_DIR)/manifest.py --results-dir $(RUN_DIR)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

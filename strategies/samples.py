@@ -16,6 +16,7 @@ import collections
 import contextlib
 import hashlib
 import random
+import re
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -33,6 +34,9 @@ from torchcts.strategies.placement import copy_exact
 from torchcts.strategies.values import apply_special_picks, is_float_like, special_picks
 
 VARIANTS = ("function", "method", "inplace", "out")
+# Ops that address their input's storage directly (their result depends on its layout by
+# definition): their cases keep the sample's own layout.
+LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -158,6 +162,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     if special_values is None:
         special_values = manifest is None or manifest.ieee754_claimed_for(op.name)
     max_samples = manifest.max_samples if manifest is not None else 0
+    relayout = relayout and not LAYOUT_DEPENDENT_OPS.search(op.name)
     writes_input = variant == "inplace" or op.name.endswith("_")
 
     @st.composite

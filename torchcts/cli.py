@@ -107,6 +107,62 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
     click.echo(f"next: torchcts check-manifest --manifest {output}")
 
 
+@cli.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--device", help="Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
+@_manifest_option
+@click.option("--level", type=click.IntRange(1, 8), help="Deselect (and record) items above this semantic level.")
+@click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes (float32, torch.bfloat16); repeatable.")
+@click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable.")
+@click.option("--property", "properties", multiple=True,
+              help="Only these properties (forward, layout, errors, inplace, out); repeatable.")
+@click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
+@click.option("--seed", type=int, help="Repeat a run's random seed (printed by every run that is not derandomized).")
+@click.option("--max-examples", type=click.IntRange(min=1), help="Hypothesis examples per item (default: the manifest's).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where the run folder (records.jsonl, run.json) is written.")
+@click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
+        properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
+        results_dir: Path, validation: bool, pytest_args: tuple[str, ...]) -> None:
+    """Run the property suites against a device and write results.
+
+    Every item the manifest rules out, or this run deselects, is recorded with its reason.
+    Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json). Arguments after `--` go to
+    pytest. Exits 0 when no item failed, 1 when one did, 2 for bad input, 130 when interrupted
+    (the results so far are kept and marked partial).
+    """
+    from torchcts.runner import RunOptions, run_suites
+
+    if device is None and not validation:
+        raise click.UsageError("pass --device D, or --validation to run against CPU itself")
+    options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
+                         properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
+                         results_dir=results_dir, validation=validation, pytest_args=pytest_args)
+    sys.exit(run_suites(options))
+
+
+@cli.command("selftest")
+@click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
+@click.option("--dtype", "dtypes", multiple=True, default=("float32",), show_default=True, help="Dtypes to run.")
+@click.option("--max-examples", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Hypothesis examples per item.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/selftest"),
+              show_default=True, help="Where the runs' folders go.")
+def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path) -> None:
+    """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.
+
+    Prints which bugs were detected (with the failing items), which were missed, and the clean
+    backend's failures (there must be none). Exits 1 when a bug was missed or the clean run failed.
+    """
+    from torchcts.selftest import print_report, run_selftest
+
+    report = run_selftest(level=level, dtypes=dtypes, max_examples=max_examples, results_dir=results_dir,
+                          progress=click.echo)
+    print_report(report, click.echo)
+    sys.exit(0 if report.ok else 1)
+
+
 def _validate_rendered(output: Path, text: str) -> None:
     """Refuse to write a manifest that would not pass check-manifest (e.g. a bad --device-name)."""
     namespace: dict[str, object] = {}

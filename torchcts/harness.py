@@ -176,8 +176,8 @@ def _fingerprint(*parts: Any) -> str:
 
 def contiguous_twin(sample: Any) -> Any:
     """The sample with every dense tensor copied contiguous: same values, plain layout."""
-    def plain(t: torch.Tensor) -> torch.Tensor:
-        if t.layout != torch.strided or t.is_nested:
+    def plain(t: Any) -> Any:  # SampleInput.transform also hands over dtypes
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_nested:
             return t
         return copy_exact(t.contiguous())
 

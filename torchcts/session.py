@@ -9,6 +9,7 @@ the run as complete or partial.
 from __future__ import annotations
 
 import importlib
+import os
 import random
 import sys
 import time
@@ -28,6 +29,7 @@ from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, build_pla
 from torchcts.results import RunWriter, hardware_key
 
 PROGRESS_EVERY_S = 15.0
+TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
 HARNESS_THREADS = 1  # one intra-op thread: stable timings, and 10x faster sweeps on 2 cores here
 
 
@@ -53,6 +55,8 @@ class RunSession:
         self.started = time.monotonic()
         self.last_progress = self.started
         self.finished = False
+        # `torchcts selftest` asks the faulty device which aten overloads each item ran
+        self.trace_device_ops = os.environ.get(TRACE_ENV) == "1" and torch.device(device).type == "faulty"
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -77,10 +81,11 @@ class RunSession:
                               op_patterns=tuple(option("torchcts_ops") or ()),
                               properties=_properties(option("torchcts_properties")))
         derandomize = option("torchcts_derandomize")
-        derandomize = manifest.hypothesis.derandomize if derandomize is None else derandomize
         seed = option("torchcts_seed")
         if derandomize and seed is not None:
             raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
+        if derandomize is None:  # an explicit --seed overrides the manifest's derandomize setting
+            derandomize = manifest.hypothesis.derandomize and seed is None
         run_seed = None if derandomize else (seed if seed is not None else random.SystemRandom().randrange(2**32))
         max_examples = option("torchcts_max_examples") or manifest.hypothesis.max_examples
         torch.set_num_threads(HARNESS_THREADS)
@@ -115,6 +120,10 @@ class RunSession:
         return list(self.plan.for_property(property_name))
 
     def context_for(self, item: PlanItem) -> CaseContext:
+        if self.trace_device_ops:
+            from torchcts.testing import faulty
+
+            faulty.start_trace()
         return CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), device=self.device,
                            manifest=self.manifest, level=self.level, max_examples=self.max_examples,
                            seed=item_seed(item.id, self.run_seed, self.versions),
@@ -130,6 +139,10 @@ class RunSession:
                   "duration_s": round(report.duration, 4), "counterexample": None}
         if context is not None:
             record.update(context.record_fields())
+        if self.trace_device_ops:
+            from torchcts.testing import faulty
+
+            record["device_ops"] = faulty.take_trace()
         self.writer.record(record)
         self.done += 1
         self.problems += outcome in ("failed", "error")
@@ -157,7 +170,8 @@ class RunSession:
 
     def summary_lines(self) -> list[str]:
         counts = ", ".join(f"{name} {count}" for name, count in sorted(self.writer.outcomes.items()))
-        return [f"torchcts: results in {self.writer.folder} ({counts})"]
+        seed = "derandomized" if self.run_seed is None else f"seed {self.run_seed} (--seed {self.run_seed} repeats it)"
+        return [f"torchcts: results in {self.writer.folder} ({counts}); {seed}"]
 
 
 def _outcome(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str, str | None]:

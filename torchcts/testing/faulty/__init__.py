@@ -10,7 +10,7 @@ affects, the condition it needs, what it does. docs/faulty-backend.md explains i
 from __future__ import annotations
 
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR, Bug, active_bugs, disable_bugs, enable_bugs
-from torchcts.testing.faulty.device import DEVICE_NAME, FaultyTensor, is_registered
+from torchcts.testing.faulty.device import DEVICE_NAME, FaultyTensor, is_registered, start_trace, take_trace
 
 __all__ = [
     "BUGS",
@@ -23,6 +23,8 @@ __all__ = [
     "enable",
     "enable_bugs",
     "is_registered",
+    "start_trace",
+    "take_trace",
 ]
 
 

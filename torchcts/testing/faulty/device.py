@@ -94,8 +94,26 @@ def _targets_device(kwargs: dict) -> bool:
     return torch.device(device).type == DEVICE_NAME
 
 
+_traced: set[str] | None = None
+
+
+def start_trace() -> None:
+    """Start (or restart) recording which aten overloads run on the device."""
+    global _traced
+    _traced = set()
+
+
+def take_trace() -> list[str]:
+    """The overloads run since `start_trace` (sorted), and restart the record."""
+    global _traced
+    found, _traced = sorted(_traced or ()), set()
+    return found
+
+
 def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     """The generic path: run `func` on the CPU data, apply active bugs, wrap the results."""
+    if _traced is not None:
+        _traced.add(str(func))
     cpu_args, cpu_kwargs = tree_map(_to_cpu, args), tree_map(_to_cpu, kwargs)
     bugs.before(func, cpu_args, cpu_kwargs)
     result = func(*cpu_args, **cpu_kwargs)

@@ -1,0 +1,122 @@
+"""`torchcts run` end to end: records, accounting, run summary, detection, determinism, partial runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from torchcts.cli import cli
+from torchcts.results import read_records
+from torchcts.templates import render_template
+
+OPS = "^(add|abs|mul|sort|view)$"
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    path = tmp_path / "manifest.py"
+    path.write_text(render_template("complete", device_name="faulty"))
+    return path
+
+
+def run(tmp_path, manifest, *args, bugs="", results="results"):
+    env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
+    command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--dtype", "float32",
+               "--ops", OPS, "--results-dir", str(tmp_path / results), "--max-examples", "8", *args]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    folders = sorted((tmp_path / results).glob("*/run.json"))
+    return result, (folders[-1].parent if folders else None)
+
+
+def by_item(records):
+    return {r["item"]: r for r in records}
+
+
+def test_validation_run_passes_and_accounts_for_everything(tmp_path, manifest):
+    result, folder = run(tmp_path, manifest, "--validation", "--level", "3", "--derandomize")
+    assert result.returncode == 0, result.stdout[-3000:]
+    summary = json.loads((folder / "run.json").read_text())
+    records = read_records(folder)
+    assert summary["status"] == "complete" and summary["complete"]
+    assert summary["environment"]["derandomize"] and summary["environment"]["seed"] is None
+    assert summary["environment"]["manifest_hash"] and summary["environment"]["hardware_key"].startswith("cpu:")
+    executed = [r for r in records if r["outcome"] in ("passed", "failed", "error")]
+    assert executed and all(r["outcome"] == "passed" for r in executed)
+    assert summary["counts"]["passed"] == len([r for r in records if r["outcome"] == "passed"])
+    items = by_item(records)
+    assert items["forward::add::function::float32"]["examples"] == 8
+    assert len(items["forward::add::function::float32"]["fingerprints"]) == 8
+    assert items["inplace::add::inplace::float32"]["outcome"] == "passed"
+    # not run, with reasons: other ops, other dtypes, the level
+    assert items["forward::sub::function::float32"]["outcome"] == "deselected"
+    assert items["forward::add::function::float64"]["outcome"] == "deselected"
+    assert all(r["reason"] for r in records if r["outcome"] not in ("passed",))
+
+
+def test_a_seeded_bug_fails_the_run_and_its_record_says_why(tmp_path, manifest):
+    result, folder = run(tmp_path, manifest, "--device", "faulty", "--level", "2", "--derandomize",
+                         bugs="noncontiguous_add")
+    assert result.returncode == 1
+    items = by_item(read_records(folder))
+    failed = items["layout::add::function::float32"]
+    assert failed["outcome"] == "failed"
+    assert "differs from CPU" in failed["error"] and "strides" in failed["error"]
+    assert items["forward::abs::function::float32"]["outcome"] == "passed"
+
+
+def test_device_errors_are_errors_not_skips(tmp_path, manifest):
+    result, folder = run(tmp_path, manifest, "--device", "faulty", "--level", "1", "--derandomize",
+                         "--ops", "^hypot$", bugs="")
+    assert result.returncode == 0
+    records = read_records(folder)
+    assert by_item(records)["forward::hypot::function::float32"]["outcome"] == "passed"
+
+
+def test_derandomized_runs_execute_identical_cases(tmp_path, manifest):
+    _, first = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="a")
+    _, second = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="b")
+    prints = [{r["item"]: r.get("fingerprints") for r in read_records(f) if r["outcome"] == "passed"}
+              for f in (first, second)]
+    assert prints[0] == prints[1] and any(prints[0].values())
+
+
+def test_seeded_runs_repeat_with_the_printed_seed(tmp_path, manifest):
+    result, first = run(tmp_path, manifest, "--validation", "--level", "1", "--seed", "1234", results="a")
+    _, second = run(tmp_path, manifest, "--validation", "--level", "1", "--seed", "1234", results="b")
+    assert "seed 1234" in result.stdout
+    assert json.loads((first / "run.json").read_text())["environment"]["seed"] == 1234
+    prints = [{r["item"]: r.get("fingerprints") for r in read_records(f)} for f in (first, second)]
+    assert prints[0] == prints[1]
+
+
+def test_interrupted_run_keeps_its_records_and_is_partial(tmp_path, manifest):
+    command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--validation", "--dtype",
+               "float32", "--level", "2", "--max-examples", "20", "--results-dir", str(tmp_path / "results")]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    records_file = None
+    while time.time() < deadline:
+        found = list((tmp_path / "results").glob("*/records.jsonl"))
+        if found and sum(1 for line in found[0].read_text().splitlines() if '"passed"' in line) >= 5:
+            records_file = found[0]
+            break
+        time.sleep(0.5)
+    assert records_file is not None, "the run never got going"
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    summary = json.loads((records_file.parent / "run.json").read_text())
+    assert summary["status"] == "partial" and not summary["complete"]
+    records = read_records(records_file.parent)
+    assert sum(r["outcome"] == "passed" for r in records) >= 5
+
+
+def test_bad_run_arguments_exit_2():
+    result = CliRunner().invoke(cli, ["run"])
+    assert result.exit_code == 2 and "--device" in result.output

@@ -1,0 +1,66 @@
+"""`torchcts run`: the property suites through pytest with the TorchCTS plugin, in this process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import attrs
+import pytest
+
+
+@attrs.frozen
+class RunOptions:
+    device: str | None
+    manifest: Path
+    level: int | None = None
+    dtypes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    derandomize: bool | None = None
+    seed: int | None = None
+    max_examples: int | None = None
+    results_dir: Path = Path("results")
+    validation: bool = False
+    pytest_args: tuple[str, ...] = ()
+
+
+def pytest_arguments(options: RunOptions) -> list[str]:
+    """The pytest command line for a run (what `python -m pytest` would need)."""
+    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "-q", "--manifest", str(options.manifest),
+            "--results-dir", str(options.results_dir)]
+    if options.device:
+        args += ["--device", options.device]
+    if options.validation:
+        args.append("--validation")
+    if options.level is not None:
+        args += ["--level", str(options.level)]
+    for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties)):
+        for value in values:
+            args += [flag, value]
+    if options.derandomize:
+        args.append("--derandomize")
+    if options.seed is not None:
+        args += ["--seed", str(options.seed)]
+    if options.max_examples is not None:
+        args += ["--max-examples", str(options.max_examples)]
+    return args + list(options.pytest_args)
+
+
+def run_suites(options: RunOptions) -> int:
+    """Run the suites; 0 when nothing failed, 1 when an item failed or errored, 2 for bad input."""
+    code = pytest.main(pytest_arguments(options))
+    if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return 0
+    if code == pytest.ExitCode.TESTS_FAILED:
+        return 1
+    if code == pytest.ExitCode.INTERRUPTED:
+        return 130
+    return 2
+
+
+def latest_run(results_dir: Path) -> Path | None:
+    folders = sorted(p for p in Path(results_dir).glob("*/run.json"))
+    return folders[-1].parent if folders else None
+
+

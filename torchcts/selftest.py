@@ -1,0 +1,112 @@
+"""`torchcts selftest`: do the suites catch bugs? Run them against the faulty device, clean and per bug.
+
+The clean run records, for every item, which aten overloads it ran on the device. Each seeded
+bug is then tested by rerunning (with only that bug on) the ops whose items reached one of the
+bug's overloads: an item that never runs an overload cannot see its bug. A bug is detected when
+some item fails or errors; the clean run must have no failure at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import attrs
+
+from torchcts.results import read_records
+from torchcts.runner import latest_run
+from torchcts.session import TRACE_ENV
+from torchcts.templates import render_template
+from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
+
+
+@attrs.frozen
+class BugResult:
+    name: str
+    description: str
+    reached_ops: tuple[str, ...]  # OpInfo ids whose items ran one of the bug's overloads
+    failing_items: tuple[str, ...]
+
+    @property
+    def detected(self) -> bool:
+        return bool(self.failing_items)
+
+
+@attrs.frozen
+class SelftestReport:
+    clean_failures: tuple[str, ...]
+    bugs: tuple[BugResult, ...]
+
+    @property
+    def detection_rate(self) -> float:
+        return sum(b.detected for b in self.bugs) / len(self.bugs) if self.bugs else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.clean_failures and all(b.detected for b in self.bugs)
+
+
+def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...], max_examples: int,
+         bugs: str, ops: tuple[str, ...] = ()) -> list[dict]:
+    args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
+            "--level", str(level), "--derandomize", "--max-examples", str(max_examples),
+            "--results-dir", str(results_dir)]
+    for dtype in dtypes:
+        args += ["--dtype", dtype]
+    for pattern in ops:
+        args += ["--ops", pattern]
+    env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
+    subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   check=False)
+    folder = latest_run(results_dir)
+    if folder is None:
+        raise RuntimeError(f"the selftest run wrote no results under {results_dir}")
+    return read_records(folder)
+
+
+def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_examples: int = 10,
+                 results_dir: Path = Path("results/selftest"), progress: Callable[[str], None] = print) -> SelftestReport:
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    manifest = results_dir / "manifest.py"
+    manifest.write_text(render_template("complete", device_name="faulty"))
+    progress("selftest: clean run against the faulty device ...")
+    clean = _run(results_dir / "clean", manifest, level, dtypes, max_examples, bugs="")
+    failed = tuple(r["item"] for r in clean if r["outcome"] in ("failed", "error"))
+    reached: dict[str, set[str]] = {}
+    for record in clean:
+        for overload in record.get("device_ops", ()):
+            reached.setdefault(overload, set()).add(record["op"])
+    results = []
+    for bug in (b for b in BUGS.values() if b.in_all):
+        ops = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
+        failing: tuple[str, ...] = ()
+        if ops:
+            progress(f"selftest: {bug.name} ({len(ops)} ops reach it) ...")
+            pattern = "^(" + "|".join(re.escape(op) for op in ops) + ")$"
+            records = _run(results_dir / bug.name, manifest, level, dtypes, max_examples, bugs=bug.name,
+                           ops=(pattern,))
+            failing = tuple(r["item"] for r in records if r["outcome"] in ("failed", "error"))
+        else:
+            progress(f"selftest: {bug.name}: no item runs {', '.join(bug.ops)}")
+        results.append(BugResult(bug.name, bug.description, tuple(ops), failing))
+    return SelftestReport(failed, tuple(results))
+
+
+def print_report(report: SelftestReport, echo: Callable[[str], None] = print) -> None:
+    detected = [b for b in report.bugs if b.detected]
+    echo(f"seeded bugs detected: {len(detected)}/{len(report.bugs)} ({report.detection_rate:.0%})")
+    for bug in report.bugs:
+        if bug.detected:
+            shown = ", ".join(bug.failing_items[:4]) + (" ..." if len(bug.failing_items) > 4 else "")
+            echo(f"  detected {bug.name}: {len(bug.failing_items)} failing items ({shown})")
+    for bug in report.bugs:
+        if not bug.detected:
+            why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
+            echo(f"  MISSED   {bug.name}: {bug.description} ({why})")
+    echo(f"clean backend failures: {len(report.clean_failures)}"
+         + (": " + ", ".join(report.clean_failures[:10]) if report.clean_failures else ""))

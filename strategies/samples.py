@@ -31,12 +31,15 @@ from torchcts.opinfo_catalog import op_id
 from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
+from torchcts.strategies import value_transforms
 from torchcts.strategies.values import apply_special_picks, is_float_like, special_picks
 
 VARIANTS = ("function", "method", "inplace", "out")
-# Ops that address their input's storage directly (their result depends on its layout by
-# definition): their cases keep the sample's own layout.
-LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided")
+# Ops whose cases keep the sample's own layout: those that address their input's storage
+# directly (the result depends on the layout by definition), and those whose CPU kernel -- the
+# oracle -- reads a non-contiguous argument wrongly (found by TorchCTS's validation run with
+# torch 2.13: native_group_norm reads a strided weight as if contiguous, into the gaps).
+LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -143,7 +146,8 @@ def _first(iterable, count: int) -> list:
 
 def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | None = None, manifest: Any = None,
                    level: int = 1, *, variant: str = "function", relayout: bool = True,
-                   special_values: bool | None = None, validate: bool = True) -> st.SearchStrategy[Case]:
+                   special_values: bool | None = None, value_changes: bool = True,
+                   validate: bool = True) -> st.SearchStrategy[Case]:
     """Cases for `op` (an OpInfo) and `dtype`, drawn from the op's own sample inputs.
 
     `manifest` (optional) caps the pool at its `max_samples` and decides special values: they
@@ -162,8 +166,11 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     if special_values is None:
         special_values = manifest is None or manifest.ieee754_claimed_for(op.name)
     max_samples = manifest.max_samples if manifest is not None else 0
-    relayout = relayout and not LAYOUT_DEPENDENT_OPS.search(op.name)
+    layout_free = relayout and not LAYOUT_DEPENDENT_OPS.search(op.name)
     writes_input = variant == "inplace" or op.name.endswith("_")
+    allowed = (_KIND_RELAYOUT if layout_free else 0) | (_KIND_SPECIAL if special_values else 0)
+    if value_changes and level >= VALUE_CHANGES_LEVEL:
+        allowed |= _KIND_TIE | _KIND_EMPTY | _KIND_GROW | (_KIND_BROADCAST if layout_free else 0)
 
     @st.composite
     def draw_case(draw) -> Case:
@@ -173,8 +180,9 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         index = draw(st.integers(0, len(pool) - 1), label="sample index")
         # A fixed number of transform slots, drawn whatever the sample holds: every untransformed
         # case is then a draw sequence of the same length, and shrinking reaches sample 0.
-        kinds = draw(_SLOT_KINDS if special_values else _SLOT_KINDS_NO_SPECIALS, label="transform slots")
+        kinds = draw(_SLOT_KINDS, label="transform slots")
         original = pool[index]
+        lone = _count_dense(original) == 1
         notes: list[str] = []
         counter = iter(range(10**6))
 
@@ -185,16 +193,31 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             slot = next(counter)
             if slot >= TRANSFORM_SLOTS:
                 return t
-            kind = kinds[slot]  # bit 0: re-lay out, bit 1: special values; shrinks toward 0, untouched
-            picks = draw(special_picks(2), label=f"{where} special values") if kind & 2 else []
-            relayout_it = bool(kind & 1)
-            if picks and is_float_like(t.dtype):
-                t, note = apply_special_picks(t, picks)
-                if note:
-                    notes.append(f"{where}: {note}")
-            if relayout and relayout_it:
+            kind = kinds[slot] & allowed  # each bit one transform (see _KIND_*); 0, the shrink target: none
+            data = t.dtype == dtype or (is_float_like(t.dtype) and is_float_like(dtype))
+            changes: list[str] = []
+            choice = draw(_CHOICE, label=f"{where} transform choice") if kind & _NEEDS_CHOICE else 0
+            # Shape changes only where nothing else in the sample must agree with the shape (a
+            # lone data tensor): CPU kernels trust related arguments, and some crash, not raise.
+            if kind & _KIND_EMPTY and data and lone:
+                t, note = value_transforms.emptied(t, choice)
+                changes.append(note)
+            elif kind & _KIND_GROW and data and lone:
+                t, note = value_transforms.grown(t, choice, _GROW_BUDGET)
+                changes.append(note)
+            if kind & _KIND_TIE and data:
+                t, note = value_transforms.with_tie(t, choice, choice // 7 + 1)
+                changes.append(note)
+            if kind & _KIND_SPECIAL and data:
+                t, note = apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"))
+                changes.append(note)
+            if kind & _KIND_BROADCAST and data and not written:
+                t, note = value_transforms.broadcast_along(t, choice)
+                changes.append(note)
+            elif kind & _KIND_RELAYOUT:
                 t = draw_relayout(draw, t, allow_overlap=not written)
-                notes.append(f"{where}: {describe_layout(t)}")
+                changes.append(describe_layout(t))
+            notes.extend(f"{where}: {change}" for change in changes if change)
             return t
 
         sample = _map_sample(original, transform, writes_input)
@@ -207,6 +230,12 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         return case
 
     return draw_case()
+
+
+def _count_dense(sample: Any) -> int:
+    found = []
+    _map_sample(sample, lambda where, t, written: found.append(t) or t if _dense(t) else t, False)
+    return len(found)
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -236,9 +265,18 @@ def _map_sample(sample: Any, transform: Callable[[str, torch.Tensor, bool], torc
     )
 
 
-# What happens to each of the first TRANSFORM_SLOTS tensors, one small integer each.
-_SLOT_KINDS = st.tuples(*[st.integers(0, 3)] * TRANSFORM_SLOTS)
-_SLOT_KINDS_NO_SPECIALS = st.tuples(*[st.integers(0, 1)] * TRANSFORM_SLOTS)
+# What happens to each of the first TRANSFORM_SLOTS tensors: one small integer each, a bit per
+# transform. Shrinking takes it to 0 (untouched), then to the fewest bits that still fail.
+_KIND_RELAYOUT, _KIND_SPECIAL, _KIND_TIE, _KIND_BROADCAST, _KIND_EMPTY, _KIND_GROW = 1, 2, 4, 8, 16, 32
+_NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST | _KIND_EMPTY | _KIND_GROW
+_SLOT_KINDS = st.tuples(*[st.integers(0, 63)] * TRANSFORM_SLOTS)
+_CHOICE = st.integers(0, 2**16)
+_GROW_BUDGET = 2**15  # elements of a grown tensor
+# Semantic level (5: advanced numerics, layouts, strides) from which cases may change values or
+# shapes (ties, broadcast, empty, grown past tile boundaries). Such inputs can be degenerate (a
+# singular matrix, tied medians with unspecified indices), so they stay out of levels 1 to 4,
+# whose validation runs must be clean.
+VALUE_CHANGES_LEVEL = 5
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

@@ -141,7 +141,7 @@ class CaseContext:
             torch.manual_seed(self.seed % 2**63)
             return list(self.op.error_inputs("cpu"))
 
-    def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool = False) -> None:
+    def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False) -> None:
         """AssertionError unless the device's result matches the oracle's (values where comparable)."""
         values = self.device != "meta" and oracle.values_comparable(self.op.name)
         tol = oracle.tolerance(self.dtype, self.op, self.manifest, torch.device(self.device).type)

@@ -28,7 +28,8 @@ _DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
 }
 
 # Ops whose result values are unspecified (uninitialised memory) or random: metadata only.
-_VALUES_UNDEFINED = re.compile(r"(^|\.)(empty|new_empty|empty_like|empty_strided|new_empty_strided|empty_permuted)$")
+_VALUES_UNDEFINED = re.compile(
+    r"(^|\.)(empty|new_empty|empty_like|empty_strided|new_empty_strided|empty_permuted|resize_|resize_as_)$")
 _RANDOM = re.compile(r"rand|normal|bernoulli|multinomial|dropout|uniform|exponential|geometric|cauchy|"
                      r"log_normal|poisson|rrelu|randperm")
 
@@ -50,6 +51,12 @@ _CATEGORIES = (
     (re.compile(r"(^|\.)(sum|nansum|mean|nanmean|prod|std|var|std_mean|var_mean|cumsum|cumprod|logsumexp|"
                 r"logcumsumexp|cummax|cummin|trapz|trapezoid|cumulative_trapezoid|softmax|log_softmax)"), "reduction"),
 )
+
+
+def strides_defined(op_name: str) -> bool:
+    """Whether CPU's output strides are part of the op's contract: elementwise ops keep their
+    input's memory format (TensorIterator); other ops leave output strides to the backend."""
+    return category(op_name) == "elementwise" and values_comparable(op_name)
 
 
 def category(op_name: str) -> str:
@@ -114,9 +121,10 @@ class Comparison:
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance, *, values: bool = True,
-            strides: bool = False) -> Comparison:
-    """Compare a backend's result (any device) with CPU's: structure, dtype, shape, optionally
-    strides, and values within `tol` (NaN where NaN, equal infinities)."""
+            strides: bool | str = False) -> Comparison:
+    """Compare a backend's result (any device) with CPU's: structure, dtype, shape, strides
+    (True: all; "significant": those of dimensions longer than 1; False: none), and values
+    within `tol` (NaN where NaN, equal infinities)."""
     actual_leaves, actual_spec = tree_flatten(actual)
     expected_leaves, expected_spec = tree_flatten(expected)
     if actual_spec != expected_spec:
@@ -147,12 +155,19 @@ def _compare_leaf(got: Any, want: Any, tol: Tolerance, values: bool, strides: bo
         return Comparison(False, f"{where}: shape {tuple(got.shape)}, CPU gives {tuple(want.shape)}")
     if got.layout != want.layout:
         return Comparison(False, f"{where}: layout {got.layout}, CPU gives {want.layout}")
-    if strides and want.layout == torch.strided and want.numel() > 1 and got.stride() != want.stride():
-        return Comparison(False, f"{where}: strides {got.stride()}, CPU gives {want.stride()}")
+    if strides and want.layout == torch.strided and want.numel() > 1 and _strides_differ(got, want, strides):
+        return Comparison(False, f"{where}: strides {got.stride()}, CPU gives {want.stride()}"
+                          + (" (on dimensions longer than 1)" if strides == "significant" else ""))
     if not values or got.device.type == "meta" or want.layout != torch.strided:
         return Comparison(True)
     return _compare_values(got.detach().cpu().resolve_conj().resolve_neg(),
                            want.detach().cpu().resolve_conj().resolve_neg(), tol, where)
+
+
+def _strides_differ(got: torch.Tensor, want: torch.Tensor, strides: bool | str) -> bool:
+    if strides == "significant":  # the memory order of dimensions longer than 1 only
+        return any(g != w for g, w, n in zip(got.stride(), want.stride(), want.shape) if n > 1)
+    return got.stride() != want.stride()
 
 
 def _scalars_equal(got: Any, want: Any, tol: Tolerance) -> bool:

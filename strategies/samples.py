@@ -209,7 +209,8 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
                 t, note = value_transforms.with_tie(t, choice, choice // 7 + 1)
                 changes.append(note)
             if kind & _KIND_SPECIAL and data:
-                t, note = apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"))
+                t, note = apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"),
+                                              crash_safe=True)
                 changes.append(note)
             if kind & _KIND_BROADCAST and data and not written:
                 t, note = value_transforms.broadcast_along(t, choice)

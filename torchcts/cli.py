@@ -144,7 +144,8 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
 
 @cli.command("selftest")
 @click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
-@click.option("--dtype", "dtypes", multiple=True, default=("float32",), show_default=True, help="Dtypes to run.")
+@click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16", "int32"), show_default=True,
+              help="Dtypes to run (a bug in one dtype needs that dtype).")
 @click.option("--max-examples", type=click.IntRange(min=1), default=10, show_default=True,
               help="Hypothesis examples per item.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/selftest"),

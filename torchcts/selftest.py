@@ -8,6 +8,7 @@ some item fails or errors; the clean run must have no failure at all.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -40,6 +41,7 @@ class BugResult:
 class SelftestReport:
     clean_failures: tuple[str, ...]
     bugs: tuple[BugResult, ...]
+    incomplete_runs: tuple[str, ...] = ()  # runs that did not finish (a crash kills a run until isolation lands)
 
     @property
     def detection_rate(self) -> float:
@@ -47,11 +49,12 @@ class SelftestReport:
 
     @property
     def ok(self) -> bool:
-        return not self.clean_failures and all(b.detected for b in self.bugs)
+        return not self.clean_failures and not self.incomplete_runs and all(b.detected for b in self.bugs)
 
 
 def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...], max_examples: int,
-         bugs: str, ops: tuple[str, ...] = ()) -> list[dict]:
+         bugs: str, ops: tuple[str, ...] = ()) -> tuple[list[dict], bool]:
+    """The records of one run, and whether it completed."""
     args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
             "--level", str(level), "--derandomize", "--max-examples", str(max_examples),
             "--results-dir", str(results_dir)]
@@ -65,7 +68,8 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
     folder = latest_run(results_dir)
     if folder is None:
         raise RuntimeError(f"the selftest run wrote no results under {results_dir}")
-    return read_records(folder)
+    complete = json.loads((folder / "run.json").read_text()).get("status") == "complete"
+    return read_records(folder), complete
 
 
 def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_examples: int = 10,
@@ -75,7 +79,8 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     manifest = results_dir / "manifest.py"
     manifest.write_text(render_template("complete", device_name="faulty"))
     progress("selftest: clean run against the faulty device ...")
-    clean = _run(results_dir / "clean", manifest, level, dtypes, max_examples, bugs="")
+    clean, clean_complete = _run(results_dir / "clean", manifest, level, dtypes, max_examples, bugs="")
+    incomplete = [] if clean_complete else ["clean"]
     failed = tuple(r["item"] for r in clean if r["outcome"] in ("failed", "error"))
     reached: dict[str, set[str]] = {}
     for record in clean:
@@ -88,13 +93,15 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
         if ops:
             progress(f"selftest: {bug.name} ({len(ops)} ops reach it) ...")
             pattern = "^(" + "|".join(re.escape(op) for op in ops) + ")$"
-            records = _run(results_dir / bug.name, manifest, level, dtypes, max_examples, bugs=bug.name,
-                           ops=(pattern,))
+            records, complete = _run(results_dir / bug.name, manifest, level, dtypes, max_examples, bugs=bug.name,
+                                     ops=(pattern,))
+            if not complete:
+                incomplete.append(bug.name)
             failing = tuple(r["item"] for r in records if r["outcome"] in ("failed", "error"))
         else:
             progress(f"selftest: {bug.name}: no item runs {', '.join(bug.ops)}")
         results.append(BugResult(bug.name, bug.description, tuple(ops), failing))
-    return SelftestReport(failed, tuple(results))
+    return SelftestReport(failed, tuple(results), tuple(incomplete))
 
 
 def print_report(report: SelftestReport, echo: Callable[[str], None] = print) -> None:
@@ -108,5 +115,7 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
         if not bug.detected:
             why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
             echo(f"  MISSED   {bug.name}: {bug.description} ({why})")
+    if report.incomplete_runs:
+        echo(f"runs that did not complete (a crash?): {', '.join(report.incomplete_runs)}")
     echo(f"clean backend failures: {len(report.clean_failures)}"
          + (": " + ", ".join(report.clean_failures[:10]) if report.clean_failures else ""))

@@ -148,21 +148,13 @@ def special_picks(max_count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
     return st.lists(_PICK, max_size=max_count)
 
 
-def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]], *,
-                        crash_safe: bool = False) -> tuple[torch.Tensor, str]:
-    """A contiguous copy of `t` with special values written at the picked positions, and a note.
-
-    `crash_safe` leaves out an integer dtype's minimum: CPU division kernels (floor_divide, gcd,
-    lcm, ...) die with SIGFPE on minimum / -1, and the harness cannot yet isolate a crash.
-    """
+def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]]) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` with special values written at the picked positions, and a note."""
     if not picks or not t.numel() or t.dtype == torch.bool:
         return t, ""
     table = _specials_tensor(t.dtype)
     labels = special_values(t.dtype)
     chosen = {position % t.numel(): k % len(table) for position, k in picks}
-    if crash_safe and not is_float_like(t.dtype):
-        minimum, maximum = labels.index(torch.iinfo(t.dtype).min), labels.index(torch.iinfo(t.dtype).max)
-        chosen = {p: maximum if k == minimum else k for p, k in chosen.items()}
     out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
     put_elements(out, torch.tensor(list(chosen)), table[torch.tensor(list(chosen.values()))])
     return out, ", ".join(f"{labels[k]!r} at {p}" for p, k in chosen.items())

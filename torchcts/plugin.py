@@ -46,6 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: the run's random seed (printed and recorded when not given).")
     group.addoption("--max-examples", dest="torchcts_max_examples", type=int, default=None, metavar="M",
                     help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
+    group.addoption("--no-shrink", dest="torchcts_no_shrink", action="store_true",
+                    help="TorchCTS: report the first failing case of an item without shrinking it (faster triage).")
     group.addoption("--results-dir", dest="torchcts_results_dir", default="results", metavar="DIR",
                     help="TorchCTS: where run folders go (default ./results).")
 

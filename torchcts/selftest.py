@@ -57,11 +57,11 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
     """The records of one run, and whether it completed."""
     args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
             "--level", str(level), "--derandomize", "--max-examples", str(max_examples),
-            "--results-dir", str(results_dir)]
+            "--results-dir", str(results_dir), "--", "--no-shrink"]
     for dtype in dtypes:
-        args += ["--dtype", dtype]
+        args[4:4] = ["--dtype", dtype]
     for pattern in ops:
-        args += ["--ops", pattern]
+        args[4:4] = ["--ops", pattern]
     env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
     subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                    check=False)

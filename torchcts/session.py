@@ -127,7 +127,8 @@ class RunSession:
         return CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), device=self.device,
                            manifest=self.manifest, level=self.level, max_examples=self.max_examples,
                            seed=item_seed(item.id, self.run_seed, self.versions),
-                           deadline_ms=self.manifest.hypothesis.deadline_ms)
+                           deadline_ms=self.manifest.hypothesis.deadline_ms,
+                           shrink=not self.config.getoption("torchcts_no_shrink"))
 
     def record_deselected(self, item: PlanItem, reason: str) -> None:
         self.writer.record({**item.as_json(), "outcome": "deselected", "reason": reason})

@@ -1,9 +1,8 @@
 """Does the faulty device agree with CPU? Run OpInfo samples on both and list every difference.
 
 With no bug switched on, the faulty device must give CPU's answers bit for bit: same dtype,
-shape, strides and values, on inputs placed with exactly the CPU layout. The few ops whose
-results are undefined by design are compared on metadata only (`VALUES_UNDEFINED`). Random ops
-run under the same seed on both sides, since the device uses the CPU generator.
+shape, strides and values, on inputs placed with exactly the CPU layout. Ops whose values are
+undefined or random are compared on metadata only (`torchcts.oracle.values_comparable`).
 """
 
 from __future__ import annotations
@@ -16,15 +15,9 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from torchcts.opinfo_catalog import op_id, ops_supporting
+from torchcts.oracle import values_comparable
 from torchcts.strategies import call_variant, place, same_bits, sample_pool
 from torchcts.testing.faulty.device import DEVICE_NAME
-
-# Ops whose result values are unspecified: compare dtype, shape and strides only.
-VALUES_UNDEFINED = frozenset({
-    "empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted",
-    "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
-    "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
-})
 
 _SEED = 1234
 
@@ -95,7 +88,7 @@ def _compare(name: str, expected: Any, actual: Any) -> str | None:
             return f"output {index}: {got.dtype} {tuple(got.shape)} != CPU's {want.dtype} {tuple(want.shape)}"
         if want.layout == torch.strided and got.stride() != want.stride():
             return f"output {index}: strides {got.stride()} != CPU's {want.stride()}"
-        if name not in VALUES_UNDEFINED and want.layout == torch.strided and not same_bits(got.cpu(), want):
+        if values_comparable(name) and want.layout == torch.strided and not same_bits(got.cpu(), want):
             try:
                 torch.testing.assert_close(got.cpu(), want, equal_nan=True, check_device=False)
             except AssertionError:

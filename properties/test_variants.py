@@ -5,47 +5,46 @@ is defined by the caller, so there is no freedom left to the backend.
 """
 
 import torch
+from torch.utils._pytree import tree_leaves, tree_map_only
 
 from torchcts.harness import BackendError
 from torchcts.strategies import call_variant, opinfo_samples, place
 
 
 def _run_inplace(cts, sample, device):
+    """(the mutated input, what the in-place form returned)."""
     placed = place(sample, device).value
-    result = call_variant(cts.op, "inplace", placed)
-    return placed.input, result
-
-
-def test_inplace(cts):
-    def check(case):
-        expected_target, _ = cts.on_cpu_call(_run_inplace, case.sample)
-        try:
-            target, returned = _run_inplace(cts, case.sample, cts.device)
-        except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"{cts.device} raised {type(exc).__name__} in place where CPU did not: {exc}") from exc
-        assert returned is target, "the in-place form did not return its input"
-        cts.assert_matches(target, expected_target, what="in-place result", strides=True)
-
-    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="inplace"), check)
+    return placed.input, call_variant(cts.op, "inplace", placed)
 
 
 def _run_out(cts, sample, device):
+    """(the out tensors, what the out= form returned)."""
     placed = place(sample, device).value
-    expected_shape = call_variant(cts.op, "function", placed)
-    out = torch.utils._pytree.tree_map_only(torch.Tensor, torch.empty_like, expected_shape)
-    returned = cts.op(placed.input, *placed.args, **placed.kwargs, out=out)
-    return out, returned
+    out = tree_map_only(torch.Tensor, torch.empty_like, call_variant(cts.op, "function", placed))
+    return out, cts.op(placed.input, *placed.args, **placed.kwargs, out=out)
+
+
+def _check_variant(cts, run, form: str):
+    """A check: the form's target matches CPU's and is what the form returns."""
+
+    def check(case):
+        expected_target, _ = cts.on_cpu_call(run, case.sample)
+        try:
+            target, returned = run(cts, case.sample, cts.device)
+        except Exception as exc:  # noqa: BLE001
+            raise BackendError(f"{cts.device} raised {type(exc).__name__} ({form}) where CPU did not: {exc}") from exc
+        for got, given in zip(tree_leaves(returned), tree_leaves(target)):
+            assert got is given, f"the {form} form did not return its target tensor"
+        cts.assert_matches(target, expected_target, what=f"{form} result", strides=True)
+
+    return check
+
+
+def test_inplace(cts):
+    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="inplace"),
+            _check_variant(cts, _run_inplace, "in-place"))
 
 
 def test_out(cts):
-    def check(case):
-        expected_out, _ = cts.on_cpu_call(_run_out, case.sample)
-        try:
-            out, returned = _run_out(cts, case.sample, cts.device)
-        except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"{cts.device} raised {type(exc).__name__} with out= where CPU did not: {exc}") from exc
-        for got, given in zip(torch.utils._pytree.tree_leaves(returned), torch.utils._pytree.tree_leaves(out)):
-            assert got is given, "the out= form did not return its out tensor"
-        cts.assert_matches(out, expected_out, what="out= result", strides=True)
-
-    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="out"), check)
+    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="out"),
+            _check_variant(cts, _run_out, "out="))

@@ -3,11 +3,13 @@
 `opinfo_samples` picks one of the op's samples (shrinking toward the first), then, per dense
 tensor in it, may re-lay it out in memory and (where special values are claimed) put NaN, inf,
 -0.0 and friends into floating tensors. Integer tensors (indices, sizes) keep their values, so
-they stay in range; a tensor the variant writes to never gets an overlapping layout.
+they stay in range; a tensor the variant writes to never gets an overlapping layout. From
+semantic level 5, data tensors may also get ties, broadcast (stride-0) dimensions, or (when the
+sample holds a single tensor) an emptied or tile-boundary-grown shape.
 
-A re-layout can make a case the CPU itself rejects (`Tensor.view` needs compatible strides).
+A transform can make a case the CPU itself rejects (`Tensor.view` needs compatible strides).
 With `validate=True` the transformed case is run on CPU once; if CPU rejects it but accepts the
-untransformed sample, the case falls back to the sample's own layout and says so.
+untransformed sample, the case falls back to the sample as given and says so.
 """
 
 from __future__ import annotations
@@ -154,6 +156,8 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     are mixed in only where it claims `ieee754` for the op (`special_values` overrides). `device`
     is not used to build cases (they are always built on CPU; place them with
     `torchcts.strategies.place`); it is accepted so the call reads like the plan's item.
+    `value_changes` allows, from semantic level 5, ties, broadcast, emptied and grown data
+    tensors (`torchcts.strategies.value_transforms`).
 
     Shrinks toward the first sample, unchanged.
     """

@@ -10,7 +10,6 @@ item if no case got past the oracle); the device raising where CPU did not is a 
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any, Callable, Iterable
 
 import attrs
@@ -59,7 +58,6 @@ class CaseContext:
     examples: int = 0
     cpu_contract_cases: int = 0
     worst: oracle.Comparison = oracle.Comparison(True)
-    started: float = attrs.field(factory=time.perf_counter)
 
     # -- running -------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ def test_forward(cts):
     def check(case):
         expected = cts.on_cpu(case.sample)
         actual = cts.on_device(case.sample)
-        cts.assert_matches(actual, expected, strides="significant" if strides_defined(cts.op.name) else False)
+        cts.assert_matches(actual, expected, strides="significant" if strides_defined(cts.op.name) else False,
+                           inputs=case.sample)
 
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level), check)

@@ -16,6 +16,7 @@ def test_layout(cts):
         relaid = cts.on_device(case.sample)
         plain = cts.on_device(contiguous_twin(case.sample))
         widen = 4.0 if cts.dtype.is_floating_point and cts.dtype.itemsize < 4 else 1.0
-        cts.assert_matches(relaid, plain, what=f"re-laid-out input ({'; '.join(case.transforms)})", widen=widen)
+        cts.assert_matches(relaid, plain, what=f"re-laid-out input ({'; '.join(case.transforms)})", widen=widen,
+                           inputs=case.sample)
 
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, special_values=False), check)

@@ -7,21 +7,21 @@ is defined by the caller, so there is no freedom left to the backend.
 import torch
 from torch.utils._pytree import tree_leaves, tree_map_only
 
-from torchcts.harness import BackendError
-from torchcts.strategies import call_variant, opinfo_samples, place
+from torchcts.strategies import opinfo_samples
 
 
-def _run_inplace(cts, sample, device):
+def _run_inplace(cts, sample, target):
     """(the mutated input, what the in-place form returned)."""
-    placed = place(sample, device).value
-    return placed.input, call_variant(cts.op, "inplace", placed)
+    placed = cts.place_for(sample, target).value
+    return placed.input, target.call(cts.op, "inplace", placed)
 
 
-def _run_out(cts, sample, device):
+def _run_out(cts, sample, target):
     """(the out tensors, what the out= form returned)."""
-    placed = place(sample, device).value
-    out = tree_map_only(torch.Tensor, torch.empty_like, call_variant(cts.op, "function", placed))
-    return out, cts.op(placed.input, *placed.args, **placed.kwargs, out=out)
+    placed = cts.place_for(sample, target).value
+    out = tree_map_only(torch.Tensor, torch.empty_like, target.call(cts.op, "function", placed))
+    placed.kwargs = {**placed.kwargs, "out": out}
+    return out, target.call(cts.op, "function", placed)
 
 
 def _check_variant(cts, run, form: str):
@@ -29,13 +29,10 @@ def _check_variant(cts, run, form: str):
 
     def check(case):
         expected_target, _ = cts.on_cpu_call(run, case.sample)
-        try:
-            target, returned = run(cts, case.sample, cts.device)
-        except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"{cts.device} raised {type(exc).__name__} ({form}) where CPU did not: {exc}") from exc
+        target, returned = cts.on_device_call(run, case.sample, what=f" ({form})")
         for got, given in zip(tree_leaves(returned), tree_leaves(target)):
             assert got is given, f"the {form} form did not return its target tensor"
-        cts.assert_matches(target, expected_target, what=f"{form} result", strides=True)
+        cts.assert_matches(target, expected_target, what=f"{form} result", strides=True, inputs=case.sample)
 
     return check
 

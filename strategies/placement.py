@@ -36,28 +36,41 @@ def copy_exact(t: torch.Tensor, device: torch.device | str | None = None) -> tor
     return copy.requires_grad_(t.requires_grad) if t.is_floating_point() or t.is_complex() else copy
 
 
-def place(value: Any, device: torch.device | str) -> Placement:
+def place(value: Any, device: torch.device | str, keep_on_cpu: frozenset[str] = frozenset()) -> Placement:
     """Copy tensors (also inside lists, tuples, dicts and SampleInputs) to `device`, checking layouts.
 
     A `device` keyword (a factory op's sample names the device to create on) is set to `device`.
+    Tensors at the paths in `keep_on_cpu` ("input", "args[1]", "kwargs.indices", "args[0][2]")
+    are copied but stay on CPU: some ops take an argument on CPU whatever the device
+    (`tensor_split`'s indices; see `samples.cpu_pinned_paths`).
     """
     mismatches: list[str] = []
-    placed = _place(value, torch.device(device), "", mismatches)
+    placed = _place(value, torch.device(device), "", mismatches, keep_on_cpu)
     return Placement(placed, tuple(mismatches))
 
 
-def _place(value: Any, device: torch.device, where: str, mismatches: list[str]) -> Any:
+def _place(value: Any, device: torch.device, where: str, mismatches: list[str], keep: frozenset[str]) -> Any:
     if isinstance(value, torch.Tensor):
-        return _place_tensor(value, device, where or "tensor", mismatches)
+        target = torch.device("cpu") if where in keep else device
+        return _place_tensor(value, target, where or "tensor", mismatches)
     if isinstance(value, (list, tuple)):
-        items = [_place(v, device, f"{where}[{i}]", mismatches) for i, v in enumerate(value)]
-        return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
+        items = [_place(v, device, f"{where}[{i}]", mismatches, keep) for i, v in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
         return {k: device if k == "device" and _names_a_device(v) else
-                _place(v, device, f"{where}.{k}" if where else str(k), mismatches) for k, v in value.items()}
+                _place(v, device, f"{where}.{k}" if where else str(k), mismatches, keep) for k, v in value.items()}
     if hasattr(value, "input") and hasattr(value, "args") and hasattr(value, "kwargs") and hasattr(value, "transform"):
-        placed = value.transform(lambda t: _place_tensor(t, device, "sample", mismatches)
-                                 if isinstance(t, torch.Tensor) else t)
+        from torch.testing._internal.opinfo.core import SampleInput
+
+        placed = SampleInput(
+            _place(value.input, device, "input", mismatches, keep),
+            args=tuple(_place(a, device, f"args[{i}]", mismatches, keep) for i, a in enumerate(value.args)),
+            kwargs={k: _place(v, device, f"kwargs.{k}", mismatches, keep) if k != "device" else v
+                    for k, v in value.kwargs.items()},
+            output_process_fn_grad=value.output_process_fn_grad,
+            broadcasts_input=value.broadcasts_input,
+            name=value.name,
+        )
         if _names_a_device(placed.kwargs.get("device")):  # factory samples name their device
             placed.kwargs["device"] = device
         return placed

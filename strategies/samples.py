@@ -2,10 +2,12 @@
 
 `opinfo_samples` picks one of the op's samples (shrinking toward the first), then, per dense
 tensor in it, may re-lay it out in memory and (where special values are claimed) put NaN, inf,
--0.0 and friends into floating tensors. Integer tensors (indices, sizes) keep their values, so
-they stay in range; a tensor the variant writes to never gets an overlapping layout. From
-semantic level 5, data tensors may also get ties, broadcast (stride-0) dimensions, or (when the
-sample holds a single tensor) an emptied or tile-boundary-grown shape.
+-0.0 and friends into floating tensors, and division-safe integer extremes into an integer
+input. Other integer tensors (indices, sizes) keep their values, so they stay in range; a tensor
+the variant writes to never gets an overlapping layout. From semantic level 2, data tensors may
+also get ties or broadcast (stride-0) dimensions, and the sample a size change: a dimension
+emptied or grown past a tile boundary (with the dimensions that must agree with it), or every
+tensor raised to 4-d channels_last where the op acts elementwise.
 
 A transform can make a case the CPU itself rejects (`Tensor.view` needs compatible strides).
 With `validate=True` the transformed case is run on CPU once; if CPU rejects it but accepts the
@@ -17,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
+import math
 import random
 import re
 from typing import Any, Callable, Iterator
@@ -34,7 +37,9 @@ from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
 from torchcts.strategies import value_transforms
-from torchcts.strategies.values import apply_special_picks, is_float_like, special_picks
+from torchcts.strategies.fingerprint import same_bits
+from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES
+from torchcts.strategies.values import apply_special_picks, apply_special_table, is_float_like, special_picks
 
 VARIANTS = ("function", "method", "inplace", "out")
 # Ops whose cases keep the sample's own layout: those that address their input's storage
@@ -42,6 +47,10 @@ VARIANTS = ("function", "method", "inplace", "out")
 # oracle -- reads a non-contiguous argument wrongly (found by TorchCTS's validation run with
 # torch 2.13: native_group_norm reads a strided weight as if contiguous, into the gaps).
 LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
+# Ops whose CPU kernel -- the oracle -- kills the process on non-finite input (torch 2.13:
+# linalg.eigvals hands NaN to LAPACK's gebal, which aborts; linalg.eig checks first and raises).
+# They get no special values until a crash can be isolated.
+NONFINITE_KILLS_CPU = re.compile(r"^linalg\.eigvals$")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -133,6 +142,30 @@ def _seeded_global_rngs(seed: int) -> Iterator[None]:
             np.random.set_state(numpy_state)
 
 
+_pinned: dict[tuple[str, torch.dtype], frozenset[str]] = {}
+
+
+def cpu_pinned_paths(op: Any, dtype: torch.dtype) -> frozenset[str]:
+    """Paths ("args[1]", "kwargs.indices") of sample tensors the op takes on CPU whatever the device.
+
+    OpInfo builds such arguments on CPU even when asked for another device (`tensor_split`'s
+    indices tensor): the op's samples are made once for the meta device, and tensors that are
+    still on CPU there are pinned. `place(..., keep_on_cpu=...)` leaves them on CPU.
+    """
+    key = (op_id(op), dtype)
+    if key not in _pinned:
+        found: set[str] = set()
+        try:
+            with _seeded_global_rngs(0):
+                for sample in _first(op.sample_inputs("meta", dtype, requires_grad=False), 64):
+                    _map_sample(sample, lambda where, t, written: found.add(where) or t
+                                if t.device.type == "cpu" else t, False)
+        except Exception:  # a sample function that cannot make meta samples: nothing is known to be pinned
+            found = set()
+        _pinned[key] = frozenset(found)
+    return _pinned[key]
+
+
 def _pool_key(op: Any, dtype: torch.dtype, level: int, max_samples: int) -> tuple:
     return (op_id(op), dtype, level >= REFERENCE_INPUTS_LEVEL, max_samples)
 
@@ -156,8 +189,8 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     are mixed in only where it claims `ieee754` for the op (`special_values` overrides). `device`
     is not used to build cases (they are always built on CPU; place them with
     `torchcts.strategies.place`); it is accepted so the call reads like the plan's item.
-    `value_changes` allows, from semantic level 5, ties, broadcast, emptied and grown data
-    tensors (`torchcts.strategies.value_transforms`).
+    `value_changes` allows, from semantic level 2, ties, broadcast, resized dimensions and
+    4-d channels_last views (`torchcts.strategies.value_transforms`).
 
     Shrinks toward the first sample, unchanged.
     """
@@ -169,12 +202,15 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         raise InvalidArgument(f"{op_id(op)} does not support {dtype} on CPU")
     if special_values is None:
         special_values = manifest is None or manifest.ieee754_claimed_for(op.name)
+    special_values = special_values and not NONFINITE_KILLS_CPU.search(op.name)
     max_samples = manifest.max_samples if manifest is not None else 0
     layout_free = relayout and not LAYOUT_DEPENDENT_OPS.search(op.name)
     writes_input = variant == "inplace" or op.name.endswith("_")
+    changes_values = value_changes and level >= VALUE_CHANGES_LEVEL
     allowed = (_KIND_RELAYOUT if layout_free else 0) | (_KIND_SPECIAL if special_values else 0)
-    if value_changes and level >= VALUE_CHANGES_LEVEL:
-        allowed |= _KIND_TIE | _KIND_EMPTY | _KIND_GROW | (_KIND_BROADCAST if layout_free else 0)
+    if changes_values:
+        allowed |= _KIND_TIE | (_KIND_BROADCAST if layout_free else 0)
+    integers_kept = value_transforms.INTEGER_VALUES_KEPT.search(op.name)
 
     @st.composite
     def draw_case(draw) -> Case:
@@ -186,8 +222,14 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         # case is then a draw sequence of the same length, and shrinking reaches sample 0.
         kinds = draw(_SLOT_KINDS, label="transform slots")
         original = pool[index]
-        lone = _count_dense(original) == 1
+        repeats_safe = value_transforms.repeats_are_safe(op.name, original)
         notes: list[str] = []
+        start = original
+        if changes_values:
+            size_change = draw(_SIZE_CHANGE, label="size change")
+            if size_change % 4:
+                start, note = _size_changed(op, variant, dtype, original, size_change, repeats_safe, layout_free)
+                notes.extend([note] if note else [])
         counter = iter(range(10**6))
 
         def transform(where: str, t: torch.Tensor, written: bool) -> torch.Tensor:
@@ -198,25 +240,16 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             if slot >= TRANSFORM_SLOTS:
                 return t
             kind = kinds[slot] & allowed  # each bit one transform (see _KIND_*); 0, the shrink target: none
+            if not repeats_safe:
+                kind &= ~(_KIND_TIE | _KIND_BROADCAST)
             data = t.dtype == dtype or (is_float_like(t.dtype) and is_float_like(dtype))
             changes: list[str] = []
             choice = draw(_CHOICE, label=f"{where} transform choice") if kind & _NEEDS_CHOICE else 0
-            # Shape changes only where nothing else in the sample must agree with the shape (a
-            # lone data tensor): CPU kernels trust related arguments, and some crash, not raise.
-            if kind & _KIND_EMPTY and data and lone:
-                t, note = value_transforms.emptied(t, choice)
-                changes.append(note)
-            elif kind & _KIND_GROW and data and lone:
-                t, note = value_transforms.grown(t, choice, _GROW_BUDGET)
-                changes.append(note)
             if kind & _KIND_TIE and data:
-                t, note = value_transforms.with_tie(t, choice, choice // 7 + 1)
+                t, note = value_transforms.with_tie(t, choice)
                 changes.append(note)
-            # Special values go into floating data only: integer extremes make CPU kernels that
-            # trust values die (SIGFPE on min / -1 in gcd/lcm/floor_divide) or allocate by value
-            # (bincount of INT_MAX wants 16 GB). They wait for crash isolation.
-            if kind & _KIND_SPECIAL and data and is_float_like(t.dtype):
-                t, note = apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"))
+            if kind & _KIND_SPECIAL and data:
+                t, note = _with_specials(draw, where, t, integers_kept)
                 changes.append(note)
             if kind & _KIND_BROADCAST and data and not written:
                 t, note = value_transforms.broadcast_along(t, choice)
@@ -227,7 +260,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             notes.extend(f"{where}: {change}" for change in changes if change)
             return t
 
-        sample = _map_sample(original, transform, writes_input)
+        sample = _map_sample(start, transform, writes_input)
         case = Case(op_id(op), variant, dtype, sample, index, tuple(notes))
         verdict_key = (_pool_key(op, dtype, level, max_samples), variant, index)
         if validate and notes and not _runs_on_cpu(op, variant, sample) and _original_runs(op, variant, original,
@@ -239,10 +272,157 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     return draw_case()
 
 
-def _count_dense(sample: Any) -> int:
-    found = []
+def _with_specials(draw, where: str, t: torch.Tensor, integers_kept: bool) -> tuple[torch.Tensor, str]:
+    """Special values in a data tensor: a few at drawn positions, or the whole table from a drawn start.
+
+    Integers get them only in the op's input (other integer tensors are indices and sizes), never
+    where the op sizes or orders by value, and without INT_MIN (see `division_safe_specials`).
+    """
+    if not is_float_like(t.dtype) and (where != "input" or integers_kept or t.dtype == torch.bool):
+        return t, ""
+    safe = not is_float_like(t.dtype)
+    spread = draw(_SPREAD, label=f"{where} special spread")
+    if spread:
+        return apply_special_table(t, spread - 1, division_safe=safe)
+    return apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"), division_safe=safe)
+
+
+def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_change: int, repeats_safe: bool,
+                  layout_free: bool) -> tuple[Any, str]:
+    """The sample with a dimension emptied or grown past a tile boundary, or raised to 4-d
+    channels_last; the sample itself (and no note) when the change does not fit the op.
+
+    Which dimensions must agree with the chosen one is not known, so every dimension of the same
+    size changes with it (for a lone tensor, the dimension alone is tried next); the CPU must
+    accept the result. A grown case must also stay within `_GROW_BUDGET` elements in and out (the
+    output size is found on the meta device, without computing). Ops that index without bounds
+    checks (`_unsafe_*`) and samples holding index tensors keep their sizes.
+    """
+    mode, choice = size_change % 4, size_change // 4
+    tensors = _dense_tensors(sample)
+    if "unsafe" in op.name or _holds_indices(sample, dtype):
+        return sample, ""
+    if mode == _RAISE:
+        # only tensors of one shape (an elementwise op's operands): a kernel given some tensors
+        # reshaped and others not may trust the mismatch and crash
+        if not layout_free or not tensors or tensors[0].dim() > 3 or any(t.shape != tensors[0].shape for t in tensors):
+            return sample, ""
+        raised = _map_sample(sample, lambda where, t, written: value_transforms.raised_to_4d(t) if _dense(t) else t,
+                             False)
+        if not _acts_elementwise(op, variant, sample, raised):
+            return sample, ""
+        return raised, "raised to 4-d, channels_last"
+    grow = mode == _GROW
+    if grow and not repeats_safe:
+        return sample, ""
+    dims = [(k, d) for k, t in enumerate(tensors) for d in range(t.dim()) if t.shape[d] > (1 if grow else 0)]
+    if not dims:
+        return sample, ""
+    k, d = dims[choice % len(dims)]
+    choice //= len(dims)
+    side = tensors[k].shape[d]
+    # Every dimension of that size changes together (kernels trust that related sizes agree, and
+    # some crash rather than raise); a lone tensor may also change that one dimension alone.
+    groups = [{(j, e) for j, t in enumerate(tensors) for e in range(t.dim()) if t.shape[e] == side}]
+    if len(tensors) == 1:
+        groups.append({(k, d)})
+    tried: list[set] = []
+    for group in groups:
+        if group in tried:
+            continue
+        tried.append(group)
+        size = 0
+        if grow:
+            sizes = [s for s in TILE_BOUNDARY_SIZES if s > side and _numel_after(tensors, group, s) <= _GROW_BUDGET]
+            if not sizes:
+                continue
+            size = sizes[choice % len(sizes)]
+        changed = _resize_tensors(sample, group, size)
+        if grow and not _within_budget(op, variant, changed):
+            continue
+        if _runs_on_cpu(op, variant, changed):
+            what = f"dim {d} of tensor {k}" + (f" and {len(group) - 1} related" if len(group) > 1 else "")
+            return changed, f"{what} {'grown to' if grow else 'cut to'} {size}"
+    return sample, ""
+
+
+def _holds_indices(sample: Any, dtype: torch.dtype) -> bool:
+    """Whether the sample has integer tensors that are indices, offsets or lengths rather than data:
+    their values refer to other tensors' sizes, which kernels trust (embedding_bag's offsets,
+    segment_reduce's lengths), so resizing around them can crash the process."""
+    found: list[bool] = []
+
+    def look(where: str, t: torch.Tensor, written: bool) -> torch.Tensor:
+        if _dense(t) and not is_float_like(t.dtype) and t.dtype != torch.bool:
+            found.append(t.dtype != dtype or (dtype == torch.int64 and where != "input"))
+        return t
+
+    _map_sample(sample, look, False)
+    return any(found)
+
+
+def _dense_tensors(sample: Any) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
     _map_sample(sample, lambda where, t, written: found.append(t) or t if _dense(t) else t, False)
-    return len(found)
+    return found
+
+
+def _numel_after(tensors: list[torch.Tensor], group: set, size: int) -> int:
+    total = 0
+    for k, t in enumerate(tensors):
+        shape = [size if (k, d) in group else side for d, side in enumerate(t.shape)]
+        total += math.prod(shape)
+    return total
+
+
+def _resize_tensors(sample: Any, group: set, size: int) -> Any:
+    counter = iter(range(10**6))
+
+    def change(where: str, t: torch.Tensor, written: bool) -> torch.Tensor:
+        if not _dense(t):
+            return t
+        k = next(counter)
+        for dim in sorted(d for j, d in group if j == k):
+            t = value_transforms.resized(t, dim, size)
+        return t
+
+    return _map_sample(sample, change, False)
+
+
+def _within_budget(op: Any, variant: str, sample: Any) -> bool:
+    if sum(t.numel() for t in _dense_tensors(sample)) > _GROW_BUDGET:
+        return False
+    try:
+        result = call_variant(op, variant, _map_sample(sample, lambda where, t, written: t.to("meta") if _dense(t) else t,
+                                                       False))
+    except Exception:  # no meta kernel, or a data-dependent output: the size is unknown, so no growth
+        return False
+    outputs = [t for t in torch.utils._pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return sum(t.numel() for t in outputs) <= _GROW_BUDGET
+
+
+def _acts_elementwise(op: Any, variant: str, sample: Any, raised: Any) -> bool:
+    """Whether the op's result on the 4-d views is its result on the sample, viewed the same way."""
+    try:
+        expected = call_variant(op, variant, _copied(sample))
+        got = call_variant(op, variant, _copied(raised))
+    except Exception:
+        return False
+    pairs = list(zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(got)))
+    if not pairs or len(pairs) != len(torch.utils._pytree.tree_leaves(expected)):
+        return False
+    for want, have in pairs:
+        if not isinstance(want, torch.Tensor) or not isinstance(have, torch.Tensor) or not (_dense(want) and _dense(have)):
+            return False
+        if have.dim() != 4 or have.numel() != want.numel() or have.dtype != want.dtype:
+            return False
+        if not same_bits(have.reshape(want.shape), want):
+            return False
+    return True
+
+
+def _copied(sample: Any) -> Any:
+    return _map_sample(sample, lambda where, t, written: copy_exact(t) if _dense(t) else t, False)
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -274,16 +454,20 @@ def _map_sample(sample: Any, transform: Callable[[str, torch.Tensor, bool], torc
 
 # What happens to each of the first TRANSFORM_SLOTS tensors: one small integer each, a bit per
 # transform. Shrinking takes it to 0 (untouched), then to the fewest bits that still fail.
-_KIND_RELAYOUT, _KIND_SPECIAL, _KIND_TIE, _KIND_BROADCAST, _KIND_EMPTY, _KIND_GROW = 1, 2, 4, 8, 16, 32
-_NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST | _KIND_EMPTY | _KIND_GROW
-_SLOT_KINDS = st.tuples(*[st.integers(0, 63)] * TRANSFORM_SLOTS)
+_KIND_RELAYOUT, _KIND_SPECIAL, _KIND_TIE, _KIND_BROADCAST = 1, 2, 4, 8
+_NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST
+_SLOT_KINDS = st.tuples(*[st.integers(0, 15)] * TRANSFORM_SLOTS)
 _CHOICE = st.integers(0, 2**16)
-_GROW_BUDGET = 2**15  # elements of a grown tensor
-# Semantic level (5: advanced numerics, layouts, strides) from which cases may change values or
-# shapes (ties, broadcast, empty, grown past tile boundaries). Such inputs can be degenerate (a
-# singular matrix, tied medians with unspecified indices), so they stay out of levels 1 to 4,
-# whose validation runs must be clean.
-VALUE_CHANGES_LEVEL = 5
+_SPREAD = st.integers(0, 4)  # 0: a few special values at drawn positions; s > 0: the whole table from s - 1
+# A size change of the whole sample: n % 4 is none, emptied, grown or raised; the rest chooses.
+_SIZE_CHANGE = st.integers(0, 2**20)
+_EMPTY, _GROW, _RAISE = 1, 2, 3
+_GROW_BUDGET = 2**17  # elements in a grown case's tensors, and in its outputs
+# Semantic level (2: normal correctness on common surfaces) from which cases may change values
+# or shapes: ties, broadcast, empty and tile-boundary sizes, 4-d channels_last. Where repeated
+# values would make a result unspecified or ill-conditioned, ties, broadcast and growth are off
+# (`value_transforms.repeats_are_safe`).
+VALUE_CHANGES_LEVEL = 2
 
 
 def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:

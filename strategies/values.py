@@ -122,9 +122,18 @@ def _integer_fill(shape, dtype, fill: Fill, generator) -> torch.Tensor:
     return torch.randint(low, high, shape, generator=generator, dtype=torch.int64).to(dtype)
 
 
-@functools.cache
-def _specials_tensor(dtype: torch.dtype) -> torch.Tensor:
+def division_safe_specials(dtype: torch.dtype) -> tuple[object, ...]:
+    """`special_values` without the most negative integer: INT_MIN / -1 kills a CPU process
+    (SIGFPE in gcd, lcm, floor_divide), so cases for kernels that divide leave it out."""
     values = special_values(dtype)
+    if dtype == torch.bool or is_float_like(dtype):
+        return values
+    return tuple(v for v in values if v != torch.iinfo(dtype).min or v == 0)
+
+
+@functools.cache
+def _specials_tensor(dtype: torch.dtype, division_safe: bool = False) -> torch.Tensor:
+    values = division_safe_specials(dtype) if division_safe else special_values(dtype)
     if dtype == torch.uint64:
         return torch.tensor([v & (2**64 - 1) for v in values], dtype=torch.uint64)
     work = torch.complex128 if dtype.is_complex else (torch.float64 if dtype.is_floating_point else None)
@@ -148,16 +157,33 @@ def special_picks(max_count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
     return st.lists(_PICK, max_size=max_count)
 
 
-def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]]) -> tuple[torch.Tensor, str]:
+def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]], division_safe: bool = False
+                        ) -> tuple[torch.Tensor, str]:
     """A contiguous copy of `t` with special values written at the picked positions, and a note."""
     if not picks or not t.numel() or t.dtype == torch.bool:
         return t, ""
-    table = _specials_tensor(t.dtype)
-    labels = special_values(t.dtype)
+    table = _specials_tensor(t.dtype, division_safe)
+    labels = division_safe_specials(t.dtype) if division_safe else special_values(t.dtype)
     chosen = {position % t.numel(): k % len(table) for position, k in picks}
     out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
     put_elements(out, torch.tensor(list(chosen)), table[torch.tensor(list(chosen.values()))])
     return out, ", ".join(f"{labels[k]!r} at {p}" for p, k in chosen.items())
+
+
+def apply_special_table(t: torch.Tensor, start: int, division_safe: bool = False) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` holding the whole special-value table, in order, from flat `start`.
+
+    One case then meets every special value at once; two operands spread from the same start
+    meet them pairwise (inf with inf, NaN with NaN, -0.0 with -0.0).
+    """
+    if not t.numel() or t.dtype == torch.bool:
+        return t, ""
+    table = _specials_tensor(t.dtype, division_safe)
+    start = start % t.numel()
+    count = min(len(table), t.numel() - start)
+    out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
+    put_elements(out, torch.arange(start, start + count), table[:count])
+    return out, f"special values {count} of {len(table)} from {start}"
 
 
 def draw_values(draw, shape: tuple[int, ...], dtype: torch.dtype, special: bool = True,

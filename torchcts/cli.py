@@ -114,17 +114,19 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
 @click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes (float32, torch.bfloat16); repeatable.")
 @click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable.")
 @click.option("--property", "properties", multiple=True,
-              help="Only these properties (forward, layout, errors, inplace, out); repeatable.")
+              help="Only these properties (forward, layout, errors, inplace, out, backward); repeatable.")
 @click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
 @click.option("--seed", type=int, help="Repeat a run's random seed (printed by every run that is not derandomized).")
 @click.option("--max-examples", type=click.IntRange(min=1), help="Hypothesis examples per item (default: the manifest's).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the run folder (records.jsonl, run.json) is written.")
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
+@click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
+              help="Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
-        results_dir: Path, validation: bool, pytest_args: tuple[str, ...]) -> None:
+        results_dir: Path, validation: bool, compile_backend: str | None, pytest_args: tuple[str, ...]) -> None:
     """Run the property suites against a device and write results.
 
     Every item the manifest rules out, or this run deselects, is recorded with its reason.
@@ -138,7 +140,8 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
                          properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
-                         results_dir=results_dir, validation=validation, pytest_args=pytest_args)
+                         results_dir=results_dir, validation=validation, compile_backend=compile_backend,
+                         pytest_args=pytest_args)
     sys.exit(run_suites(options))
 
 

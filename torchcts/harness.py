@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, strategies as st
 
 from torchcts import oracle
 from torchcts.plan import PlanItem
-from torchcts.strategies import Case, call_variant, copy_exact, place
+from torchcts.targets import ORACLE, CaseUnavailable, Target
+from torchcts.strategies import Case, Placement, copy_exact, place
+from torchcts.strategies.samples import cpu_pinned_paths
 
 _HEALTH_CHECKS_OFF = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
                       HealthCheck.differing_executors]
@@ -47,7 +49,7 @@ class CaseContext:
     item: PlanItem
     op: Any
     dtype: torch.dtype
-    device: str
+    target: Target
     manifest: Any
     level: int
     max_examples: int
@@ -57,6 +59,8 @@ class CaseContext:
     fingerprints: list[str] = attrs.field(factory=list)
     examples: int = 0
     cpu_contract_cases: int = 0
+    unavailable_cases: int = 0
+    unavailable_reason: str = ""
     worst: oracle.Comparison = oracle.Comparison(True)
 
     # -- running -------------------------------------------------------------------------------
@@ -73,10 +77,7 @@ class CaseContext:
         @hypothesis.given(strategy)
         def property_(case):
             self._count(case)
-            try:
-                check(case)
-            except CpuRejects:
-                self.cpu_contract_cases += 1
+            self._check(check, case)
 
         property_()
         self.finish()
@@ -85,11 +86,17 @@ class CaseContext:
         """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
         for case in cases:
             self._count(case)
-            try:
-                check(case)
-            except CpuRejects:
-                self.cpu_contract_cases += 1
+            self._check(check, case)
         self.finish()
+
+    def _check(self, check: Callable[[Any], None], case: Any) -> None:
+        try:
+            check(case)
+        except CpuRejects:
+            self.cpu_contract_cases += 1
+        except CaseUnavailable as exc:
+            self.unavailable_cases += 1
+            self.unavailable_reason = str(exc)
 
     def _count(self, case: Any) -> None:
         self.examples += 1
@@ -104,37 +111,53 @@ class CaseContext:
             pytest.skip("runtime_unavailable: the op yields no cases for this property and dtype")
         if self.cpu_contract_cases == self.examples:
             pytest.skip(f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
+        if self.cpu_contract_cases + self.unavailable_cases == self.examples:
+            pytest.skip(f"runtime_unavailable: no case can run on {self.target.describe()}: {self.unavailable_reason}")
 
     # -- executing -----------------------------------------------------------------------------
 
+    @property
+    def device(self) -> str:
+        return self.target.device
+
     def on_cpu(self, sample: Any, variant: str | None = None) -> Any:
         """The oracle's result for a sample (on a private copy); CpuRejects if CPU raises."""
-        try:
-            return call_variant(self.op, variant or self.item.variant, place(sample, "cpu").value)
-        except Exception as exc:  # noqa: BLE001 - any oracle exception makes the case moot
-            raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
+        return self.on_cpu_call(lambda cts, s, target: target.call(self.op, variant or self.item.variant,
+                                                                   self.place_for(s, target).value), sample)
 
     def on_device(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample placed with its exact layout; BackendError if it raises."""
-        placed = place(sample, self.device)
+        placed = self.place_for(sample, self.target)
         if not placed.faithful:
             raise BackendError("the device changed the case's layout: " + "; ".join(placed.mismatches))
-        try:
-            return call_variant(self.op, variant or self.item.variant, placed.value)
-        except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"{self.device} raised {type(exc).__name__} where CPU did not: "
-                               f"{_first_line(exc)}") from exc
+        return self.on_device_call(lambda cts, s, target: target.call(self.op, variant or self.item.variant,
+                                                                      placed.value), sample)
 
-    def on_cpu_call(self, run: Callable[[Any, Any, str], Any], sample: Any) -> Any:
-        """`run(self, sample, "cpu")` for property-specific executions; CpuRejects if CPU raises."""
+    def on_cpu_call(self, run: Callable[[Any, Any, Target], Any], sample: Any) -> Any:
+        """`run(self, sample, ORACLE)` for property-specific executions; CpuRejects if CPU raises."""
         try:
-            return run(self, sample, "cpu")
-        except Exception as exc:  # noqa: BLE001
+            return run(self, sample, ORACLE)
+        except Exception as exc:  # noqa: BLE001 - any oracle exception makes the case moot
             raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
+
+    def on_device_call(self, run: Callable[[Any, Any, Target], Any], sample: Any, what: str = "") -> Any:
+        """`run(self, sample, target)` on the target; CaseUnavailable or BackendError if it raises."""
+        try:
+            return run(self, sample, self.target)
+        except Exception as exc:  # noqa: BLE001
+            why = self.target.unavailable(exc)
+            if why:
+                raise CaseUnavailable(why) from exc
+            raise BackendError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did not: "
+                               f"{_first_line(exc)}") from exc
 
     def device_call(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample, letting its exceptions through (error parity)."""
-        return call_variant(self.op, variant or self.item.variant, place(sample, self.device).value)
+        return self.target.call(self.op, variant or self.item.variant, self.place_for(sample, self.target).value)
+
+    def place_for(self, sample: Any, target: Target) -> Placement:
+        """A fresh copy of the sample on the target's device, except the arguments the op takes on CPU."""
+        return place(sample, target.device, keep_on_cpu=cpu_pinned_paths(self.op, self.dtype))
 
     def error_inputs(self) -> list[Any]:
         """The op's OpInfo error inputs, made under a fixed seed."""
@@ -143,14 +166,20 @@ class CaseContext:
             return list(self.op.error_inputs("cpu"))
 
     def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False,
-                       widen: float = 1.0) -> None:
-        """AssertionError unless the device's result matches the oracle's (values where comparable)."""
-        values = self.device != "meta" and oracle.values_comparable(self.op.name)
-        tol = oracle.tolerance(self.dtype, self.op, self.manifest, torch.device(self.device).type).widened(widen)
+                       widen: float = 1.0, inputs: Any = None) -> None:
+        """AssertionError unless the device's result matches the oracle's (values where comparable).
+
+        With `inputs` (the case's sample), the tolerance widens for results that each sum many
+        inputs (`oracle.accumulation_widening`).
+        """
+        values = self.target.compares_values and oracle.values_comparable(self.op.name)
+        if inputs is not None:
+            widen *= oracle.accumulation_widening([inputs.input, list(inputs.args), dict(inputs.kwargs)], expected)
+        tol = oracle.tolerance(self.dtype, self.op, self.manifest, self.target.device_type).widened(widen)
         result = oracle.compare(actual, expected, tol, values=values, strides=strides)
         if not result.ok:
             prefix = f"{what}: " if what else ""
-            raise AssertionError(f"{prefix}{self.device} differs from CPU: {result.message}")
+            raise AssertionError(f"{prefix}{self.target.describe()} differs from CPU: {result.message}")
         if result.max_abs_error > self.worst.max_abs_error or result.max_ulp > self.worst.max_ulp:
             self.worst = result
 
@@ -158,6 +187,7 @@ class CaseContext:
         return {
             "examples": self.examples,
             "cpu_contract_cases": self.cpu_contract_cases,
+            "unavailable_cases": self.unavailable_cases,
             "fingerprints": self.fingerprints,
             "max_abs_error": self.worst.max_abs_error,
             "max_rel_error": self.worst.max_rel_error,

@@ -95,6 +95,20 @@ def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_t
     return result
 
 
+def accumulation_widening(inputs: Any, outputs: Any) -> float:
+    """How much to widen a floating tolerance for results that each sum many inputs.
+
+    A sum of n terms rounds differently in another order (another layout, another device's
+    reduction tree); the error grows about as sqrt(n). n is taken as the elements in over the
+    elements out, so elementwise ops get 1 and a reduction over 1,024 elements about 8.
+    """
+    count_in = sum(t.numel() for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor))
+    count_out = sum(t.numel() for t in tree_flatten(outputs)[0] if isinstance(t, torch.Tensor))
+    if not count_in or not count_out:
+        return 1.0
+    return max(1.0, math.sqrt(count_in / count_out) / 4)
+
+
 def _opinfo_overrides(op: Any, dtype: torch.dtype, device_type: str) -> list[Any]:
     from torch.testing._internal.common_device_type import toleranceOverride
     from torch.testing._internal.opinfo.core import DecorateInfo

@@ -36,7 +36,15 @@ class Property:
             return bool(op.supports_out)
         if self.name == "errors":
             return op.error_inputs_func is not None
+        if self.name == "backward":
+            return bool(op.supports_autograd)
         return True
+
+    def dtypes(self, op: Any) -> set[torch.dtype]:
+        """The dtypes this property can test the op in on CPU (gradients need floating dtypes)."""
+        if self.name == "backward":
+            return {d for d in op.supported_backward_dtypes("cpu") if d.is_floating_point or d.is_complex}
+        return set(op.supported_dtypes("cpu"))
 
 
 PROPERTIES: tuple[Property, ...] = (
@@ -45,6 +53,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property("errors", 2, "inference"),
     Property("inplace", 3, "inference", "inplace"),
     Property("out", 3, "inference", "out"),
+    Property("backward", 4, "training"),
 )
 PROPERTY_BY_NAME = {p.name: p for p in PROPERTIES}
 
@@ -104,10 +113,10 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
     accounting: list[Accounting] = []
     for op in ops if ops is not None else all_ops():
         name = op_id(op)
-        supported = op.supported_dtypes("cpu")
         for prop in PROPERTIES:
             if not prop.applies_to(op):
                 continue
+            supported = prop.dtypes(op)
             for dtype in dtype_names.CLAIMABLE_DTYPES:
                 if dtype not in supported:
                     continue

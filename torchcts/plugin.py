@@ -30,6 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: backend manifest (default ./manifest.py when --device is given).")
     group.addoption("--device", dest="torchcts_device", default=None, metavar="D",
                     help="TorchCTS: device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
+    group.addoption("--compile", dest="torchcts_compile", default=None, metavar="BACKEND",
+                    choices=("inductor", "aot_eager", "eager"),
+                    help="TorchCTS: run every op through torch.compile(backend=BACKEND) on the device "
+                         "and compare with eager CPU (inductor, aot_eager).")
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
     group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",
@@ -39,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ops", dest="torchcts_ops", action="append", default=None, metavar="REGEX",
                     help="TorchCTS: only OpInfos whose id matches; repeatable.")
     group.addoption("--property", dest="torchcts_properties", action="append", default=None, metavar="NAME",
-                    help="TorchCTS: only these properties (forward, layout, errors, inplace, out); repeatable.")
+                    help="TorchCTS: only these properties (forward, layout, errors, inplace, out, backward); repeatable.")
     group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,
                     help="TorchCTS: seeds from item ids alone: identical cases on every run (release evidence).")
     group.addoption("--seed", dest="torchcts_seed", type=int, default=None, metavar="S",

@@ -21,6 +21,7 @@ class RunOptions:
     max_examples: int | None = None
     results_dir: Path = Path("results")
     validation: bool = False
+    compile_backend: str | None = None
     pytest_args: tuple[str, ...] = ()
 
 
@@ -32,6 +33,8 @@ def pytest_arguments(options: RunOptions) -> list[str]:
         args += ["--device", options.device]
     if options.validation:
         args.append("--validation")
+    if options.compile_backend:
+        args += ["--compile", options.compile_backend]
     if options.level is not None:
         args += ["--level", str(options.level)]
     for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties)):

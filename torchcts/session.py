@@ -25,6 +25,7 @@ from torchcts import dtypes as dtype_names
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
 from torchcts.opinfo_catalog import find_op
+from torchcts.targets import Target
 from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, build_plan
 from torchcts.results import RunWriter, hardware_key
 
@@ -38,11 +39,12 @@ class SessionError(Exception):
 
 
 class RunSession:
-    def __init__(self, config: pytest.Config, manifest: Manifest, device: str, plan: Plan, selection: Selection,
+    def __init__(self, config: pytest.Config, manifest: Manifest, target: Target, plan: Plan, selection: Selection,
                  writer: RunWriter, run_seed: int | None, max_examples: int, level: int):
         self.config = config
         self.manifest = manifest
-        self.device = device
+        self.target = target
+        self.device = target.device
         self.plan = plan
         self.selection = selection
         self.writer = writer
@@ -56,7 +58,7 @@ class RunSession:
         self.last_progress = self.started
         self.finished = False
         # `torchcts selftest` asks the faulty device which aten overloads each item ran
-        self.trace_device_ops = os.environ.get(TRACE_ENV) == "1" and torch.device(device).type == "faulty"
+        self.trace_device_ops = os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty"
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -74,6 +76,7 @@ class RunSession:
             raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
         _import_backend(manifest)
         _check_device(device)
+        target = Target(device, option("torchcts_compile"))
         level = option("torchcts_level")
         if level is not None and not 1 <= level <= 8:
             raise SessionError(f"--level must be from 1 to 8, got {level}")
@@ -91,7 +94,7 @@ class RunSession:
         torch.set_num_threads(HARNESS_THREADS)
         plan = build_plan(manifest, selection)
         environment = {
-            "device": device, "validation": bool(validation), "hardware_key": hardware_key(device),
+            "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
             "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
             "python": sys.version.split()[0], "seed": run_seed, "derandomize": bool(derandomize),
             "max_examples": max_examples, "level": level or manifest.semantic_level,
@@ -103,12 +106,12 @@ class RunSession:
         writer = RunWriter(Path(option("torchcts_results_dir")), environment)
         for entry in plan.accounting:
             writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
-        return cls(config, manifest, device, plan, selection, writer, run_seed, max_examples,
+        return cls(config, manifest, target, plan, selection, writer, run_seed, max_examples,
                    level or manifest.semantic_level)
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
-        return [f"torchcts: device {self.device}, manifest {self.manifest.source}, level {self.level}, {seed}",
+        return [f"torchcts: device {self.target.describe()}, manifest {self.manifest.source}, level {self.level}, {seed}",
                 f"torchcts: {len(self.plan.items)} items to run, {len(self.plan.accounting)} not run (recorded "
                 f"with reasons), results in {self.writer.folder}"]
 
@@ -124,7 +127,7 @@ class RunSession:
             from torchcts.testing import faulty
 
             faulty.start_trace()
-        return CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), device=self.device,
+        return CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), target=self.target,
                            manifest=self.manifest, level=self.level, max_examples=self.max_examples,
                            seed=item_seed(item.id, self.run_seed, self.versions),
                            deadline_ms=self.manifest.hypothesis.deadline_ms,

@@ -1,4 +1,5 @@
-"""`torchcts run` end to end: records, accounting, run summary, detection, determinism, partial runs."""
+"""`torchcts run` end to end: records, accounting, run summary, detection, determinism, partial runs,
+and targets other than an eager device (meta, torch.compile) and the backward property."""
 
 from __future__ import annotations
 
@@ -120,3 +121,42 @@ def test_interrupted_run_keeps_its_records_and_is_partial(tmp_path, manifest):
 def test_bad_run_arguments_exit_2():
     result = CliRunner().invoke(cli, ["run"])
     assert result.exit_code == 2 and "--device" in result.output
+
+
+# -- targets and the backward property ---------------------------------------------------------
+
+def test_meta_compares_metadata_and_calls_data_dependent_cases_unavailable(tmp_path, manifest):
+    result, folder = run(tmp_path, manifest, "--device", "meta", "--level", "3", "--derandomize",
+                         "--ops", "^(add|nonzero|masked_select|mm|tensor_split)$")
+    items = by_item(read_records(folder))
+    for name in ("forward::add::function::float32", "forward::mm::function::float32",
+                 "forward::tensor_split::function::float32", "out::add::out::float32"):
+        assert items[name]["outcome"] == "passed", items[name]
+    for name in ("forward::nonzero::function::float32", "forward::masked_select::function::float32"):
+        assert items[name]["outcome"] == "runtime_unavailable"
+        assert "data-dependent" in items[name]["reason"] and "meta" in items[name]["reason"]
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_compiled_ops_are_compared_with_eager_cpu(tmp_path, manifest):
+    result, folder = run(tmp_path, manifest, "--device", "cpu", "--compile", "aot_eager", "--level", "1",
+                         "--derandomize", "--ops", "^(add|sum)$", "--max-examples", "3")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert json.loads((folder / "run.json").read_text())["environment"]["compile"] == "aot_eager"
+    items = by_item(read_records(folder))
+    assert items["forward::add::function::float32"]["outcome"] == "passed"
+    assert items["forward::add::function::float32"]["examples"] == 3
+
+
+def test_backward_gradients_match_on_cpu_and_a_bug_in_backward_is_caught(tmp_path, manifest):
+    args = ("--level", "4", "--derandomize", "--property", "backward", "--ops", "^(mul|abs|sort)$")
+    result, folder = run(tmp_path, manifest, "--validation", *args, results="clean")
+    assert result.returncode == 0, result.stdout[-3000:]
+    items = by_item(read_records(folder))
+    assert {items[f"backward::{op}::function::float32"]["outcome"] for op in ("mul", "abs", "sort")} == {"passed"}
+    # mul's gradient is a mul: a bfloat16 rounding bug in mul shows in the gradients
+    result, folder = run(tmp_path, manifest, "--device", "faulty", *args, "--dtype", "bfloat16",
+                         bugs="bfloat16_mul", results="buggy")
+    items = by_item(read_records(folder))
+    assert items["backward::mul::function::bfloat16"]["outcome"] == "failed"
+    assert items["backward::abs::function::bfloat16"]["outcome"] == "passed"

@@ -17,6 +17,7 @@ from torch.utils._pytree import tree_flatten
 from torchcts.opinfo_catalog import op_id, ops_supporting
 from torchcts.oracle import values_comparable
 from torchcts.strategies import call_variant, place, same_bits, sample_pool
+from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.testing.faulty.device import DEVICE_NAME
 
 _SEED = 1234
@@ -36,7 +37,6 @@ EXPLAINED = {
     **dict.fromkeys(("arange", "linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"), (
         "mismatch", "factory samples without a device argument create on CPU on both sides (the default device)")),
     "to": ("mismatch", "its samples pass an explicit device ('cpu'), so the result is rightly on CPU"),
-    "tensor_split": ("mismatch", "the op wants its indices tensor on CPU; placement moves every tensor of a sample"),
     "nn.functional.scaled_dot_product_attention": (
         "mismatch", "CPU runs the fused flash-attention kernel; off CPU the composite runs the math kernel"),
     **dict.fromkeys(("matmul", "__rmatmul__", "norm.nuc", "linalg.cond", "linalg.eigvalsh", "linalg.lstsq",
@@ -114,7 +114,7 @@ def check_agreement(ops: Iterable[Any] | None = None, dtype: torch.dtype = torch
             disagreements.append(Disagreement(name, -1, f"sample_inputs raised {type(exc).__name__}: {exc}"))
             continue
         for index, sample in enumerate(pool):
-            placed = place(sample, DEVICE_NAME)
+            placed = place(sample, DEVICE_NAME, keep_on_cpu=cpu_pinned_paths(op, dtype))
             if not placed.faithful:
                 disagreements.append(Disagreement(name, index, "; ".join(placed.mismatches)))
                 continue

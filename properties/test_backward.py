@@ -1,0 +1,48 @@
+"""Backward: where `training` is claimed, the backend's gradients equal the CPU oracle's.
+
+Every floating tensor of a drawn case is a leaf that requires grad; the op's outputs (after the
+sample's own `output_process_fn_grad`) are weighted by fixed pseudo-random cotangents and
+differentiated. A gradient that autograd leaves out (None) counts as zeros on both sides.
+"""
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+from torchcts.strategies import opinfo_samples
+
+
+def _leaves(sample):
+    return [t for t in tree_leaves([sample.input, list(sample.args), dict(sample.kwargs)])
+            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]
+
+
+def _cotangent(output: torch.Tensor, index: int) -> torch.Tensor:
+    """Fixed values in [-2, 2) for the index-th output, made on CPU, the same for every backend."""
+    generator = torch.Generator().manual_seed(index)
+    values = torch.rand(output.shape, generator=generator, dtype=torch.float64) * 4 - 2
+    return values.to(output.dtype).to(output.device)
+
+
+def _gradients(cts, sample, target):
+    """(outputs, gradients of every floating input) of the function form on the target."""
+    placed = cts.place_for(sample, target).value  # fresh leaves
+    inputs = _leaves(placed)
+    for t in inputs:
+        t.requires_grad_(True)
+    result = placed.output_process_fn_grad(target.call(cts.op, "function", placed))
+    outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not outputs or not inputs:
+        return outputs, []
+    grads = torch.autograd.grad(outputs, inputs, [_cotangent(t, i) for i, t in enumerate(outputs)],
+                                allow_unused=True)
+    return [o.detach() for o in outputs], [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+
+
+def test_backward(cts):
+    def check(case):
+        expected_out, expected = cts.on_cpu_call(_gradients, case.sample)
+        actual_out, actual = cts.on_device_call(_gradients, case.sample, what=" (backward)")
+        cts.assert_matches(actual_out, expected_out, what="forward outputs", inputs=case.sample)
+        cts.assert_matches(actual, expected, what="gradients", inputs=case.sample)
+
+    cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level), check)

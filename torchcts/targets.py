@@ -1,0 +1,95 @@
+"""What is under test: a device, optionally behind `torch.compile`, and what its results can show.
+
+- Eager devices (cpu for validation, cuda, the faulty device, out-of-tree ones) compare values.
+- `meta` computes metadata only: values are never compared, and a case whose output shape
+  depends on data (`nonzero`, `unique`, `.item()`) cannot run there by design. Such a case is
+  `runtime_unavailable`, not a finding; a missing Meta kernel for a claimed op is a finding
+  (outcome `error`), like any unsupported operation on a claimed dtype.
+- `--compile BACKEND` runs each op through `torch.compile(backend=BACKEND)` on the device and
+  compares with eager CPU. One compiled function per (op, variant) is kept for the process, so
+  a new shape or dtype is a recompile of that function, not a new compile from scratch; the
+  recompile limit is raised so that dynamo never falls back to eager silently.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from typing import Any
+
+import attrs
+import torch
+
+from torchcts.opinfo_catalog import op_id
+from torchcts.strategies import call_variant
+
+ORACLE_DEVICE = "cpu"
+COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
+# Messages of errors that mean "this case cannot run on meta by design" (outputs sized by data).
+_META_DATA_DEPENDENT = re.compile(
+    r"item\(\) cannot be called on meta|cannot be called on meta tensors|data.dependent|correct data-independent|"
+    r"Cannot copy out of meta tensor|meta tensors? (do|does) not have data|tolist\(\) .*meta|"
+    r"aten::(nonzero|unique|masked_select|_unique2?|bincount|repeat_interleave)\b.*Meta", re.IGNORECASE)
+_RECOMPILE_LIMIT = 256
+
+
+class CaseUnavailable(Exception):
+    """The target cannot run this case by design (outcome `runtime_unavailable` for the case)."""
+
+
+@attrs.frozen
+class Target:
+    device: str
+    compile_backend: str | None = None
+
+    @property
+    def device_type(self) -> str:
+        return torch.device(self.device).type
+
+    @property
+    def compares_values(self) -> bool:
+        return self.device_type != "meta"
+
+    def describe(self) -> str:
+        return self.device + (f" under torch.compile({self.compile_backend})" if self.compile_backend else "")
+
+    def call(self, op: Any, variant: str, sample: Any) -> Any:
+        """Run the op's variant on a sample already placed on the device."""
+        if self.compile_backend is None:
+            return call_variant(op, variant, sample)
+        return _compiled(op, variant, self.compile_backend)(sample.input, *sample.args, **sample.kwargs)
+
+    def unavailable(self, exc: BaseException) -> str | None:
+        """Why the target cannot run a case by design, or None when the exception is a finding."""
+        if self.device_type == "meta" and _META_DATA_DEPENDENT.search(f"{type(exc).__name__}: {exc}"):
+            return f"meta cannot compute a data-dependent result ({str(exc).splitlines()[0][:120] if str(exc) else ''})"
+        return None
+
+
+ORACLE = Target(ORACLE_DEVICE)  # eager CPU: what every target is compared with
+
+
+_compiled_functions: dict[tuple[str, str, str], Any] = {}
+
+
+def _compiled(op: Any, variant: str, backend: str):
+    key = (op_id(op), variant, backend)
+    if key not in _compiled_functions:
+        _compiled_functions[key] = _compile(op, variant, backend)
+    return _compiled_functions[key]
+
+
+def _compile(op: Any, variant: str, backend: str):
+    import torch._dynamo
+
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name) and getattr(torch._dynamo.config, name) < _RECOMPILE_LIMIT:
+            setattr(torch._dynamo.config, name, _RECOMPILE_LIMIT)
+    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
+        torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit,
+                                                               _RECOMPILE_LIMIT * 16)
+
+    def run(input, *args, **kwargs):
+        return call_variant(op, variant, types.SimpleNamespace(input=input, args=args, kwargs=kwargs))
+
+    return torch.compile(run, backend=backend)

@@ -1,5 +1,5 @@
 """Harness overhead of `torchcts run`: a derandomized validation run against executing the same
-cases bare (draw, place on the device, run on device and CPU, compare), over the same items.
+kind of cases bare (already drawn: place on the device, run on device and CPU, compare).
 
     python benchmarks/bench_run.py [--ops REGEX] [--max-examples N] [--level N]
 """
@@ -25,36 +25,41 @@ from torchcts.strategies import call_variant, opinfo_samples, place
 from torchcts.templates import render_template
 
 
-def bare(manifest, items, max_examples: int) -> tuple[float, int]:
-    """Seconds and cases for drawing and checking every forward item's cases without the harness."""
-    cases = 0
-    start = time.perf_counter()
+def draw_cases(manifest, items, max_examples: int, level: int) -> list[tuple]:
+    """The forward cases of every item, drawn once (not timed): (op, dtype, tolerance, case)."""
+    drawn = []
     for item in items:
         op, dtype = find_op(item.op), getattr(torch, item.dtype)
         tol = oracle.tolerance(dtype, op, manifest)
 
         @seed(0)
         @settings(max_examples=max_examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-        @given(opinfo_samples(op, dtype, manifest=manifest))
-        def check(case):
-            nonlocal cases
-            cases += 1
-            try:
-                expected = call_variant(op, "function", place(case.sample, "cpu").value)
-            except Exception:  # noqa: BLE001
-                return
-            actual = call_variant(op, "function", place(case.sample, "cpu").value)
-            oracle.compare(actual, expected, tol)
+        @given(opinfo_samples(op, dtype, manifest=manifest, level=level))
+        def collect(case):
+            drawn.append((op, dtype, tol, case))
 
-        check()
-    return time.perf_counter() - start, cases
+        collect()
+    return drawn
+
+
+def bare(drawn: list[tuple]) -> float:
+    """Seconds to execute already-drawn cases bare: place, run on the device and on CPU, compare."""
+    start = time.perf_counter()
+    for op, dtype, tol, case in drawn:
+        try:
+            expected = call_variant(op, "function", place(case.sample, "cpu").value)
+        except Exception:  # noqa: BLE001
+            continue
+        actual = call_variant(op, "function", place(case.sample, "cpu").value)
+        oracle.compare(actual, expected, tol)
+    return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="^[a-f]", help="OpInfo ids to include (regex)")
+    parser.add_argument("--ops", default=".", help="OpInfo ids to include (regex)")
     parser.add_argument("--max-examples", type=int, default=10)
-    parser.add_argument("--level", type=int, default=1)
+    parser.add_argument("--level", type=int, default=2)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     folder = Path(tempfile.mkdtemp())
@@ -71,11 +76,16 @@ def main() -> None:
     cases = sum(r.get("examples", 0) for r in executed)
     manifest, _ = load_manifest(manifest_path)
     plan = build_plan(manifest, Selection(level=args.level, dtypes=(torch.float32,), op_patterns=(args.ops,)))
-    bare_seconds, bare_cases = bare(manifest, plan.items, args.max_examples)
+    forward = [item for item in plan.items if item.property == "forward"]
+    drawn = draw_cases(manifest, forward, args.max_examples, args.level)
+    bare_seconds = bare(drawn)
+    per_case_run, per_case_bare = run_seconds / cases, bare_seconds / len(drawn)
     print(f"run: {len(executed)} items, {cases} cases in {run_seconds:.1f} s "
           f"({len(executed) / run_seconds:.1f} items/s, {cases / run_seconds:.0f} cases/s)")
-    print(f"bare: {bare_cases} cases in {bare_seconds:.1f} s; harness overhead {run_seconds / bare_seconds:.2f}x "
-          "(run wall time, pytest start-up and plan included, over bare drawing + executing + comparing)")
+    print(f"bare: {len(drawn)} forward cases executed in {bare_seconds:.2f} s "
+          f"({per_case_bare * 1e3:.3f} ms per case: place, device, CPU, compare)")
+    print(f"harness overhead: {per_case_run / per_case_bare:.1f}x per case "
+          f"({per_case_run * 1e3:.2f} ms per case in the run, pytest start-up, planning and drawing included)")
 
 
 if __name__ == "__main__":

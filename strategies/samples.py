@@ -38,7 +38,6 @@ from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
 from torchcts.strategies import value_transforms
 from torchcts.strategies.fingerprint import same_bits
-from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES
 from torchcts.strategies.values import apply_special_picks, apply_special_table, is_float_like, special_picks
 
 VARIANTS = ("function", "method", "inplace", "out")
@@ -227,7 +226,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         start = original
         if changes_values:
             size_change = draw(_SIZE_CHANGE, label="size change")
-            if size_change % 4:
+            if size_change % _SIZE_MODES:
                 start, note = _size_changed(op, variant, dtype, original, size_change, repeats_safe, layout_free)
                 notes.extend([note] if note else [])
         counter = iter(range(10**6))
@@ -293,12 +292,12 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
     channels_last; the sample itself (and no note) when the change does not fit the op.
 
     Which dimensions must agree with the chosen one is not known, so every dimension of the same
-    size changes with it (for a lone tensor, the dimension alone is tried next); the CPU must
+    size changes with it (a lone tensor tries the dimension alone first); the CPU must
     accept the result. A grown case must also stay within `_GROW_BUDGET` elements in and out (the
     output size is found on the meta device, without computing). Ops that index without bounds
     checks (`_unsafe_*`) and samples holding index tensors keep their sizes.
     """
-    mode, choice = size_change % 4, size_change // 4
+    mode, choice = _MODE_OF[size_change % _SIZE_MODES], size_change // _SIZE_MODES
     tensors = _dense_tensors(sample)
     if "unsafe" in op.name or _holds_indices(sample, dtype):
         return sample, ""
@@ -318,14 +317,18 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
     dims = [(k, d) for k, t in enumerate(tensors) for d in range(t.dim()) if t.shape[d] > (1 if grow else 0)]
     if not dims:
         return sample, ""
-    k, d = dims[choice % len(dims)]
-    choice //= len(dims)
+    named = _named_dim(sample, tensors[0]) if tensors[0] is sample.input else None
+    if choice % 2 and named is not None and (0, named) in dims:
+        k, d = 0, named  # half the time, the dimension the op reduces, scans or sorts along
+    else:
+        k, d = dims[(choice // 2) % len(dims)]
+    choice //= 2 * len(dims)
     side = tensors[k].shape[d]
     # Every dimension of that size changes together (kernels trust that related sizes agree, and
     # some crash rather than raise); a lone tensor may also change that one dimension alone.
     groups = [{(j, e) for j, t in enumerate(tensors) for e in range(t.dim()) if t.shape[e] == side}]
     if len(tensors) == 1:
-        groups.append({(k, d)})
+        groups.insert(0, {(k, d)})
     tried: list[set] = []
     for group in groups:
         if group in tried:
@@ -333,7 +336,7 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
         tried.append(group)
         size = 0
         if grow:
-            sizes = [s for s in TILE_BOUNDARY_SIZES if s > side and _numel_after(tensors, group, s) <= _GROW_BUDGET]
+            sizes = [s for s in _GROWN_SIZES if s > side and _numel_after(tensors, group, s) <= _GROW_BUDGET]
             if not sizes:
                 continue
             size = sizes[choice % len(sizes)]
@@ -344,6 +347,16 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
             what = f"dim {d} of tensor {k}" + (f" and {len(group) - 1} related" if len(group) > 1 else "")
             return changed, f"{what} {'grown to' if grow else 'cut to'} {size}"
     return sample, ""
+
+
+def _named_dim(sample: Any, input: torch.Tensor) -> int | None:
+    """The input dimension named by the sample's `dim` keyword or first integer argument, if any."""
+    dim = sample.kwargs.get("dim")
+    if dim is None:
+        dim = next((a for a in sample.args if isinstance(a, int) and not isinstance(a, bool)), None)
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -input.dim() <= dim < max(input.dim(), 1):
+        return None
+    return dim % input.dim() if input.dim() else None
 
 
 def _holds_indices(sample: Any, dtype: torch.dtype) -> bool:
@@ -459,9 +472,15 @@ _NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST
 _SLOT_KINDS = st.tuples(*[st.integers(0, 15)] * TRANSFORM_SLOTS)
 _CHOICE = st.integers(0, 2**16)
 _SPREAD = st.integers(0, 4)  # 0: a few special values at drawn positions; s > 0: the whole table from s - 1
-# A size change of the whole sample: n % 4 is none, emptied, grown or raised; the rest chooses.
+# A size change of the whole sample: n % 5 picks none, emptied, grown (twice the weight: tile
+# bugs need a particular size in a particular dimension) or raised; the rest of n chooses.
 _SIZE_CHANGE = st.integers(0, 2**20)
-_EMPTY, _GROW, _RAISE = 1, 2, 3
+_NONE, _EMPTY, _GROW, _RAISE = 0, 1, 2, 3
+_MODE_OF = (_NONE, _EMPTY, _GROW, _GROW, _RAISE)
+_SIZE_MODES = len(_MODE_OF)
+# Grown sizes: exact tile multiples (off-by-one at the boundary) and one past them (a partial
+# last tile), for warp/vector-sized (32), block-sized (1024) and larger (4096) tiles.
+_GROWN_SIZES = (32, 33, 1024, 1025, 4096, 4097)
 _GROW_BUDGET = 2**17  # elements in a grown case's tensors, and in its outputs
 # Semantic level (2: normal correctness on common surfaces) from which cases may change values
 # or shapes: ties, broadcast, empty and tile-boundary sizes, 4-d channels_last. Where repeated

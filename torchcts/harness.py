@@ -170,12 +170,15 @@ class CaseContext:
         """AssertionError unless the device's result matches the oracle's (values where comparable).
 
         With `inputs` (the case's sample), the tolerance widens for results that each sum many
-        inputs (`oracle.accumulation_widening`).
+        inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise, gets a
+        norm-wise absolute floor (`oracle.normwise_floor`).
         """
         values = self.target.compares_values and oracle.values_comparable(self.op.name)
         if inputs is not None:
             widen *= oracle.accumulation_widening([inputs.input, list(inputs.args), dict(inputs.kwargs)], expected)
         tol = oracle.tolerance(self.dtype, self.op, self.manifest, self.target.device_type).widened(widen)
+        if inputs is not None and oracle.category(self.op.name) != "elementwise":
+            tol = oracle.normwise_floor(tol, expected)
         result = oracle.compare(actual, expected, tol, values=values, strides=strides)
         if not result.ok:
             prefix = f"{what}: " if what else ""

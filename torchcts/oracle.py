@@ -109,6 +109,26 @@ def accumulation_widening(inputs: Any, outputs: Any) -> float:
     return max(1.0, math.sqrt(count_in / count_out) / 4)
 
 
+def normwise_floor(tol: Tolerance, expected: Any) -> Tolerance:
+    """`tol` with atol raised to rtol times the largest finite magnitude in `expected`.
+
+    For results computed from many inputs (matmul, norms, reductions, losses) an element near zero
+    is usually a difference of large terms: its rounding error is relative to the result's scale,
+    not to the element (a bfloat16 batch norm is off by whole ulps of 1 near 0).
+    """
+    scale = 0.0
+    for t in tree_flatten(expected)[0]:
+        if (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested
+                and (t.is_floating_point() or t.is_complex()) and t.numel()):
+            finite = t.detach().abs().to(torch.float64)
+            finite = finite[torch.isfinite(finite)]
+            if finite.numel():
+                scale = max(scale, float(finite.max()))
+    if tol.rtol * scale <= tol.atol:
+        return tol
+    return Tolerance(tol.rtol, tol.rtol * scale, f"{tol.source}, norm-wise")
+
+
 def _opinfo_overrides(op: Any, dtype: torch.dtype, device_type: str) -> list[Any]:
     from torch.testing._internal.common_device_type import toleranceOverride
     from torch.testing._internal.opinfo.core import DecorateInfo

@@ -46,10 +46,11 @@ VARIANTS = ("function", "method", "inplace", "out")
 # oracle -- reads a non-contiguous argument wrongly (found by TorchCTS's validation run with
 # torch 2.13: native_group_norm reads a strided weight as if contiguous, into the gaps).
 LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
-# Ops whose CPU kernel -- the oracle -- kills the process on non-finite input (torch 2.13:
-# linalg.eigvals hands NaN to LAPACK's gebal, which aborts; linalg.eig checks first and raises).
-# They get no special values until a crash can be isolated.
-NONFINITE_KILLS_CPU = re.compile(r"^linalg\.eigvals$")
+# Ops whose CPU kernel -- the oracle -- kills the process on special values (torch 2.13:
+# linalg.eigvals hands NaN to LAPACK's gebal, which aborts, where linalg.eig checks and raises;
+# grid_sampler_2d's backward segfaults on a grid holding the special-value table). They get no
+# special values until a crash can be isolated.
+NONFINITE_KILLS_CPU = re.compile(r"^(linalg\.eigvals|grid_sampler_2d)$")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64

@@ -51,6 +51,13 @@ LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
 # grid_sampler_2d's backward segfaults on a grid holding the special-value table). They get no
 # special values until a crash can be isolated.
 NONFINITE_KILLS_CPU = re.compile(r"^(linalg\.eigvals|grid_sampler_2d)$")
+# Ops whose CPU kernel kills the process on an emptied input (torch 2.13: pdist's backward
+# segfaults on a (0, n) input). They keep their sizes until a crash can be isolated.
+EMPTY_KILLS_CPU = re.compile(r"(^|\.)pdist$")
+# Ops whose CPU kernel corrupted the heap on a stride-0 input (torch 2.13: fft.hfftn on a
+# channels_last view broadcast along a dimension, "free(): corrupted unsorted chunks"; not
+# reduced to a standalone case yet). Their inputs never get zero strides until crashes can be isolated.
+ZERO_STRIDE_KILLS_CPU = re.compile(r"^fft\.")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -211,6 +218,9 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     if changes_values:
         allowed |= _KIND_TIE | (_KIND_BROADCAST if layout_free else 0)
     integers_kept = value_transforms.INTEGER_VALUES_KEPT.search(op.name)
+    zero_strides = not ZERO_STRIDE_KILLS_CPU.search(op.name)
+    if not zero_strides:
+        allowed &= ~_KIND_BROADCAST
 
     @st.composite
     def draw_case(draw) -> Case:
@@ -255,7 +265,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
                 t, note = value_transforms.broadcast_along(t, choice)
                 changes.append(note)
             elif kind & _KIND_RELAYOUT:
-                t = draw_relayout(draw, t, allow_overlap=not written)
+                t = draw_relayout(draw, t, allow_overlap=zero_strides and not written)
                 changes.append(describe_layout(t))
             notes.extend(f"{where}: {change}" for change in changes if change)
             return t
@@ -313,7 +323,7 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
             return sample, ""
         return raised, "raised to 4-d, channels_last"
     grow = mode == _GROW
-    if grow and not repeats_safe:
+    if (grow and not repeats_safe) or (mode == _EMPTY and EMPTY_KILLS_CPU.search(op.name)):
         return sample, ""
     dims = [(k, d) for k, t in enumerate(tensors) for d in range(t.dim()) if t.shape[d] > (1 if grow else 0)]
     if not dims:

@@ -31,7 +31,7 @@ _REPEATS_UNSAFE = re.compile(
     r"(^|\.)(sort|argsort|topk|kthvalue|median|nanmedian|mode|cummax|cummin|unique|unique_consecutive|corrcoef)$"
     r"|max_pool|max_unpool|embedding_bag"
     r"|^(linalg\.|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve|geqrf|ormqr|"
-    r"householder_product|lstsq|matrix_exp|pca_lowrank|norm\.nuc|cdist|pdist)"
+    r"householder_product|lstsq|matrix_exp|pca_lowrank|norm\.nuc)|(^|\.)(cdist|pdist)$"
     r"|batch_norm|layer_norm|group_norm|instance_norm|rms_norm")
 # Ops whose integer input must keep the sample's values: they size an allocation by value
 # (bincount of INT_MAX asks for 16 GB) or need them sorted.

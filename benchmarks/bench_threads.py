@@ -54,7 +54,7 @@ def main() -> None:
         op = next(o for o in ops if op_id(o) == key[0])
         if not oracle.compare(actual, expected, oracle.tolerance(torch.float32, op)).ok:
             beyond.add(key[0])
-    print(f"{len(ops)} ops, {len(one)} samples: 1 thread {one_s:.1f} s, {args.threads} threads {many_s:.1f} s")
+    print(f"{len(ops)} ops, {len(one)} samples: 1 thread {one_s * 1e3:.0f} ms, {args.threads} threads {many_s * 1e3:.0f} ms")
     print(f"ops whose results move beyond tolerance with the thread count: {len(beyond)} {sorted(beyond)[:10]}")
 
 

@@ -48,10 +48,11 @@ VARIANTS = ("function", "method", "inplace", "out")
 LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
 # Ops whose CPU kernel -- the oracle -- kills the process on special values (torch 2.13:
 # linalg.eigvals hands NaN to LAPACK's gebal, which aborts, where linalg.eig checks and raises;
-# grid_sampler_2d's backward segfaults on a grid holding the special-value table), or stalls on
+# the 2-d grid sampler's backward segfaults on a NaN grid with border padding, reached through
+# grid_sampler_2d and nn.functional.grid_sample), or stalls on
 # them (the special.*_polynomial_* ops loop up to a degree taken from an input value). They get no
 # special values until a crash or hang can be isolated.
-NONFINITE_KILLS_CPU = re.compile(r"^(linalg\.eigvals|grid_sampler_2d)$|^special\..*polynomial")
+NONFINITE_KILLS_CPU = re.compile(r"^(linalg\.eigvals|grid_sampler_2d|nn\.functional\.grid_sample)$|^special\..*polynomial")
 # Ops whose CPU kernel kills the process on an emptied input (torch 2.13: pdist's backward
 # segfaults on a (0, n) input). They keep their sizes until a crash can be isolated.
 EMPTY_KILLS_CPU = re.compile(r"(^|\.)pdist$")

@@ -160,6 +160,17 @@ class CaseContext:
         """A fresh copy of the sample on the target's device, except the arguments the op takes on CPU."""
         return place(sample, target.device, keep_on_cpu=cpu_pinned_paths(self.op, self.dtype))
 
+    def rejected_for_values(self, sample: Any) -> bool:
+        """Whether CPU accepts the sample once its tensors hold other values (all 0 or all 1):
+        its rejection then depends on data, which a target that sees no values cannot check."""
+        for value in (0, 1):
+            try:
+                self.on_cpu(filled_twin(sample, value))
+            except CpuRejects:
+                continue
+            return True
+        return False
+
     def error_inputs(self) -> list[Any]:
         """The op's OpInfo error inputs, made under a fixed seed."""
         with torch.random.fork_rng(devices=[]):
@@ -219,6 +230,19 @@ def _fingerprint(*parts: Any) -> str:
     from torchcts.strategies import fingerprint
 
     return fingerprint(*parts)
+
+
+def filled_twin(sample: Any, value: int) -> Any:
+    """The sample with every dense tensor's elements set to `value`: same metadata, other data."""
+    def filled(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.is_nested:
+            return t
+        twin = copy_exact(t)
+        with torch.no_grad():
+            twin.fill_(value)
+        return twin
+
+    return sample.transform(filled)
 
 
 def contiguous_twin(sample: Any) -> Any:

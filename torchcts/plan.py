@@ -18,6 +18,7 @@ import torch
 from torchcts import dtypes as dtype_names
 from torchcts.manifest import DtypeStatus, Manifest
 from torchcts.opinfo_catalog import all_ops, op_id
+from torchcts.oracle_crashes import known_oracle_crash
 
 
 @attrs.frozen
@@ -154,4 +155,7 @@ def _not_run_reason(manifest: Manifest, selection: Selection, prop: Property, op
         return "deselected", "--property leaves it out"
     if not selection.op_selected(name):
         return "deselected", "--ops leaves it out"
+    crash = known_oracle_crash(prop.name, name, dtype)
+    if crash is not None:
+        return "cpu_contract", crash
     return None

@@ -127,8 +127,12 @@ def test_bad_run_arguments_exit_2():
 
 def test_meta_compares_metadata_and_calls_data_dependent_cases_unavailable(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--device", "meta", "--level", "3", "--derandomize",
-                         "--ops", "^(add|nonzero|masked_select|mm|tensor_split)$")
+                         "--ops", "^(add|nonzero|masked_select|mm|tensor_split|gather)$")
     items = by_item(read_records(folder))
+    # meta sees no values: gather's out-of-range index cases are unavailable there, the rest must raise
+    assert items["errors::gather::function::float32"]["outcome"] == "passed"
+    assert 0 < items["errors::gather::function::float32"]["unavailable_cases"] < \
+        items["errors::gather::function::float32"]["examples"]
     for name in ("forward::add::function::float32", "forward::mm::function::float32",
                  "forward::tensor_split::function::float32", "out::add::out::float32"):
         assert items[name]["outcome"] == "passed", items[name]

@@ -49,3 +49,29 @@ def test_place_moves_sample_inputs():
     assert placed.faithful
     assert placed.value.input.device.type == "meta" and placed.value.input.stride() == (1, 3)
     assert placed.value.args[0].device.type == "meta" and placed.value.kwargs["alpha"] == 2
+
+
+def same_storage(a, b):
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata  # data_ptr is 0 for every meta tensor
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_place_keeps_tensors_that_share_storage_sharing_it(device):
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    x = torch.arange(6.0)
+    sample = SampleInput(x, args=(torch.tensor([0, 1]),), kwargs={"out": x[1:3]})  # out= overlaps input
+    placed = place(sample, device).value
+    assert same_storage(placed.input, placed.kwargs["out"]) and placed.kwargs["out"].storage_offset() == 1
+    assert not same_storage(placed.input, x) and not same_storage(placed.args[0], placed.input)
+    if device == "cpu":  # an aliased input error input is rejected on the copy as on the original
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.take(placed.input, placed.args[0], out=placed.kwargs["out"])
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_place_keeps_a_deliberately_foreign_tensor_off_the_device(device):
+    foreign = torch.empty(3, device="meta")
+    placed = place({"x": torch.ones(3), "spacing": [foreign]}, device).value
+    assert placed["x"].device.type == device
+    assert placed["spacing"][0].device.type != device and placed["spacing"][0].shape == (3,)

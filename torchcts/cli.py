@@ -123,10 +123,13 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
 @click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
               help="Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
+@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("corpus"),
+              show_default=True, help="Where the shrunk counterexample of every failing item is written.")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
-        results_dir: Path, validation: bool, compile_backend: str | None, pytest_args: tuple[str, ...]) -> None:
+        results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path,
+        pytest_args: tuple[str, ...]) -> None:
     """Run the property suites against a device and write results.
 
     Every item the manifest rules out, or this run deselects, is recorded with its reason.
@@ -141,8 +144,121 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
                          properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
-                         pytest_args=pytest_args)
+                         corpus_dir=corpus_dir, pytest_args=pytest_args)
     sys.exit(run_suites(options))
+
+
+@cli.command("fuzz")
+@click.option("--device", required=True, help="Device to hunt bugs on.")
+@_manifest_option
+@click.option("--budget", default="10m", show_default=True, help="Time to spend: 90s, 10m, 1h.")
+@click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable.")
+@click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes; repeatable.")
+@click.option("--property", "properties", multiple=True, help="Only these properties; repeatable.")
+@click.option("--level", type=click.IntRange(1, 8), help="Semantic level (default: the manifest's).")
+@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("corpus"),
+              show_default=True, help="Where new counterexamples are written.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes (each imports torch and the op database once).")
+@click.option("--examples-per-task", type=click.IntRange(1, 10_000), default=10, show_default=True,
+              help="Hypothesis examples per scheduled visit of an item.")
+@click.option("--task-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds one visit may take before its item counts as hung (timed_out).")
+@click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
+              help="Hunt through torch.compile(backend=...) on the device.")
+@click.option("--seed", type=int, help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
+def fuzz(device: str, manifest_path: Path, budget: str, ops: tuple[str, ...], dtypes: tuple[str, ...],
+         properties: tuple[str, ...], level: int | None, corpus_dir: Path, workers: int, examples_per_task: int,
+         task_timeout: float, compile_backend: str | None, seed: int | None, results_dir: Path) -> None:
+    """Hunt for bugs with random seeds under a time budget; new shrunk cases go to the corpus.
+
+    Every item the manifest claims (narrowed by --ops, --dtype, --property, --level) is visited
+    once, then time moves toward items that still show new behaviour (new cases, growing error)
+    and away from saturated ones. A crash or hang of one item is recorded and the hunt goes on.
+    Ctrl-C stops cleanly. Exits 1 when new failures (or crashes, hangs) were found, 0 when none,
+    2 for bad input.
+    """
+    from torchcts.fuzz import FuzzOptions, exit_status, hunt, parse_budget, print_summary
+
+    try:
+        budget_s = parse_budget(budget)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--budget") from None
+    items = _plan_items(manifest_path, level, dtypes, ops, properties)
+    if not items:
+        _fail("no item to fuzz: the manifest and the selection leave nothing")
+    options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
+                          properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
+                          workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
+                          compile_backend=compile_backend, seed=seed)
+    summary = hunt(options, items, click.echo)
+    print_summary(summary, click.echo)
+    sys.exit(exit_status(summary))
+
+
+def _plan_items(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
+                properties: tuple[str, ...]) -> list:
+    """The items a run with this selection would execute; exits 2 on bad input."""
+    from torchcts.plan import Selection, build_plan
+    from torchcts.session import SessionError, _dtypes, _properties
+
+    try:
+        manifest, _ = load_manifest(manifest_path)
+        selection = Selection(level=level, dtypes=_dtypes(list(dtypes)), op_patterns=ops,
+                              properties=_properties(list(properties)))
+    except ManifestError as exc:
+        _fail(exc.render())
+    except SessionError as exc:
+        _fail(str(exc))
+    return list(build_plan(manifest, selection).items)
+
+
+@cli.command("replay")
+@click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--device", help="Device to replay on (the device the cases were found on, or another).")
+@click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
+              help="Replay through torch.compile(backend=...) on the device.")
+@click.option("--manifest", "manifest_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Manifest whose tolerance_overrides apply (default ./manifest.py if it exists; none needed).")
+@click.option("--builtin", is_flag=True, help="Also replay the curated corpus shipped with TorchCTS.")
+@click.option("--update-status", is_flag=True,
+              help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
+@click.option("--strict", is_flag=True, help="Exit 1 when any case still fails, not only on regressions.")
+@click.option("--export-script", "export", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Print a standalone torch-only Python script reproducing this case, and run nothing.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where the replay's run folder (records.jsonl, run.json) is written.")
+def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, manifest_path: Path | None,
+           builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path) -> None:
+    """Replay corpus cases (files or folders; default ./corpus) without Hypothesis.
+
+    Rebuilds each case exactly, reruns its property on the device, and reports it as still
+    failing or now passing. Exits 1 when a case marked fixed fails again (a regression) or, with
+    --strict, when any case fails; 2 for bad input. The same replay runs under pytest with
+    `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
+    """
+    from torchcts.case_files import CaseFileError, builtin_corpus
+    from torchcts.replay import run_replay
+
+    if export is not None:
+        from torchcts.export_script import export_script
+
+        try:
+            click.echo(export_script(export, device), nl=False)
+        except CaseFileError as exc:
+            _fail(str(exc))
+        return
+    if device is None:
+        raise click.UsageError("pass --device D (the device to replay the cases on)")
+    paths = list(cases) or ([] if builtin else [Path("corpus")])
+    if builtin:
+        paths.append(builtin_corpus())
+    if not all(p.exists() for p in paths):
+        _fail(f"no corpus at {', '.join(str(p) for p in paths if not p.exists())}; name case files or folders")
+    sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
+                        results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo))
 
 
 @cli.command("selftest")

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, strategies as st
 
 from torchcts import oracle
 from torchcts.plan import PlanItem
+from torchcts.reduce import reduce_case
 from torchcts.targets import ORACLE, CaseUnavailable, Target
 from torchcts.strategies import Case, Placement, copy_exact, place
 from torchcts.strategies.samples import cpu_pinned_paths
@@ -63,11 +64,21 @@ class CaseContext:
     unavailable_cases: int = 0
     unavailable_reason: str = ""
     worst: oracle.Comparison = oracle.Comparison(True)
+    replay: list[Any] | None = None  # replaying stored cases: run these instead of drawing
+    failing_case: Any = None  # the last case that failed: after shrinking, the minimal one
+    failing_comparison: oracle.Comparison | None = None
+    targeting: bool = False  # fuzzing: steer Hypothesis toward larger errors (`hypothesis.target`)
+    in_hypothesis: bool = False
 
     # -- running -------------------------------------------------------------------------------
 
     def run(self, strategy: st.SearchStrategy, check: Callable[[Any], None]) -> None:
-        """Run `check` on cases drawn from `strategy` with this item's seed; shrink failures."""
+        """Run `check` on cases drawn from `strategy` with this item's seed; shrink failures.
+
+        When replaying, `check` runs on the stored cases instead, without Hypothesis."""
+        if self.replay is not None:
+            self.run_each(self.replay, check)
+            return
 
         @hypothesis.seed(self.seed)
         @hypothesis.settings(max_examples=self.max_examples, database=None, derandomize=False,
@@ -78,10 +89,35 @@ class CaseContext:
         @hypothesis.given(strategy)
         def property_(case):
             self._count(case)
-            self._check(check, case)
+            self.in_hypothesis = True
+            try:
+                self._check(check, case)
+            finally:
+                self.in_hypothesis = False
 
-        property_()
+        try:
+            property_()
+        except BaseException as exc:
+            if self.shrink and isinstance(self.failing_case, Case) and isinstance(exc, Exception):
+                self._reduce_failure(check, type(exc))
+            raise
         self.finish()
+
+    def _reduce_failure(self, check: Callable[[Any], None], kind: type) -> None:
+        """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
+        def still_fails(candidate: Any) -> bool:
+            try:
+                check(candidate)
+            except (CpuRejects, CaseUnavailable):
+                return False
+            except Exception as exc:  # noqa: BLE001 - the same kind of failure keeps the cut
+                return isinstance(exc, kind)
+            return False
+
+        original = self.failing_case
+        reduced = reduce_case(original, still_fails)
+        if reduced is not original:
+            self._check(check, reduced)  # raises the smaller case's failure and keeps it
 
     def run_each(self, cases: Iterable[Any], check: Callable[[Any], None]) -> None:
         """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
@@ -91,6 +127,7 @@ class CaseContext:
         self.finish()
 
     def _check(self, check: Callable[[Any], None], case: Any) -> None:
+        self.failing_comparison = None
         try:
             check(case)
         except CpuRejects:
@@ -98,6 +135,9 @@ class CaseContext:
         except CaseUnavailable as exc:
             self.unavailable_cases += 1
             self.unavailable_reason = str(exc)
+        except BaseException:
+            self.failing_case = case  # Hypothesis replays the shrunk case last: it is the one kept
+            raise
 
     def _count(self, case: Any) -> None:
         self.examples += 1
@@ -172,7 +212,9 @@ class CaseContext:
         return False
 
     def error_inputs(self) -> list[Any]:
-        """The op's OpInfo error inputs, made under a fixed seed."""
+        """The op's OpInfo error inputs, made under a fixed seed (or the stored ones, replaying)."""
+        if self.replay is not None:
+            return self.replay
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed % 2**63)
             return list(self.op.error_inputs("cpu"))
@@ -194,10 +236,20 @@ class CaseContext:
             tol = oracle.normwise_floor(tol, expected)
         result = oracle.compare(actual, expected, tol, values=values, strides=strides)
         if not result.ok:
+            self.failing_comparison = result
             prefix = f"{what}: " if what else ""
             raise AssertionError(f"{prefix}{self.target.describe()} differs from CPU: {result.message}")
         if result.max_abs_error > self.worst.max_abs_error or result.max_ulp > self.worst.max_ulp:
             self.worst = result
+        if self.targeting and self.in_hypothesis:
+            hypothesis.target(float(min(result.max_ulp, 2**60)), label=f"ulp {what}")
+
+    def failing_sample(self) -> tuple[Any, tuple[str, str] | None, str]:
+        """(sample, (error type, regex) for an error input or None, description) of the kept failure."""
+        case = self.failing_case
+        if isinstance(case, Case):
+            return case.sample, None, case.describe()
+        return case.sample_input, (case.error_type.__name__, case.error_regex), "OpInfo error input"
 
     def record_fields(self) -> dict[str, Any]:
         return {

@@ -52,6 +52,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
     group.addoption("--no-shrink", dest="torchcts_no_shrink", action="store_true",
                     help="TorchCTS: report the first failing case of an item without shrinking it (faster triage).")
+    group.addoption("--corpus", dest="torchcts_corpus", action="append", default=None, metavar="PATH",
+                    help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
+                         "new cases; repeatable.")
+    group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default="corpus", metavar="DIR",
+                    help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus).")
     group.addoption("--results-dir", dest="torchcts_results_dir", default="results", metavar="DIR",
                     help="TorchCTS: where run folders go (default ./results).")
 
@@ -127,7 +132,7 @@ def _plan_item(item: pytest.Item) -> Any:
     """The plan item a test item runs, or None (other tests; an empty parametrization)."""
     callspec = getattr(item, "callspec", None)
     value = callspec.params.get("cts_item") if callspec is not None else None
-    return value if hasattr(value, "as_json") else None
+    return value if hasattr(value, "as_json") else None  # a PlanItem or a ReplayItem
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,7 +11,7 @@ import pytest
 @attrs.frozen
 class RunOptions:
     device: str | None
-    manifest: Path
+    manifest: Path | None
     level: int | None = None
     dtypes: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
@@ -22,13 +22,20 @@ class RunOptions:
     results_dir: Path = Path("results")
     validation: bool = False
     compile_backend: str | None = None
+    corpus: tuple[str, ...] = ()  # replay these cases instead of drawing
+    corpus_dir: Path | None = None  # where failing items' counterexamples go
     pytest_args: tuple[str, ...] = ()
 
 
 def pytest_arguments(options: RunOptions) -> list[str]:
     """The pytest command line for a run (what `python -m pytest` would need)."""
-    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "-q", "--manifest", str(options.manifest),
-            "--results-dir", str(options.results_dir)]
+    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "-q", "--results-dir", str(options.results_dir)]
+    if options.manifest is not None:
+        args += ["--manifest", str(options.manifest)]
+    for path in options.corpus:
+        args += ["--corpus", str(path)]
+    if options.corpus_dir is not None:
+        args += ["--corpus-dir", str(options.corpus_dir)]
     if options.device:
         args += ["--device", options.device]
     if options.validation:

@@ -22,6 +22,9 @@ import torch
 
 import torchcts
 from torchcts import dtypes as dtype_names
+from torchcts.case_files import CaseFileError
+from torchcts.counterexamples import store_failure
+from torchcts.replay import ReplayItem, checked_case, replay_cases, replay_items
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
 from torchcts.opinfo_catalog import find_op
@@ -39,8 +42,9 @@ class SessionError(Exception):
 
 
 class RunSession:
-    def __init__(self, config: pytest.Config, manifest: Manifest, target: Target, plan: Plan, selection: Selection,
-                 writer: RunWriter, run_seed: int | None, max_examples: int, level: int):
+    def __init__(self, config: pytest.Config, manifest: Manifest | None, target: Target, plan: Plan,
+                 selection: Selection, writer: RunWriter, run_seed: int | None, max_examples: int, level: int,
+                 replaying: list[ReplayItem] | None = None):
         self.config = config
         self.manifest = manifest
         self.target = target
@@ -51,6 +55,10 @@ class RunSession:
         self.run_seed = run_seed
         self.max_examples = max_examples
         self.level = level
+        self.replaying = replaying  # replay items when --corpus is given, instead of the plan's
+        self.total = len(replaying) if replaying is not None else len(plan.items)
+        self.corpus_dir = Path(config.getoption("torchcts_corpus_dir"))
+        self.environment_key = writer.environment.get("hardware_key")
         self.versions = f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
         self.done = 0
         self.problems = 0
@@ -69,12 +77,16 @@ class RunSession:
         device = option("torchcts_device") or "cpu"
         if validation and torch.device(device).type != "cpu":
             raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {device}")
+        replay_paths = option("torchcts_corpus")
         manifest_path = Path(option("torchcts_manifest") or "manifest.py")
-        try:
-            manifest, _ = load_manifest(manifest_path)
-        except ManifestError as exc:
-            raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
-        _import_backend(manifest)
+        if replay_paths and option("torchcts_manifest") is None and not manifest_path.exists():
+            manifest = None  # replaying needs no claims; a manifest only adds tolerance overrides
+        else:
+            try:
+                manifest, _ = load_manifest(manifest_path)
+            except ManifestError as exc:
+                raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
+            _import_backend(manifest)
         _check_device(device)
         target = Target(device, option("torchcts_compile"))
         level = option("torchcts_level")
@@ -87,42 +99,56 @@ class RunSession:
         seed = option("torchcts_seed")
         if derandomize and seed is not None:
             raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
-        if derandomize is None:  # an explicit --seed overrides the manifest's derandomize setting
+        if derandomize is None and manifest is not None:  # an explicit --seed overrides the manifest's
             derandomize = manifest.hypothesis.derandomize and seed is None
         run_seed = None if derandomize else (seed if seed is not None else random.SystemRandom().randrange(2**32))
-        max_examples = option("torchcts_max_examples") or manifest.hypothesis.max_examples
+        if derandomize is None:
+            derandomize = False
+        max_examples = option("torchcts_max_examples") or (manifest.hypothesis.max_examples if manifest else 1)
         torch.set_num_threads(HARNESS_THREADS)
-        plan = build_plan(manifest, selection)
+        replaying = replay_items(replay_paths) if replay_paths else None
+        plan = build_plan(manifest, selection) if replaying is None else Plan((), ())
         environment = {
             "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
             "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
             "python": sys.version.split()[0], "seed": run_seed, "derandomize": bool(derandomize),
-            "max_examples": max_examples, "level": level or manifest.semantic_level,
-            "manifest": str(manifest.source), "manifest_hash": manifest.fingerprint(),
+            "max_examples": max_examples, "level": level or (manifest.semantic_level if manifest else None),
+            "manifest": str(manifest.source) if manifest else None,
+            "manifest_hash": manifest.fingerprint() if manifest else None,
+            "replay": [str(p) for p in replay_paths] if replay_paths else None,
             "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
                           "properties": option("torchcts_properties"), "level": level},
-            "planned_items": len(plan.items), "harness_threads": HARNESS_THREADS,
+            "planned_items": len(plan.items) if replaying is None else len(replaying),
+            "harness_threads": HARNESS_THREADS,
         }
         writer = RunWriter(Path(option("torchcts_results_dir")), environment)
         for entry in plan.accounting:
             writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
         return cls(config, manifest, target, plan, selection, writer, run_seed, max_examples,
-                   level or manifest.semantic_level)
+                   level or (manifest.semantic_level if manifest else 8), replaying)
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
-        return [f"torchcts: device {self.target.describe()}, manifest {self.manifest.source}, level {self.level}, {seed}",
+        manifest = self.manifest.source if self.manifest else "none"
+        if self.replaying is not None:
+            return [f"torchcts: replaying {self.total} corpus cases on {self.target.describe()}, manifest {manifest}, "
+                    f"results in {self.writer.folder}"]
+        return [f"torchcts: device {self.target.describe()}, manifest {manifest}, level {self.level}, {seed}",
                 f"torchcts: {len(self.plan.items)} items to run, {len(self.plan.accounting)} not run (recorded "
                 f"with reasons), results in {self.writer.folder}"]
 
     # -- items ---------------------------------------------------------------------------------
 
-    def items_for(self, property_name: str) -> list[PlanItem]:
+    def items_for(self, property_name: str) -> list[PlanItem | ReplayItem]:
         if property_name not in PROPERTY_BY_NAME:
             raise pytest.UsageError(f"property function test_{property_name} has no entry in torchcts.plan.PROPERTIES")
+        if self.replaying is not None:
+            return [item for item in self.replaying if item.property == property_name]
         return list(self.plan.for_property(property_name))
 
-    def context_for(self, item: PlanItem) -> CaseContext:
+    def context_for(self, item: PlanItem | ReplayItem) -> CaseContext:
+        if isinstance(item, ReplayItem):
+            return self._replay_context(item)
         if self.trace_device_ops:
             from torchcts.testing import faulty
 
@@ -132,6 +158,14 @@ class RunSession:
                            seed=item_seed(item.id, self.run_seed, self.versions),
                            deadline_ms=self.manifest.hypothesis.deadline_ms,
                            shrink=not self.config.getoption("torchcts_no_shrink"))
+
+    def _replay_context(self, item: ReplayItem) -> CaseContext:
+        if item.problem is not None:
+            raise CaseFileError(item.path, "(file)", item.problem.split(": ", 1)[-1])
+        case = checked_case(item.path)
+        return CaseContext(item=item, op=find_op(case.op), dtype=dtype_names.lookup(case.dtype), target=self.target,
+                           manifest=self.manifest, level=self.level, max_examples=1, seed=0,
+                           replay=replay_cases(case))
 
     def record_deselected(self, item: PlanItem, reason: str) -> None:
         self.writer.record({**item.as_json(), "outcome": "deselected", "reason": reason})
@@ -143,6 +177,8 @@ class RunSession:
                   "duration_s": round(report.duration, 4), "counterexample": None}
         if context is not None:
             record.update(context.record_fields())
+            if outcome in ("failed", "error") and context.failing_case is not None and self.replaying is None:
+                record.update(self._save_counterexample(item, context, outcome, error))
         if self.trace_device_ops:
             from torchcts.testing import faulty
 
@@ -152,13 +188,23 @@ class RunSession:
         self.problems += outcome in ("failed", "error")
         self._progress()
 
+    def _save_counterexample(self, item: PlanItem, context: CaseContext, outcome: str,
+                             error: str | None) -> dict[str, Any]:
+        """Store the item's shrunk failing case in the corpus; the record's reference to it."""
+        found = {"run_seed": self.run_seed, "derandomize": self.run_seed is None, "run_id": self.writer.run_id,
+                 "hardware_key": self.environment_key}
+        flags = f"--device {self.device}" + (f" --compile {self.target.compile_backend}"
+                                             if self.target.compile_backend else "")
+        return store_failure(context, outcome=outcome, error=error, corpus_dir=self.corpus_dir, found=found,
+                             replay_flags=flags)
+
     def _progress(self) -> None:
         now = time.monotonic()
         if now - self.last_progress < PROGRESS_EVERY_S:
             return
         self.last_progress = now
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        line = (f"torchcts: {self.done}/{len(self.plan.items)} items, {self.problems} failed or errored, "
+        line = (f"torchcts: {self.done}/{self.total} items, {self.problems} failed or errored, "
                 f"{now - self.started:.0f} s elapsed")
         if reporter is not None:
             reporter.write_line(line)
@@ -169,7 +215,7 @@ class RunSession:
         if self.finished:
             return
         self.finished = True
-        complete = not interrupted and self.done >= len(self.plan.items)
+        complete = not interrupted and self.done >= self.total
         self.writer.close("complete" if complete else "partial")
 
     def summary_lines(self) -> list[str]:
@@ -190,6 +236,8 @@ def _outcome(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str
         return "runtime_unavailable", message.removeprefix("runtime_unavailable: "), None
     excinfo = call.excinfo
     summary = _summary(excinfo.value) if excinfo is not None else str(report.longrepr)[:2000]
+    if excinfo is not None and excinfo.errisinstance(CaseFileError):
+        return "error", "the corpus case cannot be replayed", summary
     if report.when != "call":
         return "error", f"harness: the item failed during {report.when}", summary
     if excinfo is not None and excinfo.errisinstance(BackendError):

@@ -1,0 +1,167 @@
+"""Corpus cases: one JSON file per minimal counterexample, named by its fingerprint.
+
+A case says which property, op, variant and dtype failed on which device, how it was found, the
+exact inputs (`case_codec`), the failure observed, and whether it is `open` or `fixed`. The
+fingerprint covers the property and the exact inputs, so two failures that shrink to the same
+case are one file. Loading never unpickles or executes anything; a malformed file raises
+`CaseFileError` naming the file and the field. docs/corpus.md documents the format.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+
+from torchcts.case_codec import CodecError, Decoder, Encoder
+
+SCHEMA_VERSION = 1
+STATUSES = ("open", "fixed")
+_REQUIRED = ("schema_version", "fingerprint", "property", "op", "variant", "dtype", "device_type", "found",
+             "inputs", "storages", "failure", "status")
+
+
+class CaseFileError(Exception):
+    """A case file that cannot be read: which file, which field, what is wrong."""
+
+    def __init__(self, path: Path | str, field: str, message: str):
+        super().__init__(f"{path}: {field}: {message}")
+        self.path, self.field = Path(path), field
+
+
+@attrs.frozen
+class CorpusCase:
+    fingerprint: str
+    property: str
+    op: str
+    variant: str
+    dtype: str
+    device_type: str
+    backend: str | None
+    found: dict[str, Any]
+    inputs: dict[str, Any]  # encoded: {"input", "args", "kwargs"} (+ "error_type", "error_regex" for errors)
+    storages: list[dict[str, Any]]
+    failure: dict[str, Any]
+    status: str = "open"
+    description: str = ""
+    path: Path | None = attrs.field(default=None, eq=False)
+
+    @property
+    def short_id(self) -> str:
+        return self.fingerprint[:16]
+
+    def as_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        del data["path"]
+        return {"schema_version": SCHEMA_VERSION, **data}
+
+    def sample(self) -> Any:
+        """The inputs rebuilt exactly, as an OpInfo SampleInput on CPU."""
+        from torch.testing._internal.opinfo.core import SampleInput
+
+        decoder = Decoder(self.storages)
+        try:
+            kwargs = decoder.value(self.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")
+            args = decoder.value(self.inputs.get("args", []), "inputs.args")
+            value = decoder.value(self.inputs["input"], "inputs.input")
+        except CodecError as exc:
+            raise CaseFileError(self.path or self.short_id, exc.field, str(exc).split(": ", 1)[-1]) from None
+        except KeyError:
+            raise CaseFileError(self.path or self.short_id, "inputs.input", "missing") from None
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise CaseFileError(self.path or self.short_id, "inputs", "args must be a list and kwargs a dict")
+        return SampleInput(value, args=tuple(args), kwargs=kwargs)
+
+    def with_status(self, status: str) -> "CorpusCase":
+        return attrs.evolve(self, status=status)
+
+
+def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, backend: str | None,
+             sample: Any, failure: dict[str, Any], found: dict[str, Any], description: str = "",
+             error_input: tuple[str, str] | None = None) -> CorpusCase:
+    """A case for a failing sample; raises CodecError if an input cannot be stored exactly."""
+    encoder = Encoder()
+    inputs = {"input": encoder.value(sample.input, "inputs.input"),
+              "args": encoder.value(list(sample.args), "inputs.args"),
+              "kwargs": encoder.value(dict(sample.kwargs), "inputs.kwargs")}
+    if error_input is not None:
+        inputs["error_type"], inputs["error_regex"] = error_input
+    identity = json.dumps([prop, op, variant, dtype, inputs, encoder.storages], sort_keys=True)
+    fingerprint = hashlib.sha256(identity.encode()).hexdigest()
+    found = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **found}
+    return CorpusCase(fingerprint, prop, op, variant, dtype, device_type, backend, found, inputs,
+                      encoder.storages, failure, "open", description)
+
+
+def case_path(directory: Path | str, case: CorpusCase) -> Path:
+    return Path(directory) / f"{case.fingerprint[:24]}.json"
+
+
+def write_case(directory: Path | str, case: CorpusCase) -> tuple[Path, bool]:
+    """Write a case unless one with its fingerprint exists; (its path, whether it is new)."""
+    path = case_path(directory, case)
+    if path.exists():
+        return path, False
+    save_case(path, case)
+    return path, True
+
+
+def save_case(path: Path, case: CorpusCase) -> None:
+    """Write (or rewrite) a case file atomically: a crash leaves the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(case.as_json(), indent=1, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+
+
+def load_case(path: Path | str) -> CorpusCase:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise CaseFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CaseFileError(path, "(file)", f"not JSON (truncated?): {exc}") from None
+    if not isinstance(data, dict):
+        raise CaseFileError(path, "(file)", "expected a JSON object")
+    for field in _REQUIRED:
+        if field not in data:
+            raise CaseFileError(path, field, "missing")
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise CaseFileError(path, "schema_version", f"{data['schema_version']!r}; this TorchCTS reads {SCHEMA_VERSION}")
+    for field in ("fingerprint", "property", "op", "variant", "dtype", "device_type"):
+        if not isinstance(data[field], str) or not data[field]:
+            raise CaseFileError(path, field, f"expected a non-empty string, got {data[field]!r}")
+    for field in ("found", "inputs", "failure"):
+        if not isinstance(data[field], dict):
+            raise CaseFileError(path, field, f"expected an object, got {type(data[field]).__name__}")
+    if not isinstance(data["storages"], list):
+        raise CaseFileError(path, "storages", "expected a list")
+    if data["status"] not in STATUSES:
+        raise CaseFileError(path, "status", f"{data['status']!r}; allowed: {', '.join(STATUSES)}")
+    return CorpusCase(data["fingerprint"], data["property"], data["op"], data["variant"], data["dtype"],
+                      data["device_type"], data.get("backend"), data["found"], data["inputs"], data["storages"],
+                      data["failure"], data["status"], str(data.get("description", "")), path)
+
+
+def case_files(paths: Iterable[Path | str]) -> list[Path]:
+    """The case files named, or found (sorted, recursively) in the folders named."""
+    files: list[Path] = []
+    for entry in map(Path, paths):
+        if entry.is_dir():
+            files.extend(sorted(p for p in entry.rglob("*.json") if not p.name.startswith(".")))
+        else:
+            files.append(entry)
+    return files
+
+
+def builtin_corpus() -> Path:
+    """The curated corpus shipped with TorchCTS (`torchcts.corpus`)."""
+    import torchcts.corpus
+
+    return Path(torchcts.corpus.__file__).parent

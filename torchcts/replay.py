@@ -1,0 +1,163 @@
+"""Replaying corpus cases: each case file becomes one test item of its property, run without Hypothesis.
+
+The plugin collects `ReplayItem`s instead of plan items when `--corpus PATH` is given, so a CI
+replays the corpus with its usual pytest runner; `torchcts replay` runs the same session and
+reads its records to say, per case, whether it still fails, and to track `fixed` cases.
+"""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import torch
+
+from torchcts import dtypes as dtype_names
+from torchcts.case_files import CaseFileError, CorpusCase, case_files, load_case, save_case
+from torchcts.plan import PROPERTY_BY_NAME
+
+UNREADABLE_PROPERTY = "forward"  # the test function that reports unreadable case files
+
+
+@attrs.frozen
+class ReplayItem:
+    """One case file to replay; `problem` is set when the file cannot be read."""
+
+    path: str
+    property: str
+    op: str
+    variant: str
+    dtype: str
+    level: int
+    fingerprint: str = ""
+    status: str = ""
+    problem: str | None = None
+
+    @property
+    def id(self) -> str:
+        if self.problem is not None:
+            return f"replay::unreadable::{Path(self.path).name}"
+        return f"replay::{self.property}::{self.op}::{self.variant}::{self.dtype}::{self.fingerprint[:16]}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"item": self.id, "property": self.property, "op": self.op, "variant": self.variant,
+                "dtype": self.dtype, "level": self.level,
+                "case": {"path": self.path, "fingerprint": self.fingerprint, "status": self.status}}
+
+
+def replay_items(paths: Iterable[Path | str]) -> list[ReplayItem]:
+    """An item per case file under `paths`; unreadable files become items that report why."""
+    items = []
+    for path in case_files(paths):
+        try:
+            case = checked_case(path)
+        except CaseFileError as exc:
+            items.append(ReplayItem(str(path), UNREADABLE_PROPERTY, "", "", "", 0, problem=str(exc)))
+            continue
+        items.append(ReplayItem(str(path), case.property, case.op, case.variant, case.dtype,
+                                PROPERTY_BY_NAME[case.property].level, case.fingerprint, case.status))
+    return items
+
+
+def checked_case(path: Path | str) -> CorpusCase:
+    """A case file loaded and checked against what this TorchCTS can replay."""
+    from torchcts.opinfo_catalog import find_op
+
+    case = load_case(path)
+    if case.property not in PROPERTY_BY_NAME:
+        raise CaseFileError(path, "property", f"{case.property!r}; known: {', '.join(PROPERTY_BY_NAME)}")
+    if dtype_names.lookup(case.dtype) is None:
+        raise CaseFileError(path, "dtype", f"unknown dtype {case.dtype!r}")
+    try:
+        find_op(case.op)
+    except (KeyError, LookupError):
+        raise CaseFileError(path, "op", f"no OpInfo {case.op!r} in this torch ({torch.__version__})") from None
+    return case
+
+
+def replay_cases(case: CorpusCase) -> list[Any]:
+    """What the property's check runs on: a strategies Case, or an OpInfo ErrorInput for `errors`."""
+    from torch.testing._internal.opinfo.core import ErrorInput
+
+    from torchcts.strategies.samples import Case
+
+    sample = case.sample()
+    if case.property == "errors":
+        error_type = getattr(builtins, str(case.inputs.get("error_type", "RuntimeError")), None)
+        if not (isinstance(error_type, type) and issubclass(error_type, Exception)):
+            raise CaseFileError(case.path or case.short_id, "inputs.error_type",
+                                f"{case.inputs.get('error_type')!r} is not a built-in exception type")
+        return [ErrorInput(sample, error_type=error_type, error_regex=str(case.inputs.get("error_regex", "")))]
+    return [Case(case.op, case.variant, dtype_names.lookup(case.dtype), sample, -1,
+                 (f"corpus case {case.short_id}",))]
+
+
+def mark_status(path: Path | str, status: str) -> None:
+    """Record a case as `open` or `fixed` in its file."""
+    save_case(Path(path), load_case(path).with_status(status))
+
+
+@attrs.frozen
+class ReplayVerdict:
+    path: str
+    case_id: str
+    status: str  # the case's status before this replay
+    outcome: str  # passed, failed, error, or not run
+    reason: str
+
+    @property
+    def still_failing(self) -> bool:
+        return self.outcome in ("failed", "error", "crashed", "timed_out")
+
+    @property
+    def regression(self) -> bool:
+        return self.status == "fixed" and self.still_failing
+
+
+def verdicts(records: Iterable[dict[str, Any]]) -> list[ReplayVerdict]:
+    """One verdict per replayed case, from a replay run's result records."""
+    found = []
+    for record in records:
+        case = record.get("case")
+        if not isinstance(case, dict):
+            continue
+        found.append(ReplayVerdict(case.get("path", ""), record["item"], case.get("status", ""), record["outcome"],
+                                   record.get("error") or record.get("reason") or ""))
+    return found
+
+
+def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, manifest: Path | None,
+               results_dir: Path, update_status: bool, strict: bool, echo: Any) -> int:
+    """Replay the cases under `paths` through the plugin, print a verdict per case; the exit status."""
+    from torchcts.results import read_records
+    from torchcts.runner import RunOptions, latest_run, run_suites
+
+    before = latest_run(results_dir)
+    options = RunOptions(device=device, manifest=manifest, corpus=tuple(str(p) for p in paths),
+                         results_dir=results_dir, compile_backend=compile_backend)
+    code = run_suites(options)
+    folder = latest_run(results_dir)
+    if folder is None or folder == before:
+        return code if code else 2
+    found = verdicts(read_records(folder))
+    for verdict in found:
+        state = "REGRESSION (was fixed)" if verdict.regression else (
+            "still failing" if verdict.still_failing else "now passing" if verdict.outcome == "passed"
+            else f"not run ({verdict.outcome})")
+        echo(f"{state:24} {verdict.path}  {verdict.case_id}")
+        if verdict.still_failing and verdict.reason:
+            echo(f"{'':24} {verdict.reason.splitlines()[0][:200]}")
+        if update_status and verdict.path and verdict.outcome in ("passed", "failed"):
+            new_status = "fixed" if verdict.outcome == "passed" else "open"
+            if new_status != verdict.status and verdict.status in ("open", "fixed"):
+                mark_status(verdict.path, new_status)
+                echo(f"{'':24} status: {verdict.status} -> {new_status}")
+    failing = sum(v.still_failing for v in found)
+    regressions = sum(v.regression for v in found)
+    echo(f"torchcts replay: {len(found)} cases, {failing} still failing, {regressions} regressions; "
+         f"records in {folder}")
+    if code == 130:
+        return 130
+    return 1 if regressions or (strict and failing) else 0

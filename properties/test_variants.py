@@ -16,22 +16,32 @@ def _run_inplace(cts, sample, target):
     return placed.input, target.call(cts.op, "inplace", placed)
 
 
-def _run_out(cts, sample, target):
-    """(the out tensors, what the out= form returned)."""
-    placed = cts.place_for(sample, target).value
-    # zeroed, not empty: an output the op leaves unwritten (batch norm's saved statistics in
-    # eval mode) must read the same on both sides, not as whatever memory held
-    out = tree_map_only(torch.Tensor, torch.zeros_like, target.call(cts.op, "function", placed))
-    placed.kwargs = {**placed.kwargs, "out": out}
-    return out, target.call(cts.op, "function", placed)
+def _out_like(expected: object):
+    """A run of the out= form into zeroed buffers laid out like CPU's functional result, on any target.
+
+    Both sides get the same buffers (sizes, strides, dtype), so a difference is the out= form's
+    own, not a difference of the functional form's layout. Zeroed, not empty: an output the op
+    leaves unwritten (batch norm's saved statistics in eval mode) must read the same on both sides.
+    """
+    def run(cts, sample, target):
+        placed = cts.place_for(sample, target).value
+        out = tree_map_only(torch.Tensor, lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                                                                         device=target.device).zero_(), expected)
+        placed.kwargs = {**placed.kwargs, "out": out}
+        return out, target.call(cts.op, "function", placed)
+
+    return run
 
 
-def _check_variant(cts, run, form: str):
-    """A check: the form's target matches CPU's and is what the form returns."""
+def _check_variant(cts, runner, form: str):
+    """A check: the form's target matches CPU's and is what the form returns.
+
+    `runner(case)` gives the function `run(cts, sample, target)` that runs the form on a target."""
 
     def check(case):
-        expected_target, _ = cts.on_cpu_call(run, case.sample)
-        target, returned = cts.on_device_call(run, case.sample, what=f" ({form})")
+        run_form = runner(case)
+        expected_target, _ = cts.on_cpu_call(run_form, case.sample)
+        target, returned = cts.on_device_call(run_form, case.sample, what=f" ({form})")
         if returned is not None:  # out= overloads of ops returning lists (unbind_copy) return nothing
             for got, given in zip(tree_leaves(returned), tree_leaves(target)):
                 assert got is given, f"the {form} form did not return its target tensor"
@@ -42,9 +52,9 @@ def _check_variant(cts, run, form: str):
 
 def test_inplace(cts):
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="inplace"),
-            _check_variant(cts, _run_inplace, "in-place"))
+            _check_variant(cts, lambda case: _run_inplace, "in-place"))
 
 
 def test_out(cts):
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="out"),
-            _check_variant(cts, _run_out, "out="))
+            _check_variant(cts, lambda case: _out_like(cts.on_cpu(case.sample, "function")), "out="))

@@ -57,6 +57,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
         assert module.replace(".", "/") + "/__init__.py" in names
     assert "torchcts/manifests/templates/smoke.py.jinja" in names
     assert "torchcts/manifests/templates/_layout.py.jinja" in names
+    assert "torchcts/script_templates/case_script.py.jinja" in names
+    assert any(name.startswith("torchcts/corpus/") and name.endswith(".json") for name in names)
     assert not any(n.startswith(("strategies/", "properties/", "tests/")) for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "torchcts = torchcts.plugin" in entry_points and "torchcts = torchcts.cli:main" in entry_points

@@ -92,12 +92,12 @@ class Encoder:
         t = t.detach()
         if t.device.type not in ("cpu", "meta"):
             t = t.cpu()
-        head = {"dtype": dtype_names.canonical_name(t.dtype), "sizes": list(t.shape),
-                "requires_grad": bool(t.requires_grad)}
-        if t.is_nested:
-            return {"tensor": "nested", **head, "sizes": None, "nested_layout": "jagged" if t.layout == torch.jagged
+        head = {"dtype": dtype_names.canonical_name(t.dtype), "requires_grad": bool(t.requires_grad)}
+        if t.is_nested:  # a nested tensor's sizes are its components'
+            return {"tensor": "nested", **head, "nested_layout": "jagged" if t.layout == torch.jagged
                     else "strided", "components": [self.tensor(c, f"{field}.components[{i}]")
                                                    for i, c in enumerate(t.unbind())]}
+        head["sizes"] = list(t.shape)
         if t.layout == torch.sparse_coo:
             return {"tensor": "sparse_coo", **head, "coalesced": t.is_coalesced(),
                     "indices": self.tensor(t._indices(), f"{field}.indices"),

@@ -20,9 +20,10 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
     item = context.item
     sample, error_input, description = context.failing_sample()
     comparison = context.failing_comparison
-    failure = {"outcome": outcome, "message": error or "",
-               **(comparison.as_json() if comparison is not None else {})}
-    failure.pop("ok", None)
+    failure = {"outcome": outcome, "message": error or ""}
+    if comparison is not None:
+        failure.update(difference=comparison.message, max_abs_error=comparison.max_abs_error,
+                       max_rel_error=comparison.max_rel_error, max_ulp=comparison.max_ulp)
     found = {"item": item.id, "item_seed": context.seed, "torch": torch.__version__,
              "hypothesis": hypothesis.__version__, "torchcts": torchcts.__version__, **found}
     try:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import attrs
 
 PROGRESS_EVERY_S = 10.0
+BUDGET_GRACE_S = 15.0  # a visit still running this long after the budget is dropped
 MAX_WEIGHT, MIN_WEIGHT = 16.0, 1 / 64
 DETERMINISTIC_PROPERTIES = ("errors",)  # fixed OpInfo error inputs: one visit says everything
 
@@ -135,6 +136,7 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
     target = Target(options.device, options.compile_backend)
     functions = _property_functions()
     flags = f"--device {options.device}" + (f" --compile {options.compile_backend}" if options.compile_backend else "")
+    results.put({"ready": multiprocessing.current_process().pid})
     while True:
         task = tasks.get()
         if task is None:
@@ -182,6 +184,7 @@ class _Slot:
     tasks: Any
     stats: ItemStats | None = None
     started: float = 0.0
+    ready: bool = False  # the worker has imported torch and the op database; task time counts from here
 
 
 # -- the hunt --------------------------------------------------------------------------------
@@ -222,11 +225,18 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                     slot.stats, slot.started = stats, now
                     busy.add(stats.item.id)
                     slot.tasks.put((stats.item, rng.randrange(2**63), options.examples_per_task))
+                    if not slot.ready:
+                        slot.started = float("inf")  # the timeout starts when the worker is ready
             if all(slot.stats is None for slot in slots):
                 break
             try:
                 answer = results.get(timeout=0.5)
             except queue.Empty:
+                answer = None
+            if answer is not None and "ready" in answer:
+                for slot in slots:
+                    if slot.process.pid == answer["ready"]:
+                        slot.ready, slot.started = True, time.monotonic()
                 answer = None
             if answer is not None:
                 slot = next((s for s in slots if s.stats is not None and s.stats.item.id == answer["item"]), None)
@@ -242,7 +252,12 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                 lost = None
                 if not slot.process.is_alive():
                     lost = "crashed"
-                elif time.monotonic() - slot.started > options.task_timeout_s:
+                elif time.monotonic() - started > options.budget_s + BUDGET_GRACE_S:
+                    slot.process.kill()  # out of time: the visit is dropped, not held against the item
+                    slot.process.join(timeout=5)
+                    slot.stats = None
+                    continue
+                elif slot.ready and time.monotonic() - slot.started > options.task_timeout_s:
                     lost = "timed_out"
                     slot.process.kill()
                 if lost:

@@ -1,0 +1,135 @@
+"""The corpus end to end: a failing run writes shrunk cases, replay reruns them (CLI and pytest),
+statuses track fixes and regressions, exported scripts reproduce, and fuzz finds and survives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from torchcts.case_files import load_case
+from torchcts.results import read_records
+from torchcts.templates import render_template
+
+BUG = "storage_offset_ignored"  # abs/neg/exp read from the storage's start, ignoring the offset
+
+
+def cli(tmp_path, *args, bugs=""):
+    env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
+    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory):
+    """A run against the faulty device with BUG on: its folder, records and corpus."""
+    folder = tmp_path_factory.mktemp("corpus-run")
+    (folder / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    result = cli(folder, "run", "--device", "faulty", "--ops", "^(abs|add)$", "--dtype", "float32", "--level", "2",
+                 "--derandomize", "--max-examples", "15", bugs=BUG)
+    assert result.returncode == 1, result.stdout[-2000:]
+    records = read_records(sorted((folder / "results").glob("*/run.json"))[-1].parent)
+    return folder, {r["item"]: r for r in records}
+
+
+def test_failing_items_reference_small_shrunk_cases(found):
+    folder, records = found
+    record = records["forward::abs::function::float32"]
+    assert record["outcome"] == "failed"
+    reference = record["counterexample"]
+    case = load_case(folder / reference["path"])
+    assert case.fingerprint == reference["fingerprint"] and case.status == "open"
+    assert reference["elements"] <= 4, reference  # reduced from a 20x20 sample
+    assert case.sample().input.storage_offset() > 0  # the layout that triggers the bug is kept
+    assert reference["replay"] == f"torchcts replay {reference['path']} --device faulty"
+    assert records["forward::add::function::float32"]["counterexample"] is None  # passed: nothing stored
+
+
+def test_replay_reports_still_failing_then_fixed_then_regression(found, tmp_path):
+    folder, records = found
+    case_path = folder / records["forward::abs::function::float32"]["counterexample"]["path"]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / case_path.name).write_text(case_path.read_text())
+
+    still = cli(tmp_path, "replay", "--device", "faulty", bugs=BUG)
+    assert still.returncode == 0 and "still failing" in still.stdout, still.stdout[-2000:]
+    assert cli(tmp_path, "replay", "--device", "faulty", "--strict", bugs=BUG).returncode == 1
+
+    fixed = cli(tmp_path, "replay", "--device", "faulty", "--update-status")
+    assert fixed.returncode == 0 and "now passing" in fixed.stdout and "open -> fixed" in fixed.stdout
+    assert load_case(corpus / case_path.name).status == "fixed"
+
+    again = cli(tmp_path, "replay", "--device", "faulty", bugs=BUG)
+    assert again.returncode == 1 and "REGRESSION" in again.stdout, again.stdout[-2000:]
+
+
+def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_path):
+    folder, _ = found
+    corpus = tmp_path / "cases"
+    corpus.mkdir()
+    for path in (folder / "corpus").glob("*.json"):
+        (corpus / path.name).write_text(path.read_text())
+    (corpus / "broken.json").write_text('{"schema_version": 1, "property": "forw')
+    env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
+    result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
+                             "--corpus", str(corpus), "--device", "faulty", "--results-dir", str(tmp_path / "r")],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 1
+    records = read_records(next((tmp_path / "r").glob("*/run.json")).parent)
+    broken = [r for r in records if r["item"] == "replay::unreadable::broken.json"]
+    assert broken and broken[0]["outcome"] == "error" and "broken.json" in broken[0]["error"]
+    assert "(file)" in broken[0]["error"]
+    replayed = [r for r in records if r["item"].startswith("replay::") and "unreadable" not in r["item"]]
+    assert len(replayed) == len(list(corpus.glob("*.json"))) - 1
+    assert all(r["outcome"] == "failed" for r in replayed)
+
+
+def test_exported_script_reproduces_with_torch_alone(found, tmp_path):
+    folder, records = found
+    case_path = folder / records["forward::abs::function::float32"]["counterexample"]["path"]
+    script = cli(tmp_path, "replay", "--export-script", str(case_path))
+    assert script.returncode == 0 and "import torchcts" not in script.stdout
+    path = tmp_path / "repro.py"
+    path.write_text(script.stdout)
+    on = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG))
+    assert on.returncode == 1 and "REPRODUCED" in on.stdout, on.stdout + on.stderr
+    off = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))
+    assert off.returncode == 0 and "not reproduced" in off.stdout
+    assert subprocess.run([sys.executable, str(path), "cpu"], capture_output=True, timeout=300).returncode == 0
+
+
+def test_builtin_corpus_still_fails_on_meta_and_passes_on_cpu(tmp_path):
+    on_meta = cli(tmp_path, "replay", "--builtin", "--device", "meta")
+    assert on_meta.returncode == 0, on_meta.stdout[-2000:]
+    cases = [line for line in on_meta.stdout.splitlines() if line.startswith(("still failing", "now passing"))]
+    assert cases and all(line.startswith("still failing") for line in cases)
+    on_cpu = cli(tmp_path, "replay", "--builtin", "--device", "cpu", "--strict")
+    assert on_cpu.returncode == 0 and "0 still failing" in on_cpu.stdout
+
+
+def test_fuzz_finds_a_bug_and_keeps_going_past_a_crash(tmp_path):
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    result = cli(tmp_path, "fuzz", "--device", "faulty", "--ops", "^(abs|hypot)$", "--dtype", "float32",
+                 "--property", "forward", "--level", "2", "--budget", "25s", "--seed", "3",
+                 bugs=f"{BUG},crash_hypot")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads(next((tmp_path / "results").glob("fuzz-*/fuzz.json")).read_text())
+    items = {item["item"]: item for item in summary["items"]}
+    assert items["forward::hypot::function::float32"]["outcome"] == "crashed"
+    abs_item = items["forward::abs::function::float32"]
+    assert abs_item["new_cases"] and abs_item["examples"] > 0 and abs_item["first_failure_s"] is not None
+    case = load_case(tmp_path / abs_item["new_cases"][0]["path"])
+    assert case.found["derandomize"] is False and "fuzz_seed" in case.found
+    assert "torchcts replay" in result.stdout and "crashed" in result.stdout
+
+
+@pytest.mark.parametrize("budget", ["0s", "ten minutes"])
+def test_fuzz_rejects_a_bad_budget(tmp_path, budget):
+    result = cli(tmp_path, "fuzz", "--device", "faulty", "--budget", budget)
+    assert result.returncode == 2 and "--budget" in result.stderr

@@ -201,6 +201,12 @@ def fuzz(device: str, manifest_path: Path, budget: str, ops: tuple[str, ...], dt
 def _plan_items(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
                 properties: tuple[str, ...]) -> list:
     """The items a run with this selection would execute; exits 2 on bad input."""
+    return list(_plan(manifest_path, level, dtypes, ops, properties)[0].items)
+
+
+def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
+          properties: tuple[str, ...]):
+    """(the plan of a run with this selection, the manifest); exits 2 on bad input."""
     from torchcts.plan import Selection, build_plan
     from torchcts.session import SessionError, _dtypes, _properties
 
@@ -212,7 +218,65 @@ def _plan_items(manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
         _fail(exc.render())
     except SessionError as exc:
         _fail(str(exc))
-    return list(build_plan(manifest, selection).items)
+    return build_plan(manifest, selection), manifest
+
+
+@cli.command("show-skips")
+@click.option("--device", help="Device the run would target (recorded in the listing; nothing executes).")
+@_manifest_option
+@click.option("--level", type=click.IntRange(1, 8), help="Deselect items above this semantic level, as run would.")
+@click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes, as run would; repeatable.")
+@click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable.")
+@click.option("--property", "properties", multiple=True, help="Only these properties; repeatable.")
+@click.option("--list", "list_items", is_flag=True, help="Also list every item, not only the counts.")
+def show_skips(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
+               ops: tuple[str, ...], properties: tuple[str, ...], list_items: bool) -> None:
+    """Show, without running anything, every item a run would not run and why, and what would run.
+
+    Groups the items not run by outcome and reason, with counts per reason, per capability and
+    per dtype. Exits 2 for a bad manifest or selection.
+    """
+    from torchcts.skips import skip_lines
+
+    plan, manifest = _plan(manifest_path, level, dtypes, ops, properties)
+    for line in skip_lines(plan, manifest, device, list_items):
+        click.echo(line)
+
+
+@cli.command("report")
+@click.option("--from", "source", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The run folder (results/<run-id>/) to report on (default: the latest run in --results-dir).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where runs are looked for (the latest run, and baselines).")
+@click.option("--baseline", default="auto", show_default=True,
+              help="`auto` (the latest earlier run with the same hardware key, device and torch minor version), "
+                   "`none`, or a run folder.")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the report files go (default: <run folder>/report/).")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
+              help="Only these formats (default: all four); repeatable.")
+def report(source: Path | None, results_dir: Path, baseline: str, output: Path | None,
+           formats: tuple[str, ...]) -> None:
+    """Regenerate a run's reports from its saved results, without running anything.
+
+    Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
+    marked partial and gets no support percentage. Exits 2 when the results cannot be read.
+    """
+    from torchcts.report import FORMATS, latest_run_folder, write_report
+    from torchcts.report_data import ResultsError
+
+    folder = source or latest_run_folder(results_dir)
+    if folder is None:
+        _fail(f"{results_dir}: no run folder (results/<run-id>/run.json); run `torchcts run` first or pass --from")
+    if baseline not in ("auto", "none") and not (Path(baseline) / "run.json").is_file():
+        _fail(f"--baseline {baseline}: not a run folder (no run.json); use auto, none or a results/<run-id>/ folder")
+    try:
+        written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
+                               formats=formats or FORMATS)
+    except ResultsError as exc:
+        _fail(str(exc))
+    for name, path in written.items():
+        click.echo(f"{name:6} {path}")
 
 
 @cli.command("replay")

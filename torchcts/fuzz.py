@@ -18,6 +18,7 @@ import multiprocessing
 import queue
 import random
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -119,6 +120,9 @@ class Scheduler:
 
 def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
     """Run tasks until told to stop: each is (item, seed, examples); each answer a dict."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     import pytest
     import torch
 
@@ -209,6 +213,7 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
         process.start()
         return _Slot(process, tasks)
 
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     echo(f"torchcts fuzz: {len(items)} items, budget {options.budget_s:.0f} s, {options.workers} worker(s), "
          f"seed {seed}, corpus {options.corpus_dir}")
     try:
@@ -277,6 +282,8 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
             if slot.process.is_alive():
                 slot.process.kill()
             slot.process.join(timeout=5)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     elapsed = time.monotonic() - started
     summary = {
         "seed": seed, "budget_s": options.budget_s, "elapsed_s": round(elapsed, 1), "interrupted": interrupted,
@@ -289,6 +296,11 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
     (folder / "fuzz.json").write_text(json.dumps(summary, indent=1) + "\n")
     summary["folder"] = str(folder)
     return summary
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C or SIGTERM (a CI cancelling the job) end the hunt the same way: cleanly."""
+    raise KeyboardInterrupt
 
 
 def parse_budget(text: str) -> float:

@@ -58,6 +58,7 @@ class RunSession:
         self.replaying = replaying  # replay items when --corpus is given, instead of the plan's
         self.total = len(replaying) if replaying is not None else len(plan.items)
         self.corpus_dir = Path(config.getoption("torchcts_corpus_dir"))
+        self.new_cases = 0
         self.environment_key = writer.environment.get("hardware_key")
         self.versions = f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
         self.done = 0
@@ -118,6 +119,8 @@ class RunSession:
             "replay": [str(p) for p in replay_paths] if replay_paths else None,
             "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
                           "properties": option("torchcts_properties"), "level": level},
+            "capabilities": sorted(manifest.capabilities) if manifest else [],
+            "property_capabilities": {p.name: p.capability for p in PROPERTY_BY_NAME.values()},
             "planned_items": len(plan.items) if replaying is None else len(replaying),
             "harness_threads": HARNESS_THREADS,
         }
@@ -179,6 +182,7 @@ class RunSession:
             record.update(context.record_fields())
             if outcome in ("failed", "error") and context.failing_case is not None and self.replaying is None:
                 record.update(self._save_counterexample(item, context, outcome, error))
+                self.new_cases += bool((record.get("counterexample") or {}).get("new"))
         if self.trace_device_ops:
             from torchcts.testing import faulty
 
@@ -221,7 +225,13 @@ class RunSession:
     def summary_lines(self) -> list[str]:
         counts = ", ".join(f"{name} {count}" for name, count in sorted(self.writer.outcomes.items()))
         seed = "derandomized" if self.run_seed is None else f"seed {self.run_seed} (--seed {self.run_seed} repeats it)"
-        return [f"torchcts: results in {self.writer.folder} ({counts}); {seed}"]
+        if self.replaying is not None:
+            seed = "corpus replay"
+        lines = [f"torchcts: results in {self.writer.folder} ({counts}); {seed}"]
+        if self.new_cases:
+            lines.append(f"torchcts: {self.new_cases} new counterexample(s) in {self.corpus_dir}; each failing "
+                         f"record names its replay command")
+        return lines
 
 
 def _outcome(report: pytest.TestReport, call: pytest.CallInfo) -> tuple[str, str, str | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -127,6 +128,23 @@ def test_fuzz_finds_a_bug_and_keeps_going_past_a_crash(tmp_path):
     case = load_case(tmp_path / abs_item["new_cases"][0]["path"])
     assert case.found["derandomize"] is False and "fuzz_seed" in case.found
     assert "torchcts replay" in result.stdout and "crashed" in result.stdout
+
+
+def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
+    process = subprocess.Popen([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^abs$",
+                                "--dtype", "float32", "--property", "forward", "--budget", "10m", "--seed", "5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    for line in process.stdout:  # wait for the first case found
+        if "new case:" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 1 and "interrupted" in output
+    summary = json.loads(next((tmp_path / "results").glob("fuzz-*/fuzz.json")).read_text())
+    assert summary["interrupted"] and summary["elapsed_s"] < 600
+    assert list((tmp_path / "corpus").glob("*.json"))
 
 
 @pytest.mark.parametrize("budget", ["0s", "ten minutes"])

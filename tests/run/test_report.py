@@ -1,0 +1,177 @@
+"""`torchcts report` and `show-skips`: sections and numbers checked against the records they come from."""
+
+from __future__ import annotations
+
+import collections
+import html.parser
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from torchcts.results import read_records
+from torchcts.templates import render_template
+
+OPS = "^(abs|add|mul|neg)$"
+BUG = "storage_offset_ignored"
+
+
+def cli(cwd, *args, bugs=""):
+    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs), timeout=600)
+
+
+def run_folder(results):
+    return sorted(p.parent for p in results.glob("*/run.json"))[-1]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A clean faulty run, then the same run with a bug (its baseline is the clean one), then a partial run."""
+    cwd = tmp_path_factory.mktemp("report")
+    (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    common = ("run", "--device", "faulty", "--ops", OPS, "--dtype", "float32", "--level", "4", "--derandomize",
+              "--max-examples", "15")
+    assert cli(cwd, *common).returncode == 0
+    clean = run_folder(cwd / "results")
+    assert cli(cwd, *common, bugs=BUG).returncode == 1
+    buggy = run_folder(cwd / "results")
+    assert cli(cwd, *common, "--results-dir", "partial-results", "--", "-x", bugs=BUG).returncode == 1
+    partial = run_folder(cwd / "partial-results")
+    return cwd, clean, buggy, partial
+
+
+def report(cwd, folder, *args):
+    result = cli(cwd, "report", "--from", str(folder), *args)
+    assert result.returncode == 0, result.stderr
+    out = folder / "report"
+    return {"md": (out / "scorecard.md").read_text(), "html": (out / "report.html").read_text(),
+            "junit": ElementTree.parse(out / "junit.xml").getroot(), "json": json.loads((out / "summary.json").read_text())}
+
+
+class StrictHTML(html.parser.HTMLParser):
+    """Fails on unbalanced tags: the report must be well-formed without a browser to forgive it."""
+
+    VOID = {"meta", "br", "rect", "link", "img", "input", "hr"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+
+def check_html(text):
+    parser = StrictHTML()
+    parser.feed(text)
+    parser.close()
+    assert not parser.stack
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched
+    assert "<script" not in text
+
+
+def test_complete_run_report_matches_its_records(runs):
+    cwd, clean, _, _ = runs
+    records = read_records(clean)
+    counts = collections.Counter(r["outcome"] for r in records)
+    executed = sum(counts[o] for o in ("passed", "failed", "error", "crashed", "timed_out"))
+    out = report(cwd, clean, "--baseline", "none")
+    summary = out["json"]
+    assert summary["coverage"]["executed"] == executed and summary["coverage"]["total_items"] == len(records)
+    assert summary["coverage"]["support_percent"] == round(100 * counts["passed"] / executed, 2) == 100.0
+    groups = {g["name"]: g["count"] for g in summary["coverage"]["groups"]}
+    assert groups["passed"] == counts["passed"] and groups["selection"] == counts["deselected"]
+    assert sum(groups.values()) == len(records)
+    assert "**Backend support: 100.00%**" in out["md"] and f"of {executed} executed items" in out["md"]
+    capabilities = {c["capability"]: c for c in summary["capabilities"]}
+    assert capabilities["training"]["properties"] == ["backward"] and capabilities["training"]["verdict"] == "passing"
+    assert capabilities["training"]["executed"] == sum(
+        1 for r in records if r["property"] == "backward" and r["outcome"] == "passed")
+    assert "declared; no property tests it yet" in {c["verdict"] for c in summary["capabilities"]}
+    levels = {l["level"]: l for l in summary["levels"]}
+    assert levels[4]["executed"] == sum(1 for r in records if r["level"] == 4 and r["outcome"] == "passed")
+    core = next(row for row in summary["dtype_matrix"]["rows"] if row["family"] == "core")
+    float32 = next(cell for cell in core["cells"] if cell["dtype"] == "float32")
+    assert float32["passed"] == counts["passed"] and float32["pass_rate"] == 1.0
+    junit = out["junit"]
+    assert int(junit.get("failures")) == 0 and int(junit.get("tests")) == executed + counts["cpu_contract"] + \
+        counts["runtime_unavailable"]
+    check_html(out["html"])
+    assert 'id="heatmap"' in out["html"] and 'id="level-chart"' in out["html"] and 'id="partial"' not in out["html"]
+
+
+def test_failures_show_counterexample_and_replay(runs):
+    cwd, _, buggy, _ = runs
+    records = read_records(buggy)
+    failing = [r for r in records if r["outcome"] in ("failed", "error")]
+    out = report(cwd, buggy, "--baseline", "none")
+    failures = {f["item"]: f for f in out["json"]["failures"]}
+    assert set(failures) == {r["item"] for r in failing} and failures
+    abs_failure = failures["forward::abs::function::float32"]
+    assert abs_failure["replay"].startswith("torchcts replay corpus/")
+    tensor = abs_failure["case"]["tensors"][0]
+    assert tensor["where"] == "input" and tensor["storage_offset"] > 0 and tensor["strides"] is not None
+    assert abs_failure["case"]["difference"]
+    assert f"`{abs_failure['replay']}`" in out["md"] and "### `forward::abs::function::float32`: failed" in out["md"]
+    assert int(out["junit"].get("failures")) == sum(r["outcome"] == "failed" for r in failing)
+    assert out["json"]["coverage"]["support_percent"] < 100
+    check_html(out["html"])
+
+
+def test_baseline_lists_regressions(runs):
+    cwd, clean, buggy, _ = runs
+    out = report(cwd, buggy)  # auto: the clean run has the same hardware key, device and torch
+    baseline = out["json"]["baseline"]
+    assert baseline["run_id"] == clean.name
+    before = {r["item"]: r["outcome"] for r in read_records(clean)}
+    expected = sorted(r["item"] for r in read_records(buggy)
+                      if r["outcome"] in ("failed", "error") and before.get(r["item"]) == "passed")
+    assert sorted(b["item"] for b in baseline["regressions"]) == expected and expected
+    assert baseline["fixes"] == []
+    assert f"{len(expected)} regressions" in out["md"]
+    assert report(cwd, clean)["json"]["baseline"] is None  # nothing earlier
+
+
+def test_partial_run_is_marked_and_gets_no_percentage(runs):
+    cwd, _, _, partial = runs
+    assert json.loads((partial / "run.json").read_text())["status"] == "partial"
+    out = report(cwd, partial, "--baseline", "none")
+    assert out["json"]["coverage"]["support_percent"] is None and not out["json"]["coverage"]["complete"]
+    assert "(PARTIAL RUN)" in out["md"] and "No support percentage: the run is partial" in out["md"]
+    assert 'id="partial"' in out["html"]
+    check_html(out["html"])
+
+
+def test_report_needs_a_run_folder(tmp_path):
+    result = cli(tmp_path, "report")
+    assert result.returncode == 2 and "no run folder" in result.stderr
+    (tmp_path / "results" / "x").mkdir(parents=True)
+    (tmp_path / "results" / "x" / "run.json").write_text("{not json")
+    broken = cli(tmp_path, "report")
+    assert broken.returncode == 2 and "run.json: unreadable" in broken.stderr
+
+
+def test_show_skips_lists_reasons_without_running(tmp_path):
+    (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="faulty"))
+    result = cli(tmp_path, "show-skips", "--device", "faulty", "--level", "1", "--ops", "^(add|abs)$")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "items would run" in out and "level 2 is above --level 1" in out and "--ops leaves it out" in out
+    assert "dtype_not_supported" in out and "capability_not_declared" in out
+    assert not (tmp_path / "results").exists()
+    bad = cli(tmp_path, "show-skips", "--dtype", "float33")
+    assert bad.returncode == 2 and "float33" in bad.stderr

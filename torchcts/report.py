@@ -1,0 +1,121 @@
+"""`torchcts report`: the scorecard (Markdown), a self-contained HTML report, JUnit XML and a
+summary JSON, regenerated from a saved run (`report_data`) with the templates in `report_templates/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from torchcts.report_data import EXECUTED, build_report, find_baseline, load_run
+
+FORMATS = ("md", "html", "junit", "json")
+_FILES = {"md": "scorecard.md", "html": "report.html", "junit": "junit.xml", "json": "summary.json"}
+_JUNIT_NOT_RUN = ("cpu_contract", "runtime_unavailable")  # attempted, not executable: skipped in JUnit
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("torchcts", "report_templates"), undefined=jinja2.StrictUndefined,
+    autoescape=lambda name: bool(name) and name.endswith((".html.jinja", ".xml.jinja")),
+    keep_trailing_newline=True, trim_blocks=False)
+
+
+def latest_run_folder(results_dir: Path | str) -> Path | None:
+    folders = sorted(p.parent for p in Path(results_dir).glob("*/run.json"))
+    return folders[-1] if folders else None
+
+
+def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
+                 results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    """Write the report files of the run in `folder`; their paths by format.
+
+    `baseline`: "auto" (the latest earlier run with the same hardware key, device and torch
+    minor version in the run's results folder), "none", or a run folder."""
+    run = load_run(folder)
+    if baseline == "none":
+        base = None
+    elif baseline == "auto":
+        base = find_baseline(results_dir or Path(folder).parent, run)
+    else:
+        base = load_run(baseline)
+    report = build_report(run, base)
+    output = Path(output) if output is not None else Path(folder) / "report"
+    output.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name in formats:
+        path = output / _FILES[name]
+        _write_atomically(path, _render(name, report, run))
+        written[name] = path
+    return written
+
+
+def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
+    if name == "json":
+        return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"
+    helpers = {"duration": _duration, "heat": _heat}
+    if name == "md":
+        return _TEMPLATES.get_template("scorecard.md.jinja").render(report=report, **helpers)
+    if name == "html":
+        return _TEMPLATES.get_template("report.html.jinja").render(report=report, level_chart=_level_chart(report),
+                                                                   **helpers)
+    cases = [_junit_case(r) for r in run["records"] if r["outcome"] in EXECUTED + _JUNIT_NOT_RUN]
+    return _TEMPLATES.get_template("junit.xml.jinja").render(
+        report=report, cases=cases, failures=sum(c["outcome"] == "failed" for c in cases),
+        errors=sum(c["outcome"] in ("error", "crashed", "timed_out") for c in cases),
+        skipped=sum(c["outcome"] in _JUNIT_NOT_RUN for c in cases))
+
+
+def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
+    error = record.get("error") or ""
+    replay = (record.get("counterexample") or {}).get("replay")
+    return {"item": record["item"], "property": record["property"], "outcome": record["outcome"],
+            "reason": record.get("reason", ""), "duration_s": record.get("duration_s"),
+            "message": error.splitlines()[0][:300] if error else record.get("reason", ""),
+            "detail": error + (f"\nreplay: {replay}" if replay else "")}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "duration unknown"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
+
+
+def _heat(rate: float | None) -> str:
+    """A cell colour: red (nothing passed) through yellow to green (all passed); grey when nothing ran."""
+    if rate is None:
+        return "#eeeeee"
+    return f"hsl({round(120 * rate)}, 65%, 72%)"
+
+
+def _level_chart(report: dict[str, Any]) -> str:
+    """An inline SVG: one stacked bar per level (passed, failed or error, deselected, other not run)."""
+    levels = report["levels"]
+    parts = (("passed", "#6cbf6c"), ("problems", "#d9534f"), ("deselected", "#9db4d6"), ("other_not_run", "#cccccc"))
+    width, bar, gap, left = 560, 22, 10, 60
+    height = len(levels) * (bar + gap) + 30
+    most = max((level["collected"] for level in levels), default=1) or 1
+    rows = []
+    for index, level in enumerate(levels):
+        y, x = 10 + index * (bar + gap), left
+        rows.append(f'<text x="0" y="{y + 16}">level {level["level"]}</text>')
+        for key, colour in parts:
+            w = (width - left - 10) * level[key] / most
+            if w > 0:
+                rows.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar}" fill="{colour}">'
+                            f'<title>{key}: {level[key]}</title></rect>')
+            x += w
+    legend = "".join(f'<rect x="{left + i * 120}" y="{height - 14}" width="10" height="10" fill="{c}"/>'
+                     f'<text x="{left + i * 120 + 14}" y="{height - 5}">{k.replace("_", " ")}</text>'
+                     for i, (k, c) in enumerate(parts))
+    return (f'<svg id="level-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'font-size="12" role="img" aria-label="outcomes per level">{"".join(rows)}{legend}</svg>')
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)

@@ -1,0 +1,268 @@
+"""What a report says, computed from a run's saved files alone (`run.json`, `records.jsonl`, corpus cases).
+
+No torch, no op database, no plugin: a report of any saved run can be made anywhere, fast. The
+sections are plain dicts and lists that the templates (`report_templates/`) lay out and that
+`summary.json` carries as they are.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")
+PROBLEMS = ("failed", "error", "crashed", "timed_out")
+# How each outcome is counted in the operator coverage table.
+COVERAGE_GROUPS: dict[str, tuple[str, ...]] = {
+    "passed": ("passed",),
+    "failed or error": PROBLEMS,
+    "manifest policy": ("dtype_not_supported", "dtype_regex_filtered", "dtype_not_listed", "capability_not_declared",
+                        "op_excluded"),
+    "coverage policy": ("level_filtered",),
+    "selection": ("deselected",),
+    "CPU contract": ("cpu_contract",),
+    "runtime availability": ("runtime_unavailable",),
+}
+SUPPORT_THRESHOLD = 20  # a support percentage needs a complete run with at least this many executed items
+FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
+
+
+class ResultsError(Exception):
+    """A results folder that cannot be reported on: which file, what is wrong."""
+
+
+def load_run(folder: Path | str) -> dict[str, Any]:
+    """A run's summary and records; ResultsError names the missing or unreadable file."""
+    folder = Path(folder)
+    summary_path = folder / "run.json"
+    try:
+        summary = json.loads(summary_path.read_text())
+    except FileNotFoundError:
+        raise ResultsError(f"{summary_path}: missing; is {folder} a run folder (results/<run-id>/)?") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"{summary_path}: unreadable: {exc}") from None
+    records_path = folder / "records.jsonl"
+    if not records_path.exists():
+        raise ResultsError(f"{records_path}: missing")
+    records = []
+    for line in records_path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line of a killed run
+    return {"folder": str(folder), "summary": summary, "records": records}
+
+
+def family(op: str) -> str:
+    """The op family of an OpInfo id: its namespace (`linalg`, `nn.functional`, ...) or `core`."""
+    for name in FAMILIES:
+        if op.startswith(name + "."):
+            return name
+    return "core"
+
+
+def find_baseline(results_dir: Path | str, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest earlier run with the same hardware key, device and torch minor version."""
+    env = run["summary"].get("environment", {})
+    key = (env.get("hardware_key"), env.get("device"), env.get("compile"), _torch_minor(env.get("torch")))
+    started = run["summary"].get("started") or ""
+    candidates = []
+    for path in Path(results_dir).glob("*/run.json"):
+        if path.parent.resolve() == Path(run["folder"]).resolve():
+            continue
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        other = summary.get("environment", {})
+        if (other.get("hardware_key"), other.get("device"), other.get("compile"),
+                _torch_minor(other.get("torch"))) == key and other.get("replay") is None \
+                and (summary.get("started") or "") < started:
+            candidates.append((summary.get("started") or "", path.parent))
+    if not candidates:
+        return None
+    return load_run(max(candidates)[1])
+
+
+def _torch_minor(version: Any) -> str:
+    return ".".join(str(version or "").split("+")[0].split(".")[:2])
+
+
+def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every section of a report, as data."""
+    summary, records = run["summary"], run["records"]
+    env = summary.get("environment", {})
+    counts = collections.Counter(r["outcome"] for r in records)
+    executed = sum(counts[o] for o in EXECUTED)
+    complete = summary.get("status") == "complete"
+    support = None
+    if complete and executed >= SUPPORT_THRESHOLD:
+        support = round(100.0 * counts["passed"] / executed, 2)
+    return {
+        "run": _run_section(run),
+        "coverage": {
+            "groups": [{"name": name, "outcomes": list(outcomes), "count": sum(counts[o] for o in outcomes)}
+                       for name, outcomes in COVERAGE_GROUPS.items()],
+            "total_items": len(records), "executed": executed, "complete": complete,
+            "support_percent": support, "support_threshold": SUPPORT_THRESHOLD,
+            "counts": dict(sorted(counts.items())),
+            "ops_executed": len({r["op"] for r in records if r["outcome"] in EXECUTED}),
+            "ops_all_passed": len(_ops_all_passed(records)),
+        },
+        "capabilities": _capabilities(env, records),
+        "dtype_matrix": _dtype_matrix(records),
+        "levels": _levels(records),
+        "failures": [_failure(r, Path(run["folder"])) for r in records if r["outcome"] in PROBLEMS],
+        "baseline": _baseline(records, baseline) if baseline is not None else None,
+    }
+
+
+def _run_section(run: dict[str, Any]) -> dict[str, Any]:
+    summary = run["summary"]
+    env = summary.get("environment", {})
+    duration = None
+    try:
+        duration = (datetime.datetime.fromisoformat(summary["finished"]) -
+                    datetime.datetime.fromisoformat(summary["started"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        pass
+    backend = env.get("device", "?") + (f" under torch.compile({env['compile']})" if env.get("compile") else "")
+    return {"folder": run["folder"], "run_id": summary.get("run_id"), "status": summary.get("status"),
+            "backend": backend, "device": env.get("device"), "hardware_key": env.get("hardware_key"),
+            "torch": env.get("torch"), "torchcts": env.get("torchcts"), "hypothesis": env.get("hypothesis"),
+            "python": env.get("python"), "started": summary.get("started"), "duration_s": duration,
+            "seed": env.get("seed"), "derandomize": env.get("derandomize"), "manifest": env.get("manifest"),
+            "manifest_hash": env.get("manifest_hash"), "level": env.get("level"),
+            "validation": env.get("validation"), "selection": env.get("selection")}
+
+
+def _ops_all_passed(records: list[dict[str, Any]]) -> set[str]:
+    by_op: dict[str, set[str]] = collections.defaultdict(set)
+    for r in records:
+        if r["outcome"] in EXECUTED:
+            by_op[r["op"]].add(r["outcome"])
+    return {op for op, outcomes in by_op.items() if outcomes == {"passed"}}
+
+
+def _capabilities(env: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every capability the manifest declares, with the items of the properties that test it."""
+    tested_by = env.get("property_capabilities") or {}
+    result = []
+    for capability in env.get("capabilities") or []:
+        properties = sorted(p for p, c in tested_by.items() if c == capability)
+        mine = [r for r in records if r["property"] in properties]
+        counts = collections.Counter(r["outcome"] for r in mine)
+        executed = sum(counts[o] for o in EXECUTED)
+        if not properties:
+            verdict = "declared; no property tests it yet"
+        elif not executed:
+            verdict = "declared; nothing executed"
+        elif any(counts[o] for o in PROBLEMS):
+            verdict = "failing"
+        else:
+            verdict = "passing"
+        result.append({"capability": capability, "properties": properties, "executed": executed,
+                       "passed": counts["passed"], "problems": sum(counts[o] for o in PROBLEMS), "verdict": verdict})
+    return result
+
+
+def _dtype_matrix(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Op family x dtype: executed items, passed, problems, and not run."""
+    cells: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in records:
+        outcome = r["outcome"]
+        kind = "passed" if outcome == "passed" else "problems" if outcome in PROBLEMS else "not_run"
+        cells[(family(r["op"]), r["dtype"])][kind] += 1
+    families = sorted({f for f, _ in cells}, key=lambda f: (f != "core", f))
+    dtypes = sorted({d for _, d in cells})
+    rows = []
+    for name in families:
+        row = []
+        for dtype in dtypes:
+            cell = cells.get((name, dtype), collections.Counter())
+            run = cell["passed"] + cell["problems"]
+            row.append({"dtype": dtype, "passed": cell["passed"], "problems": cell["problems"],
+                        "not_run": cell["not_run"], "pass_rate": round(cell["passed"] / run, 4) if run else None})
+        rows.append({"family": name, "cells": row})
+    return {"dtypes": dtypes, "rows": rows}
+
+
+def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per semantic level: items collected, executed, passed, with problems, deselected, not run otherwise."""
+    levels: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in records:
+        counter = levels[int(r.get("level") or 0)]
+        counter["collected"] += 1
+        outcome = r["outcome"]
+        if outcome in EXECUTED:
+            counter["executed"] += 1
+            counter["passed" if outcome == "passed" else "problems"] += 1
+        elif outcome in ("deselected", "level_filtered"):
+            counter["deselected"] += 1
+        else:
+            counter["other_not_run"] += 1
+    return [{"level": level, **{k: c[k] for k in ("collected", "executed", "passed", "problems", "deselected",
+                                                   "other_not_run")}}
+            for level, c in sorted(levels.items())]
+
+
+def _failure(record: dict[str, Any], folder: Path) -> dict[str, Any]:
+    reference = record.get("counterexample") or {}
+    case = _case_details(reference.get("path"), folder) if reference else None
+    error = record.get("error") or record.get("reason") or ""
+    return {"item": record["item"], "outcome": record["outcome"], "reason": record.get("reason", ""),
+            "message": error.splitlines()[0][:500] if error else "",
+            "max_abs_error": record.get("max_abs_error"), "max_rel_error": record.get("max_rel_error"),
+            "max_ulp": record.get("max_ulp"), "replay": reference.get("replay"), "case": case,
+            "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error")}
+
+
+def _case_details(path: str | None, folder: Path) -> dict[str, Any] | None:
+    """Shapes, strides, dtypes and the observed difference of a corpus case (read as JSON only)."""
+    if not path:
+        return None
+    candidates = [Path(path), folder / path, folder.parent.parent / path]
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
+        return {"path": path, "missing": True}
+    try:
+        data = json.loads(found.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"path": path, "missing": True}
+    tensors = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, dict) and "tensor" in value:
+            tensors.append({"where": where, "kind": value["tensor"], "dtype": value.get("dtype"),
+                            "sizes": value.get("sizes"), "strides": value.get("strides"),
+                            "storage_offset": value.get("storage_offset")})
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}.{key}" if key not in ("dict", "tuple") else where)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{where}[{index}]")
+
+    inputs = data.get("inputs", {})
+    for name in ("input", "args", "kwargs"):
+        walk(inputs.get(name), name)
+    failure = data.get("failure", {})
+    return {"path": path, "missing": False, "description": data.get("description", ""), "tensors": tensors,
+            "difference": failure.get("difference") or failure.get("message", "").splitlines()[0][:300]}
+
+
+def _baseline(records: list[dict[str, Any]], baseline: dict[str, Any]) -> dict[str, Any]:
+    """Items that passed in the baseline and fail now, and the reverse."""
+    before = {r["item"]: r["outcome"] for r in baseline["records"]}
+    regressions, fixes = [], []
+    for r in records:
+        then = before.get(r["item"])
+        if then == "passed" and r["outcome"] in PROBLEMS:
+            regressions.append({"item": r["item"], "then": then, "now": r["outcome"]})
+        elif then in PROBLEMS and r["outcome"] == "passed":
+            fixes.append({"item": r["item"], "then": then, "now": r["outcome"]})
+    return {"folder": baseline["folder"], "run_id": baseline["summary"].get("run_id"),
+            "started": baseline["summary"].get("started"), "regressions": regressions, "fixes": fixes}

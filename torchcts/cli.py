@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 import torchcts
-from torchcts.manifest import ManifestError, environment_problems, load_manifest, parse_manifest
-from torchcts.manifest.summary import summary_lines
 from torchcts.project_venv import maybe_switch_to_project_venv
-from torchcts.templates import TEMPLATE_NAMES, render_template, template_purpose
+from torchcts.template_names import TEMPLATE_NAMES
+
+# torch and the manifest model load inside the commands that need them: `torchcts report` and
+# `--help` start without importing torch.
 
 EXIT_BAD_INPUT = 2
 
@@ -49,6 +50,8 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
     nearest valid name. Exits 0 when the manifest is valid, 2 when it is not (or, with --strict,
     when it has warnings).
     """
+    from torchcts.manifest import ManifestError, environment_problems, load_manifest
+    from torchcts.manifest.summary import summary_lines
     try:
         manifest, warnings = load_manifest(manifest_path)
     except ManifestError as exc:
@@ -85,6 +88,7 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
 
     Without --template, asks for one when run on a terminal.
     """
+    from torchcts.templates import render_template, template_purpose
     interactive = not non_interactive and sys.stdin.isatty()
     if template is None:
         if not interactive:
@@ -207,6 +211,7 @@ def _plan_items(manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
 def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
           properties: tuple[str, ...]):
     """(the plan of a run with this selection, the manifest); exits 2 on bad input."""
+    from torchcts.manifest import ManifestError, load_manifest
     from torchcts.plan import Selection, build_plan
     from torchcts.session import SessionError, _dtypes, _properties
 
@@ -349,6 +354,7 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
 
 def _validate_rendered(output: Path, text: str) -> None:
     """Refuse to write a manifest that would not pass check-manifest (e.g. a bad --device-name)."""
+    from torchcts.manifest import ManifestError, parse_manifest
     namespace: dict[str, object] = {}
     exec(compile(text, str(output), "exec"), namespace)
     try:

@@ -175,3 +175,9 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
     assert not (tmp_path / "results").exists()
     bad = cli(tmp_path, "show-skips", "--dtype", "float33")
     assert bad.returncode == 2 and "float33" in bad.stderr
+
+
+def test_report_path_imports_no_torch():
+    code = ("import sys, torchcts.cli, torchcts.report, torchcts.report_data; "
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0

@@ -129,17 +129,31 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
               help="Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
 @click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("corpus"),
               show_default=True, help="Where the shrunk counterexample of every failing item is written.")
+@click.option("--subprocess-per-test", is_flag=True, help="Run every item in its own forked process.")
+@click.option("--known-segfault-policy", type=click.Choice(["isolate", "off"]), default="isolate", show_default=True,
+              help="Isolate items a known-crash rule matches, or ignore the ledger.")
+@click.option("--known-crashes", type=click.Path(dir_okay=False, path_type=Path),
+              help="Project-local known-crash ledger (default: known_crashes.json next to the manifest).")
+@click.option("--known-segfault-audit", is_flag=True,
+              help="Validate every known-crash rule and show the items it matches; run nothing.")
+@click.option("--adaptive-isolation", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
+              help="Isolate items that crashed or hung in earlier runs (same hardware, device, torch minor).")
+@click.option("--item-timeout", type=click.FloatRange(min=1), help="Seconds an isolated item may run (default 900).")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
         results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path,
+        subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
+        known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         pytest_args: tuple[str, ...]) -> None:
     """Run the property suites against a device and write results.
 
     Every item the manifest rules out, or this run deselects, is recorded with its reason.
     Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json). Arguments after `--` go to
-    pytest. Exits 0 when no item failed, 1 when one did, 2 for bad input, 130 when interrupted
-    (the results so far are kept and marked partial).
+    pytest. Items that may crash or hang (a known-crash rule, or evidence in earlier runs) run in a
+    forked child: a crash is recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0
+    when no item failed, 1 when one did, 2 for bad input, 130 when interrupted (the results so far
+    are kept and marked partial).
     """
     from torchcts.runner import RunOptions, run_suites
 
@@ -148,8 +162,20 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
                          properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
-                         corpus_dir=corpus_dir, pytest_args=pytest_args)
+                         corpus_dir=corpus_dir, pytest_args=pytest_args,
+                         isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
+                                                        known_segfault_audit, adaptive_isolation, item_timeout))
     sys.exit(run_suites(options))
+
+
+def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: bool, adaptive: str,
+                    timeout: float | None) -> tuple[str, ...]:
+    args = ["--known-segfault-policy", policy, "--adaptive-isolation", adaptive]
+    args += ["--subprocess-per-test"] if everything else []
+    args += ["--known-crashes", str(ledger)] if ledger else []
+    args += ["--known-segfault-audit"] if audit else []
+    args += ["--item-timeout", str(timeout)] if timeout else []
+    return tuple(args)
 
 
 @cli.command("fuzz")

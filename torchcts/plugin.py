@@ -57,6 +57,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "new cases; repeatable.")
     group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default="corpus", metavar="DIR",
                     help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus).")
+    group.addoption("--subprocess-per-test", dest="torchcts_subprocess_per_test", action="store_true",
+                    help="TorchCTS: run every item in its own forked process (a crash or hang costs one item).")
+    group.addoption("--known-segfault-policy", dest="torchcts_known_segfault_policy", default="isolate",
+                    choices=("isolate", "off"),
+                    help="TorchCTS: isolate items a known-crash rule matches (default), or ignore the ledger.")
+    group.addoption("--known-crashes", dest="torchcts_known_crashes", default=None, metavar="PATH",
+                    help="TorchCTS: project-local known-crash ledger (default: known_crashes.json next to the manifest).")
+    group.addoption("--known-segfault-audit", dest="torchcts_known_segfault_audit", action="store_true",
+                    help="TorchCTS: validate every known-crash rule and show the items it matches; run nothing.")
+    group.addoption("--adaptive-isolation", dest="torchcts_adaptive_isolation", default="auto", choices=("auto", "off"),
+                    help="TorchCTS: isolate items that crashed or hung in earlier runs on the same hardware, device "
+                         "and torch minor version (default auto).")
+    group.addoption("--item-timeout", dest="torchcts_item_timeout", type=float, default=None, metavar="S",
+                    help="TorchCTS: seconds an isolated item may run before it is killed as timed_out (default 900).")
     group.addoption("--results-dir", dest="torchcts_results_dir", default="results", metavar="DIR",
                     help="TorchCTS: where run folders go (default ./results).")
 
@@ -69,12 +83,16 @@ def pytest_configure(config: pytest.Config) -> None:
         if manifest_path is not None:
             _load_manifest_only(config, manifest_path)
         return
-    from torchcts.session import RunSession, SessionError
+    from torchcts.session import AuditDone, RunSession, SessionError
 
     try:
         session = RunSession.start(config)
     except SessionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    except AuditDone as audit:
+        print("\n".join(audit.lines))
+        pytest.exit("known-crash audit done" if audit.ok else "known-crash audit: some rules match no item",
+                    returncode=0 if audit.ok else 2)
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
 
@@ -133,6 +151,16 @@ def _plan_item(item: pytest.Item) -> Any:
     callspec = getattr(item, "callspec", None)
     value = callspec.params.get("cts_item") if callspec is not None else None
     return value if hasattr(value, "as_json") else None  # a PlanItem or a ReplayItem
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """Run the item in a forked child when the isolation policy says so; None lets pytest run it here."""
+    session = item.config.stash.get(SESSION_KEY, None)
+    plan_item = _plan_item(item)
+    if session is None or plan_item is None:
+        return None
+    return session.run_isolated(item, plan_item, nextitem)
 
 
 @pytest.hookimpl(wrapper=True)

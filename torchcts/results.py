@@ -63,7 +63,12 @@ class RunWriter:
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.outcomes: collections.Counter[str] = collections.Counter()
         self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._started_fd = os.open(self.folder / "started.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.write_summary("running")
+
+    def mark_started(self, item_id: str) -> None:
+        """Note that an item starts: if the run dies in it, the next run knows which one it was."""
+        os.write(self._started_fd, (json.dumps({"item": item_id}) + "\n").encode())
 
     def record(self, record: dict[str, Any]) -> None:
         """Append one item's record, whole, and count it."""
@@ -90,6 +95,7 @@ class RunWriter:
     def close(self, status: str) -> None:
         self.write_summary(status)
         os.close(self._fd)
+        os.close(self._started_fd)
 
 
 EXECUTED_OUTCOMES = ("passed", "failed", "error", "crashed", "timed_out")

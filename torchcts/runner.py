@@ -24,6 +24,7 @@ class RunOptions:
     compile_backend: str | None = None
     corpus: tuple[str, ...] = ()  # replay these cases instead of drawing
     corpus_dir: Path | None = None  # where failing items' counterexamples go
+    isolation_args: tuple[str, ...] = ()  # --subprocess-per-test, --known-segfault-policy, ... as given
     pytest_args: tuple[str, ...] = ()
 
 
@@ -53,7 +54,7 @@ def pytest_arguments(options: RunOptions) -> list[str]:
         args += ["--seed", str(options.seed)]
     if options.max_examples is not None:
         args += ["--max-examples", str(options.max_examples)]
-    return args + list(options.pytest_args)
+    return args + list(options.isolation_args) + list(options.pytest_args)
 
 
 def run_suites(options: RunOptions) -> int:

@@ -24,6 +24,11 @@ import torchcts
 from torchcts import dtypes as dtype_names
 from torchcts.case_files import CaseFileError
 from torchcts.counterexamples import store_failure
+from torchcts.crash_history import crash_evidence
+from torchcts.isolation import fork_safe, run_forked
+from torchcts.isolation_policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
+from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
+from torchcts.oracle_crashes import torch_minor
 from torchcts.replay import ReplayItem, checked_case, replay_cases, replay_items
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
@@ -41,10 +46,18 @@ class SessionError(Exception):
     """A run that cannot start: the message says what to fix."""
 
 
+class AuditDone(Exception):
+    """`--known-segfault-audit` ran instead of the run: its lines, and whether every rule matched."""
+
+    def __init__(self, lines: list[str], ok: bool):
+        super().__init__("known-crash audit")
+        self.lines, self.ok = lines, ok
+
+
 class RunSession:
     def __init__(self, config: pytest.Config, manifest: Manifest | None, target: Target, plan: Plan,
                  selection: Selection, writer: RunWriter, run_seed: int | None, max_examples: int, level: int,
-                 replaying: list[ReplayItem] | None = None):
+                 replaying: list[ReplayItem] | None = None, isolation: IsolationPolicy = IsolationPolicy()):
         self.config = config
         self.manifest = manifest
         self.target = target
@@ -59,6 +72,10 @@ class RunSession:
         self.total = len(replaying) if replaying is not None else len(plan.items)
         self.corpus_dir = Path(config.getoption("torchcts_corpus_dir"))
         self.new_cases = 0
+        self.isolation = isolation
+        self.in_child = False  # set in a forked child running one isolated item
+        self.isolating: str | None = None  # why the item being run in a child is isolated
+        self.last_outcome = ""
         self.environment_key = writer.environment.get("hardware_key")
         self.versions = f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
         self.done = 0
@@ -124,11 +141,28 @@ class RunSession:
             "planned_items": len(plan.items) if replaying is None else len(replaying),
             "harness_threads": HARNESS_THREADS,
         }
-        writer = RunWriter(Path(option("torchcts_results_dir")), environment)
+        rules = _crash_rules(option, manifest_path, target)
+        if option("torchcts_known_segfault_audit"):
+            lines, ok = audit_lines(list(rules), list(plan.items) + [a.item for a in plan.accounting],
+                                    target.device_type, torch_minor())
+            raise AuditDone([f"known-crash ledger: {len(rules)} rules, {len(plan.items)} items would run"] + lines, ok)
+        results_dir = Path(option("torchcts_results_dir"))
+        evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
+        isolation = IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules,
+                                    evidence=evidence, device_type=target.device_type, torch_version=torch_minor(),
+                                    timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S)
+        if not fork_safe(target.device_type):
+            if isolation.everything:
+                raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
+                                   "survive once initialised; run without it")
+            isolation = IsolationPolicy(device_type=target.device_type)  # nothing can be isolated by forking
+        environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
+            f"unavailable: {target.device_type} does not survive a fork"
+        writer = RunWriter(results_dir, environment)
         for entry in plan.accounting:
             writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
         return cls(config, manifest, target, plan, selection, writer, run_seed, max_examples,
-                   level or (manifest.semantic_level if manifest else 8), replaying)
+                   level or (manifest.semantic_level if manifest else 8), replaying, isolation)
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
@@ -150,6 +184,7 @@ class RunSession:
         return list(self.plan.for_property(property_name))
 
     def context_for(self, item: PlanItem | ReplayItem) -> CaseContext:
+        self.writer.mark_started(item.id)
         if isinstance(item, ReplayItem):
             return self._replay_context(item)
         if self.trace_device_ops:
@@ -187,10 +222,57 @@ class RunSession:
             from torchcts.testing import faulty
 
             record["device_ops"] = faulty.take_trace()
+        if self.isolating:
+            record["isolated"] = self.isolating
         self.writer.record(record)
+        self._count(outcome)
+
+    def _count(self, outcome: str) -> None:
+        self.last_outcome = outcome
         self.done += 1
-        self.problems += outcome in ("failed", "error")
+        self.problems += outcome in ("failed", "error", "crashed", "timed_out")
         self._progress()
+
+    def run_isolated(self, item: pytest.Item, plan_item: PlanItem | ReplayItem,
+                     nextitem: pytest.Item | None) -> bool | None:
+        """Run a pytest item in a forked child if the policy says so (True), else None.
+
+        The child runs the item as this process would and writes its record; a child that dies
+        or overruns the timeout becomes a `crashed` or `timed_out` record written here."""
+        reason = None if self.in_child or isinstance(plan_item, ReplayItem) else self.isolation.reason(plan_item)
+        if reason is None:
+            return None
+        from _pytest.reports import TestReport
+        from _pytest.runner import runtestprotocol
+
+        hook = item.config.hook
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        self.writer.mark_started(plan_item.id)
+
+        def work():
+            self.in_child, self.isolating = True, reason
+            reports = runtestprotocol(item, log=False, nextitem=None)
+            return {"reports": [hook.pytest_report_to_serializable(config=item.config, report=r) for r in reports],
+                    "outcome": self.last_outcome}
+
+        result = run_forked(work, self.isolation.timeout_s)
+        if result.status == "finished":
+            for data in result.answer["reports"]:
+                item.ihook.pytest_runtest_logreport(report=hook.pytest_report_from_serializable(config=item.config,
+                                                                                                 data=data))
+            self._count(result.answer["outcome"])
+        else:
+            outcome = "crashed" if result.status == "crashed" else "timed_out"
+            self.writer.record({**plan_item.as_json(), "outcome": outcome, "reason": result.describe(),
+                                "error": result.output_tail, "duration_s": round(result.duration_s, 4),
+                                "signal": result.signal_name or None, "isolated": reason, "counterexample": None})
+            self._count(outcome)
+            longrepr = f"{outcome}: {result.describe()} (isolated: {reason})\n{result.output_tail[-2000:]}"
+            item.ihook.pytest_runtest_logreport(report=TestReport(
+                item.nodeid, item.location, {}, "failed", longrepr, "call", duration=result.duration_s))
+        item.session._setupstate.teardown_exact(nextitem)  # what pytest would have torn down after the item
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
 
     def _save_counterexample(self, item: PlanItem, context: CaseContext, outcome: str,
                              error: str | None) -> dict[str, Any]:
@@ -263,6 +345,18 @@ def _summary(exc: BaseException) -> str:
     if notes:
         text += "\n" + "\n".join(str(n) for n in notes)
     return text[:4000]
+
+
+def _crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:
+    """The known-crash rules in force (none with --known-segfault-policy off)."""
+    local = option("torchcts_known_crashes")
+    if local is not None and not Path(local).exists():
+        raise SessionError(f"--known-crashes {local}: no such file")
+    try:
+        return tuple(ledger_rules(option("torchcts_known_segfault_policy"),
+                                  Path(local) if local else manifest_path.parent / LOCAL_NAME))
+    except LedgerError as exc:
+        raise SessionError(f"known-crash ledger: {exc}") from None
 
 
 def _import_backend(manifest: Manifest) -> None:

@@ -1,0 +1,58 @@
+"""Evidence of crashes and hangs in earlier runs on the same hardware, device and torch minor version.
+
+`--adaptive-isolation auto` isolates an item when an earlier run recorded it `crashed` or
+`timed_out`, or when an earlier run died while the item was running (its `started.jsonl` names
+an item that never got a record: a suspected crash or hang that took the whole run down).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _minor(version: Any) -> str:
+    return ".".join(str(version or "").split("+")[0].split(".")[:2])
+
+
+def crash_evidence(results_dir: Path, environment: dict[str, Any], exclude: Path | None = None) -> dict[str, str]:
+    """item id -> what happened to it before, over the matching runs in `results_dir`."""
+    key = (environment.get("hardware_key"), environment.get("device"), environment.get("compile"),
+           _minor(environment.get("torch")))
+    evidence: dict[str, str] = {}
+    for summary_path in sorted(Path(results_dir).glob("*/run.json")):
+        folder = summary_path.parent
+        if exclude is not None and folder.resolve() == exclude.resolve():
+            continue
+        try:
+            summary = json.loads(summary_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        env = summary.get("environment", {})
+        if (env.get("hardware_key"), env.get("device"), env.get("compile"), _minor(env.get("torch"))) != key:
+            continue
+        recorded = set()
+        for record in _lines(folder / "records.jsonl"):
+            recorded.add(record.get("item"))
+            if record.get("outcome") in ("crashed", "timed_out"):
+                evidence[record["item"]] = f"{record['outcome']} in run {summary.get('run_id')}"
+        if summary.get("status") == "running":  # the run died: what was running then never finished
+            for started in _lines(folder / "started.jsonl"):
+                if started.get("item") not in recorded:
+                    evidence.setdefault(started["item"], f"run {summary.get('run_id')} died while it ran")
+    return evidence
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return found

@@ -74,8 +74,13 @@ def replay(bug, out: Path) -> dict:
     counts = {}
     for label, bugs in (("on", bug.name), ("off", "")):
         results = out / bug.name / f"replay-{label}"
-        cli(["replay", str(corpus), "--device", "faulty", "--results-dir", str(results)], bugs)
-        records = [json.loads(line) for line in next(results.glob("*/records.jsonl")).read_text().splitlines()]
+        result = cli(["replay", str(corpus), "--device", "faulty", "--results-dir", str(results)], bugs)
+        found = sorted(results.glob("*/records.jsonl"))
+        if not found:
+            print(f"replay of {corpus} with bugs={bugs!r} wrote no records (exit {result.returncode}):\n"
+                  f"{result.stdout[-1500:]}{result.stderr[-1500:]}")
+            return {"cases": 0}
+        records = [json.loads(line) for line in found[-1].read_text().splitlines()]
         counts[label] = sum(r["outcome"] in ("failed", "error") for r in records if "case" in r)
     scripts = {"on": 0, "off": 0}
     for path in files[:3]:
@@ -96,6 +101,7 @@ def main() -> None:
     parser.add_argument("--bugs", default="", help="comma-separated bug names (default: all)")
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("results/bench-fuzz"))
+    parser.add_argument("--replay-only", action="store_true", help="reuse the corpora of an earlier hunt in --out")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     manifest = args.out / "manifest.py"
@@ -104,8 +110,9 @@ def main() -> None:
     chosen = [b for b in BUGS.values() if not args.bugs or b.name in args.bugs.split(",")]
     jobs = {b.name: set().union(*(reached.get(o, set()) for o in b.ops)) for b in chosen}
     with ThreadPoolExecutor(args.parallel) as pool:
-        rows = list(pool.map(lambda b: hunt(b, jobs[b.name], args.out, manifest, args.budget) if jobs[b.name]
-                             else {"bug": b.name, "kind": b.kind, "ops": 0}, chosen))
+        rows = [] if args.replay_only else list(pool.map(
+            lambda b: hunt(b, jobs[b.name], args.out, manifest, args.budget) if jobs[b.name]
+            else {"bug": b.name, "kind": b.kind, "ops": 0}, chosen))
     print(f"{'bug':32} {'kind':12} {'ops':>3} {'found':>5} {'first s':>7} {'cases':>5} {'elements (min/median)':>22}")
     for row in rows:
         found = bool(row.get("cases")) or bool(row.get("lost"))

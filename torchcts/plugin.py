@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except AuditDone as audit:
         print("\n".join(audit.lines))
         pytest.exit("known-crash audit done" if audit.ok else "known-crash audit: some rules match no item",
-                    returncode=0 if audit.ok else 2)
+                    returncode=0 if audit.ok else pytest.ExitCode.USAGE_ERROR)  # `torchcts run` exits 2
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
 

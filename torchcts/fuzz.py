@@ -27,6 +27,7 @@ import attrs
 
 PROGRESS_EVERY_S = 10.0
 BUDGET_GRACE_S = 15.0  # a visit still running this long after the budget is dropped
+CRASH_CASE_TIMEOUT_S = 30.0  # per case, while a crash is reproduced and shrunk case by case
 MAX_WEIGHT, MIN_WEIGHT = 16.0, 1 / 64
 DETERMINISTIC_PROPERTIES = ("errors",)  # fixed OpInfo error inputs: one visit says everything
 
@@ -128,7 +129,7 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
 
     from torchcts import dtypes as dtype_names
     from torchcts.counterexamples import store_failure
-    from torchcts.harness import BackendError, CaseContext
+    from torchcts.harness import BackendError, CaseContext, CaseCrashed
     from torchcts.manifest import load_manifest
     from torchcts.opinfo_catalog import find_op
     from torchcts.session import HARNESS_THREADS, _import_backend
@@ -145,10 +146,11 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
         task = tasks.get()
         if task is None:
             return
-        item, seed, examples = task
+        item, seed, examples, crash_hunt = task
         context = CaseContext(item=item, op=find_op(item.op), dtype=dtype_names.lookup(item.dtype), target=target,
                               manifest=manifest, level=options.level or manifest.semantic_level,
-                              max_examples=examples, seed=seed, deadline_ms=None, targeting=True)
+                              max_examples=examples, seed=seed, deadline_ms=None, targeting=not crash_hunt,
+                              case_timeout_s=CRASH_CASE_TIMEOUT_S if crash_hunt else None)
         answer: dict[str, Any] = {"item": item.id}
         try:
             functions[item.property](context)
@@ -156,7 +158,8 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
         except pytest.skip.Exception as exc:
             answer.update(status="unavailable", reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - every failure is a finding to store
-            outcome = "error" if isinstance(exc, BackendError) or not isinstance(exc, AssertionError) else "failed"
+            outcome = "crashed" if isinstance(exc, CaseCrashed) else \
+                "error" if isinstance(exc, BackendError) or not isinstance(exc, AssertionError) else "failed"
             answer.update(status="failed", outcome=outcome, error=f"{type(exc).__name__}: {exc}"[:2000])
             if context.failing_case is not None:
                 answer.update(store_failure(context, outcome=outcome, error=answer["error"],
@@ -187,6 +190,7 @@ class _Slot:
     process: Any
     tasks: Any
     stats: ItemStats | None = None
+    task: tuple = ()
     started: float = 0.0
     ready: bool = False  # the worker has imported torch and the op database; task time counts from here
 
@@ -206,6 +210,7 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
     started = time.monotonic()
     last_progress = started
     interrupted = False
+    crash_hunts: list[tuple[ItemStats, tuple]] = []  # crashed visits to replay case by case, forked
 
     def spawn() -> _Slot:
         tasks = context.Queue()
@@ -224,12 +229,16 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
             busy = {slot.stats.item.id for slot in slots if slot.stats is not None}
             for slot in slots:
                 if slot.stats is None and elapsed < options.budget_s:
-                    stats = scheduler.next_item(busy)
-                    if stats is None:
-                        break
-                    slot.stats, slot.started = stats, now
+                    if crash_hunts:  # a crashed visit again, each case in its own child: shrink the crash
+                        stats, task = crash_hunts.pop(0)
+                    else:
+                        stats = scheduler.next_item(busy)
+                        if stats is None:
+                            break
+                        task = (stats.item, rng.randrange(2**63), options.examples_per_task, False)
+                    slot.stats, slot.started, slot.task = stats, now, task
                     busy.add(stats.item.id)
-                    slot.tasks.put((stats.item, rng.randrange(2**63), options.examples_per_task))
+                    slot.tasks.put(task)
                     if not slot.ready:
                         slot.started = float("inf")  # the timeout starts when the worker is ready
             if all(slot.stats is None for slot in slots):
@@ -270,6 +279,8 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                     detail = f" (exit code {slot.process.exitcode})" if lost == "crashed" else ""
                     echo(f"  {lost}: {slot.stats.item.id}{detail}; the hunt goes on")
                     scheduler.lost(slot.stats, lost, time.monotonic() - started)
+                    if lost == "crashed" and not slot.task[3]:
+                        crash_hunts.append((slot.stats, (*slot.task[:3], True)))
                     slots[index] = spawn()
             if time.monotonic() - last_progress >= PROGRESS_EVERY_S:
                 last_progress = time.monotonic()

@@ -34,6 +34,10 @@ class BackendError(Exception):
     """The device raised where the CPU oracle did not (outcome `error`)."""
 
 
+class CaseCrashed(Exception):
+    """The process running one case died (isolated per case): the case is a crash counterexample."""
+
+
 class CpuRejects(Exception):
     """The CPU oracle itself raised on a case: the case says nothing about the backend."""
 
@@ -68,6 +72,7 @@ class CaseContext:
     failing_case: Any = None  # the last case that failed: after shrinking, the minimal one
     failing_comparison: oracle.Comparison | None = None
     targeting: bool = False  # fuzzing: steer Hypothesis toward larger errors (`hypothesis.target`)
+    case_timeout_s: float | None = None  # set: every case runs in a forked child (shrinking a crash)
     in_hypothesis: bool = False
 
     # -- running -------------------------------------------------------------------------------
@@ -129,7 +134,10 @@ class CaseContext:
     def _check(self, check: Callable[[Any], None], case: Any) -> None:
         self.failing_comparison = None
         try:
-            check(case)
+            if self.case_timeout_s is None:
+                check(case)
+            else:
+                _check_forked(check, case, self.case_timeout_s)
         except CpuRejects:
             self.cpu_contract_cases += 1
         except CaseUnavailable as exc:
@@ -261,6 +269,38 @@ class CaseContext:
             "max_rel_error": self.worst.max_rel_error,
             "max_ulp": self.worst.max_ulp,
         }
+
+
+def _check_forked(check: Callable[[Any], None], case: Any, timeout_s: float) -> None:
+    """`check(case)` in a forked child; its outcome raised here as the same kind of exception,
+    or CaseCrashed when the child dies or hangs."""
+    from torchcts.isolation import run_forked
+
+    def work() -> dict[str, str]:
+        try:
+            check(case)
+        except CpuRejects as exc:
+            return {"kind": "cpu_rejects", "message": str(exc)}
+        except CaseUnavailable as exc:
+            return {"kind": "unavailable", "message": str(exc)}
+        except BackendError as exc:
+            return {"kind": "backend_error", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
+            return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
+        return {"kind": "passed", "message": ""}
+
+    result = run_forked(work, timeout_s)
+    if result.status != "finished":
+        raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
+    kind, message = result.answer["kind"], result.answer["message"]
+    if kind == "cpu_rejects":
+        raise CpuRejects(message)
+    if kind == "unavailable":
+        raise CaseUnavailable(message)
+    if kind == "backend_error":
+        raise BackendError(message)
+    if kind == "failed":
+        raise AssertionError(message)
 
 
 def _result_dtype(dtype: torch.dtype, expected: Any) -> torch.dtype:

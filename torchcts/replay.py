@@ -34,6 +34,7 @@ class ReplayItem:
     fingerprint: str = ""
     status: str = ""
     problem: str | None = None
+    crash: bool = False  # the case crashed the process: it is replayed in a forked child
 
     @property
     def id(self) -> str:
@@ -57,7 +58,8 @@ def replay_items(paths: Iterable[Path | str]) -> list[ReplayItem]:
             items.append(ReplayItem(str(path), UNREADABLE_PROPERTY, "", "", "", 0, problem=str(exc)))
             continue
         items.append(ReplayItem(str(path), case.property, case.op, case.variant, case.dtype,
-                                PROPERTY_BY_NAME[case.property].level, case.fingerprint, case.status))
+                                PROPERTY_BY_NAME[case.property].level, case.fingerprint, case.status,
+                                crash=case.failure.get("outcome") in ("crashed", "timed_out")))
     return items
 
 

@@ -239,7 +239,12 @@ class RunSession:
 
         The child runs the item as this process would and writes its record; a child that dies
         or overruns the timeout becomes a `crashed` or `timed_out` record written here."""
-        reason = None if self.in_child or isinstance(plan_item, ReplayItem) else self.isolation.reason(plan_item)
+        if self.in_child or not fork_safe(self.target.device_type):
+            reason = None
+        elif isinstance(plan_item, ReplayItem):
+            reason = "a crash case" if plan_item.crash else None
+        else:
+            reason = self.isolation.reason(plan_item)
         if reason is None:
             return None
         from _pytest.reports import TestReport

@@ -101,3 +101,22 @@ def test_known_crash_audit_and_bad_ledgers(cwd):
                          text=True, cwd=cwd)
     assert bad.returncode == 2 and "known_crashes.json: rules[0]" in bad.stderr + bad.stdout
     assert "unknown field(s) dtype" in bad.stderr + bad.stdout
+
+
+def test_fuzz_shrinks_a_crash_into_a_replayable_crash_case(cwd):
+    env = dict(os.environ, TORCHCTS_FAULTY_BUGS="crash_hypot")
+    hunt = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^hypot$",
+                           "--dtype", "float32", "--property", "forward", "--budget", "30s", "--seed", "2"],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    assert hunt.returncode == 1, hunt.stdout[-3000:]
+    cases = list((cwd / "corpus").glob("*.json"))
+    assert len(cases) == 1
+    case = json.loads(cases[0].read_text())
+    assert case["failure"]["outcome"] == "crashed" and "SIGABRT" in case["failure"]["message"]
+    replayed = subprocess.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
+                              capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    assert replayed.returncode == 1 and "still failing" in replayed.stdout  # crashed in a child, reported
+    fixed = subprocess.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
+                           capture_output=True, text=True, cwd=cwd, timeout=600,
+                           env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))
+    assert fixed.returncode == 0 and "now passing" in fixed.stdout

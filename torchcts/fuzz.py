@@ -7,8 +7,9 @@ scheduler visits every item once, then draws items with weights that grow when a
 new behaviour (a new corpus case, a larger error than it has shown before: the properties call
 `hypothesis.target` on the error while fuzzing) and halve when it shows none. A worker that
 dies (segfault, abort) or overruns the task timeout is replaced; its item is recorded as
-`crashed` or `timed_out` and not scheduled again, and the hunt goes on. Ctrl-C stops the
-workers; every case already found is on disk.
+`crashed` or `timed_out` and not scheduled again, and the hunt goes on. A crashed visit is run
+once more with the same seed, each case in its own forked child, so the crash shrinks into a
+corpus case. Ctrl-C stops the workers; every case already found is on disk.
 """
 
 from __future__ import annotations
@@ -120,7 +121,10 @@ class Scheduler:
 # -- workers ---------------------------------------------------------------------------------
 
 def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
-    """Run tasks until told to stop: each is (item, seed, examples); each answer a dict."""
+    """Run tasks until told to stop: each is (item, seed, examples, crash_hunt); each answer a dict.
+
+    A crash hunt runs every case in a forked child, so a case that kills the process is caught,
+    shrunk like any failure and stored as a `crashed` case."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers

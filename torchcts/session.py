@@ -147,15 +147,7 @@ class RunSession:
                                     target.device_type, torch_minor())
             raise AuditDone([f"known-crash ledger: {len(rules)} rules, {len(plan.items)} items would run"] + lines, ok)
         results_dir = Path(option("torchcts_results_dir"))
-        evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
-        isolation = IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules,
-                                    evidence=evidence, device_type=target.device_type, torch_version=torch_minor(),
-                                    timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S)
-        if not fork_safe(target.device_type):
-            if isolation.everything:
-                raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
-                                   "survive once initialised; run without it")
-            isolation = IsolationPolicy(device_type=target.device_type)  # nothing can be isolated by forking
+        isolation = _isolation_policy(option, rules, target, results_dir, environment)
         environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
             f"unavailable: {target.device_type} does not survive a fork"
         writer = RunWriter(results_dir, environment)
@@ -350,6 +342,20 @@ def _summary(exc: BaseException) -> str:
     if notes:
         text += "\n" + "\n".join(str(n) for n in notes)
     return text[:4000]
+
+
+def _isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, results_dir: Path,
+                      environment: dict[str, Any]) -> IsolationPolicy:
+    """What runs isolated: everything, ledger matches, and items with earlier crash or hang evidence."""
+    if not fork_safe(target.device_type):
+        if option("torchcts_subprocess_per_test"):
+            raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
+                               "survive once initialised; run without it")
+        return IsolationPolicy(device_type=target.device_type)  # nothing can be isolated by forking
+    evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
+    return IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules, evidence=evidence,
+                           device_type=target.device_type, torch_version=torch_minor(),
+                           timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S)
 
 
 def _crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:

@@ -2,7 +2,8 @@
 
 - Eager devices (cpu for validation, cuda, the faulty device, out-of-tree ones) compare values.
 - `meta` computes metadata only: values are never compared, and a case whose output shape
-  depends on data (`nonzero`, `unique`, `.item()`) cannot run there by design. Such a case is
+  depends on data (`nonzero`, `unique`, `unique_consecutive`, `.item()`) or whose result is data
+  (`equal` returns a Python bool) cannot run there by design. Such a case is
   `runtime_unavailable`, not a finding; a missing Meta kernel for a claimed op is a finding
   (outcome `error`), like any unsupported operation on a claimed dtype.
 - `--compile BACKEND` runs each op through `torch.compile(backend=BACKEND)` on the device and
@@ -29,7 +30,8 @@ COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
 _META_DATA_DEPENDENT = re.compile(
     r"item\(\) cannot be called on meta|cannot be called on meta tensors|data.dependent|correct data-independent|"
     r"Cannot copy out of meta tensor|meta tensors? (do|does) not have data|tolist\(\) .*meta|"
-    r"aten::(nonzero|unique|masked_select|_unique2?|bincount|repeat_interleave)\b.*Meta", re.IGNORECASE)
+    r"aten::(nonzero|unique|masked_select|_unique2?|bincount|repeat_interleave)\b.*Meta|"
+    r"aten::(equal|unique_consecutive|unique_dim)\b.*(Meta|meta)|repeat_interleave a meta tensor", re.IGNORECASE)
 _RECOMPILE_LIMIT = 256
 
 

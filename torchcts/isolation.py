@@ -13,6 +13,7 @@ harness refuses isolation there rather than pretend.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -58,10 +59,12 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
     output = tempfile.TemporaryFile(mode="w+b")
     read_end, write_end = os.pipe()
     started = time.monotonic()
+    gc.freeze()  # the child's collector then leaves the parent's objects alone: no copy-on-write storm
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
         _child(work, write_end, output.fileno())
+    gc.unfreeze()
     os.close(write_end)
     chunks: list[bytes] = []
     status = None

@@ -76,6 +76,10 @@ class RunWriter:
         os.write(self._fd, line.encode())
         self.outcomes[record["outcome"]] += 1
 
+    def count(self, outcome: str) -> None:
+        """Count a record another process wrote to this run (an isolated child)."""
+        self.outcomes[outcome] += 1
+
     def write_summary(self, status: str) -> None:
         summary = {
             "schema_version": SCHEMA_VERSION,

@@ -257,6 +257,8 @@ class RunSession:
             for data in result.answer["reports"]:
                 item.ihook.pytest_runtest_logreport(report=hook.pytest_report_from_serializable(config=item.config,
                                                                                                  data=data))
+            if result.answer["outcome"]:
+                self.writer.count(result.answer["outcome"])  # the child wrote the record
             self._count(result.answer["outcome"])
         else:
             outcome = "crashed" if result.status == "crashed" else "timed_out"

@@ -77,8 +77,10 @@ def test_a_run_killed_by_a_crash_leaves_evidence_for_the_next(cwd):
 def test_subprocess_per_test_keeps_every_outcome(cwd):
     plain = run(cwd, "--known-segfault-policy", "off", "--adaptive-isolation", "off", "--max-examples", "15",
                 bugs="storage_offset_ignored", results="plain")[2]
-    isolated = run(cwd, "--subprocess-per-test", "--max-examples", "15", bugs="storage_offset_ignored",
-                   results="isolated")[2]
+    _, folder, isolated = run(cwd, "--subprocess-per-test", "--max-examples", "15", bugs="storage_offset_ignored",
+                              results="isolated")
+    counts = json.loads((folder / "run.json").read_text())["counts"]
+    assert counts["passed"] == sum(r["outcome"] == "passed" for r in isolated.values())  # children's records count
     executed = {k: r for k, r in plain.items() if r["outcome"] in ("passed", "failed", "error")}
     assert executed and {k: isolated[k]["outcome"] for k in executed} == {k: r["outcome"] for k, r in executed.items()}
     assert all(isolated[k]["isolated"] == "--subprocess-per-test" for k in executed)

@@ -6,6 +6,7 @@ import collections
 import html.parser
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -181,3 +182,22 @@ def test_report_path_imports_no_torch():
     code = ("import sys, torchcts.cli, torchcts.report, torchcts.report_data; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it where it can)")
+def test_html_report_opens_in_headless_chromium(runs, tmp_path):
+    cwd, _, buggy, _ = runs
+    report(cwd, buggy)
+    shot = tmp_path / "report.png"
+    browser = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         f"--screenshot={shot}", "--window-size=1200,1600", (buggy / "report" / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000, browser.stderr[-2000:]
+    page_errors = [line for line in browser.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not page_errors, page_errors

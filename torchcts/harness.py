@@ -112,7 +112,10 @@ class CaseContext:
         """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
         def still_fails(candidate: Any) -> bool:
             try:
-                check(candidate)
+                if self.case_timeout_s is None:
+                    check(candidate)
+                else:  # a crash being shrunk: every try in its own child
+                    _check_forked(check, candidate, self.case_timeout_s)
             except (CpuRejects, CaseUnavailable):
                 return False
             except Exception as exc:  # noqa: BLE001 - the same kind of failure keeps the cut

@@ -257,12 +257,14 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
             data = t.dtype == dtype or (is_float_like(t.dtype) and is_float_like(dtype))
             changes: list[str] = []
             choice = draw(_CHOICE, label=f"{where} transform choice") if kind & _NEEDS_CHOICE else 0
+            laid_out = t
             if kind & _KIND_TIE and data:
                 t, note = value_transforms.with_tie(t, choice)
                 changes.append(note)
             if kind & _KIND_SPECIAL and data:
                 t, note = _with_specials(draw, where, t, integers_kept)
                 changes.append(note)
+            t = value_transforms.in_layout_of(laid_out, t)  # value changes keep the drawn layout
             if kind & _KIND_BROADCAST and data and not written:
                 t, note = value_transforms.broadcast_along(t, choice)
                 changes.append(note)

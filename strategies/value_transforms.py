@@ -45,6 +45,24 @@ def repeats_are_safe(op_name: str, sample: Any) -> bool:
     return not _REPEATS_UNSAFE.search(op_name)
 
 
+def in_layout_of(like: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """`values` (same shape) laid out exactly as `like`: sizes, strides, storage offset.
+
+    Value changes work on contiguous copies; this puts their result back into the case's layout,
+    so a value change never undoes a re-layout drawn before it (a channels_last view stays one).
+    A `like` whose elements overlap cannot hold distinct values: `values` is returned as it is.
+    """
+    from torchcts.strategies.layouts import is_overlapping
+    from torchcts.strategies.placement import copy_exact
+
+    if (values.stride(), values.storage_offset()) == (like.stride(), like.storage_offset()) or is_overlapping(like):
+        return values
+    out = copy_exact(like)
+    with torch.no_grad():
+        out.copy_(values)
+    return out
+
+
 def with_tie(t: torch.Tensor, choice: int) -> tuple[torch.Tensor, str]:
     """A contiguous copy of `t` where an element repeats next to itself along the last dimension.
 

@@ -11,27 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-
-def _minor(version: Any) -> str:
-    return ".".join(str(version or "").split("+")[0].split(".")[:2])
+from torchcts.run_history import comparable_runs
 
 
 def crash_evidence(results_dir: Path, environment: dict[str, Any], exclude: Path | None = None) -> dict[str, str]:
     """item id -> what happened to it before, over the matching runs in `results_dir`."""
-    key = (environment.get("hardware_key"), environment.get("device"), environment.get("compile"),
-           _minor(environment.get("torch")))
     evidence: dict[str, str] = {}
-    for summary_path in sorted(Path(results_dir).glob("*/run.json")):
-        folder = summary_path.parent
-        if exclude is not None and folder.resolve() == exclude.resolve():
-            continue
-        try:
-            summary = json.loads(summary_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        env = summary.get("environment", {})
-        if (env.get("hardware_key"), env.get("device"), env.get("compile"), _minor(env.get("torch"))) != key:
-            continue
+    for folder, summary in comparable_runs(results_dir, environment, exclude):
         recorded = set()
         for record in _lines(folder / "records.jsonl"):
             recorded.add(record.get("item"))

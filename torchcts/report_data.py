@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from torchcts.run_history import comparable_runs
+
 EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")
 PROBLEMS = ("failed", "error", "crashed", "timed_out")
 # How each outcome is counted in the operator coverage table.
@@ -66,29 +68,13 @@ def family(op: str) -> str:
 
 def find_baseline(results_dir: Path | str, run: dict[str, Any]) -> dict[str, Any] | None:
     """The latest earlier run with the same hardware key, device and torch minor version."""
-    env = run["summary"].get("environment", {})
-    key = (env.get("hardware_key"), env.get("device"), env.get("compile"), _torch_minor(env.get("torch")))
     started = run["summary"].get("started") or ""
-    candidates = []
-    for path in Path(results_dir).glob("*/run.json"):
-        if path.parent.resolve() == Path(run["folder"]).resolve():
-            continue
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        other = summary.get("environment", {})
-        if (other.get("hardware_key"), other.get("device"), other.get("compile"),
-                _torch_minor(other.get("torch"))) == key and other.get("replay") is None \
-                and (summary.get("started") or "") < started:
-            candidates.append((summary.get("started") or "", path.parent))
+    earlier = comparable_runs(results_dir, run["summary"].get("environment", {}), exclude=run["folder"])
+    candidates = [(summary.get("started") or "", folder) for folder, summary in earlier
+                  if summary.get("environment", {}).get("replay") is None and (summary.get("started") or "") < started]
     if not candidates:
         return None
     return load_run(max(candidates)[1])
-
-
-def _torch_minor(version: Any) -> str:
-    return ".".join(str(version or "").split("+")[0].split(".")[:2])
 
 
 def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -60,6 +60,10 @@ EMPTY_KILLS_CPU = re.compile(r"(^|\.)pdist$")
 # channels_last view broadcast along a dimension, "free(): corrupted unsorted chunks"; not
 # reduced to a standalone case yet). Their inputs never get zero strides until crashes can be isolated.
 ZERO_STRIDE_KILLS_CPU = re.compile(r"^fft\.")
+# Ops whose CPU kernel corrupts the heap on grown inputs (torch 2.13: fft.hfftn and fft.hfft2 on
+# a 3-d float32 input with a middle dimension of 257 or more, e.g. (5, 257, 7), abort with
+# "malloc(): invalid size"). Their sizes never grow until crashes can be isolated in validation.
+GROWTH_KILLS_CPU = re.compile(r"^fft\.(hfft2|hfftn)$")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -327,7 +331,8 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
             return sample, ""
         return raised, "raised to 4-d, channels_last"
     grow = mode == _GROW
-    if (grow and not repeats_safe) or (mode == _EMPTY and EMPTY_KILLS_CPU.search(op.name)):
+    if (grow and (not repeats_safe or GROWTH_KILLS_CPU.search(op.name))) or \
+            (mode == _EMPTY and EMPTY_KILLS_CPU.search(op.name)):
         return sample, ""
     dims = [(k, d) for k, t in enumerate(tensors) for d in range(t.dim()) if t.shape[d] > (1 if grow else 0)]
     if not dims:

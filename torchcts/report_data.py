@@ -136,9 +136,10 @@ def _ops_all_passed(records: list[dict[str, Any]]) -> set[str]:
 def _capabilities(env: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every capability the manifest declares, with the items of the properties that test it."""
     tested_by = env.get("property_capabilities") or {}
+    also = env.get("capability_also_tested_by") or {}
     result = []
     for capability in env.get("capabilities") or []:
-        properties = sorted(p for p, c in tested_by.items() if c == capability)
+        properties = sorted({p for p, c in tested_by.items() if c == capability} | set(also.get(capability, ())))
         mine = [r for r in records if r["property"] in properties]
         counts = collections.Counter(r["outcome"] for r in mine)
         executed = sum(counts[o] for o in EXECUTED)

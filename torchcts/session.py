@@ -138,6 +138,8 @@ class RunSession:
                           "properties": option("torchcts_properties"), "level": level},
             "capabilities": sorted(manifest.capabilities) if manifest else [],
             "property_capabilities": {p.name: p.capability for p in PROPERTY_BY_NAME.values()},
+            # special values enter every property's cases but layout's where ieee754 is claimed
+            "capability_also_tested_by": {"ieee754": [p for p in PROPERTY_BY_NAME if p not in ("layout", "errors")]},
             "planned_items": len(plan.items) if replaying is None else len(replaying),
             "harness_threads": HARNESS_THREADS,
         }

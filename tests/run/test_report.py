@@ -103,6 +103,7 @@ def test_complete_run_report_matches_its_records(runs):
     assert capabilities["training"]["executed"] == sum(
         1 for r in records if r["property"] == "backward" and r["outcome"] == "passed")
     assert "declared; no property tests it yet" in {c["verdict"] for c in summary["capabilities"]}
+    assert capabilities["ieee754"]["properties"] == ["backward", "forward", "inplace", "out"]  # special values
     levels = {l["level"]: l for l in summary["levels"]}
     assert levels[4]["executed"] == sum(1 for r in records if r["level"] == 4 and r["outcome"] == "passed")
     core = next(row for row in summary["dtype_matrix"]["rows"] if row["family"] == "core")

@@ -45,11 +45,11 @@ def test_known_oracle_crash_is_cpu_contract_for_its_dtype_only(manifest):
 
 
 def test_oracle_crash_rules_match_properties_dtypes_and_versions():
-    rule = OracleCrash(frozenset({"backward"}), r"^foo$", frozenset({"bfloat16"}), ((2, 13), (2, 14)), "dies")
+    rule = OracleCrash(frozenset({"backward"}), r"^foo$", frozenset({"bfloat16"}), ">=2.13,<2.14", "dies")
     assert rule.matches("backward", "foo", torch.bfloat16, (2, 13))
     assert not rule.matches("forward", "foo", torch.bfloat16, (2, 13))
     assert not rule.matches("backward", "foobar", torch.bfloat16, (2, 13))
     assert not rule.matches("backward", "foo", torch.float32, (2, 13))
     assert not rule.matches("backward", "foo", torch.bfloat16, (2, 14))
-    every = OracleCrash(None, r"^foo$", frozenset({"bfloat16"}), ((2, 0), (3, 0)), "dies")
+    every = OracleCrash(None, r"^foo$", frozenset({"bfloat16"}), ">=2.0,<3.0", "dies")
     assert every.matches("errors", "foo", torch.bfloat16, (2, 99))

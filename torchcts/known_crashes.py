@@ -47,6 +47,16 @@ class CrashRule:
                 and version_in(torch_version, self.torch))
 
 
+def torch_minor(version: str | None = None) -> tuple[int, int]:
+    """(major, minor) of a torch version string (default: the installed torch)."""
+    if version is None:
+        import torch
+
+        version = torch.__version__
+    major, minor = re.match(r"(\d+)\.(\d+)", version).groups()
+    return int(major), int(minor)
+
+
 def version_in(version: tuple[int, int], spec: str | None) -> bool:
     """Whether a (major, minor) torch version satisfies `>=2.13,<2.14` style clauses."""
     if not spec:

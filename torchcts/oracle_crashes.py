@@ -16,6 +16,7 @@ import attrs
 import torch
 
 from torchcts import dtypes as dtype_names
+from torchcts.known_crashes import torch_minor, version_in
 
 
 @attrs.frozen
@@ -23,25 +24,21 @@ class OracleCrash:
     properties: frozenset[str] | None  # None: every property
     op_pattern: str
     dtypes: frozenset[str]
-    torch_versions: tuple[tuple[int, int], tuple[int, int]]  # [first, end) as (major, minor)
+    torch_versions: str  # clauses as in the known-crash ledger: ">=2.13,<2.14"
     reason: str
 
     def matches(self, prop: str, op_name: str, dtype: torch.dtype, torch_version: tuple[int, int]) -> bool:
-        first, end = self.torch_versions
-        return ((self.properties is None or prop in self.properties) and dtype_names.canonical_name(dtype) in self.dtypes
-                and first <= torch_version < end and re.search(self.op_pattern, op_name) is not None)
+        return ((self.properties is None or prop in self.properties)
+                and dtype_names.canonical_name(dtype) in self.dtypes
+                and version_in(torch_version, self.torch_versions)
+                and re.search(self.op_pattern, op_name) is not None)
 
 
 KNOWN_ORACLE_CRASHES: tuple[OracleCrash, ...] = (
-    OracleCrash(None, r"^nn\.functional\.grid_sample$", frozenset({"bfloat16"}), ((2, 13), (2, 14)),
+    OracleCrash(None, r"^nn\.functional\.grid_sample$", frozenset({"bfloat16"}), ">=2.13,<2.14",
                 "the CPU oracle segfaults: bfloat16 grid_sample, forward and backward, on its (2, 3, 345, 456) "
                 "reference input with grid values beyond [-1, 1] (torch 2.13, bilinear, zeros padding)"),
 )
-
-
-def torch_minor(version: str = torch.__version__) -> tuple[int, int]:
-    major, minor = re.match(r"(\d+)\.(\d+)", version).groups()
-    return int(major), int(minor)
 
 
 def known_oracle_crash(prop: str, op_name: str, dtype: torch.dtype) -> str | None:

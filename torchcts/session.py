@@ -27,8 +27,7 @@ from torchcts.counterexamples import store_failure
 from torchcts.crash_history import crash_evidence
 from torchcts.isolation import fork_safe, run_forked
 from torchcts.isolation_policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
-from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
-from torchcts.oracle_crashes import torch_minor
+from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
 from torchcts.replay import ReplayItem, checked_case, replay_cases, replay_items
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest

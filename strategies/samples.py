@@ -17,14 +17,10 @@ untransformed sample, the case falls back to the sample as given and says so.
 from __future__ import annotations
 
 import collections
-import contextlib
 import hashlib
 import math
-import random
 import re
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Any, Callable
 
 import attrs
 import torch
@@ -36,6 +32,7 @@ from torchcts.opinfo_catalog import op_id
 from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
+from torchcts.strategies.seeding import seed_of, seeded_globals
 from torchcts.strategies import value_transforms
 from torchcts.strategies.fingerprint import same_bits
 from torchcts.strategies.values import apply_special_picks, apply_special_table, is_float_like, special_picks
@@ -128,7 +125,7 @@ def sample_pool(op: Any, dtype: torch.dtype, level: int = 1, max_samples: int = 
         _pools.move_to_end(key)
         return _pools[key]
     seed = int(hashlib.sha256(repr(key).encode()).hexdigest()[:8], 16)
-    with _seeded_global_rngs(seed):
+    with seeded_globals(seed, fill_uninitialized=True):
         if level >= REFERENCE_INPUTS_LEVEL and op.reference_inputs_func is not None:
             samples = op.reference_inputs("cpu", dtype, requires_grad=False)
         else:
@@ -138,21 +135,6 @@ def sample_pool(op: Any, dtype: torch.dtype, level: int = 1, max_samples: int = 
     if len(_pools) > _POOL_CACHE_SIZE:
         _pools.popitem(last=False)
     return pool
-
-
-@contextlib.contextmanager
-def _seeded_global_rngs(seed: int) -> Iterator[None]:
-    """Seed torch's, Python's and NumPy's global RNGs (sample functions use all three), then restore them."""
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        random.seed(seed)
-        np.random.seed(seed)
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
 
 
 _pinned: dict[tuple[str, torch.dtype], frozenset[str]] = {}
@@ -169,7 +151,7 @@ def cpu_pinned_paths(op: Any, dtype: torch.dtype) -> frozenset[str]:
     if key not in _pinned:
         found: set[str] = set()
         try:
-            with _seeded_global_rngs(0):
+            with seeded_globals(0, fill_uninitialized=True):
                 for sample in _first(op.sample_inputs("meta", dtype, requires_grad=False), 64):
                     _map_sample(sample, lambda where, t, written: found.add(where) or t
                                 if t.device.type == "cpu" else t, False)
@@ -228,8 +210,16 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     if not zero_strides:
         allowed &= ~_KIND_BROADCAST
 
+    draw_seed = seed_of("draw", *_pool_key(op, dtype, level, max_samples))
+
     @st.composite
     def draw_case(draw) -> Case:
+        # Transforms run the op on CPU (to validate or size a case): a random op then reads the
+        # global RNGs, which must not carry state from earlier items into this draw.
+        with seeded_globals(draw_seed):
+            return _draw_case(draw)
+
+    def _draw_case(draw) -> Case:
         pool = sample_pool(op, dtype, level, max_samples)
         if not pool:
             raise NoSamples(f"{op_id(op)} yields no sample inputs for {dtype}")

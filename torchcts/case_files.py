@@ -3,7 +3,8 @@
 A case says which property, op, variant and dtype failed on which device, how it was found, the
 exact inputs (`case_codec`), the failure observed, and whether it is `open` or `fixed`. The
 fingerprint covers the property and the exact inputs, so two failures that shrink to the same
-case are one file. Loading never unpickles or executes anything; a malformed file raises
+case are one file. Loading never unpickles or executes anything and is bounded (`CaseLimits`:
+file size, JSON values and nesting, bytes decoded); a malformed or oversized file raises
 `CaseFileError` naming the file and the field. docs/corpus.md documents the format.
 """
 
@@ -13,12 +14,14 @@ import datetime
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable
 
 import attrs
 
-from torchcts.case_codec import CodecError, Decoder, Encoder
+from torchcts.case_codec import CodecError, Decoder, Encoder, brief
+from torchcts.case_limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")
@@ -30,8 +33,16 @@ class CaseFileError(Exception):
     """A case file that cannot be read: which file, which field, what is wrong."""
 
     def __init__(self, path: Path | str, field: str, message: str):
-        super().__init__(f"{path}: {field}: {message}")
-        self.path, self.field = Path(path), field
+        field, message = printable(field), printable(message)  # names and values from the file: one line
+        super().__init__(f"{printable(str(path))}: {field}: {message}")
+        self.path, self.field, self.message = Path(path), field, message
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (newlines, terminal escapes) written as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 @attrs.frozen
@@ -60,11 +71,11 @@ class CorpusCase:
         del data["path"]
         return {"schema_version": SCHEMA_VERSION, **data}
 
-    def sample(self) -> Any:
-        """The inputs rebuilt exactly, as an OpInfo SampleInput on CPU."""
+    def sample(self, limits: CaseLimits = CaseLimits()) -> Any:
+        """The inputs rebuilt exactly, as an OpInfo SampleInput on CPU, within `limits`."""
         from torch.testing._internal.opinfo.core import SampleInput
 
-        decoder = Decoder(self.storages)
+        decoder = Decoder(self.storages, limits=limits)
         try:
             kwargs = decoder.value(self.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")
             args = decoder.value(self.inputs.get("args", []), "inputs.args")
@@ -119,42 +130,77 @@ def save_case(path: Path, case: CorpusCase) -> None:
     os.replace(temporary, path)
 
 
-def load_case(path: Path | str) -> CorpusCase:
+def load_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:
+    """The case in a file, its fields checked; its inputs are decoded later, by `CorpusCase.sample`."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise CaseFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CaseFileError(path, "(file)", f"not JSON (truncated?): {exc}") from None
+    data = _parse(path, _read(path, limits), limits)
     if not isinstance(data, dict):
         raise CaseFileError(path, "(file)", "expected a JSON object")
     for field in _REQUIRED:
         if field not in data:
             raise CaseFileError(path, field, "missing")
     if data["schema_version"] != SCHEMA_VERSION:
-        raise CaseFileError(path, "schema_version", f"{data['schema_version']!r}; this TorchCTS reads {SCHEMA_VERSION}")
+        raise CaseFileError(path, "schema_version", f"{brief(data['schema_version'])}; this TorchCTS reads "
+                                                    f"{SCHEMA_VERSION}")
     for field in ("fingerprint", "property", "op", "variant", "dtype", "device_type"):
         if not isinstance(data[field], str) or not data[field]:
-            raise CaseFileError(path, field, f"expected a non-empty string, got {data[field]!r}")
+            raise CaseFileError(path, field, f"expected a non-empty string, got {brief(data[field])}")
     for field in ("found", "inputs", "failure"):
         if not isinstance(data[field], dict):
             raise CaseFileError(path, field, f"expected an object, got {type(data[field]).__name__}")
     if not isinstance(data["storages"], list):
         raise CaseFileError(path, "storages", "expected a list")
     if data["status"] not in STATUSES:
-        raise CaseFileError(path, "status", f"{data['status']!r}; allowed: {', '.join(STATUSES)}")
+        raise CaseFileError(path, "status", f"{brief(data['status'])}; allowed: {', '.join(STATUSES)}")
     return CorpusCase(data["fingerprint"], data["property"], data["op"], data["variant"], data["dtype"],
                       data["device_type"], data.get("backend"), data["found"], data["inputs"], data["storages"],
                       data["failure"], data["status"], str(data.get("description", "")), path)
 
 
+def _read(path: Path, limits: CaseLimits) -> bytes:
+    """The file's bytes, refused before reading when it is not a regular file or is too large."""
+    try:  # a FIFO or a device named *.json must not block or stream forever: non-blocking open, then fstat
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise CaseFileError(path, "(file)", "not a regular file")
+            if info.st_size > limits.max_file_bytes:
+                raise CaseFileError(path, "(file)", f"{size_text(info.st_size)}; a case file may have at most "
+                                                    f"{limits.max_file_bytes} bytes (2 x {limits.option()})")
+            text = handle.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        raise CaseFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
+    if len(text) > limits.max_file_bytes:  # it grew while being read
+        raise CaseFileError(path, "(file)", f"more than {limits.max_file_bytes} bytes (2 x {limits.option()})")
+    return text
+
+
+def _parse(path: Path, text: bytes, limits: CaseLimits) -> Any:
+    """JSON within the value count and nesting depth of `limits` (Python's parser recurses per level)."""
+    values = json_values_upper_bound(text)
+    if values > limits.max_json_values:
+        raise CaseFileError(path, "(file)", f"up to {values} JSON values; a case may have at most "
+                                            f"{limits.max_json_values} ({limits.option()} / 256)")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise CaseFileError(path, "(file)", f"JSON nested deeper than {limits.max_depth} levels") from None
+    except UnicodeDecodeError as exc:
+        raise CaseFileError(path, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except ValueError as exc:  # JSONDecodeError, and integers of more than 4300 digits
+        raise CaseFileError(path, "(file)", f"not JSON (truncated?): {str(exc)[:200]}") from None
+    deep = json_depth_problem(data, limits.max_depth)
+    if deep is not None:
+        raise CaseFileError(path, deep[0], f"JSON nested deeper than {limits.max_depth} levels")
+    return data
+
+
 def case_files(paths: Iterable[Path | str]) -> list[Path]:
-    """The case files named, or found (sorted, recursively) in the folders named."""
+    """The case files named, or found (sorted, recursively, not following links to folders) in the folders named."""
     files: list[Path] = []
     for entry in map(Path, paths):
         if entry.is_dir():
-            files.extend(sorted(p for p in entry.rglob("*.json") if not p.name.startswith(".")))
+            files.extend(sorted(p for p in entry.rglob("*.json") if not p.name.startswith(".") and not p.is_dir()))
         else:
             files.append(entry)
     return files

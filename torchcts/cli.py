@@ -181,7 +181,10 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @cli.command("fuzz")
 @click.option("--device", required=True, help="Device to hunt bugs on.")
 @_manifest_option
-@click.option("--budget", default="10m", show_default=True, help="Time to spend: 90s, 10m, 1h.")
+@click.option("--budget", help="Time to spend: 90s, 10m, 1h (default: 10m, or no time limit with --max-visits).")
+@click.option("--max-visits", type=click.IntRange(min=1), metavar="N",
+              help="Stop after N scheduled visits (--examples-per-task examples each), whatever the machine's "
+                   "speed; with --seed and --workers 1 the hunt repeats exactly. With --budget: whichever ends first.")
 @click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable.")
 @click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes; repeatable.")
 @click.option("--property", "properties", multiple=True, help="Only these properties; repeatable.")
@@ -199,30 +202,38 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @click.option("--seed", type=int, help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
-def fuzz(device: str, manifest_path: Path, budget: str, ops: tuple[str, ...], dtypes: tuple[str, ...],
-         properties: tuple[str, ...], level: int | None, corpus_dir: Path, workers: int, examples_per_task: int,
-         task_timeout: float, compile_backend: str | None, seed: int | None, results_dir: Path) -> None:
-    """Hunt for bugs with random seeds under a time budget; new shrunk cases go to the corpus.
+def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
+         dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path, workers: int,
+         examples_per_task: int, task_timeout: float, compile_backend: str | None, seed: int | None,
+         results_dir: Path) -> None:
+    """Hunt for bugs with random seeds under a budget; new shrunk cases go to the corpus.
 
     Every item the manifest claims (narrowed by --ops, --dtype, --property, --level) is visited
-    once, then time moves toward items that still show new behaviour (new cases, growing error)
-    and away from saturated ones. A crash or hang of one item is recorded and the hunt goes on.
+    once, then visits move toward items that still show new behaviour (new cases, growing error)
+    and away from saturated ones. The budget is time (--budget), a number of visits
+    (--max-visits), or both. A visit budget does not depend on the machine's speed: with --seed
+    and one worker, the same corpus, torch and TorchCTS give the same visits and cases on any
+    machine (what CI wants). A crash or hang of one item is recorded and the hunt goes on.
     Ctrl-C stops cleanly. Exits 1 when new failures (or crashes, hangs) were found, 0 when none,
     2 for bad input.
     """
     from torchcts.fuzz import FuzzOptions, exit_status, hunt, parse_budget, print_summary
 
+    if budget is None and max_visits is None:
+        budget = "10m"
     try:
-        budget_s = parse_budget(budget)
+        budget_s = parse_budget(budget) if budget is not None else None  # None: --max-visits alone bounds it
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--budget") from None
+    if task_timeout != task_timeout:  # FloatRange lets NaN through; it would disable hang detection
+        raise click.BadParameter("nan is not a number of seconds", param_hint="--task-timeout")
     items = _plan_items(manifest_path, level, dtypes, ops, properties)
     if not items:
         _fail("no item to fuzz: the manifest and the selection leave nothing")
     options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
                           properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
                           workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
-                          compile_backend=compile_backend, seed=seed)
+                          compile_backend=compile_backend, seed=seed, max_visits=max_visits)
     summary = hunt(options, items, click.echo)
     print_summary(summary, click.echo)
     sys.exit(exit_status(summary))
@@ -277,8 +288,9 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
 @cli.command("report")
 @click.option("--from", "source", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The run folder (results/<run-id>/) to report on (default: the latest run in --results-dir).")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
-              show_default=True, help="Where runs are looked for (the latest run, and baselines).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where runs are looked for: the latest run (default ./results) and baselines (default: the "
+                   "folder holding the run).")
 @click.option("--baseline", default="auto", show_default=True,
               help="`auto` (the latest earlier run with the same hardware key, device and torch minor version), "
                    "`none`, or a run folder.")
@@ -286,21 +298,24 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
               help="Where the report files go (default: <run folder>/report/).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
               help="Only these formats (default: all four); repeatable.")
-def report(source: Path | None, results_dir: Path, baseline: str, output: Path | None,
+def report(source: Path | None, results_dir: Path | None, baseline: str, output: Path | None,
            formats: tuple[str, ...]) -> None:
     """Regenerate a run's reports from its saved results, without running anything.
 
     Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
-    marked partial and gets no support percentage. Exits 2 when the results cannot be read.
+    marked partial and gets no support percentage. Exits 2 when the run's files (or an explicit
+    --baseline's) cannot be read or are malformed, naming the file and line; an earlier run that
+    cannot be read is skipped with a warning when the baseline is found automatically.
     """
     from torchcts.report import FORMATS, latest_run_folder, write_report
     from torchcts.report_data import ResultsError
 
-    folder = source or latest_run_folder(results_dir)
+    folder = source or latest_run_folder(results_dir or Path("results"))
     if folder is None:
-        _fail(f"{results_dir}: no run folder (results/<run-id>/run.json); run `torchcts run` first or pass --from")
-    if baseline not in ("auto", "none") and not (Path(baseline) / "run.json").is_file():
-        _fail(f"--baseline {baseline}: not a run folder (no run.json); use auto, none or a results/<run-id>/ folder")
+        _fail(f"{results_dir or 'results'}: no run folder (results/<run-id>/run.json); run `torchcts run` first "
+              "or pass --from")
+    if baseline not in ("auto", "none") and not os.path.isdir(baseline):
+        _fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
     try:
         written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
                                formats=formats or FORMATS)
@@ -325,16 +340,23 @@ def report(source: Path | None, results_dir: Path, baseline: str, output: Path |
               help="Print a standalone torch-only Python script reproducing this case, and run nothing.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the replay's run folder (records.jsonl, run.json) is written.")
+@click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
+              help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
+                   "stride-0 view counts in full); its file may have 2N bytes. 1G, 512M or bytes; default 64M.")
 def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, manifest_path: Path | None,
-           builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path) -> None:
+           builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path,
+           max_case_bytes: int | None) -> None:
     """Replay corpus cases (files or folders; default ./corpus) without Hypothesis.
 
     Rebuilds each case exactly, reruns its property on the device, and reports it as still
-    failing or now passing. Exits 1 when a case marked fixed fails again (a regression) or, with
-    --strict, when any case fails; 2 for bad input. The same replay runs under pytest with
-    `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
+    failing or now passing. A case file that cannot be read, or is over --max-case-bytes, is one
+    `unreadable` line naming the file and field; the other cases still run. Exits 2 when a case
+    could not be read (or for bad input), else 1 when a case marked fixed fails again (a
+    regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
+    pytest with `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
     """
     from torchcts.case_files import CaseFileError, builtin_corpus
+    from torchcts.case_limits import CaseLimits
     from torchcts.replay import run_replay
 
     if export is not None:
@@ -353,7 +375,17 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     if not all(p.exists() for p in paths):
         _fail(f"no corpus at {', '.join(str(p) for p in paths if not p.exists())}; name case files or folders")
     sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
-                        results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo))
+                        results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo,
+                        limits=CaseLimits.from_option(max_case_bytes)))
+
+
+def _bytes(value: str | None) -> int | None:
+    from torchcts.case_limits import byte_count
+
+    try:
+        return None if value is None else byte_count(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-case-bytes") from None
 
 
 @cli.command("selftest")

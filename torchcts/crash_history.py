@@ -2,43 +2,46 @@
 
 `--adaptive-isolation auto` isolates an item when an earlier run recorded it `crashed` or
 `timed_out`, or when an earlier run died while the item was running (its `started.jsonl` names
-an item that never got a record: a suspected crash or hang that took the whole run down).
+an item that never got a record: a suspected crash or hang that took the whole run down). A run
+whose files cannot be read (`result_files` says why) gives no evidence and one warning.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from torchcts.run_history import comparable_runs
+from torchcts.result_files import ResultFileError, iter_records, iter_started
+from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
 
 
-def crash_evidence(results_dir: Path, environment: dict[str, Any], exclude: Path | None = None) -> dict[str, str]:
+def crash_evidence(results_dir: Path, environment: dict[str, Any], exclude: Path | None = None,
+                   warn: Warn = warn_on_stderr) -> dict[str, str]:
     """item id -> what happened to it before, over the matching runs in `results_dir`."""
     evidence: dict[str, str] = {}
-    for folder, summary in comparable_runs(results_dir, environment, exclude):
-        recorded = set()
-        for record in _lines(folder / "records.jsonl"):
-            recorded.add(record.get("item"))
-            if record.get("outcome") in ("crashed", "timed_out"):
-                evidence[record["item"]] = f"{record['outcome']} in run {summary.get('run_id')}"
-        if summary.get("status") == "running":  # the run died: what was running then never finished
-            for started in _lines(folder / "started.jsonl"):
-                if started.get("item") not in recorded:
-                    evidence.setdefault(started["item"], f"run {summary.get('run_id')} died while it ran")
+    for folder, summary in comparable_runs(results_dir, environment, exclude, warn):
+        try:
+            crashes, died_in = _run_evidence(folder, summary)
+        except ResultFileError as exc:
+            warn(f"earlier run skipped: {exc}")
+            continue
+        evidence.update(crashes)  # a later recorded crash or hang says more than an earlier one
+        for item, what in died_in.items():
+            evidence.setdefault(item, what)
     return evidence
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text()
-    except OSError:
-        return []
-    found = []
-    for line in text.splitlines():
-        try:
-            found.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return found
+def _run_evidence(folder: Path, summary: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """One run's evidence: items recorded crashed or timed out, and items it died in."""
+    crashes: dict[str, str] = {}
+    died_in: dict[str, str] = {}
+    recorded = set()
+    for record in iter_records(folder):
+        recorded.add(record["item"])
+        if record["outcome"] in ("crashed", "timed_out"):
+            crashes[record["item"]] = f"{record['outcome']} in run {summary.get('run_id')}"
+    if summary["status"] == "running":  # the run died: what was running then never finished
+        for started in iter_started(folder):
+            if started["item"] not in recorded:
+                died_in.setdefault(started["item"], f"run {summary.get('run_id')} died while it ran")
+    return crashes, died_in

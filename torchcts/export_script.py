@@ -5,145 +5,360 @@ sizes, strides and offset, runs the op as the property did on the device and on 
 device twice, for layout invariance), compares, and exits 1 when the failure reproduces. The
 script's frame is a jinja2 template (`script_templates/case_script.py.jinja`); this module only
 writes the case-specific expressions.
+
+A case file is untrusted data, so nothing in it reaches the script as code. The template never
+sees the case: it gets docstring text (`_inert`: printable ASCII, every quote, backslash and other
+character escaped, so it reads as itself and cannot end the docstring) and code built by
+`_Writer` from checked values only: integers by type, strings and floats as literals, dtypes,
+layouts and memory formats by name from torch's own tables, the op from the OpInfo catalog, the
+compile backend and device names from their allowed forms. Anything else is a `CaseFileError`
+naming the file and the field. As a second line of defense the rendered script is parsed and must
+use only its own vocabulary of names, attributes and imports.
 """
 
 from __future__ import annotations
 
-import json
+import ast
+import math
+import re
+import reprlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import jinja2
 
 from torchcts import dtypes as dtype_names
+from torchcts.case_codec import _MEMORY_FORMATS, _TORCH_LAYOUTS
 from torchcts.case_files import CaseFileError, CorpusCase
+from torchcts.case_limits import CaseLimits
 from torchcts.replay import checked_case
+from torchcts.targets import COMPILE_BACKENDS
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts", "script_templates"),
                                 keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 _I = "    "
+_DEVICE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
+_INTEGER = re.compile(r"[-+]?[0-9]+")
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_NESTED_LAYOUTS = tuple(name for name in ("jagged", "strided") if name in _TORCH_LAYOUTS)
+_COMPRESSED_LAYOUTS = tuple(name for name in _TORCH_LAYOUTS if name.startswith(("sparse_c", "sparse_b")))
+_DESCRIPTION_CHARS, _FAILURE_CHARS, _SHORT_CHARS, _MESSAGE_CHARS = 4000, 300, 100, 400
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxstring, _SHOW.maxother, _SHOW.maxlist, _SHOW.maxdict = 2, 40, 40, 4, 4
+# The script's own vocabulary (template and generated code); case values add names from torch's tables only.
+_IMPORTS = {(None, "base64"), (None, "sys"), (None, "torch"),
+            ("torch.testing._internal.common_methods_invocations", "op_db")}
+_NAMES = {"ATOL", "AssertionError", "DEVICE", "Ellipsis", "Exception", "FN", "OP", "RTOL", "STORAGES", "__name__", "a",
+          "actual", "any", "args", "base64", "bytearray", "complex", "cotangents", "data", "device", "dtype", "e",
+          "enumerate", "exc", "expected", "float", "g", "grads", "i", "input", "inputs", "isinstance", "kwargs",
+          "leaves", "len", "list", "n", "next", "o", "op_db", "out", "outputs", "plain", "print", "problem", "raw",
+          "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip"}
+_ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as_strided", "assert_close", "autograd",
+               "b64decode", "clone", "compile", "contiguous", "cpu", "detach", "device", "dtype", "empty", "exit",
+               "float64", "frombuffer", "grad", "inplace_variant", "is_complex", "is_floating_point", "is_nested",
+               "layout", "manual_seed", "name", "nested", "nested_tensor", "numel", "op", "rand", "requires_grad",
+               "requires_grad_", "shape", "sparse_compressed_tensor", "sparse_coo_tensor", "stride", "strided",
+               "testing", "to", "tree_leaves", "tree_map_only", "type", "uint8", "utils", "variant_test_name", "view",
+               "zeros", "zeros_like"}
 
 
-def export_script(path: Path | str, device: str | None = None) -> str:
-    """The reproduction script for the case file at `path` (on `device`, default its own)."""
-    from torchcts import oracle
+def export_script(path: Path | str, device: str | None = None, limits: CaseLimits = CaseLimits()) -> str:
+    """The reproduction script for the case file at `path` (on `device`, default its own).
+
+    The case is read and decoded within `limits`, as a replay would; the script builds no more."""
+    try:
+        return _export(checked_case(path, limits), device, limits)
+    except CaseFileError as exc:  # one line of ASCII, whatever the case's keys and values hold
+        message = str(exc).split(f": {exc.field}: ", 1)[-1]
+        raise CaseFileError(_ascii_line(str(exc.path)), _ascii_line(exc.field),
+                            _ascii_line(message[:_MESSAGE_CHARS])) from None
+
+
+def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
     from torchcts.opinfo_catalog import find_op
 
-    case = checked_case(path)
+    writer = _Writer(case)
+    if not _DEVICE.fullmatch(case.device_type):
+        writer.fail("device_type", f"{_show(case.device_type)} is not a device type (like cpu, cuda, cuda:1)")
+    if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
+        writer.fail("--device", f"{_show(device)} is not a device (like cpu, cuda, cuda:1)")
+    if case.backend is not None and case.backend not in COMPILE_BACKENDS:
+        writer.fail("backend", f"{_show(case.backend)}; allowed: null, {', '.join(COMPILE_BACKENDS)}")
     op = find_op(case.op)
-    dtype = dtype_names.lookup(case.dtype)
-    tol = oracle.tolerance(dtype, op, None, case.device_type)
-    fn, imports = _callable(op, case)
-    if case.backend:
-        fn_line = f"FN = torch.compile({fn}, backend={case.backend!r})"
-    else:
-        fn_line = f"FN = {fn}"
-    body, main = _bodies(case, op)
-    return _TEMPLATES.get_template("case_script.py.jinja").render(
-        case=case, device=device or case.device_type, rtol=tol.rtol, atol=tol.atol,
-        failure_line=str(case.failure.get("message", "")).splitlines()[0][:300] if case.failure.get("message") else "",
-        imports=f"{imports}{fn_line}\n", storages=[_storage(s, i, case) for i, s in enumerate(case.storages)],
-        input=_expr(case.inputs.get("input"), case), args=_expr(case.inputs.get("args", []), case),
-        kwargs=_expr(case.inputs.get("kwargs", {"dict": {}}), case), run_body=body, main_body=main,
-        compare_strides=case.property in ("inplace", "out") or (case.property == "forward"
-                                                                and oracle.strides_defined(op.name)))
+    try:
+        code = _code(case, op, device or case.device_type, writer)
+        case.sample(limits)  # the replay's own checks too: sizes within limits, views within storages, sparse
+    except RecursionError:
+        writer.fail("inputs", "nested too deeply")
+    script = _TEMPLATES.get_template("case_script.py.jinja").render(text=_text(case, device), code=code)
+    problem = _vocabulary_problem(script, writer.names)
+    if problem:  # a case value got past the checks: refuse rather than hand out code
+        writer.fail("(script)", f"the script would hold {problem}, which is not its own; not exported")
+    return script
 
 
-def _callable(op: Any, case: CorpusCase) -> tuple[str, str]:
-    """(an expression for the op's function form, lines to import what it needs)."""
+def _code(case: CorpusCase, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
+    """The template's code slots: literals and expressions, each written from checked values."""
+    from torchcts import oracle
+
+    tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
+    fn, inplace, imports = _callable(op, case)
+    writer.names.update(op.name.split("."), re.findall(r"input\.(\w+)\(", inplace))
+    fn_line = f"FN = torch.compile({fn}, backend={ascii(case.backend)})" if case.backend else f"FN = {fn}"
+    run_body, main_body = _bodies(case, inplace)
+    return {"device": ascii(device), "rtol": _float(tol.rtol), "atol": _float(tol.atol),
+            "imports": f"{imports}{fn_line}\n", "run_body": run_body, "main_body": main_body,
+            "storages": [writer.storage(s, i) for i, s in enumerate(case.storages)],
+            "input": writer.value(case.inputs.get("input"), "inputs.input"),
+            "args": writer.value(case.inputs.get("args", []), "inputs.args"),
+            "kwargs": writer.value(case.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs"),
+            "compare_strides": repr(case.property in ("inplace", "out") or (
+                case.property == "forward" and oracle.strides_defined(op.name)))}
+
+
+def _text(case: CorpusCase, device: str | None) -> dict[str, str]:
+    """The docstring's fields, each made inert (`_inert`)."""
+    message = case.failure.get("message")
+    failure = (_plain(message).splitlines() or [""])[0][:_FAILURE_CHARS] if message else ""
+    description = case.description[:_DESCRIPTION_CHARS].splitlines()
+    fields = {"short_id": case.short_id, "property": case.property, "op": case.op, "variant": case.variant,
+              "dtype": dtype_names.canonical_name(dtype_names.lookup(case.dtype)), "device_type": case.device_type,
+              "backend": case.backend or "", "device": device or case.device_type,
+              "torch": _plain(case.found.get("torch", "?"))}
+    return {**{key: _inert(value[:_SHORT_CHARS]) for key, value in fields.items()},
+            "description": "\n".join(_inert(line) for line in description), "failure": _inert(failure)}
+
+
+class _Writer:
+    """Python source for case values, from checked values only; anything else fails naming the field."""
+
+    def __init__(self, case: CorpusCase):
+        self.case = case
+        self.names: set[str] = set()  # attributes the code uses beyond the template's (from torch's tables)
+
+    def fail(self, field: str, message: str) -> NoReturn:
+        raise CaseFileError(self.case.path or self.case.short_id, field, message)
+
+    def integer(self, value: Any, field: str, minimum: int | None = None) -> str:
+        if type(value) is not int:  # bool is an int subclass; "3" and 3.0 are not integers here
+            self.fail(field, f"expected an integer, got {_show(value)}")
+        if minimum is not None and value < minimum:
+            self.fail(field, f"{value} is below {minimum}")
+        return str(value)
+
+    def integers(self, value: Any, field: str, minimum: int | None = None) -> str:
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list of integers, got {_show(value)}")
+        return "[" + ", ".join(self.integer(v, f"{field}[{i}]", minimum) for i, v in enumerate(value)) + "]"
+
+    def torch_name(self, value: Any, allowed: Any, field: str) -> str:
+        """`torch.<value>` for a name in `allowed` (torch's own table of that kind)."""
+        if not isinstance(value, str) or value not in allowed:
+            self.fail(field, f"{_show(value)}; allowed: {', '.join(allowed)}")
+        self.names.add(value)
+        return f"torch.{value}"
+
+    def dtype(self, value: Any, field: str) -> Any:
+        found = dtype_names.lookup(value) if isinstance(value, str) else None
+        if found is None:
+            self.fail(field, f"unknown dtype {_show(value)}")
+        self.names.add(dtype_names.canonical_name(found))
+        return found
+
+    def storage(self, raw: Any, index: int) -> str:
+        field = f"storages[{index}]"
+        if not isinstance(raw, dict):
+            self.fail(field, f"expected an object, got {_show(raw)}")
+        dtype = self.dtype(raw.get("dtype"), f"{field}.dtype")
+        elements = self.integer(raw.get("elements"), f"{field}.elements", 0)
+        data = raw.get("base64")
+        if data is None:
+            return f"torch.zeros({elements}, dtype={dtype})"
+        if not isinstance(data, str) or not _BASE64.fullmatch(data):
+            self.fail(f"{field}.base64", f"not base64: {_show(data)}")
+        return f"storage({dtype}, {elements}, {ascii(data)})"
+
+    def value(self, data: Any, field: str) -> str:
+        """An expression rebuilding an encoded value (tensors from `s`, the storages on the device)."""
+        if data is None or isinstance(data, (bool, int)):
+            return repr(data)
+        if isinstance(data, float):
+            return _float(data)
+        if isinstance(data, str):
+            return ascii(data)
+        if isinstance(data, list):
+            return "[" + ", ".join(self.value(v, f"{field}[{i}]") for i, v in enumerate(data)) + "]"
+        if not isinstance(data, dict) or not data:
+            self.fail(field, f"unreadable value {_show(data)}")
+        if "tensor" in data:
+            return self.tensor(data, field)
+        if len(data) != 1:
+            self.fail(field, f"expected one value kind, got {_show(sorted(map(str, data)))}")
+        (kind, payload), = data.items()
+        if kind == "int":
+            return str(self._int(payload, field))
+        if kind == "float":
+            return _float(self._hex_float(payload, field))
+        if kind == "complex":
+            if not isinstance(payload, list) or len(payload) != 2:
+                self.fail(field, f"expected [real, imag], got {_show(payload)}")
+            real, imag = (self._hex_float(v, f"{field}[{i}]") for i, v in enumerate(payload))
+            return f"complex({_float(real)}, {_float(imag)})"
+        if kind == "dtype":
+            return str(self.dtype(payload, f"{field}.dtype"))
+        if kind == "device":
+            return "torch.device(device)"
+        if kind == "memory_format":
+            return self.torch_name(payload, tuple(_MEMORY_FORMATS), f"{field}.memory_format")
+        if kind == "layout":
+            return self.torch_name(payload, tuple(_TORCH_LAYOUTS), f"{field}.layout")
+        if kind == "size":
+            return f"torch.Size({self.integers(payload, f'{field}.size')})"
+        if kind == "ellipsis":
+            return "Ellipsis"
+        if kind == "slice":
+            if not (isinstance(payload, list) and 1 <= len(payload) <= 3):
+                self.fail(f"{field}.slice", f"expected [start, stop, step], got {_show(payload)}")
+            return "slice(" + ", ".join(self.value(v, f"{field}.slice[{i}]") for i, v in enumerate(payload)) + ")"
+        if kind == "tuple":
+            if not isinstance(payload, list):
+                self.fail(f"{field}.tuple", f"expected a list, got {_show(payload)}")
+            return "(" + "".join(self.value(v, f"{field}[{i}]") + ", " for i, v in enumerate(payload)) + ")"
+        if kind == "dict" and isinstance(payload, dict) and all(isinstance(k, str) for k in payload):
+            return "{" + ", ".join(f"{ascii(k)}: {self.value(v, _key(field, k))}" for k, v in payload.items()) + "}"
+        if kind == "dict":
+            self.fail(f"{field}.dict", f"expected an object, got {_show(payload)}")
+        self.fail(field, f"unknown value kind {_show(kind)}")
+
+    def tensor(self, data: dict[str, Any], field: str) -> str:
+        kind = data.get("tensor")
+        dtype = self.dtype(data.get("dtype"), f"{field}.dtype")
+        grad = data.get("requires_grad")
+        if grad is not None and type(grad) is not bool:
+            self.fail(f"{field}.requires_grad", f"expected true or false, got {_show(grad)}")
+        if kind == "strided":
+            index = data.get("storage")
+            if type(index) is not int or not 0 <= index < len(self.case.storages):
+                self.fail(f"{field}.storage", f"no storage {_show(index)} (the case has {len(self.case.storages)})")
+            view = (f"s[{index}].as_strided({self.integers(data.get('sizes'), f'{field}.sizes', 0)}, "
+                    f"{self.integers(data.get('strides'), f'{field}.strides')}, "
+                    f"{self.integer(data.get('storage_offset'), f'{field}.storage_offset', 0)})")
+            differentiable = dtype.is_floating_point or dtype.is_complex
+            return view + (".to('meta')" if data.get("device") == "meta" else "") + (
+                ".requires_grad_()" if grad and differentiable else "")
+        if kind == "nested":
+            layout = self.torch_name(data.get("nested_layout"), _NESTED_LAYOUTS, f"{field}.nested_layout")
+            components = data.get("components")
+            if not isinstance(components, list):
+                self.fail(f"{field}.components", f"expected a list of tensors, got {_show(components)}")
+            parts = ", ".join(self._tensor(c, f"{field}.components[{i}]") for i, c in enumerate(components))
+            return f"torch.nested.nested_tensor([{parts}], layout={layout})"
+        sizes = self.integers(data.get("sizes"), f"{field}.sizes", 0)
+        if kind == "sparse_coo":
+            return (f"torch.sparse_coo_tensor({self._tensor(data.get('indices'), f'{field}.indices')}, "
+                    f"{self._tensor(data.get('values'), f'{field}.values')}, {sizes}, "
+                    f"is_coalesced={bool(data.get('coalesced'))})")
+        if kind in _COMPRESSED_LAYOUTS:
+            self.names.add(kind)
+            return (f"torch.sparse_compressed_tensor("
+                    f"{self._tensor(data.get('compressed_indices'), f'{field}.compressed_indices')}, "
+                    f"{self._tensor(data.get('plain_indices'), f'{field}.plain_indices')}, "
+                    f"{self._tensor(data.get('values'), f'{field}.values')}, {sizes}, layout=torch.{kind})")
+        self.fail(f"{field}.tensor", f"unknown tensor kind {_show(kind)}")
+
+    def _tensor(self, data: Any, field: str) -> str:
+        if not isinstance(data, dict) or "tensor" not in data:
+            self.fail(field, f"expected a tensor, got {_show(data)}")
+        return self.tensor(data, field)
+
+    def _int(self, payload: Any, field: str) -> int:
+        if type(payload) is int:
+            return payload
+        try:
+            if isinstance(payload, str) and _INTEGER.fullmatch(payload):
+                return int(payload)
+        except ValueError:  # more digits than Python converts
+            pass
+        self.fail(f"{field}.int", f"expected decimal digits, got {_show(payload)}")
+
+    def _hex_float(self, payload: Any, field: str) -> float:
+        try:
+            if isinstance(payload, str):
+                return float.fromhex(payload)
+        except (ValueError, OverflowError):
+            pass
+        self.fail(field, f"expected a hex float (like '0x1.8p+1'), got {_show(payload)}")
+
+
+def _float(value: float) -> str:
+    """A literal for `value`, NaN and infinities included."""
+    return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+
+
+def _inert(text: str) -> str:
+    """`text` as docstring text that reads as itself and cannot end the docstring or its line.
+
+    Printable ASCII stays; quotes and backslashes are escaped, every other character (newlines,
+    NUL, line separators, terminal escapes, non-ASCII) becomes its Python escape.
+    """
+    return _ascii_line(text, escape="\"\\")
+
+
+def _ascii_line(text: str, escape: str = "") -> str:
+    """`text` as one line of printable ASCII: other characters, and those in `escape`, as Python escapes."""
+    return "".join("\\" + ch if ch in escape else ch if " " <= ch <= "~" else ascii(ch)[1:-1] for ch in text)
+
+
+def _plain(value: Any) -> str:
+    """A text field as text (a non-string is shown, not converted: its `str` may be unbounded)."""
+    return value if isinstance(value, str) else _show(value)
+
+
+def _show(value: Any) -> str:
+    """A short one-line ASCII rendering of a case value for an error message."""
+    return _SHOW.repr(value).encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _key(field: str, key: str) -> str:
+    return f"{field}.{key}" if key.isidentifier() and key.isascii() else f"{field}[{_show(key)}]"
+
+
+def _callable(op: Any, case: CorpusCase) -> tuple[str, str, str]:
+    """(the op's function form, the in-place call for `inplace` cases, lines importing what they need)."""
     import torch
 
+    if not _DOTTED_NAME.fullmatch(op.name):  # the catalog's names are torch's own; never paste anything else
+        raise CaseFileError(case.path or case.short_id, "op", f"OpInfo name {_show(op.name)} is not a name")
     target: Any = torch
     for part in op.name.split("."):
         target = getattr(target, part, None)
         if target is None:
             break
-    if target is not None and target is op.op:
-        return f"torch.{op.name}", ""
-    lookup = (f"from torch.testing._internal.common_methods_invocations import op_db  # {op.name} has no public "
-              f"torch.{op.name}\nOP = next(o for o in op_db if o.name == {op.name!r} and o.variant_test_name == "
-              f"{op.variant_test_name!r})\n")
-    return "OP.op", lookup
+    public = target is not None and target is op.op
+    inplace = ""
+    if case.property == "inplace":
+        if op.inplace_variant is None:
+            raise CaseFileError(case.path or case.short_id, "property",
+                                f"inplace, but {op.name} has no in-place variant in this torch")
+        variant = op.inplace_variant
+        name = getattr(variant, "__name__", None)  # a Tensor method, or a lambda or partial
+        method = isinstance(name, str) and name.isidentifier() and getattr(torch.Tensor, name, None) is variant
+        inplace = f"input.{name}(*args, **kwargs)" if method else "OP.inplace_variant(input, *args, **kwargs)"
+    if public and not inplace.startswith("OP."):
+        return f"torch.{op.name}", inplace, ""
+    lookup = (f"from torch.testing._internal.common_methods_invocations import op_db  # {op.name}: "
+              f"{'the in-place variant is' if public else 'no public torch.' + op.name + ' function; it is'} "
+              f"taken from torch's OpInfo\nOP = next(o for o in op_db if o.name == {ascii(op.name)} and "
+              f"o.variant_test_name == {ascii(op.variant_test_name)})\n")
+    return f"torch.{op.name}" if public else "OP.op", inplace, lookup
 
 
-def _storage(raw: dict[str, Any], index: int, case: CorpusCase) -> str:
-    dtype = _dtype(raw.get("dtype"), f"storages[{index}].dtype", case)
-    if raw.get("base64") is None:
-        return f"torch.zeros({int(raw.get('elements', 0))}, dtype={dtype})"
-    return f"storage({dtype}, {int(raw.get('elements', 0))}, {json.dumps(raw['base64'])})"
-
-
-def _dtype(name: Any, field: str, case: CorpusCase) -> str:
-    dtype = dtype_names.lookup(name) if isinstance(name, str) else None
-    if dtype is None:
-        raise CaseFileError(case.path or case.short_id, field, f"unknown dtype {name!r}")
-    return str(dtype)
-
-
-def _expr(data: Any, case: CorpusCase, field: str = "inputs") -> str:
-    """A Python expression rebuilding an encoded value (tensors from `s`, the storages on the device)."""
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return repr(data)
-    if isinstance(data, list):
-        return "[" + ", ".join(_expr(v, case, field) for v in data) + "]"
-    if not isinstance(data, dict) or not data:
-        raise CaseFileError(case.path or case.short_id, field, f"unreadable value {data!r}")
-    if "tensor" in data:
-        return _tensor_expr(data, case, field)
-    (kind, payload), = data.items()
-    if kind == "int":
-        return str(int(payload))
-    if kind == "float":
-        value = float.fromhex(payload)
-        return repr(value) if value == value and abs(value) != float("inf") else f"float({str(value)!r})"
-    if kind == "complex":
-        return f"complex(float.fromhex({payload[0]!r}), float.fromhex({payload[1]!r}))"
-    if kind == "dtype":
-        return _dtype(payload, field, case)
-    if kind == "device":
-        return "torch.device(device)"
-    if kind in ("memory_format", "layout"):
-        return f"torch.{payload}"
-    if kind == "size":
-        return f"torch.Size({list(payload)})"
-    if kind == "slice":
-        return "slice(" + ", ".join(_expr(v, case, field) for v in payload) + ")"
-    if kind == "ellipsis":
-        return "Ellipsis"
-    if kind == "tuple":
-        return "(" + "".join(_expr(v, case, field) + ", " for v in payload) + ")"
-    if kind == "dict":
-        return "{" + ", ".join(f"{k!r}: {_expr(v, case, f'{field}.{k}')}" for k, v in payload.items()) + "}"
-    raise CaseFileError(case.path or case.short_id, field, f"unknown value kind {kind!r}")
-
-
-def _tensor_expr(data: dict[str, Any], case: CorpusCase, field: str) -> str:
-    kind = data.get("tensor")
-    grad = ".requires_grad_()" if data.get("requires_grad") else ""
-    if kind == "strided":
-        view = f"s[{int(data['storage'])}].as_strided({list(data['sizes'])}, {list(data['strides'])}, " \
-               f"{int(data['storage_offset'])})"
-        return view + (".to('meta')" if data.get("device") == "meta" else "") + grad
-    if kind == "nested":
-        parts = ", ".join(_tensor_expr(c, case, field) for c in data["components"])
-        return f"torch.nested.nested_tensor([{parts}], layout=torch.{data['nested_layout']})"
-    if kind == "sparse_coo":
-        return (f"torch.sparse_coo_tensor({_tensor_expr(data['indices'], case, field)}, "
-                f"{_tensor_expr(data['values'], case, field)}, {list(data['sizes'])}, "
-                f"is_coalesced={bool(data['coalesced'])})")
-    if kind in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"):
-        return (f"torch.sparse_compressed_tensor({_tensor_expr(data['compressed_indices'], case, field)}, "
-                f"{_tensor_expr(data['plain_indices'], case, field)}, {_tensor_expr(data['values'], case, field)}, "
-                f"{list(data['sizes'])}, layout=torch.{kind})")
-    raise CaseFileError(case.path or case.short_id, f"{field}.tensor", f"unknown tensor kind {kind!r}")
-
-
-def _bodies(case: CorpusCase, op: Any) -> tuple[str, str]:
+def _bodies(case: CorpusCase, inplace: str) -> tuple[str, str]:
     """(the body of `run(device)`, the body of the main block) for the case's property."""
     call = "FN(input, *args, **kwargs)"
     if case.property == "inplace":
-        name = getattr(op.inplace_variant, "__name__", f"{op.name}_")
-        run = [f"input, args, kwargs = inputs(device)", f"input.{name}(*args, **kwargs)", "return input"]
+        run = ["input, args, kwargs = inputs(device)", inplace, "return input"]
     elif case.property == "out":
         run = ["input, args, kwargs = inputs(device)",
                "out = torch.utils._pytree.tree_map_only(torch.Tensor, torch.zeros_like, FN(input, *args, **kwargs))",
@@ -186,3 +401,21 @@ def _bodies(case: CorpusCase, op: Any) -> tuple[str, str]:
 def _verdict() -> list[str]:
     return ["if problem:", f"{_I}print(f'REPRODUCED on {{DEVICE}}: {{problem}}')", f"{_I}sys.exit(1)",
             "print(f'not reproduced on {DEVICE}: results agree')"]
+
+
+def _vocabulary_problem(script: str, extra: set[str]) -> str | None:
+    """What in `script` is outside the template's vocabulary (imports, names, attributes), if anything."""
+    try:
+        tree = ast.parse(script)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"not valid Python: {type(exc).__name__}"
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found = {(getattr(node, "module", None), alias.name) for alias in node.names}
+            if not found <= _IMPORTS:
+                return f"import {_show(sorted(map(str, found)))}"
+        elif isinstance(node, ast.Name) and node.id not in _NAMES:
+            return f"name {_show(node.id)}"
+        elif isinstance(node, ast.Attribute) and node.attr not in _ATTRIBUTES and node.attr not in extra:
+            return f"attribute {_show(node.attr)}"
+    return None

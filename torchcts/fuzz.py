@@ -1,4 +1,4 @@
-"""`torchcts fuzz`: time-budgeted bug hunting with random seeds; new counterexamples go to the corpus.
+"""`torchcts fuzz`: budgeted bug hunting with random seeds; new counterexamples go to the corpus.
 
 The parent process plans the items (as `run` does), schedules them, and hands one task at a
 time (an item, a fresh seed, a number of examples) to worker processes that run the property
@@ -9,11 +9,18 @@ new behaviour (a new corpus case, a larger error than it has shown before: the p
 dies (segfault, abort) or overruns the task timeout is replaced; its item is recorded as
 `crashed` or `timed_out` and not scheduled again, and the hunt goes on. A crashed visit is run
 once more with the same seed, each case in its own forked child, so the crash shrinks into a
-corpus case. Ctrl-C stops the workers; every case already found is on disk.
+corpus case. Ctrl-C, SIGTERM and SIGHUP stop the workers; every case already found is on disk,
+and the hunt exits 128 + the signal's number (130, 143, 129).
+
+The budget is time, a number of visits, or both (whichever runs out first). Every choice the
+scheduler makes comes from one seeded generator and the visits' results, so with one worker a
+visit budget makes a hunt independent of the machine's speed: the same seed, corpus and
+versions give the same visits, seeds and cases on any machine, busy or idle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import queue
@@ -26,6 +33,8 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts import interrupts
+
 PROGRESS_EVERY_S = 10.0
 BUDGET_GRACE_S = 15.0  # a visit still running this long after the budget is dropped
 CRASH_CASE_TIMEOUT_S = 30.0  # per case, while a crash is reproduced and shrunk case by case
@@ -37,7 +46,7 @@ DETERMINISTIC_PROPERTIES = ("errors",)  # fixed OpInfo error inputs: one visit s
 class FuzzOptions:
     device: str
     manifest: Path
-    budget_s: float
+    budget_s: float | None  # None: no time limit (then max_visits bounds the hunt)
     ops: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
@@ -49,6 +58,16 @@ class FuzzOptions:
     task_timeout_s: float = 120.0
     compile_backend: str | None = None
     seed: int | None = None
+    max_visits: int | None = None  # scheduled visits, crash replays not counted; None: no limit
+
+    def __attrs_post_init__(self) -> None:
+        if self.budget_s is None and self.max_visits is None:
+            raise ValueError("a hunt needs a budget: a time (budget_s), a number of visits (max_visits), or both")
+
+    def describe_budget(self) -> str:
+        parts = ([f"{self.budget_s:.0f} s"] if self.budget_s is not None else []) + \
+            ([f"{self.max_visits} visits"] if self.max_visits is not None else [])
+        return " or ".join(parts)
 
 
 @attrs.define
@@ -63,12 +82,13 @@ class ItemStats:
     new_cases: list[dict[str, Any]] = attrs.field(factory=list)
     max_ulp: int = 0
     first_failure_s: float | None = None
+    first_failure_visit: int | None = None  # the hunt's visit number: unlike seconds, the same on any machine
     outcome: str = ""  # crashed, timed_out, unavailable, or "" while it can still be scheduled
 
     def as_json(self) -> dict[str, Any]:
         return {"item": self.item.id, "tasks": self.tasks, "examples": self.examples, "failures": self.failures,
                 "new_cases": self.new_cases, "max_ulp": self.max_ulp, "first_failure_s": self.first_failure_s,
-                "final_weight": round(self.weight, 4), "outcome": self.outcome or "hunted"}
+                "first_failure_visit": self.first_failure_visit, "final_weight": round(self.weight, 4), "outcome": self.outcome or "hunted"}
 
 
 class Scheduler:
@@ -90,7 +110,7 @@ class Scheduler:
             return None
         return self.rng.choices(open_items, weights=[s.weight for s in open_items])[0]
 
-    def finished(self, stats: ItemStats, result: dict[str, Any], elapsed_s: float) -> None:
+    def finished(self, stats: ItemStats, result: dict[str, Any], elapsed_s: float, visit: int = 0) -> None:
         stats.tasks += 1
         stats.examples += result.get("examples", 0)
         novel = False
@@ -101,8 +121,8 @@ class Scheduler:
                 novel = True
                 stats.new_cases.append(case)
             if stats.first_failure_s is None:
-                stats.first_failure_s = round(elapsed_s, 1)
-        elif result["status"] == "unavailable":
+                stats.first_failure_s, stats.first_failure_visit = round(elapsed_s, 1), visit
+        elif result["status"] == "unavailable" and not stats.outcome:
             stats.outcome = "unavailable"
         if result.get("max_ulp", 0) > stats.max_ulp:
             novel = novel or stats.tasks > 1  # the first visit sets the baseline
@@ -111,11 +131,11 @@ class Scheduler:
             stats.outcome = "exhausted"
         stats.weight = min(stats.weight * 2, MAX_WEIGHT) if novel else max(stats.weight / 2, MIN_WEIGHT)
 
-    def lost(self, stats: ItemStats, outcome: str, elapsed_s: float) -> None:
+    def lost(self, stats: ItemStats, outcome: str, elapsed_s: float, visit: int = 0) -> None:
         stats.tasks += 1
-        stats.outcome = outcome
+        stats.outcome = stats.outcome or outcome  # a crash replay that overruns leaves the item `crashed`
         if stats.first_failure_s is None:
-            stats.first_failure_s = round(elapsed_s, 1)
+            stats.first_failure_s, stats.first_failure_visit = round(elapsed_s, 1), visit
 
 
 # -- workers ---------------------------------------------------------------------------------
@@ -125,9 +145,14 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
 
     A crash hunt runs every case in a forked child, so a case that kills the process is caught,
     shrunk like any failure and stored as a `crashed` case."""
-    import signal
+    from torchcts.isolation import die_with_parent
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    for sig in interrupts.SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP are the parent's to handle: it stops the workers
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.SIGNALS)  # blocked since its start (see `spawn`)
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid is not None:
+        die_with_parent(parent.pid)  # a parent killed outright (SIGKILL) takes its workers along
     import pytest
     import torch
 
@@ -196,6 +221,7 @@ class _Slot:
     stats: ItemStats | None = None
     task: tuple = ()
     started: float = 0.0
+    visit: int = 0  # the hunt's number for the task in hand (a crash replay keeps its visit's)
     ready: bool = False  # the worker has imported torch and the op database; task time counts from here
 
 
@@ -214,33 +240,43 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
     started = time.monotonic()
     last_progress = started
     interrupted = False
-    crash_hunts: list[tuple[ItemStats, tuple]] = []  # crashed visits to replay case by case, forked
+    visits = 0  # visits scheduled so far (crash replays not counted: they finish a visit's work)
+    crash_hunts: list[tuple[ItemStats, tuple, int]] = []  # crashed visits to replay case by case, forked
 
     def spawn() -> _Slot:
         tasks = context.Queue()
         process = context.Process(target=_worker, args=(options, tasks, results), daemon=True)
-        process.start()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # the worker starts deaf to them
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return _Slot(process, tasks)
 
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    echo(f"torchcts fuzz: {len(items)} items, budget {options.budget_s:.0f} s, {options.workers} worker(s), "
+    echo(f"torchcts fuzz: {len(items)} items, budget {options.describe_budget()}, {options.workers} worker(s), "
          f"seed {seed}, corpus {options.corpus_dir}")
+    signals = contextlib.ExitStack()  # Ctrl-C, SIGTERM (a CI cancelling the job), SIGHUP end the hunt cleanly
+    signals.enter_context(interrupts.handling())
     try:
         slots = [spawn() for _ in range(max(1, options.workers))]
         while True:
+            interrupts.check()  # a signal whose exception a finalizer swallowed still ends the hunt
             now = time.monotonic()
             elapsed = now - started
             busy = {slot.stats.item.id for slot in slots if slot.stats is not None}
             for slot in slots:
-                if slot.stats is None and elapsed < options.budget_s:
+                if slot.stats is None and (options.budget_s is None or elapsed < options.budget_s):
                     if crash_hunts:  # a crashed visit again, each case in its own child: shrink the crash
-                        stats, task = crash_hunts.pop(0)
+                        stats, task, visit = crash_hunts.pop(0)
                     else:
+                        if options.max_visits is not None and visits >= options.max_visits:
+                            break
                         stats = scheduler.next_item(busy)
                         if stats is None:
                             break
-                        task = (stats.item, rng.randrange(2**63), options.examples_per_task, False)
-                    slot.stats, slot.started, slot.task = stats, now, task
+                        visits += 1
+                        task, visit = (stats.item, rng.randrange(2**63), options.examples_per_task, False), visits
+                    slot.stats, slot.started, slot.task, slot.visit = stats, now, task, visit
                     busy.add(stats.item.id)
                     slot.tasks.put(task)
                     if not slot.ready:
@@ -259,7 +295,7 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
             if answer is not None:
                 slot = next((s for s in slots if s.stats is not None and s.stats.item.id == answer["item"]), None)
             if answer is not None and slot is not None:
-                scheduler.finished(slot.stats, answer, time.monotonic() - started)
+                scheduler.finished(slot.stats, answer, time.monotonic() - started, slot.visit)
                 if answer["status"] == "failed" and (answer.get("counterexample") or {}).get("new"):
                     case = answer["counterexample"]
                     echo(f"  new case: {answer['item']} ({case['elements']} elements) -> {case['path']}")
@@ -270,7 +306,7 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                 lost = None
                 if not slot.process.is_alive():
                     lost = "crashed"
-                elif time.monotonic() - started > options.budget_s + BUDGET_GRACE_S:
+                elif options.budget_s is not None and time.monotonic() - started > options.budget_s + BUDGET_GRACE_S:
                     slot.process.kill()  # out of time: the visit is dropped, not held against the item
                     slot.process.join(timeout=5)
                     slot.stats = None
@@ -282,26 +318,28 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                     slot.process.join(timeout=5)
                     detail = f" (exit code {slot.process.exitcode})" if lost == "crashed" else ""
                     echo(f"  {lost}: {slot.stats.item.id}{detail}; the hunt goes on")
-                    scheduler.lost(slot.stats, lost, time.monotonic() - started)
+                    scheduler.lost(slot.stats, lost, time.monotonic() - started, slot.visit)
                     if lost == "crashed" and not slot.task[3]:
-                        crash_hunts.append((slot.stats, (*slot.task[:3], True)))
+                        crash_hunts.append((slot.stats, (*slot.task[:3], True), slot.visit))
                     slots[index] = spawn()
             if time.monotonic() - last_progress >= PROGRESS_EVERY_S:
                 last_progress = time.monotonic()
-                echo(_progress_line(scheduler, time.monotonic() - started, options.budget_s))
+                echo(_progress_line(scheduler, time.monotonic() - started, options, visits))
     except KeyboardInterrupt:
         interrupted = True
         echo("torchcts fuzz: interrupted; every case found so far is in the corpus")
     finally:
-        for slot in slots:
-            if slot.process.is_alive():
-                slot.process.kill()
-            slot.process.join(timeout=5)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        with interrupts.deferred(raise_at_end=False):  # a second Ctrl-C must not leave workers running
+            for slot in slots:
+                if slot.process.is_alive():
+                    slot.process.kill()
+                slot.process.join(timeout=5)
+        signals.close()
+        interrupted = interrupted or interrupts.requested() is not None  # also when swallowed on the way
     elapsed = time.monotonic() - started
     summary = {
-        "seed": seed, "budget_s": options.budget_s, "elapsed_s": round(elapsed, 1), "interrupted": interrupted,
+        "seed": seed, "budget_s": options.budget_s, "max_visits": options.max_visits, "visits": visits,
+        "elapsed_s": round(elapsed, 1), "interrupted": interrupted, "signal": interrupts.signal_name(),
         "device": options.device, "compile": options.compile_backend, "workers": options.workers,
         "corpus": str(options.corpus_dir), "examples": sum(s.examples for s in scheduler.stats.values()),
         "items": [s.as_json() for s in scheduler.stats.values()],
@@ -311,11 +349,6 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
     (folder / "fuzz.json").write_text(json.dumps(summary, indent=1) + "\n")
     summary["folder"] = str(folder)
     return summary
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    """Ctrl-C or SIGTERM (a CI cancelling the job) end the hunt the same way: cleanly."""
-    raise KeyboardInterrupt
 
 
 def parse_budget(text: str) -> float:
@@ -330,13 +363,15 @@ def parse_budget(text: str) -> float:
     return total
 
 
-def _progress_line(scheduler: Scheduler, elapsed: float, budget: float) -> str:
+def _progress_line(scheduler: Scheduler, elapsed: float, options: FuzzOptions, visits: int) -> str:
     stats = scheduler.stats.values()
     covered = sum(1 for s in stats if s.tasks)
     examples = sum(s.examples for s in stats)
     failures = sum(len(s.new_cases) for s in stats)
     lost = sum(1 for s in stats if s.outcome in ("crashed", "timed_out"))
-    return (f"torchcts fuzz: {elapsed:.0f}/{budget:.0f} s, {covered}/{len(scheduler.stats)} items covered, "
+    seconds = f"{elapsed:.0f}" + (f"/{options.budget_s:.0f}" if options.budget_s is not None else "")
+    count = f"{visits}" + (f"/{options.max_visits}" if options.max_visits is not None else "")
+    return (f"torchcts fuzz: {seconds} s, {count} visits, {covered}/{len(scheduler.stats)} items covered, "
             f"{examples / max(elapsed, 1e-9):.1f} examples/s, {failures} new cases, {lost} crashed or hung")
 
 
@@ -347,7 +382,7 @@ def new_cases(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def print_summary(summary: dict[str, Any], echo: Callable[[str], None]) -> None:
     found = new_cases(summary)
     lost = [item for item in summary["items"] if item["outcome"] in ("crashed", "timed_out")]
-    echo(f"torchcts fuzz: {summary['elapsed_s']:.0f} s, {summary['examples']} examples, "
+    echo(f"torchcts fuzz: {summary['elapsed_s']:.0f} s, {summary['visits']} visits, {summary['examples']} examples, "
          f"{sum(1 for i in summary['items'] if i['tasks'])}/{len(summary['items'])} items covered, "
          f"{len(found)} new cases, {len(lost)} items crashed or hung; summary in {summary['folder']}/fuzz.json")
     for item_id, case in found:
@@ -357,6 +392,9 @@ def print_summary(summary: dict[str, Any], echo: Callable[[str], None]) -> None:
 
 
 def exit_status(summary: dict[str, Any]) -> int:
+    """1 when new failures (or crashes, hangs) were found, else 0; 128 + the signal's number when one stopped the hunt."""
+    if summary.get("signal"):
+        return interrupts.exit_code(signal.Signals[summary["signal"]])
     lost = any(item["outcome"] in ("crashed", "timed_out") for item in summary["items"])
     return 1 if new_cases(summary) or lost else 0
 

@@ -19,12 +19,13 @@ import torch
 from torch.utils._pytree import tree_leaves
 from hypothesis import HealthCheck, strategies as st
 
-from torchcts import oracle
+from torchcts import interrupts, oracle
 from torchcts.plan import PlanItem
 from torchcts.reduce import reduce_case
 from torchcts.targets import ORACLE, CaseUnavailable, Target
 from torchcts.strategies import Case, Placement, copy_exact, place
 from torchcts.strategies.samples import cpu_pinned_paths
+from torchcts.strategies.seeding import seeded_globals
 
 _HEALTH_CHECKS_OFF = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
                       HealthCheck.differing_executors]
@@ -93,6 +94,7 @@ class CaseContext:
                              else (hypothesis.Phase.explicit, hypothesis.Phase.generate))
         @hypothesis.given(strategy)
         def property_(case):
+            interrupts.check()  # a Ctrl-C or SIGTERM swallowed on the way (a finalizer, a gc callback) stops here
             self._count(case)
             self.in_hypothesis = True
             try:
@@ -112,10 +114,7 @@ class CaseContext:
         """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
         def still_fails(candidate: Any) -> bool:
             try:
-                if self.case_timeout_s is None:
-                    check(candidate)
-                else:  # a crash being shrunk: every try in its own child
-                    _check_forked(check, candidate, self.case_timeout_s)
+                self._call(check, candidate)  # a crash being shrunk: every try in its own child
             except (CpuRejects, CaseUnavailable):
                 return False
             except Exception as exc:  # noqa: BLE001 - the same kind of failure keeps the cut
@@ -130,6 +129,7 @@ class CaseContext:
     def run_each(self, cases: Iterable[Any], check: Callable[[Any], None]) -> None:
         """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
         for case in cases:
+            interrupts.check()
             self._count(case)
             self._check(check, case)
         self.finish()
@@ -137,10 +137,7 @@ class CaseContext:
     def _check(self, check: Callable[[Any], None], case: Any) -> None:
         self.failing_comparison = None
         try:
-            if self.case_timeout_s is None:
-                check(case)
-            else:
-                _check_forked(check, case, self.case_timeout_s)
+            self._call(check, case)
         except CpuRejects:
             self.cpu_contract_cases += 1
         except CaseUnavailable as exc:
@@ -150,13 +147,19 @@ class CaseContext:
             self.failing_case = case  # Hypothesis replays the shrunk case last: it is the one kept
             raise
 
+    def _call(self, check: Callable[[Any], None], case: Any) -> None:
+        """`check(case)`, in a forked child when cases are isolated, with the global RNGs seeded
+        from the case: a random op sees the same stream whether the case is drawn, shrunk or
+        replayed, whatever ran before it in the process."""
+        with seeded_globals(int(_case_fingerprint(case)[:16], 16)):
+            if self.case_timeout_s is None:
+                check(case)
+            else:
+                _check_forked(check, case, self.case_timeout_s)
+
     def _count(self, case: Any) -> None:
         self.examples += 1
-        if isinstance(case, Case):
-            fingerprint = case.fingerprint
-        else:  # an OpInfo ErrorInput
-            fingerprint = _fingerprint(case.sample_input, case.error_type.__name__)
-        self.fingerprints.append(fingerprint[:16])
+        self.fingerprints.append(_case_fingerprint(case)[:16])
 
     def finish(self) -> None:
         if not self.examples:
@@ -226,8 +229,7 @@ class CaseContext:
         """The op's OpInfo error inputs, made under a fixed seed (or the stored ones, replaying)."""
         if self.replay is not None:
             return self.replay
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed % 2**63)
+        with seeded_globals(self.seed, fill_uninitialized=True):  # `out=` tensors from torch.empty: filled
             return list(self.op.error_inputs("cpu"))
 
     def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False,
@@ -321,10 +323,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _fingerprint(*parts: Any) -> str:
-    from torchcts.strategies import fingerprint
+def _case_fingerprint(case: Any) -> str:
+    if isinstance(case, Case):
+        return case.fingerprint
+    from torchcts.strategies import fingerprint  # an OpInfo ErrorInput
 
-    return fingerprint(*parts)
+    return fingerprint(case.sample_input, case.error_type.__name__)
 
 
 def filled_twin(sample: Any, value: int) -> Any:

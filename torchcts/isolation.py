@@ -4,7 +4,9 @@ The child inherits everything the parent has imported and built (torch, the op d
 plan, open result files), so isolating one item costs a fork, not a fresh interpreter. Its
 stdout and stderr go to a file whose tail is kept as the crash's last output; its answer comes
 back as JSON through a pipe. A child killed by a signal is `crashed` (with the signal's name),
-one that overruns the timeout is killed and `timed_out`.
+one that overruns the timeout is killed and `timed_out`. Ctrl-C, SIGTERM and SIGHUP are the
+parent's: the child ignores them, the interrupted parent kills it, and on Linux the kernel kills
+it when the parent dies, so no child outlives its run.
 
 Forking needs a device that survives it: CPU, meta and devices implemented in Python (the faulty
 device) do; CUDA initialised in the parent does not, so `fork_safe` says no for it and the
@@ -18,11 +20,14 @@ import json
 import os
 import select
 import signal
+import sys
 import tempfile
 import time
 from typing import Any, Callable
 
 import attrs
+
+from torchcts import interrupts
 
 OUTPUT_TAIL_CHARS = 4000
 FORK_UNSAFE_DEVICE_TYPES = ("cuda", "xpu", "mps", "hpu", "mtia")
@@ -51,31 +56,61 @@ def fork_safe(device_type: str) -> bool:
 
 
 def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
-    """`work()` in a forked child; its JSON-serialisable return value, or how the child ended."""
-    import sys
+    """`work()` in a forked child; its JSON-serialisable return value, or how the child ended.
 
+    Interrupted (Ctrl-C, SIGTERM) while the child runs, the parent kills the child and re-raises."""
     sys.stdout.flush()
     sys.stderr.flush()  # what the parent buffered must not be written again by the child
     output = tempfile.TemporaryFile(mode="w+b")
     read_end, write_end = os.pipe()
     started = time.monotonic()
     gc.freeze()  # the child's collector then leaves the parent's objects alone: no copy-on-write storm
-    pid = os.fork()
+    parent = os.getpid()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # none lands before the child ignores them
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        gc.unfreeze()
+        raise
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(work, write_end, output.fileno())
+        _child(work, write_end, output.fileno(), parent, mask)
     gc.unfreeze()
     os.close(write_end)
     chunks: list[bytes] = []
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal that came during the fork is raised here
+        status = _wait(pid, read_end, chunks, started + timeout_s)
+    except BaseException:  # Ctrl-C or SIGTERM in the parent: the child must not outlive the run
+        _kill(pid)
+        output.close()
+        raise
+    finally:
+        os.close(read_end)
+    interrupts.check()  # a child that died with the run's interruption is no crash of its item
+    duration = time.monotonic() - started
+    if status is None:
+        return ForkResult("timed_out", output_tail=_tail(output), duration_s=duration)
+    data = b"".join(chunks)
+    if os.WIFSIGNALED(status):
+        return ForkResult("crashed", signal_name=signal.Signals(os.WTERMSIG(status)).name,
+                          output_tail=_tail(output), duration_s=duration)
+    code = os.WEXITSTATUS(status)
+    if code != 0 or not data:
+        return ForkResult("crashed", exit_code=code, output_tail=_tail(output), duration_s=duration)
+    return ForkResult("finished", answer=json.loads(data), exit_code=0, output_tail=_tail(output),
+                      duration_s=duration)
+
+
+def _wait(pid: int, read_end: int, chunks: list[bytes], deadline: float) -> int | None:
+    """Collect the child's answer until it exits; its wait status, or None when it ran past the deadline (killed)."""
     status = None
-    deadline = started + timeout_s
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(read_end)
-            return ForkResult("timed_out", output_tail=_tail(output), duration_s=time.monotonic() - started)
+            _kill(pid)
+            return None
         ready, _, _ = select.select([read_end], [], [], min(remaining, 0.5))
         if ready:
             chunk = os.read(read_end, 1 << 16)
@@ -88,23 +123,43 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
             break
     if status is None:
         _, status = os.waitpid(pid, 0)
-    os.close(read_end)
-    duration = time.monotonic() - started
-    data = b"".join(chunks)
-    if os.WIFSIGNALED(status):
-        return ForkResult("crashed", signal_name=signal.Signals(os.WTERMSIG(status)).name,
-                          output_tail=_tail(output), duration_s=duration)
-    code = os.WEXITSTATUS(status)
-    if code != 0 or not data:
-        return ForkResult("crashed", exit_code=code, output_tail=_tail(output), duration_s=duration)
-    return ForkResult("finished", answer=json.loads(data), exit_code=0, output_tail=_tail(output),
-                      duration_s=duration)
+    return status
 
 
-def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
+def _kill(pid: int) -> None:
+    """SIGKILL the child and reap it, unless it is reaped already; a second Ctrl-C waits until it is gone."""
+    with interrupts.deferred():
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)  # ChildProcessError once reaped: its pid may be another's now
+            if not done:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: have the kernel SIGKILL this process when its parent dies, even by SIGKILL, so a
+    worker or isolated child never outlives the run that started it. Elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int, mask: Any) -> None:
     code = 0
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the run
+        for sig in interrupts.SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP are the parent's: it stops the run and kills us
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        die_with_parent(parent)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         import faulthandler
@@ -123,8 +178,6 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
         code = 70
     finally:
         try:
-            import sys
-
             sys.stdout.flush()
             sys.stderr.flush()
             os.close(answer_fd)

@@ -16,6 +16,7 @@ import attrs
 import torch
 
 from torchcts import dtypes as dtype_names
+from torchcts.arguments import shown
 from torchcts.manifest import DtypeStatus, Manifest
 from torchcts.opinfo_catalog import all_ops, op_id
 from torchcts.oracle_crashes import known_oracle_crash
@@ -86,17 +87,41 @@ class Accounting:
     reason: str
 
 
+class SelectionError(ValueError):
+    """A command-line selection that cannot be used; the message names the option and what is allowed."""
+
+
+def _check_level(_: Any, __: Any, level: int | None) -> None:
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 8):
+        raise SelectionError(f"--level must be an integer from 1 to 8, got {level!r}")
+
+
+def _compile_patterns(selection: "Selection") -> tuple[re.Pattern[str], ...]:
+    """The `--ops` regexes, compiled once when the selection is made: a bad one fails before anything runs."""
+    compiled = []
+    for pattern in selection.op_patterns:
+        if not pattern:
+            raise SelectionError("--ops '': an empty regex matches every op; leave --ops out to run them all")
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise SelectionError(f"--ops {shown(pattern)} is not a valid regular expression: {exc}") from None
+    return tuple(compiled)
+
+
 @attrs.frozen
 class Selection:
-    """What this run keeps of the manifest's claims (command-line narrowing)."""
+    """What this run keeps of the manifest's claims (command-line narrowing); checked when made."""
 
-    level: int | None = None
+    level: int | None = attrs.field(default=None, validator=_check_level)
     dtypes: tuple[torch.dtype, ...] | None = None
-    op_patterns: tuple[str, ...] = ()
+    op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     properties: tuple[str, ...] | None = None
+    _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_compile_patterns, takes_self=True))
 
     def op_selected(self, name: str) -> bool:
-        return not self.op_patterns or any(re.search(p, name) for p in self.op_patterns)
+        return not self._op_regexes or any(p.search(name) for p in self._op_regexes)
 
 
 @attrs.frozen

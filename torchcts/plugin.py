@@ -10,6 +10,7 @@ result record is appended as it finishes; `run.json` closes the run as complete 
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 MANIFEST_KEY = pytest.StashKey["Manifest"]()
 SESSION_KEY = pytest.StashKey["RunSession"]()
 CONTEXT_KEY = pytest.StashKey["CaseContext"]()
+SIGNALS_KEY = pytest.StashKey[contextlib.ExitStack]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,6 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--corpus", dest="torchcts_corpus", action="append", default=None, metavar="PATH",
                     help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
                          "new cases; repeatable.")
+    from torchcts.case_limits import byte_count  # attrs only: the plugin stays light
+
+    group.addoption("--max-case-bytes", dest="torchcts_max_case_bytes", type=byte_count, default=None, metavar="N",
+                    help="TorchCTS: with --corpus, a case may decode at most N bytes of storages and build at most "
+                         "N bytes of tensors (default 64M; 1G, 512M, or bytes); a case over it is an error "
+                         "record naming the limit.")
     group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default="corpus", metavar="DIR",
                     help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus).")
     group.addoption("--subprocess-per-test", dest="torchcts_subprocess_per_test", action="store_true",
@@ -83,8 +91,15 @@ def pytest_configure(config: pytest.Config) -> None:
         if manifest_path is not None:
             _load_manifest_only(config, manifest_path)
         return
+    from torchcts import interrupts
     from torchcts.session import AuditDone, RunSession, SessionError
 
+    # SIGTERM and SIGHUP stop a run like Ctrl-C, also under plain `pytest` (pytest_unconfigure restores them)
+    config.stash[SIGNALS_KEY] = stack = contextlib.ExitStack()
+    stack.enter_context(interrupts.handling())
+    # a signal landing in a gc callback or finalizer is dropped by Python; the run stops anyway (interrupts.check)
+    config.addinivalue_line("filterwarnings", r"ignore:(?s)Exception ignored.*torchcts\.interrupts\.Interrupted"
+                                              r":pytest.PytestUnraisableExceptionWarning")
     try:
         session = RunSession.start(config)
     except SessionError as exc:
@@ -160,6 +175,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     plan_item = _plan_item(item)
     if session is None or plan_item is None:
         return None
+    from torchcts import interrupts
+
+    interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
     return session.run_isolated(item, plan_item, nextitem)
 
 
@@ -182,7 +200,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
 
 
+@pytest.hookimpl(tryfirst=True)  # before fixture teardown: a second Ctrl-C there must not leave run.json `running`
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(SESSION_KEY, None)
     if run is not None:
         run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stack = config.stash.get(SIGNALS_KEY, None)
+    if stack is not None:
+        stack.close()

@@ -3,22 +3,42 @@
 The plugin collects `ReplayItem`s instead of plan items when `--corpus PATH` is given, so a CI
 replays the corpus with its usual pytest runner; `torchcts replay` runs the same session and
 reads its records to say, per case, whether it still fails, and to track `fixed` cases.
+
+Every file is read and decoded (within `CaseLimits`) when the items are made, before any runs:
+a file that cannot be read, or is over a limit, becomes an item whose test is an `error` record
+naming the file and the field, shown by pytest as that one line, and the other cases still run.
 """
 
 from __future__ import annotations
 
 import builtins
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 import attrs
+import pytest
 import torch
 
 from torchcts import dtypes as dtype_names
-from torchcts.case_files import CaseFileError, CorpusCase, case_files, load_case, save_case
+from torchcts.case_codec import brief
+from torchcts.case_files import CaseFileError, CorpusCase, case_files, load_case, printable, save_case
+from torchcts.case_limits import CaseLimits
 from torchcts.plan import PROPERTY_BY_NAME
 
 UNREADABLE_PROPERTY = "forward"  # the test function that reports unreadable case files
+EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read (the others still ran)
+
+
+class UnreadableCase(CaseFileError, pytest.fail.Exception):
+    """A case file that cannot be replayed, raised in its item's setup.
+
+    Also a `pytest.fail` exception without a Python traceback, so pytest shows the message (file,
+    field, problem) as the item's whole error: a folder of garbage is one line per file."""
+
+    def __init__(self, path: Path | str, field: str, message: str):
+        CaseFileError.__init__(self, path, field, message)
+        self.msg, self.pytrace = self.args[0], False
 
 
 @attrs.frozen
@@ -33,7 +53,7 @@ class ReplayItem:
     level: int
     fingerprint: str = ""
     status: str = ""
-    problem: str | None = None
+    problem: tuple[str, str] | None = None  # (field, what is wrong) when the file cannot be replayed
     crash: bool = False  # the case crashed the process: it is replayed in a forked child
 
     @property
@@ -45,17 +65,22 @@ class ReplayItem:
     def as_json(self) -> dict[str, Any]:
         return {"item": self.id, "property": self.property, "op": self.op, "variant": self.variant,
                 "dtype": self.dtype, "level": self.level,
-                "case": {"path": self.path, "fingerprint": self.fingerprint, "status": self.status}}
+                "case": {"path": self.path, "fingerprint": self.fingerprint, "status": self.status,
+                         "unreadable": ": ".join(self.problem) if self.problem else None}}
 
 
-def replay_items(paths: Iterable[Path | str]) -> list[ReplayItem]:
-    """An item per case file under `paths`; unreadable files become items that report why."""
+def replay_items(paths: Iterable[Path | str], limits: CaseLimits = CaseLimits()) -> list[ReplayItem]:
+    """An item per case file under `paths`; files that cannot be read and decoded within `limits`
+    become items that report why. Each case is decoded here once and dropped, one at a time."""
     items = []
     for path in case_files(paths):
         try:
-            case = checked_case(path)
+            case = checked_case(path, limits)
+            with warnings.catch_warnings():  # nested tensors warn they are a prototype: once, when they run
+                warnings.simplefilter("ignore")
+                replay_cases(case, limits)
         except CaseFileError as exc:
-            items.append(ReplayItem(str(path), UNREADABLE_PROPERTY, "", "", "", 0, problem=str(exc)))
+            items.append(ReplayItem(str(path), UNREADABLE_PROPERTY, "", "", "", 0, problem=(exc.field, exc.message)))
             continue
         items.append(ReplayItem(str(path), case.property, case.op, case.variant, case.dtype,
                                 PROPERTY_BY_NAME[case.property].level, case.fingerprint, case.status,
@@ -63,34 +88,45 @@ def replay_items(paths: Iterable[Path | str]) -> list[ReplayItem]:
     return items
 
 
-def checked_case(path: Path | str) -> CorpusCase:
+def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:
     """A case file loaded and checked against what this TorchCTS can replay."""
     from torchcts.opinfo_catalog import find_op
 
-    case = load_case(path)
+    case = load_case(path, limits)
     if case.property not in PROPERTY_BY_NAME:
-        raise CaseFileError(path, "property", f"{case.property!r}; known: {', '.join(PROPERTY_BY_NAME)}")
+        raise CaseFileError(path, "property", f"{brief(case.property)}; known: {', '.join(PROPERTY_BY_NAME)}")
     if dtype_names.lookup(case.dtype) is None:
-        raise CaseFileError(path, "dtype", f"unknown dtype {case.dtype!r}")
+        raise CaseFileError(path, "dtype", f"unknown dtype {brief(case.dtype)}")
     try:
         find_op(case.op)
     except (KeyError, LookupError):
-        raise CaseFileError(path, "op", f"no OpInfo {case.op!r} in this torch ({torch.__version__})") from None
+        raise CaseFileError(path, "op", f"no OpInfo {brief(case.op)} in this torch ({torch.__version__})") from None
     return case
 
 
-def replay_cases(case: CorpusCase) -> list[Any]:
+def replayable(item: ReplayItem, limits: CaseLimits = CaseLimits()) -> tuple[CorpusCase, list[Any]]:
+    """(the case, what its check runs on) for an item; `UnreadableCase` when its file cannot be read."""
+    if item.problem is not None:
+        raise UnreadableCase(item.path, *item.problem)
+    try:
+        case = checked_case(item.path, limits)
+        return case, replay_cases(case, limits)
+    except CaseFileError as exc:  # the file changed since the items were made
+        raise UnreadableCase(item.path, exc.field, exc.message) from None
+
+
+def replay_cases(case: CorpusCase, limits: CaseLimits = CaseLimits()) -> list[Any]:
     """What the property's check runs on: a strategies Case, or an OpInfo ErrorInput for `errors`."""
     from torch.testing._internal.opinfo.core import ErrorInput
 
     from torchcts.strategies.samples import Case
 
-    sample = case.sample()
+    sample = case.sample(limits)
     if case.property == "errors":
         error_type = getattr(builtins, str(case.inputs.get("error_type", "RuntimeError")), None)
         if not (isinstance(error_type, type) and issubclass(error_type, Exception)):
             raise CaseFileError(case.path or case.short_id, "inputs.error_type",
-                                f"{case.inputs.get('error_type')!r} is not a built-in exception type")
+                                f"{brief(case.inputs.get('error_type'))} is not a built-in exception type")
         return [ErrorInput(sample, error_type=error_type, error_regex=str(case.inputs.get("error_regex", "")))]
     return [Case(case.op, case.variant, dtype_names.lookup(case.dtype), sample, -1,
                  (f"corpus case {case.short_id}",))]
@@ -108,10 +144,11 @@ class ReplayVerdict:
     status: str  # the case's status before this replay
     outcome: str  # passed, failed, error, or not run
     reason: str
+    unreadable: str | None = None  # "field: what is wrong" when the case file could not be replayed
 
     @property
     def still_failing(self) -> bool:
-        return self.outcome in ("failed", "error", "crashed", "timed_out")
+        return self.outcome in ("failed", "error", "crashed", "timed_out") and self.unreadable is None
 
     @property
     def regression(self) -> bool:
@@ -126,31 +163,39 @@ def verdicts(records: Iterable[dict[str, Any]]) -> list[ReplayVerdict]:
         if not isinstance(case, dict):
             continue
         found.append(ReplayVerdict(case.get("path", ""), record["item"], case.get("status", ""), record["outcome"],
-                                   record.get("error") or record.get("reason") or ""))
+                                   record.get("error") or record.get("reason") or "", case.get("unreadable")))
     return found
 
 
 def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, manifest: Path | None,
-               results_dir: Path, update_status: bool, strict: bool, echo: Any) -> int:
-    """Replay the cases under `paths` through the plugin, print a verdict per case; the exit status."""
+               results_dir: Path, update_status: bool, strict: bool, echo: Any,
+               limits: CaseLimits = CaseLimits()) -> int:
+    """Replay the cases under `paths` through the plugin, print a verdict per case; the exit status.
+
+    A file that cannot be read (or is over `limits`) is one `unreadable` line; the others run, and
+    the status is then 2."""
     from torchcts.results import read_records
     from torchcts.runner import RunOptions, latest_run, run_suites
 
     before = latest_run(results_dir)
     options = RunOptions(device=device, manifest=manifest, corpus=tuple(str(p) for p in paths),
-                         results_dir=results_dir, compile_backend=compile_backend)
+                         results_dir=results_dir, compile_backend=compile_backend,
+                         pytest_args=("--max-case-bytes", str(limits.max_case_bytes)))
     code = run_suites(options)
     folder = latest_run(results_dir)
     if folder is None or folder == before:
         return code if code else 2
     found = verdicts(read_records(folder))
     for verdict in found:
+        if verdict.unreadable is not None:
+            echo(f"{'unreadable':24} {printable(verdict.path)}: {printable(verdict.unreadable)[:300]}")
+            continue
         state = "REGRESSION (was fixed)" if verdict.regression else (
             "still failing" if verdict.still_failing else "now passing" if verdict.outcome == "passed"
             else f"not run ({verdict.outcome})")
         echo(f"{state:24} {verdict.path}  {verdict.case_id}")
         if verdict.still_failing and verdict.reason:
-            echo(f"{'':24} {verdict.reason.splitlines()[0][:200]}")
+            echo(f"{'':24} {printable(verdict.reason.splitlines()[0][:200])}")
         if update_status and verdict.path and verdict.outcome in ("passed", "failed"):
             new_status = "fixed" if verdict.outcome == "passed" else "open"
             if new_status != verdict.status and verdict.status in ("open", "fixed"):
@@ -158,8 +203,11 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
                 echo(f"{'':24} status: {verdict.status} -> {new_status}")
     failing = sum(v.still_failing for v in found)
     regressions = sum(v.regression for v in found)
-    echo(f"torchcts replay: {len(found)} cases, {failing} still failing, {regressions} regressions; "
-         f"records in {folder}")
-    if code == 130:
-        return 130
+    unreadable = sum(v.unreadable is not None for v in found)
+    echo(f"torchcts replay: {len(found)} cases, {failing} still failing, {regressions} regressions, "
+         f"{unreadable} unreadable; records in {folder}")
+    if code >= 128:  # interrupted: 128 + the signal's number
+        return code
+    if unreadable:
+        return EXIT_UNREADABLE
     return 1 if regressions or (strict and failing) else 0

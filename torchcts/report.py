@@ -6,21 +6,62 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from torchcts.report_data import EXECUTED, build_report, find_baseline, load_run
+from torchcts.report_data import EXECUTED, ResultsError, build_report, find_baseline, load_run
+from torchcts.run_history import Warn, warn_on_stderr
 
 FORMATS = ("md", "html", "junit", "json")
 _FILES = {"md": "scorecard.md", "html": "report.html", "junit": "junit.xml", "json": "summary.json"}
 _JUNIT_NOT_RUN = ("cpu_contract", "runtime_unavailable")  # attempted, not executable: skipped in JUnit
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("torchcts", "report_templates"), undefined=jinja2.StrictUndefined,
-    autoescape=lambda name: bool(name) and name.endswith((".html.jinja", ".xml.jinja")),
-    keep_trailing_newline=True, trim_blocks=False)
+# Text from records and cases is untrusted: characters XML cannot carry (controls, lone surrogates,
+# U+FFFE/U+FFFF) become U+FFFD in every format; HTML and XML are autoescaped; Markdown is escaped by
+# `_markdown` so a value cannot open HTML, a link or a code span, or break a table row.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_MARKDOWN_ACTIVE = re.compile(r"([\\`\[\]<>|])")
+
+
+def _printable(value: Any) -> Any:
+    """`value` with unprintable characters replaced; its type (safe Markup, a code span) kept."""
+    return type(value)(_UNPRINTABLE.sub("\ufffd", value)) if isinstance(value, str) else value
+
+
+class _MarkdownCode(str):
+    """A finished Markdown code span: `_markdown` leaves it as it is."""
+
+
+def _markdown(value: Any) -> Any:
+    """A value as inline Markdown text: one line, nothing active."""
+    if isinstance(value, (_MarkdownCode, int, float)) or value is None:
+        return value
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", " ".join(_UNPRINTABLE.sub("\ufffd", str(value)).splitlines()))
+
+
+def _code(value: Any, table: bool = False) -> _MarkdownCode:
+    """A value as a Markdown code span, fenced with more backticks than it holds (`table`: in a table row)."""
+    text = " ".join(_UNPRINTABLE.sub("\ufffd", str(value)).splitlines())
+    if table and "|" in text:  # GFM splits table cells on | even inside code spans: escaped text instead
+        return _MarkdownCode(_markdown(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return _MarkdownCode(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def _environment(**options: Any) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("torchcts", "report_templates"),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=False,
+                              **options)
+
+
+_TEMPLATES = _environment(autoescape=lambda name: bool(name) and name.endswith((".html.jinja", ".xml.jinja")),
+                          finalize=_printable)
+_MARKDOWN = _environment(autoescape=False, finalize=_markdown)
+_MARKDOWN.filters["code"] = _code
 
 
 def latest_run_folder(results_dir: Path | str) -> Path | None:
@@ -29,35 +70,42 @@ def latest_run_folder(results_dir: Path | str) -> Path | None:
 
 
 def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
-                 results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+                 results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
+                 warn: Warn = warn_on_stderr) -> dict[str, Path]:
     """Write the report files of the run in `folder`; their paths by format.
 
-    `baseline`: "auto" (the latest earlier run with the same hardware key, device and torch
-    minor version in the run's results folder), "none", or a run folder."""
+    `baseline`: "auto" (the latest earlier readable run with the same hardware key, device and
+    torch minor version in the run's results folder; unreadable ones are skipped with a `warn`),
+    "none", or a run folder. ResultsError names a malformed file of the run or the explicit
+    baseline, or an output file that cannot be written."""
     run = load_run(folder)
     if baseline == "none":
         base = None
     elif baseline == "auto":
-        base = find_baseline(results_dir or Path(folder).parent, run)
+        base = find_baseline(results_dir or Path(folder).parent, run, warn)
     else:
         base = load_run(baseline)
-    report = build_report(run, base)
+    report = build_report(run, base, warn)
     output = Path(output) if output is not None else Path(folder) / "report"
-    output.mkdir(parents=True, exist_ok=True)
     written = {}
     for name in formats:
         path = output / _FILES[name]
-        _write_atomically(path, _render(name, report, run))
+        text = _render(name, report, run)
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            _write_atomically(path, text)
+        except OSError as exc:
+            raise ResultsError(path, f"cannot be written: {exc.strerror or exc}") from None
         written[name] = path
     return written
 
 
 def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
     if name == "json":
-        return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"
+        return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"  # ensure_ascii: any str is safe
     helpers = {"duration": _duration, "heat": _heat}
     if name == "md":
-        return _TEMPLATES.get_template("scorecard.md.jinja").render(report=report, **helpers)
+        return _MARKDOWN.get_template("scorecard.md.jinja").render(report=report, **helpers)
     if name == "html":
         return _TEMPLATES.get_template("report.html.jinja").render(report=report, level_chart=_level_chart(report),
                                                                    **helpers)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import collections
 import datetime
-import json
 from pathlib import Path
 from typing import Any
 
-from torchcts.run_history import comparable_runs
+from torchcts.result_files import MAX_CASE_BYTES, ResultFileError, read_json_file, read_records, read_summary
+from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
 
 EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")
 PROBLEMS = ("failed", "error", "crashed", "timed_out")
@@ -28,34 +28,22 @@ COVERAGE_GROUPS: dict[str, tuple[str, ...]] = {
     "CPU contract": ("cpu_contract",),
     "runtime availability": ("runtime_unavailable",),
 }
+MAX_CASE_TENSORS = 32  # tensors listed per counterexample; the rest are counted
+MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 SUPPORT_THRESHOLD = 20  # a support percentage needs a complete run with at least this many executed items
 FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
 
 
-class ResultsError(Exception):
-    """A results folder that cannot be reported on: which file, what is wrong."""
+ResultsError = ResultFileError  # a results file that cannot be reported on: which file (and line), what is wrong
 
 
 def load_run(folder: Path | str) -> dict[str, Any]:
-    """A run's summary and records; ResultsError names the missing or unreadable file."""
+    """A run's validated summary and records; ResultsError names the missing or malformed file."""
     folder = Path(folder)
-    summary_path = folder / "run.json"
-    try:
-        summary = json.loads(summary_path.read_text())
-    except FileNotFoundError:
-        raise ResultsError(f"{summary_path}: missing; is {folder} a run folder (results/<run-id>/)?") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"{summary_path}: unreadable: {exc}") from None
-    records_path = folder / "records.jsonl"
-    if not records_path.exists():
-        raise ResultsError(f"{records_path}: missing")
-    records = []
-    for line in records_path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line of a killed run
-    return {"folder": str(folder), "summary": summary, "records": records}
+    if not (folder / "run.json").exists() and not (folder / "run.json").is_symlink():
+        raise ResultsError(folder / "run.json", f"missing; is {folder} a run folder (results/<run-id>/)?")
+    summary = read_summary(folder)
+    return {"folder": str(folder), "summary": summary, "records": read_records(folder)}
 
 
 def family(op: str) -> str:
@@ -66,21 +54,27 @@ def family(op: str) -> str:
     return "core"
 
 
-def find_baseline(results_dir: Path | str, run: dict[str, Any]) -> dict[str, Any] | None:
-    """The latest earlier run with the same hardware key, device and torch minor version."""
+def find_baseline(results_dir: Path | str, run: dict[str, Any], warn: Warn = warn_on_stderr) -> dict[str, Any] | None:
+    """The latest earlier run with the same hardware key, device and torch minor version.
+
+    An earlier run that cannot be read is skipped with one `warn`; the next latest is taken."""
     started = run["summary"].get("started") or ""
-    earlier = comparable_runs(results_dir, run["summary"].get("environment", {}), exclude=run["folder"])
+    earlier = comparable_runs(results_dir, run["summary"]["environment"], exclude=run["folder"], warn=warn)
     candidates = [(summary.get("started") or "", folder) for folder, summary in earlier
-                  if summary.get("environment", {}).get("replay") is None and (summary.get("started") or "") < started]
-    if not candidates:
-        return None
-    return load_run(max(candidates)[1])
+                  if summary["environment"].get("replay") is None and (summary.get("started") or "") < started]
+    for _, folder in sorted(candidates, reverse=True):
+        try:
+            return load_run(folder)
+        except ResultFileError as exc:
+            warn(f"baseline skipped: {exc}")
+    return None
 
 
-def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every section of a report, as data."""
+def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
+                 warn: Warn = warn_on_stderr) -> dict[str, Any]:
+    """Every section of a report, as data (from a run `load_run` validated)."""
     summary, records = run["summary"], run["records"]
-    env = summary.get("environment", {})
+    env = summary["environment"]
     counts = collections.Counter(r["outcome"] for r in records)
     executed = sum(counts[o] for o in EXECUTED)
     complete = summary.get("status") == "complete"
@@ -101,21 +95,21 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None) ->
         "capabilities": _capabilities(env, records),
         "dtype_matrix": _dtype_matrix(records),
         "levels": _levels(records),
-        "failures": [_failure(r, Path(run["folder"])) for r in records if r["outcome"] in PROBLEMS],
+        "failures": _failures(records, Path(run["folder"]), warn),
         "baseline": _baseline(records, baseline) if baseline is not None else None,
     }
 
 
 def _run_section(run: dict[str, Any]) -> dict[str, Any]:
     summary = run["summary"]
-    env = summary.get("environment", {})
+    env = summary["environment"]
     duration = None
     try:
         duration = (datetime.datetime.fromisoformat(summary["finished"]) -
                     datetime.datetime.fromisoformat(summary["started"])).total_seconds()
     except (KeyError, TypeError, ValueError):
         pass
-    backend = env.get("device", "?") + (f" under torch.compile({env['compile']})" if env.get("compile") else "")
+    backend = (env.get("device") or "?") + (f" under torch.compile({env['compile']})" if env.get("compile") else "")
     return {"folder": run["folder"], "run_id": summary.get("run_id"), "status": summary.get("status"),
             "backend": backend, "device": env.get("device"), "hardware_key": env.get("hardware_key"),
             "torch": env.get("torch"), "torchcts": env.get("torchcts"), "hypothesis": env.get("hypothesis"),
@@ -181,7 +175,7 @@ def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per semantic level: items collected, executed, passed, with problems, deselected, not run otherwise."""
     levels: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in records:
-        counter = levels[int(r.get("level") or 0)]
+        counter = levels[r["level"]]
         counter["collected"] += 1
         outcome = r["outcome"]
         if outcome in EXECUTED:
@@ -196,9 +190,21 @@ def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for level, c in sorted(levels.items())]
 
 
-def _failure(record: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn) -> list[dict[str, Any]]:
+    """Every failing item, with its counterexample described (each case file read once)."""
+    cases: dict[str, dict[str, Any] | None] = {}
+
+    def describe(path: str | None) -> dict[str, Any] | None:
+        if path not in cases:
+            cases[path] = _case_details(path, folder, warn)
+        return cases[path]
+
+    return [_failure(r, describe) for r in records if r["outcome"] in PROBLEMS]
+
+
+def _failure(record: dict[str, Any], describe: Any) -> dict[str, Any]:
     reference = record.get("counterexample") or {}
-    case = _case_details(reference.get("path"), folder) if reference else None
+    case = describe(reference.get("path")) if reference else None
     error = record.get("error") or record.get("reason") or ""
     return {"item": record["item"], "outcome": record["outcome"], "reason": record.get("reason", ""),
             "message": error.splitlines()[0][:500] if error else "",
@@ -207,25 +213,55 @@ def _failure(record: dict[str, Any], folder: Path) -> dict[str, Any]:
             "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error")}
 
 
-def _case_details(path: str | None, folder: Path) -> dict[str, Any] | None:
-    """Shapes, strides, dtypes and the observed difference of a corpus case (read as JSON only)."""
+def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] | None:
+    """Shapes, strides, dtypes and the observed difference of a corpus case (read as bounded JSON only).
+
+    A missing case says so; a malformed one says why (and warns): the rest of the report stands."""
     if not path:
         return None
-    candidates = [Path(path), folder / path, folder.parent.parent / path]
-    found = next((p for p in candidates if p.is_file()), None)
+    found = None
+    for candidate in (Path(path), folder / path, folder.parent.parent / path):
+        try:
+            if candidate.is_file():
+                found = candidate
+                break
+        except (OSError, ValueError):  # a name too long, a NUL byte: no such case here
+            continue
     if found is None:
-        return {"path": path, "missing": True}
+        return {"path": path, "missing": True, "problem": None}
     try:
-        data = json.loads(found.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {"path": path, "missing": True}
-    tensors = []
+        data = read_json_file(found, MAX_CASE_BYTES, "corpus case")
+        details = _case_fields(data)
+    except ResultFileError as exc:
+        problem = exc.problem
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        return {"path": path, "missing": False, "problem": None, **details}
+    warn(f"counterexample not described: {found}: {problem}")
+    return {"path": path, "missing": False, "problem": problem}
+
+
+def _case_fields(data: Any) -> dict[str, Any]:
+    """The fields a report shows of a parsed case; ValueError names a field of the wrong type."""
+    if not isinstance(data, dict):
+        raise ValueError("a case must be a JSON object")
+    inputs, failure, description = data.get("inputs", {}), data.get("failure", {}), data.get("description", "")
+    if not isinstance(inputs, dict) or not isinstance(failure, dict) or not isinstance(description, str):
+        raise ValueError("inputs and failure must be objects, description a string")
+    difference = failure.get("difference") or failure.get("message") or ""
+    if not isinstance(difference, str):
+        raise ValueError("failure.difference and failure.message must be strings")
+    tensors: list[dict[str, Any]] = []
+    more = 0
 
     def walk(value: Any, where: str) -> None:
+        nonlocal more
         if isinstance(value, dict) and "tensor" in value:
-            tensors.append({"where": where, "kind": value["tensor"], "dtype": value.get("dtype"),
-                            "sizes": value.get("sizes"), "strides": value.get("strides"),
-                            "storage_offset": value.get("storage_offset")})
+            if len(tensors) >= MAX_CASE_TENSORS:
+                more += 1
+                return
+            tensors.append(_tensor_fields(value, where))
         elif isinstance(value, dict):
             for key, item in value.items():
                 walk(item, f"{where}.{key}" if key not in ("dict", "tuple") else where)
@@ -233,12 +269,29 @@ def _case_details(path: str | None, folder: Path) -> dict[str, Any] | None:
             for index, item in enumerate(value):
                 walk(item, f"{where}[{index}]")
 
-    inputs = data.get("inputs", {})
     for name in ("input", "args", "kwargs"):
-        walk(inputs.get(name), name)
-    failure = data.get("failure", {})
-    return {"path": path, "missing": False, "description": data.get("description", ""), "tensors": tensors,
-            "difference": failure.get("difference") or failure.get("message", "").splitlines()[0][:300]}
+        walk(inputs.get(name), name)  # nesting is bounded by result_files.MAX_DEPTH
+    return {"description": description[:2000], "tensors": tensors, "more_tensors": more,
+            "difference": difference.splitlines()[0][:300] if difference else ""}
+
+
+def _tensor_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
+    def dims(name: str) -> list[int] | None:
+        found = value.get(name)
+        if found is None:
+            return None
+        if not (isinstance(found, list) and len(found) <= MAX_DIMS and
+                all(isinstance(n, int) and not isinstance(n, bool) and abs(n) < 2**63 for n in found)):
+            raise ValueError(f"{where}.{name} must be a list of at most {MAX_DIMS} integers")
+        return found
+
+    kind, dtype, offset = value.get("tensor"), value.get("dtype"), value.get("storage_offset")
+    if not isinstance(kind, str) or not (dtype is None or isinstance(dtype, str)):
+        raise ValueError(f"{where}: tensor and dtype must be strings")
+    if not (offset is None or (isinstance(offset, int) and not isinstance(offset, bool) and abs(offset) < 2**63)):
+        raise ValueError(f"{where}.storage_offset must be an integer")
+    return {"where": where[:200], "kind": kind[:40], "dtype": dtype[:40] if dtype else dtype, "sizes": dims("sizes"),
+            "strides": dims("strides"), "storage_offset": offset}
 
 
 def _baseline(records: list[dict[str, Any]], baseline: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from torchcts import interrupts
+
 SCHEMA_VERSION = 1
 
 
@@ -52,35 +54,45 @@ def _cpu_model() -> str:
     return platform.machine() or "unknown"
 
 
+class RunFolderError(OSError):
+    """The run folder cannot be created or written; the message names it and says why."""
+
+
 class RunWriter:
     """Writes one run's records and summary under `<results_dir>/<run_id>/`."""
 
     def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None):
         self.run_id = run_id or new_run_id()
         self.folder = Path(results_dir) / self.run_id
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.environment = environment
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.outcomes: collections.Counter[str] = collections.Counter()
-        self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._started_fd = os.open(self.folder / "started.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._started_fd = os.open(self.folder / "started.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise RunFolderError(f"cannot write the run folder {self.folder}: {exc.strerror or exc}") from None
+        self._last_started: str | None = None
         self.write_summary("running")
 
     def mark_started(self, item_id: str) -> None:
         """Note that an item starts: if the run dies in it, the next run knows which one it was."""
         os.write(self._started_fd, (json.dumps({"item": item_id}) + "\n").encode())
+        self._last_started = item_id
 
     def record(self, record: dict[str, Any]) -> None:
-        """Append one item's record, whole, and count it."""
+        """Append one item's record, whole, and count it (a signal waits until both are done)."""
         line = json.dumps(record, sort_keys=True, default=str) + "\n"
-        os.write(self._fd, line.encode())
-        self.outcomes[record["outcome"]] += 1
+        with interrupts.deferred():
+            os.write(self._fd, line.encode())
+            self.outcomes[record["outcome"]] += 1
 
     def count(self, outcome: str) -> None:
         """Count a record another process wrote to this run (an isolated child)."""
         self.outcomes[outcome] += 1
 
-    def write_summary(self, status: str) -> None:
+    def write_summary(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
         summary = {
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
@@ -91,26 +103,47 @@ class RunWriter:
             "environment": self.environment,
             "counts": dict(sorted(self.outcomes.items())),
             "executed": sum(n for o, n in self.outcomes.items() if o in EXECUTED_OUTCOMES),
+            "interrupted": interrupted,  # null, or what stopped the run early and the item it stopped in
         }
         partial = self.folder / "run.json.partial"
         partial.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(partial, self.folder / "run.json")
 
-    def close(self, status: str) -> None:
-        self.write_summary(status)
+    def close(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
+        """Write the final run.json. A run that stops early is counted from records.jsonl itself: a
+        signal may fall between an isolated child's record and the parent's count of it."""
+        if status != "complete":
+            recorded = self._recount()
+            if interrupted is not None:
+                item = self._last_started if self._last_started not in recorded else None
+                interrupted = {"signal": None, **interrupted, "item": item}
+        self.write_summary(status, interrupted)
         os.close(self._fd)
         os.close(self._started_fd)
+
+    def _recount(self) -> set[str]:
+        """Count the outcomes of the whole records on disk; the ids of the items recorded."""
+        outcomes: collections.Counter[str] = collections.Counter()
+        recorded = set()
+        with open(self.folder / "records.jsonl", "rb") as lines:
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:  # a torn last line
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("outcome"), str):
+                    outcomes[record["outcome"]] += 1
+                    recorded.add(record.get("item"))
+        self.outcomes = outcomes
+        return recorded
 
 
 EXECUTED_OUTCOMES = ("passed", "failed", "error", "crashed", "timed_out")
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
-    """Every whole record of a run (a torn last line from a killed run is skipped)."""
-    records = []
-    for line in (Path(folder) / "records.jsonl").read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+    """Every whole record of a run (a torn last line from a killed run is skipped), validated by
+    `torchcts.result_files`: a malformed file raises its ResultFileError naming file and line."""
+    from torchcts.result_files import read_records as read_validated
+
+    return read_validated(folder)

@@ -1,14 +1,25 @@
 """Earlier runs comparable with a run: same hardware key, device, compile backend and torch minor.
 
 Baselines (reports) and crash evidence (adaptive isolation) both look only at such runs. Reads
-files only; no torch.
+files only (through `result_files`, which validates them); no torch. An earlier run whose
+`run.json` cannot be read is skipped with one warning naming the file: a corrupt folder never
+breaks a later command.
 """
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+from torchcts.result_files import ResultFileError, read_summary
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(message: str) -> None:
+    """The default for `warn`: one line on stderr."""
+    print(f"torchcts: warning: {message}", file=sys.stderr)
 
 
 def torch_minor_of(version: Any) -> str:
@@ -21,17 +32,20 @@ def comparison_key(environment: dict[str, Any]) -> tuple[Any, ...]:
             torch_minor_of(environment.get("torch")))
 
 
-def comparable_runs(results_dir: Path | str, environment: dict[str, Any],
-                    exclude: Path | str | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """(folder, run.json) of every readable run in `results_dir` comparable with `environment`."""
+def comparable_runs(results_dir: Path | str, environment: dict[str, Any], exclude: Path | str | None = None,
+                    warn: Warn = warn_on_stderr) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(folder, validated run.json) of every run in `results_dir` comparable with `environment`.
+
+    A run.json that cannot be read or is malformed is skipped after one `warn` naming it."""
     key = comparison_key(environment)
     excluded = Path(exclude).resolve() if exclude is not None else None
     for summary_path in sorted(Path(results_dir).glob("*/run.json")):
         if excluded is not None and summary_path.parent.resolve() == excluded:
             continue
         try:
-            summary = json.loads(summary_path.read_text())
-        except (OSError, json.JSONDecodeError):
+            summary = read_summary(summary_path.parent)
+        except ResultFileError as exc:
+            warn(f"earlier run skipped: {exc}")
             continue
-        if comparison_key(summary.get("environment", {})) == key:
+        if comparison_key(summary["environment"]) == key:
             yield summary_path.parent, summary

@@ -7,6 +7,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from torchcts import interrupts
+
 
 @attrs.frozen
 class RunOptions:
@@ -58,8 +60,16 @@ def pytest_arguments(options: RunOptions) -> list[str]:
 
 
 def run_suites(options: RunOptions) -> int:
-    """Run the suites; 0 when nothing failed, 1 when an item failed or errored, 2 for bad input."""
-    code = pytest.main(pytest_arguments(options))
+    """Run the suites; 0 when nothing failed, 1 when an item failed or errored, 2 for bad input,
+    128 + the signal's number when Ctrl-C, SIGTERM or SIGHUP stopped the run (130, 143, 129)."""
+    with interrupts.handling():
+        try:
+            code = pytest.main(pytest_arguments(options), plugins=[PytestArgumentErrors()])
+        except KeyboardInterrupt:  # a second signal while pytest was cleaning up after the first
+            code = pytest.ExitCode.INTERRUPTED
+        signum = interrupts.requested()
+    if signum is not None:  # even if the interruption was swallowed and pytest ran to the end
+        return interrupts.exit_code(signum)
     if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return 0
     if code == pytest.ExitCode.TESTS_FAILED:
@@ -67,6 +77,39 @@ def run_suites(options: RunOptions) -> int:
     if code == pytest.ExitCode.INTERRUPTED:
         return 130
     return 2
+
+
+class PytestArgumentErrors:
+    """`torchcts run`'s pytest arguments (after `--`): a bad one is one line, never pytest's usage or a traceback."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_cmdline_parse(self, pluginmanager: pytest.PytestPluginManager, args: list[str]):
+        try:
+            return (yield)
+        except pytest.UsageError as exc:
+            raise pytest.UsageError(f"pytest arguments after --: {one_line_usage_error(str(exc))}") from None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Files pytest writes (the JUnit XML, the log file) go where they can be written, checked before the run."""
+        from torchcts.arguments import output_file_problem
+
+        for flag, path in (("--junitxml", config.option.xmlpath), ("--log-file", config.option.log_file)):
+            problem = output_file_problem(path) if path else None
+            if problem is not None:
+                raise pytest.UsageError(f"pytest arguments after --: {flag} {path}: {problem}")
+
+
+def one_line_usage_error(text: str) -> str:
+    """The substance of a pytest usage error on one line: argparse's `prog: error: ...` without the usage
+    synopsis and ini/rootdir notes, or the first and last lines of a message that carries a traceback."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if ": error: " in line:
+            return line.split(": error: ", 1)[1]
+    if len(lines) > 1:
+        return f"{lines[0]} {lines[-1]}"
+    return lines[0] if lines else text
 
 
 def latest_run(results_dir: Path) -> Path | None:

@@ -8,7 +8,6 @@ the run as complete or partial.
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
 import sys
@@ -28,13 +27,15 @@ from torchcts.crash_history import crash_evidence
 from torchcts.isolation import fork_safe, run_forked
 from torchcts.isolation_policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
 from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
-from torchcts.replay import ReplayItem, checked_case, replay_cases, replay_items
+from torchcts.case_limits import CaseLimits
+from torchcts.replay import ReplayItem, replay_items, replayable
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
 from torchcts.opinfo_catalog import find_op
 from torchcts.targets import Target
-from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, build_plan
-from torchcts.results import RunWriter, hardware_key
+from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, SelectionError, build_plan
+from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
+from torchcts.results import RunFolderError, RunWriter, hardware_key
 
 PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
@@ -91,29 +92,34 @@ class RunSession:
     def start(cls, config: pytest.Config) -> "RunSession":
         option = config.getoption
         validation = option("torchcts_validation")
-        device = option("torchcts_device") or "cpu"
-        if validation and torch.device(device).type != "cpu":
-            raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {device}")
+        device = option("torchcts_device")
+        if device is not None and not device.strip():
+            raise SessionError(f"--device {device!r} is empty; name a device: cpu, cuda, cuda:1, meta, or a backend's")
+        device = device or "cpu"
+        if validation and _device_kind(device) != "cpu":
+            raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {shown(device)}")
+        # everything typed is checked before the manifest loads, the backend imports or a folder is made
+        selection, seed, max_examples = _checked_options(option)
         replay_paths = option("torchcts_corpus")
         manifest_path = Path(option("torchcts_manifest") or "manifest.py")
         if replay_paths and option("torchcts_manifest") is None and not manifest_path.exists():
             manifest = None  # replaying needs no claims; a manifest only adds tolerance overrides
         else:
+            problem = input_file_problem(manifest_path)
+            if problem is not None:
+                raise SessionError(f"--manifest: {problem}")
             try:
                 manifest, _ = load_manifest(manifest_path)
             except ManifestError as exc:
                 raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
             _import_backend(manifest)
         _check_device(device)
+        warnings = [w for w in [_device_name_warning(manifest, device, validation)] if w]
+        for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
+            print(f"torchcts: warning: {warning}", file=sys.stderr, flush=True)
         target = Target(device, option("torchcts_compile"))
-        level = option("torchcts_level")
-        if level is not None and not 1 <= level <= 8:
-            raise SessionError(f"--level must be from 1 to 8, got {level}")
-        selection = Selection(level=level, dtypes=_dtypes(option("torchcts_dtypes")),
-                              op_patterns=tuple(option("torchcts_ops") or ()),
-                              properties=_properties(option("torchcts_properties")))
+        level = selection.level
         derandomize = option("torchcts_derandomize")
-        seed = option("torchcts_seed")
         if derandomize and seed is not None:
             raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
         if derandomize is None and manifest is not None:  # an explicit --seed overrides the manifest's
@@ -121,9 +127,10 @@ class RunSession:
         run_seed = None if derandomize else (seed if seed is not None else random.SystemRandom().randrange(2**32))
         if derandomize is None:
             derandomize = False
-        max_examples = option("torchcts_max_examples") or (manifest.hypothesis.max_examples if manifest else 1)
+        max_examples = max_examples or (manifest.hypothesis.max_examples if manifest else 1)
         torch.set_num_threads(HARNESS_THREADS)
-        replaying = replay_items(replay_paths) if replay_paths else None
+        limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
+        replaying = replay_items(replay_paths, limits) if replay_paths else None  # unreadable files: items that say why
         plan = build_plan(manifest, selection) if replaying is None else Plan((), ())
         environment = {
             "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
@@ -141,6 +148,7 @@ class RunSession:
             "capability_also_tested_by": {"ieee754": [p for p in PROPERTY_BY_NAME if p not in ("layout", "errors")]},
             "planned_items": len(plan.items) if replaying is None else len(replaying),
             "harness_threads": HARNESS_THREADS,
+            "warnings": warnings,  # e.g. a manifest written for another device type (printed at the start)
         }
         rules = _crash_rules(option, manifest_path, target)
         if option("torchcts_known_segfault_audit"):
@@ -151,7 +159,10 @@ class RunSession:
         isolation = _isolation_policy(option, rules, target, results_dir, environment)
         environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
             f"unavailable: {target.device_type} does not survive a fork"
-        writer = RunWriter(results_dir, environment)
+        try:
+            writer = RunWriter(results_dir, environment)
+        except RunFolderError as exc:
+            raise SessionError(f"--results-dir: {exc}") from None
         for entry in plan.accounting:
             writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
         return cls(config, manifest, target, plan, selection, writer, run_seed, max_examples,
@@ -191,12 +202,10 @@ class RunSession:
                            shrink=not self.config.getoption("torchcts_no_shrink"))
 
     def _replay_context(self, item: ReplayItem) -> CaseContext:
-        if item.problem is not None:
-            raise CaseFileError(item.path, "(file)", item.problem.split(": ", 1)[-1])
-        case = checked_case(item.path)
+        # an unreadable file raises UnreadableCase: an `error` record, one line in pytest's output
+        case, cases = replayable(item, CaseLimits.from_option(self.config.getoption("torchcts_max_case_bytes")))
         return CaseContext(item=item, op=find_op(case.op), dtype=dtype_names.lookup(case.dtype), target=self.target,
-                           manifest=self.manifest, level=self.level, max_examples=1, seed=0,
-                           replay=replay_cases(case))
+                           manifest=self.manifest, level=self.level, max_examples=1, seed=0, replay=cases)
 
     def record_deselected(self, item: PlanItem, reason: str) -> None:
         self.writer.record({**item.as_json(), "outcome": "deselected", "reason": reason})
@@ -301,8 +310,14 @@ class RunSession:
         if self.finished:
             return
         self.finished = True
-        complete = not interrupted and self.done >= self.total
-        self.writer.close("complete" if complete else "partial")
+        from torchcts import interrupts
+
+        with interrupts.deferred():  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
+            signal = interrupts.signal_name()  # set even when the signal's exception was swallowed
+            interrupted = interrupted or signal is not None
+            complete = not interrupted and self.done >= self.total
+            self.writer.close("complete" if complete else "partial",
+                              interrupted={"signal": signal} if interrupted else None)
 
     def summary_lines(self) -> list[str]:
         counts = ", ".join(f"{name} {count}" for name, count in sorted(self.writer.outcomes.items()))
@@ -374,22 +389,94 @@ def _crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any,
 
 
 def _import_backend(manifest: Manifest) -> None:
+    """Import the manifest's backend module; one that raises, exits or kills its process is a SessionError."""
+    from torchcts.manifest.load import BackendImportError, import_backend
+
     if manifest.backend_import is None:
         return
     try:
-        importlib.import_module(manifest.backend_import)
-    except Exception as exc:  # noqa: BLE001
+        import_backend(manifest.backend_import)
+    except BackendImportError as exc:
         problems = "; ".join(p.render() for p in environment_problems(manifest))
-        raise SessionError(f"backend_import {manifest.backend_import!r} failed: {type(exc).__name__}: {exc}"
+        raise SessionError(f"{manifest.source}: backend_import {manifest.backend_import!r} failed: {exc}"
                            + (f" ({problems})" if problems else "")) from None
 
 
-def _check_device(device: str) -> None:
+def _checked_options(option: Any) -> tuple[Selection, int | None, int | None]:
+    """(selection, --seed, --max-examples) after checking every option a user types; SessionError names the bad one.
+
+    Runs before the manifest loads and before anything is written, so a typo costs nothing: output
+    folders must be creatable and writable, input files regular files, numbers in range."""
     try:
-        torch.empty(1, device=device)
-    except Exception as exc:  # noqa: BLE001
-        raise SessionError(f"device {device!r} is not available in this Python environment ({sys.executable}): "
-                           f"{type(exc).__name__}: {exc}") from None
+        selection = Selection(level=option("torchcts_level"), dtypes=_dtypes(option("torchcts_dtypes")),
+                              op_patterns=tuple(option("torchcts_ops") or ()),
+                              properties=_properties(option("torchcts_properties")))
+    except SelectionError as exc:
+        raise SessionError(str(exc)) from None
+    seed, max_examples = option("torchcts_seed"), option("torchcts_max_examples")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise SessionError(f"--seed must be an integer from 0 to {MAX_SEED} (2**64 - 1), got {shown(seed)}")
+    if max_examples is not None and not 1 <= max_examples <= MAX_EXAMPLES:
+        raise SessionError(f"--max-examples must be an integer from 1 to {MAX_EXAMPLES}, got {shown(max_examples)}")
+    timeout = option("torchcts_item_timeout")
+    if timeout is not None and not timeout >= 1:  # also NaN
+        raise SessionError(f"--item-timeout must be at least 1 second, got {timeout}")
+    folders = [("--results-dir", option("torchcts_results_dir"))]
+    if not option("torchcts_corpus"):  # a replay writes no counterexamples
+        folders.append(("--corpus-dir", option("torchcts_corpus_dir")))
+    for name, folder in folders:
+        problem = output_folder_problem(folder)
+        if problem is not None:
+            raise SessionError(f"{name} {shown(str(folder))}: {problem}")
+    ledger = option("torchcts_known_crashes")
+    problem = input_file_problem(ledger) if ledger is not None else None
+    if problem is not None:
+        raise SessionError(f"--known-crashes: {problem}")
+    return selection, seed, max_examples
+
+
+def _device_kind(name: str) -> str:
+    """The device type a device string names; PrivateUse1 under its registered name (`faulty`, not `privateuseone`)."""
+    try:
+        return torch.device(name).type
+    except (RuntimeError, ValueError, TypeError):  # a backend not imported here: its name as written
+        kind = name.split(":", 1)[0]
+        return torch._C._get_privateuse1_backend_name() if kind in ("privateuseone", "privateuse1") else kind
+
+
+def _device_name_warning(manifest: Manifest | None, device: str, validation: bool) -> str | None:
+    """A warning when the manifest names another device type than --device (a validation run ignores it)."""
+    if manifest is None or validation or manifest.device_name == "auto":
+        return None
+    if _device_kind(manifest.device_name) == _device_kind(device):
+        return None
+    return (f"{manifest.source}: device_name is {manifest.device_name!r} but this run tests --device {device}; "
+            f"its claims may be another backend's (recorded in run.json environment.warnings)")
+
+
+def _check_device(device: str) -> None:
+    """`device` parses, and this Python environment can allocate on exactly that device (index included)."""
+    try:
+        wanted = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise SessionError(f"--device {shown(device)} is not a device string torch knows: {_first_line(exc)}; "
+                           "e.g. cpu, cuda, cuda:1, meta, or the name of a backend the manifest's backend_import "
+                           "registers") from None
+    try:
+        got = torch.empty(1, device=device).device
+    except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the device is not usable
+        raise SessionError(f"--device {shown(device)} is not available in this Python environment ({sys.executable}): "
+                           f"{type(exc).__name__}: {_first_line(exc)}") from None
+    if wanted.index is not None and (got.index or 0) != wanted.index:
+        raise SessionError(f"--device {shown(device)}: {wanted.type} has no device {wanted.index} here (a tensor "
+                           f"asked for on it landed on {got}); use an index below the device count")
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, cut short: CUDA and dispatcher errors run to paragraphs."""
+    lines = str(exc).strip().splitlines()
+    line = lines[0] if lines else type(exc).__name__
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def _dtypes(names: list[str] | None) -> tuple[torch.dtype, ...] | None:
@@ -400,7 +487,7 @@ def _dtypes(names: list[str] | None) -> tuple[torch.dtype, ...] | None:
         for part in name.split(","):
             dtype = dtype_names.lookup(part.strip())
             if dtype is None or dtype not in dtype_names.CLAIMABLE_DTYPES:
-                raise SessionError(f"--dtype {part!r} is not a dtype TorchCTS tests; "
+                raise SessionError(f"--dtype {shown(part)} is not a dtype TorchCTS tests; "
                                    f"choose from {', '.join(dtype_names.claimable_names())}")
             chosen.append(dtype)
     return tuple(chosen)
@@ -411,5 +498,5 @@ def _properties(names: list[str] | None) -> tuple[str, ...] | None:
         return None
     unknown = [n for n in names if n not in PROPERTY_BY_NAME]
     if unknown:
-        raise SessionError(f"--property {unknown[0]!r} is unknown; choose from {', '.join(PROPERTY_BY_NAME)}")
+        raise SessionError(f"--property {shown(unknown[0])} is unknown; choose from {', '.join(PROPERTY_BY_NAME)}")
     return tuple(names)

@@ -1,22 +1,34 @@
-"""Load a manifest file: run it as Python, take its `manifest` dict, validate it.
+"""Load a manifest file: run it in a child process, take its `manifest` dict as data, validate it.
 
 A manifest is code, so it can fail like code. Every failure (missing file, syntax error, an
-exception while it runs, no `manifest` dict) becomes a `ManifestError` that names the file and
-line; a user never sees a bare traceback.
+exception while it runs, `sys.exit`, `os._exit`, a signal, a hang, no `manifest` dict, a value
+whose methods raise) becomes a `ManifestError` that names the file and line; a user never sees a
+bare traceback, and a manifest can never end or change the process that loads it: it runs in a
+child (`torchcts.manifest.child`), which sends back only plain data (`torchcts.manifest.plain`).
+A `backend_import` module is code too: `import_backend` imports it in a child first, so one that
+exits is an error naming it, not a silent end of the run.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
+from torchcts.manifest import child
 from torchcts.manifest.model import Manifest
 from torchcts.manifest.parse import parse_manifest
+from torchcts.manifest.plain import exception_text, from_json, to_json, to_plain
 from torchcts.manifest.problems import ManifestError, Problem, ProblemLog
+
+MAX_MESSAGE_CHARS = 1000
+
+
+class BackendImportError(Exception):
+    """A `backend_import` module that cannot be imported; the message says how it failed."""
 
 
 def load_manifest(path: str | Path) -> tuple[Manifest, tuple[Problem, ...]]:
@@ -27,27 +39,92 @@ def load_manifest(path: str | Path) -> tuple[Manifest, tuple[Problem, ...]]:
 
 
 def read_manifest_dict(source: Path) -> object:
-    """Execute a manifest file and return the value it binds to `manifest`."""
+    """Run a manifest file in a child process and return the value it binds to `manifest`, as plain data.
+
+    What the manifest prints goes to stderr (stdout stays the command's own)."""
     if not source.is_file():
         hint = "create one with `torchcts init`" if source.name == "manifest.py" else "check the path"
         raise _file_error(source, f"manifest file not found ({hint})")
     try:
-        code = compile(source.read_bytes(), str(source), "exec")
+        limit = child.timeout_s()
+    except ValueError as exc:
+        raise _file_error(source, str(exc)) from None
+    outcome = child.run_in_child(run_manifest_file, str(source), limit)
+    _forward(outcome.output)
+    if outcome.ended is not None:
+        raise _file_error(source, _ended(outcome.ended))
+    try:
+        problems = [(tuple(from_json(path)), _one_line(message)) for path, message in outcome.answer["problems"]]
+        raw = from_json(outcome.answer["manifest"]) if "manifest" in outcome.answer else None
+    except (KeyError, TypeError, ValueError, RecursionError):
+        raise _file_error(source, "the process running the manifest sent back a malformed answer (did the "
+                                  "manifest write to file descriptors it does not own?)") from None
+    if problems:
+        log = ProblemLog()
+        for path, message in problems:
+            log.error(path, message)
+        raise ManifestError(source, log.problems)
+    return raw
+
+
+def run_manifest_file(path: str) -> dict[str, Any]:
+    """In the child: run the file, read `manifest` into plain data; the answer `read_manifest_dict` decodes."""
+    source = Path(path)
+    try:
+        code = compile(source.read_bytes(), path, "exec")
     except SyntaxError as exc:
-        raise _file_error(source, f"line {exc.lineno}: syntax error: {exc.msg}") from None
-    except (OSError, ValueError) as exc:
-        raise _file_error(source, f"cannot read the file: {exc}") from None
-    namespace = {"__name__": "torchcts_manifest", "__file__": str(source)}
-    with _importable_siblings(source.parent):
-        try:
-            exec(code, namespace)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a manifest may even call sys.exit(); report it, do not die
-            raise _file_error(source, _describe_exception(source, exc)) from None
+        where = f"line {exc.lineno}: " if isinstance(exc.lineno, int) else ""
+        return _answer_problem(f"{where}syntax error: {exception_text(exc.msg)}")
+    except OSError as exc:
+        return _answer_problem(f"cannot read the file: {exception_text(exc)}")
+    except (RecursionError, MemoryError) as exc:
+        return _answer_problem(f"cannot compile the file: {type(exc).__name__} (an expression nested too deeply?)")
+    except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a null byte
+        return _answer_problem(f"cannot compile the file: {type(exc).__name__}: {exception_text(exc)}")
+    namespace = {"__name__": "torchcts_manifest", "__file__": path}
+    sys.path.insert(0, str(source.parent))  # helper modules next to the manifest are importable
+    try:
+        exec(code, namespace)
+    except BaseException as exc:  # noqa: BLE001 - sys.exit(), KeyboardInterrupt, anything: report it
+        return _answer_problem(_describe_exception(source, exc))
     if "manifest" not in namespace:
-        raise _file_error(source, "the file defines no `manifest` dict")
-    return namespace["manifest"]
+        return _answer_problem("the file defines no `manifest` dict")
+    plain, _ = to_plain(namespace["manifest"])  # unreadable parts carry their problem; validation reports them
+    return {"manifest": to_json(plain), "problems": []}
+
+
+def import_backend(name: str) -> None:
+    """Import a `backend_import` module, once a child process has shown that importing it returns.
+
+    The child costs a fork and one more import of the module; without it, a module that calls
+    `os._exit(0)` or kills its process would end `torchcts run` with status 0 and no output.
+    Raises `BackendImportError` naming how the import failed."""
+    if name in sys.modules:
+        return
+    try:
+        outcome = child.run_in_child(import_module_answer, name, child.timeout_s())
+    except ValueError as exc:
+        raise BackendImportError(str(exc)) from None
+    failure = _ended(outcome.ended, "importing it", "a backend module") if outcome.ended is not None \
+        else (outcome.answer or {}).get("error")
+    if failure:
+        _forward(outcome.output)  # what the module printed before it failed; on success it prints again below
+        raise BackendImportError(_one_line(str(failure)))
+    try:
+        importlib.import_module(name)
+    except KeyboardInterrupt:
+        raise  # it imported cleanly in the child: this is a real Ctrl-C
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are errors, not the end of the run
+        raise BackendImportError(_exception_line(exc)) from None
+
+
+def import_module_answer(name: str) -> dict[str, Any]:
+    """In the child: import the module; an answer naming the exception it raised, if any."""
+    try:
+        importlib.import_module(name)
+    except BaseException as exc:  # noqa: BLE001
+        return {"error": _exception_line(exc)}
+    return {"error": None}
 
 
 def environment_problems(manifest: Manifest) -> tuple[Problem, ...]:
@@ -61,30 +138,55 @@ def environment_problems(manifest: Manifest) -> tuple[Problem, ...]:
     return tuple(log.problems)
 
 
+def _ended(how: str, what: str = "the manifest", kind: str = "a manifest") -> str:
+    """A child that ended without an answer, as a problem: who ended it and how."""
+    if how.startswith(("exited", "was killed")):
+        return (f"{what} ended the process running it ({how}) before TorchCTS could read the result; "
+                f"{kind} must not exit or kill its process")
+    if how.startswith("did not finish"):
+        return f"{what} {how}"
+    return f"the process running {what} {how}"
+
+
 def _file_error(source: Path, message: str) -> ManifestError:
     log = ProblemLog()
     log.error((), message)
     return ManifestError(source, log.problems)
 
 
+def _answer_problem(message: str) -> dict[str, Any]:
+    return {"problems": [[to_json(()), message]]}
+
+
 def _describe_exception(source: Path, exc: BaseException) -> str:
     """'line N: TypeError: ...', with the deepest line of the manifest file in the traceback."""
     line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename) == source:
-            line = frame.lineno
-    where = f"line {line}: " if line is not None else ""
-    return f"{where}the manifest raised {type(exc).__name__}: {exc}"
-
-
-@contextmanager
-def _importable_siblings(folder: Path) -> Iterator[None]:
-    """Let a manifest import helper modules that sit next to it."""
-    sys.path.insert(0, str(folder))
     try:
-        yield
-    finally:
-        try:
-            sys.path.remove(str(folder))
-        except ValueError:
-            pass
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if frame.filename == str(source):
+                line = frame.lineno
+    except Exception:  # noqa: BLE001 - a traceback is a nicety here
+        pass
+    where = f"line {line}: " if line is not None else ""
+    return f"{where}the manifest raised {_exception_line(exc)}"
+
+
+def _exception_line(exc: BaseException) -> str:
+    text = exception_text(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _one_line(message: str) -> str:
+    text = " ".join(str(message).split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _forward(output: str) -> None:
+    """Show what a child printed, on stderr: it is the manifest's (or module's) own output."""
+    if not output:
+        return
+    try:
+        sys.stderr.write(output if output.endswith("\n") else output + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -24,6 +24,7 @@ from torchcts.manifest.model import (
     ResourceLimits,
     Tolerance,
 )
+from torchcts.manifest.plain import exception_text, to_plain, value_type
 from torchcts.manifest.problems import KeyPath, ManifestError, Problem, ProblemLog, allowed_list, suggest
 
 # Names people reach for that are not manifest keys, with the key they meant.
@@ -41,6 +42,11 @@ _KEY_ALIASES = {
 _DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?")
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _DECODER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+INT_MAX = 2**63 - 1  # every integer setting fits int64 (seeds, counts) and prints in JSON
+DEADLINE_MAX_MS = 86_400_000.0  # one day; Hypothesis cannot represent much longer deadlines
+REGEX_MAX_CHARS = 100_000  # every OpInfo name spelt out takes ~10,000; compiling 1 MB takes seconds
+NAME_MAX_CHARS = 200  # device, module and decoder names; longer is a mistake (and would flood the summary)
+REASON_MAX_CHARS = 2000  # a skip reason is copied into every record of the op
 _NON_CLAIMABLE_REASON = (
     "bit-packed, sub-byte and quantized dtypes cannot be claimed here; quantized tensors are "
     "claimed with the native_quantization capability and supported_container_formats"
@@ -56,16 +62,30 @@ def parse_manifest(raw: object, source: Path | None = None) -> tuple[Manifest, t
 
 
 def validate(raw: object, source: Path | None = None) -> tuple[Manifest | None, tuple[Problem, ...]]:
-    """All problems of a raw manifest, and the `Manifest` when none of them is an error."""
+    """All problems of a raw manifest, and the `Manifest` when none of them is an error.
+
+    `raw` is read into plain data first (`torchcts.manifest.plain`): validation never calls a method
+    of an object the manifest made, so a raising `items()` or `__repr__` is a problem, not a crash."""
     log = ProblemLog()
+    raw, unreadable = to_plain(raw)
+    for path, message in unreadable:
+        log.error(path, message)
     if not isinstance(raw, Mapping):
-        log.error(("manifest",), "must be a dict", type(raw).__name__, allowed="a dict of manifest keys")
+        if not unreadable:
+            log.error(("manifest",), "must be a dict", value_type(raw), allowed="a dict of manifest keys")
         return None, tuple(log.problems)
     base_dir = source.parent if source is not None else Path.cwd()
     fields = _Fields(raw, log, base_dir).parse()
+    if unreadable:  # what parsing said about an unreadable value repeats the problem already logged
+        log.problems[len(unreadable):] = [p for p in log.problems[len(unreadable):]
+                                          if not any(p.path[:len(path)] == path for path, _ in unreadable)]
     if log.has_errors:
         return None, tuple(log.problems)
     return Manifest(source=source, **fields), tuple(log.problems)
+
+
+def _name_like(value: object, form: re.Pattern[str]) -> bool:
+    return isinstance(value, str) and len(value) <= NAME_MAX_CHARS and form.fullmatch(value) is not None
 
 
 def _is_int(value: object) -> bool:
@@ -73,7 +93,13 @@ def _is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (an int too large for a float, like 10**400, is not)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 class _Fields:
@@ -129,8 +155,9 @@ class _Fields:
 
     def _int(self, key: str, default: int, minimum: int) -> int:
         value = self.raw.get(key, default)
-        if not _is_int(value) or value < minimum:
-            self.log.error((key,), f"must be an integer >= {minimum}", value, allowed=vocab.TOP_LEVEL_KEYS[key])
+        if not _is_int(value) or not minimum <= value <= INT_MAX:
+            self.log.error((key,), f"must be an integer >= {minimum} (at most 2**63-1)", value,
+                           allowed=vocab.TOP_LEVEL_KEYS[key])
             return default
         return value
 
@@ -148,18 +175,24 @@ class _Fields:
         if not value:
             self.log.error(path, "empty regex; use True to claim every op", value)
             return None
+        if len(value) > REGEX_MAX_CHARS:
+            self.log.error(path, f"regex longer than {REGEX_MAX_CHARS:,} characters", value)
+            return None
         try:
             return re.compile(value)
         except re.error as exc:
             self.log.error(path, f"invalid regex: {exc}", value)
-            return None
+        except (RecursionError, MemoryError, OverflowError) as exc:
+            self.log.error(path, f"regex too deeply nested to compile ({type(exc).__name__})", value)
+        return None
 
     def _dtype(self, path: KeyPath, key: object) -> torch.dtype | None:
         """The claimable dtype a key names, or None after logging why it is not one."""
         dtype = dtypes.lookup(key)
         if dtype is None:
+            spelling = key.removeprefix("torch.") if isinstance(key, str) else None
             self.log.error(path, "unsupported dtype", key, allowed=allowed_list(dtypes.claimable_names(), 8),
-                           hint=suggest(str(key).removeprefix("torch."), dtypes.spellings()))
+                           hint=suggest(spelling, dtypes.spellings()))
             return None
         if dtype not in dtypes.CLAIMABLE_DTYPES:
             self.log.error(path, f"dtype {dtypes.canonical_name(dtype)} cannot be claimed: {_NON_CLAIMABLE_REASON}")
@@ -177,7 +210,7 @@ class _Fields:
 
     def _device_name(self) -> str:
         value = self.raw.get("device_name", "auto")
-        if not isinstance(value, str) or not _DEVICE_NAME.fullmatch(value):
+        if not _name_like(value, _DEVICE_NAME):
             self.log.error(("device_name",), "must be a device type name", value,
                            allowed="'auto' or a device type such as 'cuda', 'mps', 'privateuseone', 'cuda:1'")
             return "auto"
@@ -187,7 +220,7 @@ class _Fields:
         value = self.raw.get("backend_import")
         if value is None:
             return None
-        if not isinstance(value, str) or not _MODULE_PATH.fullmatch(value):
+        if not _name_like(value, _MODULE_PATH):
             self.log.error(("backend_import",), "must be None or a dotted module name", value,
                            allowed="e.g. 'torch_mydevice' or 'vendor.torch_backend'")
             return None
@@ -266,10 +299,11 @@ class _Fields:
         skipped: dict[str, str] = {}
         for index, (name, reason) in enumerate(items):
             path = ("skip_ops", name if isinstance(value, Mapping) else index)
-            if not isinstance(name, str) or not name.strip():
-                self.log.error(path, "op name must be a non-empty string", name)
-            elif not isinstance(reason, str) or not reason.strip():
-                self.log.error(path, "reason must be a non-empty string", reason)
+            if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX_CHARS:
+                self.log.error(path, f"op name must be a non-empty string of at most {NAME_MAX_CHARS} characters", name)
+            elif not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_MAX_CHARS:
+                self.log.error(path, f"reason must be a non-empty string of at most {REASON_MAX_CHARS} characters",
+                               reason)
             elif name in skipped:
                 self.log.warn(path, "op listed twice", name)
             else:
@@ -351,7 +385,7 @@ class _Fields:
             path = ("custom_container_decoders", name)
             if name not in vocab.CONTAINER_FORMATS:
                 self.log.unknown_key(path, "quantized container format", vocab.CONTAINER_FORMATS)
-            elif not isinstance(target, str) or not _DECODER_PATH.fullmatch(target):
+            elif not _name_like(target, _DECODER_PATH):
                 self.log.error(path, "decoder must be a 'module:function' path", target,
                                allowed="e.g. 'my_backend.quant:decode_nf4'")
             elif name not in formats:
@@ -371,9 +405,16 @@ class _Fields:
             if not isinstance(entry, str) or not entry.strip():
                 self.log.error(path, "must be a non-empty path string", entry)
                 continue
-            folder = (self.base_dir / entry).resolve()
-            if not folder.is_dir():
-                self.log.warn(path, f"folder not found: {folder}; it will not be collected", entry)
+            try:
+                folder = (self.base_dir / entry).resolve()
+                found = folder.is_dir()
+            except (OSError, ValueError) as exc:  # a name too long, a null byte
+                self.log.error(path, f"not a usable folder path ({type(exc).__name__}: {exception_text(exc, 80)})",
+                               entry)
+                continue
+            if not found:
+                shown = str(folder) if len(str(folder)) <= 300 else str(folder)[:297] + "..."
+                self.log.warn(path, f"folder not found: {shown}; it will not be collected", entry)
             folders.append(folder)
         return tuple(folders)
 
@@ -427,13 +468,18 @@ class _Fields:
             path = ("hypothesis", name)
             if name not in vocab.HYPOTHESIS_KEYS:
                 self.log.unknown_key(path, "hypothesis setting", list(vocab.HYPOTHESIS_KEYS))
-            elif name == "max_examples" and _is_int(value) and value >= 1:
+            elif name in ("max_examples", "seed") and _is_int(value) and value > INT_MAX:
+                self.log.error(path, "must be at most 2**63-1", value)
+            elif name == "deadline" and _is_number(value) and value > DEADLINE_MAX_MS:
+                self.log.error(path, f"must be at most {DEADLINE_MAX_MS:.0f} ms (one day); None disables the deadline",
+                               value)
+            elif name == "max_examples" and _is_int(value) and 1 <= value <= INT_MAX:
                 values[name] = value
-            elif name == "deadline" and (value is None or (_is_number(value) and value > 0)):
+            elif name == "deadline" and (value is None or (_is_number(value) and 0 < value <= DEADLINE_MAX_MS)):
                 values["deadline_ms"] = None if value is None else float(value)
             elif name == "derandomize" and isinstance(value, bool):
                 values[name] = value
-            elif name == "seed" and (value is None or (_is_int(value) and value >= 0)):
+            elif name == "seed" and (value is None or (_is_int(value) and 0 <= value <= INT_MAX)):
                 values[name] = value
             else:
                 self.log.error(path, "invalid value", value, allowed=vocab.HYPOTHESIS_KEYS[name])

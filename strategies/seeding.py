@@ -1,0 +1,64 @@
+"""Process-wide state that OpInfo sample functions and random ops read, fixed for a while.
+
+OpInfo sample and error-input functions draw from torch's, Python's and NumPy's global RNGs
+and hand out `torch.empty` tensors (`out=` arguments) whose contents are whatever memory
+held: without care, the same op builds different samples depending on what ran before in
+the process. `seeded_globals(seed)` seeds the three RNGs and, with `fill_uninitialized`,
+has torch fill new tensors with a fixed value (NaN for floating dtypes, the maximum for
+integers: `torch.utils.deterministic.fill_uninitialized_memory`); everything is restored on
+exit. `seed_of(*parts)` derives a seed from strings, stable across processes.
+
+Python's hash seed cannot be fixed from inside a process; sample functions that iterate a
+set of strings (torch 2.13: `meshgrid`'s `{'xy', 'ij'}`) order their samples by it. The
+`torchcts` command fixes it (PYTHONHASHSEED=0); see docs/strategies.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import warnings
+from typing import Iterator
+
+import numpy as np
+import torch
+
+
+def seed_of(*parts: object) -> int:
+    """A 64-bit seed from the text of `parts`: the same in every process and on every machine."""
+    text = "|".join(str(part) for part in parts)
+    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+
+
+@contextlib.contextmanager
+def seeded_globals(seed: int, *, fill_uninitialized: bool = False) -> Iterator[None]:
+    """Seed torch's (CPU), Python's and NumPy's global RNGs; with `fill_uninitialized`, make
+    `torch.empty` and friends return filled tensors. Restores all of it on exit.
+
+    `fill_uninitialized` switches on `torch.use_deterministic_algorithms` (warn-only), which
+    may pick other kernels: use it to build inputs on CPU, never around the device under test.
+    """
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        torch.manual_seed(seed % 2**63)
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        if fill_uninitialized:
+            stack.enter_context(warnings.catch_warnings())
+            warnings.filterwarnings("ignore", message=".*does not have a deterministic implementation")
+        try:
+            if fill_uninitialized:
+                torch.use_deterministic_algorithms(True, warn_only=True)
+                torch.utils.deterministic.fill_uninitialized_memory = True
+            yield
+        finally:
+            if fill_uninitialized:
+                torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+                torch.utils.deterministic.fill_uninitialized_memory = fill
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)

@@ -29,6 +29,8 @@ def output_folder_problem(path: Path | str) -> str | None:
     the check created are removed again, so the check leaves the disk as it found it. Running as
     root, permission bits do not stop a write; a read-only mount, a file in the way or a path
     under /proc still do, and the probe sees them all."""
+    if str(path) == "":  # an unset shell variable, not the current folder
+        return "an empty path; name a folder"
     path = Path(path)
     created: list[Path] = []
     try:
@@ -36,7 +38,7 @@ def output_folder_problem(path: Path | str) -> str | None:
         for folder in (path, *path.parents):
             if os.path.lexists(folder):
                 if not folder.is_dir():
-                    return f"{folder} is {'a file' if folder.is_file() else 'not a folder'}, not a folder"
+                    return f"{folder} is a file, not a folder" if folder.is_file() else f"{folder} is not a folder"
                 break
             missing.append(folder)
         for folder in reversed(missing):
@@ -71,6 +73,8 @@ def output_file_problem(path: Path | str, replaced: bool = False) -> str | None:
 
     A file that is `replaced` (written beside and renamed over) must be a regular file if it exists:
     renaming over /dev/null or a FIFO is never what was meant."""
+    if str(path) == "":
+        return "an empty path; name a file"
     path = Path(path)
     try:
         if os.path.isdir(path):
@@ -87,6 +91,8 @@ def input_file_problem(path: Path | str) -> str | None:
 
     A folder fails to open; a FIFO, a terminal or a device such as /dev/zero would block or never
     end, so only regular files are read."""
+    if str(path) == "":
+        return "an empty path; name a file"
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:

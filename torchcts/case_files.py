@@ -164,14 +164,13 @@ def _read(path: Path, limits: CaseLimits) -> bytes:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise CaseFileError(path, "(file)", "not a regular file")
-            if info.st_size > limits.max_file_bytes:
-                raise CaseFileError(path, "(file)", f"{size_text(info.st_size)}; a case file may have at most "
-                                                    f"{limits.max_file_bytes} bytes (2 x {limits.option()})")
-            text = handle.read(limits.max_file_bytes + 1)
+            text = handle.read(limits.max_file_bytes + 1) if info.st_size <= limits.max_file_bytes else b""
     except OSError as exc:
         raise CaseFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
-    if len(text) > limits.max_file_bytes:  # it grew while being read
-        raise CaseFileError(path, "(file)", f"more than {limits.max_file_bytes} bytes (2 x {limits.option()})")
+    size = max(info.st_size, len(text))  # it may have grown while being read
+    if size > limits.max_file_bytes:
+        raise CaseFileError(path, "(file)", f"{size_text(size)}; a case file may have at most "
+                                            f"{limits.max_file_bytes} bytes (2 x {limits.option()} + 1 MiB)")
     return text
 
 

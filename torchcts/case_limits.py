@@ -53,8 +53,8 @@ class CaseLimits:
 
     @property
     def max_file_bytes(self) -> int:
-        """Room for the storages in base64 (4/3 of their bytes) and the JSON around them."""
-        return 2 * self.max_case_bytes
+        """Room for the storages in base64 (4/3 of their bytes) and 1 MiB of JSON around them."""
+        return 2 * self.max_case_bytes + 2**20
 
     @property
     def max_json_values(self) -> int:

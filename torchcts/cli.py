@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 import torchcts
+from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
 from torchcts.project_venv import maybe_switch_to_project_venv
 from torchcts.template_names import TEMPLATE_NAMES
 
@@ -17,10 +18,67 @@ from torchcts.template_names import TEMPLATE_NAMES
 
 EXIT_BAD_INPUT = 2
 
+
+class InputFile(click.Path):
+    """A file the command reads: when it exists, a regular file (reading a FIFO or /dev/zero never ends)."""
+
+    def __init__(self, exists: bool = False) -> None:
+        super().__init__(exists=exists, dir_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        from torchcts.arguments import input_file_problem
+
+        path = value if value == "" else super().convert(value, param, ctx)
+        problem = input_file_problem(path)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return path
+
+
+class OutputFolder(click.Path):
+    """A folder the command writes into: creatable and writable, checked (and left as found) at parse time,
+    so a run does not fail hours in when it first writes there."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        from torchcts.arguments import output_folder_problem
+
+        path = value if value == "" else super().convert(value, param, ctx)
+        problem = output_folder_problem(path)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return path
+
+
+class OutputFile(click.Path):
+    """A file the command writes (beside it, then renamed over it): its folder creatable and writable."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        from torchcts.arguments import output_file_problem
+
+        path = value if value == "" else super().convert(value, param, ctx)
+        problem = output_file_problem(path, replaced=True)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return path
+
+
+def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--device: a name, not an empty string (an unset shell variable must not mean `cpu`)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty; name a device: cpu, cuda, cuda:1, meta, or a backend's name", ctx, param)
+    return value
+
+
 _manifest_option = click.option(
     "--manifest",
     "manifest_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=InputFile(),
     default=Path("manifest.py"),
     show_default=True,
     help="Backend manifest: a Python file defining a dict `manifest`.",
@@ -68,7 +126,7 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
 
 @cli.command("init")
 @click.option("--template", type=click.Choice(TEMPLATE_NAMES), help="Which starting manifest to write.")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("manifest.py"),
+@click.option("--output", type=OutputFile(), default=Path("manifest.py"),
               show_default=True, help="Where to write the manifest.")
 @click.option("--device-name", help="Device type the manifest is for (default: auto; asked for on a terminal).")
 @click.option("--backend-import", help="Module to import before a run, to register the backend.")
@@ -103,16 +161,19 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
         _fail(f"{output}: already exists; pass --force to overwrite it")
     text = render_template(template, device_name=device_name, backend_import=backend_import)
     _validate_rendered(output, text)
-    output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, output)
+    except OSError as exc:  # checked when --output was parsed; a full disk or a race remains
+        _fail(f"--output {output}: cannot write it: {exc.strerror or exc}")
     click.echo(f"wrote {output} from template {template_purpose(template)}")
     click.echo(f"next: torchcts check-manifest --manifest {output}")
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
-@click.option("--device", help="Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
+@click.option("--device", callback=_device, help="Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
 @_manifest_option
 @click.option("--level", type=click.IntRange(1, 8), help="Deselect (and record) items above this semantic level.")
 @click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes (float32, torch.bfloat16); repeatable.")
@@ -120,19 +181,21 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
 @click.option("--property", "properties", multiple=True,
               help="Only these properties (forward, layout, errors, inplace, out, backward); repeatable.")
 @click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
-@click.option("--seed", type=int, help="Repeat a run's random seed (printed by every run that is not derandomized).")
-@click.option("--max-examples", type=click.IntRange(min=1), help="Hypothesis examples per item (default: the manifest's).")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--seed", type=click.IntRange(0, MAX_SEED),
+              help="Repeat a run's random seed (printed by every run that is not derandomized).")
+@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES),
+              help="Hypothesis examples per item (default: the manifest's).")
+@click.option("--results-dir", type=OutputFolder(), default=Path("results"),
               show_default=True, help="Where the run folder (records.jsonl, run.json) is written.")
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
 @click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
               help="Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
-@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("corpus"),
+@click.option("--corpus", "corpus_dir", type=OutputFolder(), default=Path("corpus"),
               show_default=True, help="Where the shrunk counterexample of every failing item is written.")
 @click.option("--subprocess-per-test", is_flag=True, help="Run every item in its own forked process.")
 @click.option("--known-segfault-policy", type=click.Choice(["isolate", "off"]), default="isolate", show_default=True,
               help="Isolate items a known-crash rule matches, or ignore the ledger.")
-@click.option("--known-crashes", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--known-crashes", type=InputFile(),
               help="Project-local known-crash ledger (default: known_crashes.json next to the manifest).")
 @click.option("--known-segfault-audit", is_flag=True,
               help="Validate every known-crash rule and show the items it matches; run nothing.")
@@ -179,7 +242,7 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 
 
 @cli.command("fuzz")
-@click.option("--device", required=True, help="Device to hunt bugs on.")
+@click.option("--device", required=True, callback=_device, help="Device to hunt bugs on.")
 @_manifest_option
 @click.option("--budget", help="Time to spend: 90s, 10m, 1h (default: 10m, or no time limit with --max-visits).")
 @click.option("--max-visits", type=click.IntRange(min=1), metavar="N",
@@ -189,7 +252,7 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes; repeatable.")
 @click.option("--property", "properties", multiple=True, help="Only these properties; repeatable.")
 @click.option("--level", type=click.IntRange(1, 8), help="Semantic level (default: the manifest's).")
-@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("corpus"),
+@click.option("--corpus", "corpus_dir", type=OutputFolder(), default=Path("corpus"),
               show_default=True, help="Where new counterexamples are written.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Worker processes (each imports torch and the op database once).")
@@ -199,8 +262,8 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
               help="Seconds one visit may take before its item counts as hung (timed_out).")
 @click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
               help="Hunt through torch.compile(backend=...) on the device.")
-@click.option("--seed", type=int, help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
+@click.option("--results-dir", type=OutputFolder(), default=Path("results"),
               show_default=True, help="Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
 def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
          dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path, workers: int,
@@ -227,9 +290,11 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
         raise click.BadParameter(str(exc), param_hint="--budget") from None
     if task_timeout != task_timeout:  # FloatRange lets NaN through; it would disable hang detection
         raise click.BadParameter("nan is not a number of seconds", param_hint="--task-timeout")
-    items = _plan_items(manifest_path, level, dtypes, ops, properties)
+    plan, manifest = _plan(manifest_path, level, dtypes, ops, properties)
+    items = list(plan.items)
     if not items:
         _fail("no item to fuzz: the manifest and the selection leave nothing")
+    _open_device(device, manifest)
     options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
                           properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
                           workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
@@ -239,17 +304,11 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
     sys.exit(exit_status(summary))
 
 
-def _plan_items(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
-                properties: tuple[str, ...]) -> list:
-    """The items a run with this selection would execute; exits 2 on bad input."""
-    return list(_plan(manifest_path, level, dtypes, ops, properties)[0].items)
-
-
 def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
           properties: tuple[str, ...]):
     """(the plan of a run with this selection, the manifest); exits 2 on bad input."""
     from torchcts.manifest import ManifestError, load_manifest
-    from torchcts.plan import Selection, build_plan
+    from torchcts.plan import Selection, SelectionError, build_plan
     from torchcts.session import SessionError, _dtypes, _properties
 
     try:
@@ -258,13 +317,28 @@ def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: 
                               properties=_properties(list(properties)))
     except ManifestError as exc:
         _fail(exc.render())
-    except SessionError as exc:
+    except (SessionError, SelectionError) as exc:
         _fail(str(exc))
     return build_plan(manifest, selection), manifest
 
 
+def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
+    """Import the manifest's backend and allocate on --device here, before workers start; exits 2 when it
+    cannot be used, and warns when the manifest names another device type."""
+    from torchcts.session import SessionError, _check_device, _device_name_warning, _import_backend
+
+    try:
+        _import_backend(manifest)
+        _check_device(device)
+    except SessionError as exc:
+        _fail(str(exc))
+    warning = _device_name_warning(manifest, device, validation=False)
+    if warning is not None:
+        click.echo(f"torchcts: warning: {warning}", err=True)
+
+
 @cli.command("show-skips")
-@click.option("--device", help="Device the run would target (recorded in the listing; nothing executes).")
+@click.option("--device", callback=_device, help="Device the run would target (recorded in the listing; nothing executes).")
 @_manifest_option
 @click.option("--level", type=click.IntRange(1, 8), help="Deselect items above this semantic level, as run would.")
 @click.option("--dtype", "dtypes", multiple=True, help="Only these dtypes, as run would; repeatable.")
@@ -294,7 +368,7 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
 @click.option("--baseline", default="auto", show_default=True,
               help="`auto` (the latest earlier run with the same hardware key, device and torch minor version), "
                    "`none`, or a run folder.")
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--output", type=OutputFolder(),
               help="Where the report files go (default: <run folder>/report/).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
               help="Only these formats (default: all four); repeatable.")
@@ -327,18 +401,18 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
 
 @cli.command("replay")
 @click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option("--device", help="Device to replay on (the device the cases were found on, or another).")
+@click.option("--device", callback=_device, help="Device to replay on (the device the cases were found on, or another).")
 @click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
               help="Replay through torch.compile(backend=...) on the device.")
-@click.option("--manifest", "manifest_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--manifest", "manifest_path", type=InputFile(),
               help="Manifest whose tolerance_overrides apply (default ./manifest.py if it exists; none needed).")
 @click.option("--builtin", is_flag=True, help="Also replay the curated corpus shipped with TorchCTS.")
 @click.option("--update-status", is_flag=True,
               help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
 @click.option("--strict", is_flag=True, help="Exit 1 when any case still fails, not only on regressions.")
-@click.option("--export-script", "export", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--export-script", "export", type=InputFile(exists=True),
               help="Print a standalone torch-only Python script reproducing this case, and run nothing.")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--results-dir", type=OutputFolder(), default=Path("results"),
               show_default=True, help="Where the replay's run folder (records.jsonl, run.json) is written.")
 @click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
               help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
@@ -392,9 +466,9 @@ def _bytes(value: str | None) -> int | None:
 @click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
 @click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16", "int32"), show_default=True,
               help="Dtypes to run (a bug in one dtype needs that dtype).")
-@click.option("--max-examples", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES), default=10, show_default=True,
               help="Hypothesis examples per item.")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/selftest"),
+@click.option("--results-dir", type=OutputFolder(), default=Path("results/selftest"),
               show_default=True, help="Where the runs' folders go.")
 def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path) -> None:
     """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.

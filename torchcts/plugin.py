@@ -11,6 +11,7 @@ result record is appended as it finishes; `run.json` closes the run as complete 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -97,9 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGTERM and SIGHUP stop a run like Ctrl-C, also under plain `pytest` (pytest_unconfigure restores them)
     config.stash[SIGNALS_KEY] = stack = contextlib.ExitStack()
     stack.enter_context(interrupts.handling())
-    # a signal landing in a gc callback or finalizer is dropped by Python; the run stops anyway (interrupts.check)
-    config.addinivalue_line("filterwarnings", r"ignore:(?s)Exception ignored.*torchcts\.interrupts\.Interrupted"
-                                              r":pytest.PytestUnraisableExceptionWarning")
+    # Python drops a signal's exception raised in a gc callback or finalizer; the run stops anyway (interrupts.check),
+    # so pytest's "Exception ignored" warning about it says nothing (the filter lasts as long as the session)
+    warnings.filterwarnings("ignore", r"(?s)Exception ignored.*torchcts\.interrupts\.Interrupted",
+                            pytest.PytestUnraisableExceptionWarning)
     try:
         session = RunSession.start(config)
     except SessionError as exc:

@@ -95,6 +95,9 @@ def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusC
     case = load_case(path, limits)
     if case.property not in PROPERTY_BY_NAME:
         raise CaseFileError(path, "property", f"{brief(case.property)}; known: {', '.join(PROPERTY_BY_NAME)}")
+    if case.variant != PROPERTY_BY_NAME[case.property].variant:  # it names the item: nothing else may go there
+        raise CaseFileError(path, "variant", f"{brief(case.variant)}; {case.property} cases are "
+                                             f"{PROPERTY_BY_NAME[case.property].variant!r}")
     if dtype_names.lookup(case.dtype) is None:
         raise CaseFileError(path, "dtype", f"unknown dtype {brief(case.dtype)}")
     try:
@@ -132,9 +135,9 @@ def replay_cases(case: CorpusCase, limits: CaseLimits = CaseLimits()) -> list[An
                  (f"corpus case {case.short_id}",))]
 
 
-def mark_status(path: Path | str, status: str) -> None:
+def mark_status(path: Path | str, status: str, limits: CaseLimits = CaseLimits()) -> None:
     """Record a case as `open` or `fixed` in its file."""
-    save_case(Path(path), load_case(path).with_status(status))
+    save_case(Path(path), load_case(path, limits).with_status(status))
 
 
 @attrs.frozen
@@ -193,14 +196,18 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
         state = "REGRESSION (was fixed)" if verdict.regression else (
             "still failing" if verdict.still_failing else "now passing" if verdict.outcome == "passed"
             else f"not run ({verdict.outcome})")
-        echo(f"{state:24} {verdict.path}  {verdict.case_id}")
+        echo(f"{state:24} {printable(verdict.path)}  {printable(verdict.case_id)}")
         if verdict.still_failing and verdict.reason:
             echo(f"{'':24} {printable(verdict.reason.splitlines()[0][:200])}")
         if update_status and verdict.path and verdict.outcome in ("passed", "failed"):
             new_status = "fixed" if verdict.outcome == "passed" else "open"
             if new_status != verdict.status and verdict.status in ("open", "fixed"):
-                mark_status(verdict.path, new_status)
-                echo(f"{'':24} status: {verdict.status} -> {new_status}")
+                try:
+                    mark_status(verdict.path, new_status, limits)
+                except (CaseFileError, OSError) as exc:  # changed or removed since it was replayed
+                    echo(f"{'':24} status not updated: {printable(str(exc))}")
+                else:
+                    echo(f"{'':24} status: {verdict.status} -> {new_status}")
     failing = sum(v.still_failing for v in found)
     regressions = sum(v.regression for v in found)
     unreadable = sum(v.unreadable is not None for v in found)

@@ -12,10 +12,10 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from torchcts.result_files import MAX_CASE_BYTES, ResultFileError, read_json_file, read_records, read_summary
+from torchcts.result_files import (EXECUTED, MAX_CASE_BYTES, ResultFileError, read_json_file, read_records,
+                                   read_summary)
 from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
 
-EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")
 PROBLEMS = ("failed", "error", "crashed", "timed_out")
 # How each outcome is counted in the operator coverage table.
 COVERAGE_GROUPS: dict[str, tuple[str, ...]] = {

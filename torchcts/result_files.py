@@ -21,7 +21,7 @@ MiB = 2**20
 MAX_SUMMARY_BYTES = 16 * MiB  # run.json (a real one is a few KiB)
 MAX_LINE_BYTES = 8 * MiB  # one line of records.jsonl or started.jsonl
 MAX_LINES_BYTES = 256 * MiB  # a whole records.jsonl or started.jsonl (a full level-8 run: ~100 MiB at most)
-MAX_RECORDS = 1_000_000  # lines of one records.jsonl or started.jsonl (a full plan has ~25,000 items)
+MAX_RECORDS = 1_000_000  # lines of one records.jsonl or started.jsonl (a full plan has ~22,000 items)
 MAX_DEPTH = 100  # JSON nesting of any value (a record needs 3)
 MAX_INT_DIGITS = 100  # an integer in any result file (int64 needs 19 digits; converting huge ones is quadratic)
 MAX_CASE_BYTES = 64 * MiB  # a corpus case the report describes
@@ -118,7 +118,8 @@ def _counterexample(value: Any) -> bool:
 
 def _case(value: Any) -> bool:
     return value is None or (isinstance(value, dict) and _opt_str(value.get("path")) and
-                             _opt_str(value.get("status")) and _opt_str(value.get("fingerprint")))
+                             _opt_str(value.get("status")) and _opt_str(value.get("fingerprint")) and
+                             _opt_str(value.get("unreadable")))
 
 
 _Field = tuple[bool, Callable[[Any], bool], str]  # required, check, what is allowed
@@ -169,7 +170,7 @@ RECORD_FIELDS: dict[str, _Field] = {
     "fingerprints": (False, _opt_str_list, "a list of strings"),
     "counterexample": (False, _counterexample, "null or an object with string path, replay, fingerprint and "
                                                "integer elements"),
-    "case": (False, _case, "null or an object with string path, fingerprint and status"),
+    "case": (False, _case, "null or an object with string path, fingerprint, status and unreadable"),
 }
 STARTED_FIELDS: dict[str, _Field] = {"item": (True, _str, "a string")}
 

@@ -116,7 +116,7 @@ class RunSession:
         _check_device(device)
         warnings = [w for w in [_device_name_warning(manifest, device, validation)] if w]
         for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
-            print(f"torchcts: warning: {warning}", file=sys.stderr, flush=True)
+            print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
         target = Target(device, option("torchcts_compile"))
         level = selection.level
         derandomize = option("torchcts_derandomize")
@@ -450,8 +450,8 @@ def _device_name_warning(manifest: Manifest | None, device: str, validation: boo
         return None
     if _device_kind(manifest.device_name) == _device_kind(device):
         return None
-    return (f"{manifest.source}: device_name is {manifest.device_name!r} but this run tests --device {device}; "
-            f"its claims may be another backend's (recorded in run.json environment.warnings)")
+    return (f"{manifest.source}: device_name is {manifest.device_name!r} but this run tests --device {device}: "
+            f"its claims may be another backend's")
 
 
 def _check_device(device: str) -> None:
@@ -459,9 +459,7 @@ def _check_device(device: str) -> None:
     try:
         wanted = torch.device(device)
     except (RuntimeError, ValueError, TypeError) as exc:
-        raise SessionError(f"--device {shown(device)} is not a device string torch knows: {_first_line(exc)}; "
-                           "e.g. cpu, cuda, cuda:1, meta, or the name of a backend the manifest's backend_import "
-                           "registers") from None
+        raise SessionError(f"--device {shown(device)} is not a device string torch knows: {_first_line(exc)}") from None
     try:
         got = torch.empty(1, device=device).device
     except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the device is not usable

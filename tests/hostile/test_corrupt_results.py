@@ -277,9 +277,9 @@ def test_report_of_a_valid_run_among_corrupt_ones(tmp_path):
 
 def test_report_output_that_cannot_be_written_exits_2(tmp_path):
     folder = write_run(tmp_path / "run", summary(), line())
-    (tmp_path / "file").write_text("")
-    code, _, err = report("--from", str(folder), "--baseline", "none", "--output", str(tmp_path / "file" / "sub"))
-    assert code == 2 and err.count("\n") == 1 and "cannot be written" in err
+    (tmp_path / "out" / "scorecard.md" / "x").mkdir(parents=True)  # a folder where the file goes
+    code, _, err = report("--from", str(folder), "--baseline", "none", "--output", str(tmp_path / "out"))
+    assert code == 2 and err == f"{tmp_path / 'out' / 'scorecard.md'}: cannot be written: Is a directory\n"
 
 
 HOSTILE = "a|b`c``\n<script>alert(1)</script>\x1b[31m\x00\ud800 [x](javascript:alert(1)) \\| &amp; # h"

@@ -35,6 +35,7 @@ DEFAULT_TIMEOUT_S = 120.0
 MAX_ANSWER_BYTES = 64 * 2**20
 OUTPUT_KEPT_BYTES = 64 * 2**10  # the tail of what the child printed that is kept
 _CHILD_FAILED = 70  # exit status of a child whose TorchCTS code (not the user's) failed
+_exit = os._exit  # bound now: a manifest that replaces os._exit must not keep the child alive in the caller's code
 
 
 @attrs.frozen
@@ -129,7 +130,7 @@ def _fork(function: Callable[[str], Any], argument: str, answer_fd: int, output_
 def _spawn(function: Callable[[str], Any], argument: str, answer_fd: int, output_fd: int) -> int:
     code = "import sys; from torchcts.manifest.child import spawned; spawned(sys.argv[1:])"
     args = [sys.executable, "-c", code, function.__module__, function.__qualname__, argument, str(answer_fd),
-            json.dumps(sys.path)]
+            json.dumps([entry for entry in sys.path if isinstance(entry, str)])]
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=output_fd, stderr=output_fd,
                             pass_fds=(answer_fd,), start_new_session=True)
     proc.returncode = 0  # reaped by `_end_group`, not by Popen: keep Popen from waiting for it again
@@ -147,7 +148,7 @@ def spawned(argv: list[str]) -> None:
 
 
 def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
-    """The child's whole life: a clean process state, the work, the answer, `os._exit`."""
+    """The child's whole life: a clean process state, the work, the answer, `_exit`."""
     code = 0
     me = os.getpid()
     try:
@@ -159,6 +160,9 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
             if signum is not None:
                 _restore(signum, signal.SIG_DFL)  # the parent's handlers (interruptions) are not the child's
         _restore(signal.SIGINT, signal.default_int_handler)
+        import faulthandler
+
+        faulthandler.disable()  # it may write to the parent's terminal (pytest's dup of stderr); the status says it all
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(output_fd, 1)
@@ -168,13 +172,13 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
                                        buffering=1, closefd=False)
         answer = work()
         if os.getpid() != me:
-            os._exit(0)  # a process the work forked returned here: the answer is not its to give
+            _exit(0)  # a process the work forked returned here: the answer is not its to give
         payload = memoryview(json.dumps(answer).encode())
         while payload:
             payload = payload[os.write(answer_fd, payload):]
     except BaseException:  # noqa: BLE001 - a TorchCTS bug; the parent reports the exit status and output
         if os.getpid() != me:
-            os._exit(0)
+            _exit(0)
         import traceback
 
         traceback.print_exc()
@@ -183,7 +187,7 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
         try:
             sys.stdout.flush()
         finally:
-            os._exit(code)
+            _exit(code)
 
 
 def _restore(signum: int, handler: Any) -> None:
@@ -212,7 +216,7 @@ def _collect(pid: int, answer_fd: int, output_fd: int, deadline: float, timeout:
             ended = f"sent more than {MAX_ANSWER_BYTES // 2**20} MiB back"
             break
     text = output.text()
-    if ended == "exited with status 0" and answer.data:
+    if ended in ("exited with status 0", _UNKNOWN_STATUS) and answer.data:
         try:
             return Outcome(answer=json.loads(answer.data), output=text)
         except (ValueError, RecursionError):
@@ -280,28 +284,50 @@ class _Buffer:
         return f"[... {self.dropped} bytes of output left out ...]\n{text}" if self.dropped else text
 
 
+_reaped: dict[int, int | None] = {}  # children reaped early (no os.waitid: macOS), None: by someone else
+_UNKNOWN_STATUS = "ended (its exit status was collected elsewhere)"
+
+
 def _exited(pid: int) -> bool:
-    """Whether the child has ended, without reaping it (its process group stays valid to kill)."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    """Whether the child has ended; where possible without reaping it, so its group id stays valid to kill."""
+    try:
+        if hasattr(os, "waitid"):
+            return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # a SIGCHLD handler of the application reaped it
+        done, status = pid, None
+    if done:
+        _reaped[pid] = status
+    return bool(done)
 
 
 def _status(pid: int) -> str:
-    result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    if result.si_code == os.CLD_EXITED:
-        return f"exited with status {result.si_status}"
+    """How an ended child ended: 'exited with status N' or 'was killed by SIGNAME'."""
+    if pid in _reaped:
+        status = _reaped[pid]
+        if status is None:
+            return _UNKNOWN_STATUS
+        exited, number = os.WIFEXITED(status), os.WEXITSTATUS(status) if os.WIFEXITED(status) else os.WTERMSIG(status)
+    else:
+        result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        exited, number = result.si_code == os.CLD_EXITED, result.si_status
+    if exited:
+        return f"exited with status {number}"
     try:
-        name = signal.Signals(result.si_status).name
+        return f"was killed by {signal.Signals(number).name}"
     except ValueError:
-        name = f"signal {result.si_status}"
-    return f"was killed by {name}"
+        return f"was killed by signal {number}"
 
 
 def _end_group(pid: int) -> None:
     """Kill the child and whatever it started in its group, then reap the child."""
     try:
-        os.killpg(pid, signal.SIGKILL)  # the child is unreaped, so its group id cannot have been reused
+        os.killpg(pid, signal.SIGKILL)  # while the child is unreaped its group id cannot have been reused
     except OSError:
         pass
+    if pid in _reaped:
+        del _reaped[pid]
+        return
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:

@@ -83,10 +83,13 @@ def run_manifest_file(path: str) -> dict[str, Any]:
         return _answer_problem(f"cannot compile the file: {type(exc).__name__}: {exception_text(exc)}")
     namespace = {"__name__": "torchcts_manifest", "__file__": path}
     sys.path.insert(0, str(source.parent))  # helper modules next to the manifest are importable
+    recursion_limit = sys.getrecursionlimit()
     try:
         exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 - sys.exit(), KeyboardInterrupt, anything: report it
         return _answer_problem(_describe_exception(source, exc))
+    finally:
+        sys.setrecursionlimit(recursion_limit)  # reading the value must not fail on a limit the manifest set
     if "manifest" not in namespace:
         return _answer_problem("the file defines no `manifest` dict")
     plain, _ = to_plain(namespace["manifest"])  # unreadable parts carry their problem; validation reports them
@@ -105,8 +108,12 @@ def import_backend(name: str) -> None:
         outcome = child.run_in_child(import_module_answer, name, child.timeout_s())
     except ValueError as exc:
         raise BackendImportError(str(exc)) from None
-    failure = _ended(outcome.ended, "importing it", "a backend module") if outcome.ended is not None \
-        else (outcome.answer or {}).get("error")
+    if outcome.ended is not None:
+        failure = _ended(outcome.ended, "importing it", "a backend module")
+    elif isinstance(outcome.answer, dict):
+        failure = outcome.answer.get("error")
+    else:
+        failure = "the process importing it sent back a malformed answer"
     if failure:
         _forward(outcome.output)  # what the module printed before it failed; on success it prints again below
         raise BackendImportError(_one_line(str(failure)))

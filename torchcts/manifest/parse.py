@@ -76,12 +76,18 @@ def validate(raw: object, source: Path | None = None) -> tuple[Manifest | None, 
         return None, tuple(log.problems)
     base_dir = source.parent if source is not None else Path.cwd()
     fields = _Fields(raw, log, base_dir).parse()
-    if unreadable:  # what parsing said about an unreadable value repeats the problem already logged
+    if unreadable:  # what parsing says in or around an unreadable value repeats the problem already logged
         log.problems[len(unreadable):] = [p for p in log.problems[len(unreadable):]
-                                          if not any(p.path[:len(path)] == path for path, _ in unreadable)]
+                                          if not any(_related(p.path, path) for path, _ in unreadable)]
     if log.has_errors:
         return None, tuple(log.problems)
     return Manifest(source=source, **fields), tuple(log.problems)
+
+
+def _related(path: KeyPath, other: KeyPath) -> bool:
+    """Whether one key path is inside the other (or both are the same)."""
+    common = min(len(path), len(other))
+    return path[:common] == other[:common]
 
 
 def _name_like(value: object, form: re.Pattern[str]) -> bool:

@@ -83,7 +83,7 @@ def _raising_repr(value: object, function, *args) -> str:
 def type_name(value: object) -> str:
     """The name of a value's type, for messages."""
     try:
-        return str(type(value).__qualname__)
+        return str(type(value).__name__)
     except Exception:  # noqa: BLE001 - a metaclass may override anything
         return "object"
 

@@ -9,6 +9,7 @@ real cases nest about 10 levels, and Python's own parser stops near 1,000.
 
 from __future__ import annotations
 
+import argparse
 import re
 from typing import Any
 
@@ -21,11 +22,15 @@ JSON_VALUE_BYTES = 256  # about what one parsed JSON value costs in Python, at m
 _SUFFIXES = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
+class ByteCountError(ValueError, argparse.ArgumentTypeError):
+    """Not a byte count; argparse (pytest's options) shows this message as it is."""
+
+
 def byte_count(text: Any) -> int:
-    """A positive byte count: `268435456`, `256M`, `1G` (binary suffixes k, M, G, T; case ignored)."""
+    """A positive byte count: `67108864`, `64M`, `1G` (binary suffixes k, M, G, T; case ignored)."""
     match = re.fullmatch(r"\s*(\d{1,15})\s*([kmgt]?)i?b?\s*", str(text), re.IGNORECASE)
     if match is None or int(match[1]) == 0:
-        raise ValueError(f"expected a positive number of bytes like 268435456, 256M or 1G, got {str(text)[:40]!r}")
+        raise ByteCountError(f"expected a positive number of bytes like 67108864, 64M or 1G, got {str(text)[:40]!r}")
     return int(match[1]) * _SUFFIXES[match[2].lower()]
 
 
@@ -71,17 +76,21 @@ class CaseLimits:
 
 
 def json_depth_problem(data: Any, limit: int) -> tuple[str, int] | None:
-    """(the field, its depth) of the first value nested deeper than `limit`, or None; no recursion."""
-    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    """(the field, its depth) of the first value nested deeper than `limit`, or None; no recursion.
+
+    Paths are kept as (parent, key) links and spelled out only for the value reported."""
+    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
     while stack:
-        value, field, depth = stack.pop()
+        value, depth, trail = stack.pop()
         if depth > limit:
+            keys = []
+            while trail is not None:
+                trail, key = trail
+                keys.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+            field = "".join(reversed(keys)).removeprefix(".")
             return (field if len(field) <= 60 else field[:60] + "...") or "(file)", depth
-        if isinstance(value, dict):
-            stack.extend((v, f"{field}.{k}" if field else str(k), depth + 1) for k, v in value.items()
-                         if isinstance(v, (dict, list)))
-        elif isinstance(value, list):
-            stack.extend((v, f"{field}[{i}]", depth + 1) for i, v in enumerate(value) if isinstance(v, (dict, list)))
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        stack.extend((v, depth + 1, (trail, k)) for k, v in items if isinstance(v, (dict, list)))
     return None
 
 

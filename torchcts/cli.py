@@ -416,7 +416,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
               show_default=True, help="Where the replay's run folder (records.jsonl, run.json) is written.")
 @click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
               help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
-                   "stride-0 view counts in full); its file may have 2N bytes. 1G, 512M or bytes; default 64M.")
+                   "stride-0 view counts in full); its file may have 2N + 1 MiB. 1G, 512M or bytes; default 64M.")
 def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, manifest_path: Path | None,
            builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path,
            max_case_bytes: int | None) -> None:

@@ -94,7 +94,7 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
     script = _TEMPLATES.get_template("case_script.py.jinja").render(text=_text(case, device), code=code)
     problem = _vocabulary_problem(script, writer.names)
     if problem:  # a case value got past the checks: refuse rather than hand out code
-        writer.fail("(script)", f"the script would hold {problem}, which is not its own; not exported")
+        writer.fail("(script)", f"{problem}; not exported")
     return script
 
 
@@ -404,18 +404,18 @@ def _verdict() -> list[str]:
 
 
 def _vocabulary_problem(script: str, extra: set[str]) -> str | None:
-    """What in `script` is outside the template's vocabulary (imports, names, attributes), if anything."""
+    """What in `script` is not the template's own code (imports, names, attributes; `extra` also allowed)."""
     try:
         tree = ast.parse(script)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return f"not valid Python: {type(exc).__name__}"
+        return f"it would not be valid Python ({type(exc).__name__}: {_show(str(exc))})"
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found = {(getattr(node, "module", None), alias.name) for alias in node.names}
             if not found <= _IMPORTS:
-                return f"import {_show(sorted(map(str, found)))}"
+                return f"it would import {_show(sorted(name for _, name in found))}, which the template does not"
         elif isinstance(node, ast.Name) and node.id not in _NAMES:
-            return f"name {_show(node.id)}"
+            return f"it would use the name {_show(node.id)}, which the template does not"
         elif isinstance(node, ast.Attribute) and node.attr not in _ATTRIBUTES and node.attr not in extra:
-            return f"attribute {_show(node.attr)}"
+            return f"it would use the attribute {_show(node.attr)}, which the template does not"
     return None

@@ -105,7 +105,6 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
 
 def _wait(pid: int, read_end: int, chunks: list[bytes], deadline: float) -> int | None:
     """Collect the child's answer until it exits; its wait status, or None when it ran past the deadline (killed)."""
-    status = None
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -118,12 +117,10 @@ def _wait(pid: int, read_end: int, chunks: list[bytes], deadline: float) -> int 
                 chunks.append(chunk)
                 continue
             break  # the child closed the pipe: it finished or died
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)  # (0, 0) while it runs: not its status
         if done:
-            break
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    return status
+            return status
+    return os.waitpid(pid, 0)[1]
 
 
 def _kill(pid: int) -> None:

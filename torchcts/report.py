@@ -165,5 +165,9 @@ def _level_chart(report: dict[str, Any]) -> str:
 
 def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        if partial.exists():  # the replace failed: leave nothing half-done behind
+            partial.unlink()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +33,13 @@ MAX_CASE_TENSORS = 32  # tensors listed per counterexample; the rest are counted
 MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 SUPPORT_THRESHOLD = 20  # a support percentage needs a complete run with at least this many executed items
 FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
-
-
 ResultsError = ResultFileError  # a results file that cannot be reported on: which file (and line), what is wrong
 
 
 def load_run(folder: Path | str) -> dict[str, Any]:
     """A run's validated summary and records; ResultsError names the missing or malformed file."""
     folder = Path(folder)
-    if not (folder / "run.json").exists() and not (folder / "run.json").is_symlink():
+    if not os.path.lexists(folder / "run.json"):
         raise ResultsError(folder / "run.json", f"missing; is {folder} a run folder (results/<run-id>/)?")
     summary = read_summary(folder)
     return {"folder": str(folder), "summary": summary, "records": read_records(folder)}

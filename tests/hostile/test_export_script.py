@@ -24,7 +24,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.case_files import CaseFileError, new_case, save_case
 from torchcts.cli import cli
-from torchcts.export_script import _inert, export_script
+from torchcts.export_script import _inert, _vocabulary_problem, export_script
 from torchcts.plan import PROPERTY_BY_NAME
 
 PAYLOAD = "__import__('os').system('touch PWNED'); open('PWNED', 'w')"
@@ -39,6 +39,7 @@ BREAKOUTS = {
     "trailing-backslash": f'{PAYLOAD}"""\\',
 }
 EVERYTHING = "".join(BREAKOUTS.values())
+pytestmark = pytest.mark.filterwarnings("ignore:.*(beta|prototype):UserWarning")  # sparse and nested inputs
 
 
 def honest_case(prop: str = "forward", op: str = "add", sample: SampleInput | None = None,
@@ -138,8 +139,8 @@ def honest(tmp_path_factory):
 
 # -- values that are data: exported, and inert ------------------------------------------------
 
-RAN = "exit 0"  # the script ran: results agree (or CPU accepts the input of an `errors` case)
-REFUSED_BY_ADD = "TypeError"  # add() refuses the extra string argument or keyword; nothing else happens
+RAN = ("exit 0",)  # the script ran: results agree (or CPU accepts the input of an `errors` case)
+REFUSED_BY_ADD = ("TypeError", "RuntimeError")  # add() refuses the extra argument or keyword; nothing else runs
 INERT = {  # (the honest case's property, where the hostile value goes, the value, how the script ends)
     **{f"description-{name}": ("forward", ("description",), text, RAN) for name, text in BREAKOUTS.items()},
     "failure.message": ("forward", ("failure", "message"), EVERYTHING, RAN),
@@ -192,7 +193,7 @@ def test_text_from_the_case_is_exported_as_data(inert_runs, honest_vocabulary, n
     assert script.isascii() and "\x00" not in script
     assert vocabulary(script) <= honest_vocabulary  # no name, attribute or import of its own
     assert "PWNED" not in code_without_strings(script)  # the payload is only ever a string
-    assert files == ["repro.py"] and ended == INERT[name][3]
+    assert files == ["repro.py"] and ended in INERT[name][3]
 
 
 def test_a_hostile_description_runs_as_a_plain_script(tmp_path):
@@ -318,7 +319,6 @@ def every_kind_of_input() -> list[SampleInput]:
     return [SampleInput(t, args=(t,)) for t in tensors] + [SampleInput(x, args=values)]
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("prop, op", [("forward", "add"), ("layout", "add"), ("errors", "add"), ("out", "add"),
                                       ("backward", "add"), ("inplace", "add"), ("inplace", "nn.functional.elu"),
                                       ("forward", "__radd__"), ("forward", "div.floor_rounding")])
@@ -336,3 +336,18 @@ def test_an_in_place_variant_that_is_not_a_tensor_method_runs(tmp_path):
     assert "OP.inplace_variant(input" in script
     result = run_script(script, tmp_path / "run")
     assert result.returncode == 0 and "not reproduced" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("code, problem", [
+    ("open('PWNED', 'w')", "the name 'open'"),
+    ("STORAGES[0].numpy().tofile('PWNED')", "the attribute 'tofile'"),
+    ("torch.save(STORAGES, 'PWNED')", "the attribute 'save'"),
+    ("import os", "import ['os']"),
+    ("from os import system", "import ['system']"),
+    ("x = (" * 300 + ")" * 300, "not be valid Python"),
+])
+def test_the_rendered_script_is_checked_for_code_that_is_not_its_own(honest, code, problem):
+    """Defense in depth, behind the checks of every value: what the template does not use is refused."""
+    script, extra = honest[1], {"add", "float32"}  # torch.add, torch.float32: the case's op and dtype
+    assert _vocabulary_problem(script, extra) is None
+    assert problem in _vocabulary_problem(f"{script}\n{code}\n", extra)

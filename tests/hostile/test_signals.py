@@ -152,6 +152,20 @@ def test_an_interrupted_parent_kills_its_isolated_child(tmp_path):
     assert not Path(f"/proc/{child}").exists()  # killed and reaped, not left running or a zombie
 
 
+@linux_only
+def test_a_child_that_dies_after_the_first_poll_is_crashed_by_its_signal_and_reaped(tmp_path):
+    pid_file = tmp_path / "child.pid"
+
+    def work():
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(1.0)  # outlives the parent's first 0.5 s poll, however fast the machine
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    result = run_forked(work, timeout_s=SAFETY_NET_S)
+    assert result.status == "crashed" and result.signal_name == "SIGSEGV", result
+    assert not Path(f"/proc/{pid_file.read_text()}").exists()  # reaped, not left a zombie
+
+
 def test_a_partial_run_counts_what_is_on_disk_and_names_the_item_it_stopped_in(tmp_path):
     writer = RunWriter(tmp_path, {"device": "cpu"})
     writer.mark_started("forward::abs::function::float32")

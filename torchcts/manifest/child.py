@@ -191,8 +191,10 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
 
 
 def _restore(signum: int, handler: Any) -> None:
+    """Replace a Python handler the parent installed; a signal the process ignores (nohup) stays ignored."""
     try:
-        signal.signal(signum, handler)
+        if callable(signal.getsignal(signum)):
+            signal.signal(signum, handler)
     except (ValueError, OSError):  # not the main thread: it keeps what it inherited
         pass
 

@@ -195,5 +195,5 @@ def _forward(output: str) -> None:
     try:
         sys.stderr.write(output if output.endswith("\n") else output + "\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # a closed or missing stderr: the output is only a nicety
         pass

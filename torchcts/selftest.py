@@ -11,7 +11,6 @@ which are listed apart.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -21,6 +20,7 @@ from typing import Callable
 
 import attrs
 
+from torchcts.result_files import read_summary
 from torchcts.results import read_records
 from torchcts.runner import latest_run
 from torchcts.session import TRACE_ENV
@@ -72,7 +72,7 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
     folder = latest_run(results_dir)
     if folder is None:
         raise RuntimeError(f"the selftest run wrote no results under {results_dir}")
-    complete = json.loads((folder / "run.json").read_text()).get("status") == "complete"
+    complete = read_summary(folder)["status"] == "complete"
     return read_records(folder), complete
 
 

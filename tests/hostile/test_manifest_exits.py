@@ -85,7 +85,10 @@ def test_check_manifest_reports_a_manifest_that_ends_its_process(tmp_path, sourc
     assert_one_error(check(path), path, text)
 
 
-@pytest.mark.parametrize("source, text", [c[1:] for c in ENDING_MANIFESTS[:6]], ids=[c[0] for c in ENDING_MANIFESTS[:6]])
+RUN_CASES = ENDING_MANIFESTS[:6]  # os._exit(0) (before and after `manifest`), os._exit(3), sys.exit, SystemExit, SIGTERM
+
+
+@pytest.mark.parametrize("source, text", [c[1:] for c in RUN_CASES], ids=[c[0] for c in RUN_CASES])
 def test_run_reports_a_manifest_that_ends_its_process_and_runs_nothing(tmp_path, source, text):
     path = write(tmp_path, "manifest.py", source)
     assert_one_error(run(path, tmp_path), path, text)
@@ -256,7 +259,8 @@ class IterRaises(list):
 BAD_VALUES = [
     ("tolerance-10**400", 'manifest = dict(BASE, tolerance_overrides={"float32": {"atol": 10**400}})',
      "tolerance_overrides.float32.atol", "must be a finite number (got <int of about 401 digits>)"),
-    ("level-10**5000", "manifest = dict(BASE, semantic_level=10**5000)", "semantic_level", "<int of about 5001 digits>"),
+    ("level-10**5000", "manifest = dict(BASE, semantic_level=10**5000)", "semantic_level",
+     "<int of about 5001 digits>"),
     ("device-count-2**64", "manifest = dict(BASE, device_count=2**64)", "device_count", "at most 2**63-1"),
     ("seed-10**5000", 'manifest = dict(BASE, hypothesis={"seed": 10**5000})', "hypothesis.seed", "at most 2**63-1"),
     ("deadline-1e300", 'manifest = dict(BASE, hypothesis={"deadline": 1e300})', "hypothesis.deadline", "one day"),

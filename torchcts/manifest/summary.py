@@ -10,7 +10,7 @@ from torchcts.manifest.model import Manifest
 def summary_lines(manifest: Manifest) -> list[str]:
     """What the manifest claims, one fact per line."""
     everywhere = [c.name for c in manifest.dtype_claims if c.claimed and c.op_pattern is None]
-    scoped = [f"{c.name} (ops matching {c.op_pattern.pattern!r})" for c in manifest.dtype_claims if c.op_pattern]
+    scoped = [f"{c.name} (ops matching {_shortened(c.op_pattern.pattern)!r})" for c in manifest.dtype_claims if c.op_pattern]
     refused = [c.name for c in manifest.dtype_claims if not c.claimed]
     listed = {c.dtype for c in manifest.dtype_claims}
     unlisted = [dtypes.canonical_name(d) for d in dtypes.CLAIMABLE_DTYPES if d not in listed]
@@ -44,3 +44,8 @@ def summary_lines(manifest: Manifest) -> list[str]:
 
 def _join(names: list[str]) -> str:
     return ", ".join(names) if names else "-"
+
+
+def _shortened(pattern: str, limit: int = 200) -> str:
+    """A claim regex cut for display (the manifest may hold one of up to 100,000 characters)."""
+    return pattern if len(pattern) <= limit else f"{pattern[:limit]}... ({len(pattern)} characters)"

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.case_files import CaseFileError, new_case, save_case
+from torchcts.case_files import CaseFileError, new_case
 from torchcts.cli import cli
 from torchcts.export_script import _inert, _vocabulary_problem, export_script
 from torchcts.plan import PROPERTY_BY_NAME
@@ -48,8 +48,8 @@ def honest_case(prop: str = "forward", op: str = "add", sample: SampleInput | No
     if sample is None:
         x = torch.arange(8.0).view(2, 4)[:, 1:3]
         sample = SampleInput(x, args=(torch.tensor([[1.0, 2.0]]),), kwargs={"alpha": 2})
-    case = new_case(prop=prop, op=op, variant=PROPERTY_BY_NAME[prop].variant, dtype="float32", device_type="cpu", backend=None,
-                    sample=sample, failure={"message": "differs"}, found={"torch": torch.__version__},
+    case = new_case(prop=prop, op=op, variant=PROPERTY_BY_NAME[prop].variant, dtype="float32", device_type="cpu",
+                    backend=None, sample=sample, failure={"message": "differs"}, found={"torch": torch.__version__},
                     description=description)
     return case.as_json()
 

@@ -437,7 +437,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
         from torchcts.export_script import export_script
 
         try:
-            click.echo(export_script(export, device), nl=False)
+            click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes)), nl=False)
         except CaseFileError as exc:
             _fail(str(exc))
         return

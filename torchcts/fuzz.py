@@ -28,6 +28,7 @@ import random
 import re
 import signal
 import time
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Callable
 
@@ -246,6 +247,7 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
     def spawn() -> _Slot:
         tasks = context.Queue()
         process = context.Process(target=_worker, args=(options, tasks, results), daemon=True)
+        resource_tracker.ensure_running()  # started later, it would unblock SIGINT and SIGTERM for the worker
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # the worker starts deaf to them
         try:
             process.start()

@@ -113,6 +113,7 @@ class CaseContext:
     def _reduce_failure(self, check: Callable[[Any], None], kind: type) -> None:
         """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
         def still_fails(candidate: Any) -> bool:
+            interrupts.check()  # reducing can take many tries: a swallowed Ctrl-C stops it too
             try:
                 self._call(check, candidate)  # a crash being shrunk: every try in its own child
             except (CpuRejects, CaseUnavailable):

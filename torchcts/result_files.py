@@ -134,6 +134,7 @@ SUMMARY_FIELDS: dict[str, _Field] = {
     "finished": (False, _opt_str, "an ISO time string or null"),
     "complete": (False, _opt_bool, "true or false"),
     "executed": (False, lambda v: v is None or _count(v), "a non-negative integer"),
+    "interrupted": (False, lambda v: v is None or isinstance(v, dict), "null or an object"),
 }
 ENVIRONMENT_FIELDS: dict[str, _Field] = {
     **{name: (False, _opt_str, "a string or null") for name in (

@@ -311,9 +311,9 @@ def test_sigterm_ends_a_fuzz_hunt_and_its_workers(cwd):
     while time.monotonic() < deadline and process.poll() is None and \
             not any(b"spawn_main" in _cmdline(pid) for pid in _group(process.pid)):
         time.sleep(0.1)
-    os.killpg(process.pid, signal.SIGTERM)  # as `timeout` does: the whole group, workers too
+    os.killpg(process.pid, signal.SIGTERM)  # as `timeout` does: the whole group, the starting worker too
     output = process.communicate(timeout=SAFETY_NET_S)[0]
-    assert process.returncode == 143, output[-3000:]
+    assert process.returncode == 143 and "Traceback" not in output, output[-3000:]
     _assert_group_ends(process.pid)
     summary = json.loads(next((cwd / "results").glob("fuzz-*/fuzz.json")).read_text())
     assert summary["interrupted"] and summary["signal"] == "SIGTERM"

@@ -12,6 +12,7 @@ from torchcts.strategies.layouts import describe_layout, is_overlapping, relayou
 from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested_forms, nested_tensors
 from torchcts.strategies.placement import Placement, copy_exact, place
 from torchcts.strategies.samples import Case, NoSamples, call_variant, opinfo_samples, sample_pool
+from torchcts.strategies.seeding import seeded_globals
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_forms, sparse_tensors
 from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes, shapes_for
 from torchcts.strategies.tensors import tensors
@@ -41,6 +42,7 @@ __all__ = [
     "relayouts",
     "same_bits",
     "sample_pool",
+    "seeded_globals",
     "shapes",
     "shapes_for",
     "sparse_forms",

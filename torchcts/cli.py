@@ -215,8 +215,9 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json). Arguments after `--` go to
     pytest. Items that may crash or hang (a known-crash rule, or evidence in earlier runs) run in a
     forked child: a crash is recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0
-    when no item failed, 1 when one did, 2 for bad input, 130 when interrupted (the results so far
-    are kept and marked partial).
+    when no item failed, 1 when one did, 2 for bad input, 128 + the signal's number when Ctrl-C
+    (130), SIGTERM (143) or SIGHUP (129) stopped it (the results so far are kept and marked
+    partial).
     """
     from torchcts.runner import RunOptions, run_suites
 
@@ -277,7 +278,7 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
     (--max-visits), or both. A visit budget does not depend on the machine's speed: with --seed
     and one worker, the same corpus, torch and TorchCTS give the same visits and cases on any
     machine (what CI wants). A crash or hang of one item is recorded and the hunt goes on.
-    Ctrl-C stops cleanly. Exits 1 when new failures (or crashes, hangs) were found, 0 when none,
+    Ctrl-C, SIGTERM and SIGHUP stop it cleanly (exit 130, 143, 129; cases found are kept). Exits 1 when new failures (or crashes, hangs) were found, 0 when none,
     2 for bad input.
     """
     from torchcts.fuzz import FuzzOptions, exit_status, hunt, parse_budget, print_summary

@@ -43,6 +43,7 @@ _DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?")
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _DECODER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 INT_MAX = 2**63 - 1  # every integer setting fits int64 (seeds, counts) and prints in JSON
+MAX_EXAMPLES = 1_000_000  # as `--max-examples` allows: more examples per item is a typo, not a plan
 DEADLINE_MAX_MS = 86_400_000.0  # one day; Hypothesis cannot represent much longer deadlines
 REGEX_MAX_CHARS = 100_000  # every OpInfo name spelt out takes ~10,000; compiling 1 MB takes seconds
 NAME_MAX_CHARS = 200  # device, module and decoder names; longer is a mistake (and would flood the summary)
@@ -474,12 +475,14 @@ class _Fields:
             path = ("hypothesis", name)
             if name not in vocab.HYPOTHESIS_KEYS:
                 self.log.unknown_key(path, "hypothesis setting", list(vocab.HYPOTHESIS_KEYS))
-            elif name in ("max_examples", "seed") and _is_int(value) and value > INT_MAX:
+            elif name == "max_examples" and _is_int(value) and value > MAX_EXAMPLES:
+                self.log.error(path, f"must be at most {MAX_EXAMPLES:,}", value)
+            elif name == "seed" and _is_int(value) and value > INT_MAX:
                 self.log.error(path, "must be at most 2**63-1", value)
             elif name == "deadline" and _is_number(value) and value > DEADLINE_MAX_MS:
                 self.log.error(path, f"must be at most {DEADLINE_MAX_MS:.0f} ms (one day); None disables the deadline",
                                value)
-            elif name == "max_examples" and _is_int(value) and 1 <= value <= INT_MAX:
+            elif name == "max_examples" and _is_int(value) and 1 <= value <= MAX_EXAMPLES:
                 values[name] = value
             elif name == "deadline" and (value is None or (_is_number(value) and 0 < value <= DEADLINE_MAX_MS)):
                 values["deadline_ms"] = None if value is None else float(value)

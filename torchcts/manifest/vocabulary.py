@@ -129,7 +129,7 @@ RESOURCE_LIMIT_KEYS: dict[str, str] = {
 }
 
 HYPOTHESIS_KEYS: dict[str, str] = {
-    "max_examples": "a positive integer: examples per property item",
+    "max_examples": "a positive integer up to 1,000,000: examples per property item",
     "deadline": "None or a positive number of milliseconds per example, at most 86400000 (one day)",
     "derandomize": "a bool: derive every case from the item id (release runs)",
     "seed": "None or a non-negative integer: the run's random seed",

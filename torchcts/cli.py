@@ -260,7 +260,8 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @click.option("--examples-per-task", type=click.IntRange(1, 10_000), default=10, show_default=True,
               help="Hypothesis examples per scheduled visit of an item.")
 @click.option("--task-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
-              help="Seconds one visit may take before its item counts as hung (timed_out).")
+              help="Seconds one visit may take before its item counts as hung (timed_out): a hang detector, "
+                   "not a budget; raise it on a slow or busy machine.")
 @click.option("--compile", "compile_backend", type=click.Choice(["inductor", "aot_eager", "eager"]),
               help="Hunt through torch.compile(backend=...) on the device.")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")

@@ -9,8 +9,9 @@ new behaviour (a new corpus case, a larger error than it has shown before: the p
 dies (segfault, abort) or overruns the task timeout is replaced; its item is recorded as
 `crashed` or `timed_out` and not scheduled again, and the hunt goes on. A crashed visit is run
 once more with the same seed, each case in its own forked child, so the crash shrinks into a
-corpus case. Ctrl-C, SIGTERM and SIGHUP stop the workers; every case already found is on disk,
-and the hunt exits 128 + the signal's number (130, 143, 129).
+corpus case (each case has its own timeout; the task timeout does not cut this replay).
+Ctrl-C, SIGTERM and SIGHUP stop the workers; every case already found is on disk, and the hunt
+exits 128 + the signal's number (130, 143, 129).
 
 The budget is time, a number of visits, or both (whichever runs out first). Every choice the
 scheduler makes comes from one seeded generator and the visits' results, so with one worker a
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import multiprocessing
 import queue
 import random
@@ -89,7 +91,8 @@ class ItemStats:
     def as_json(self) -> dict[str, Any]:
         return {"item": self.item.id, "tasks": self.tasks, "examples": self.examples, "failures": self.failures,
                 "new_cases": self.new_cases, "max_ulp": self.max_ulp, "first_failure_s": self.first_failure_s,
-                "first_failure_visit": self.first_failure_visit, "final_weight": round(self.weight, 4), "outcome": self.outcome or "hunted"}
+                "first_failure_visit": self.first_failure_visit, "final_weight": round(self.weight, 4),
+                "outcome": self.outcome or "hunted"}
 
 
 class Scheduler:
@@ -313,8 +316,8 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                     slot.process.join(timeout=5)
                     slot.stats = None
                     continue
-                elif slot.ready and time.monotonic() - slot.started > options.task_timeout_s:
-                    lost = "timed_out"
+                elif slot.ready and not slot.task[3] and time.monotonic() - slot.started > options.task_timeout_s:
+                    lost = "timed_out"  # not a crash replay: slow (a fork per case), bounded case by case
                     slot.process.kill()
                 if lost:
                     slot.process.join(timeout=5)
@@ -357,11 +360,11 @@ def parse_budget(text: str) -> float:
     """Seconds in a budget such as `90`, `90s`, `10m`, `1h30m`; ValueError otherwise."""
     parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
     if not parts or not any(parts.groups()):
-        raise ValueError(f"{text!r} is not a duration (examples: 90s, 10m, 1h)")
+        raise ValueError(f"{text[:40]!r} is not a duration (examples: 90s, 10m, 1h)")
     hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
     total = hours * 3600 + minutes * 60 + seconds
-    if total <= 0:
-        raise ValueError(f"{text!r}: the budget must be positive")
+    if total <= 0 or not math.isfinite(total):  # a 400-digit budget is infinity, which fuzz.json cannot hold
+        raise ValueError(f"{text[:40]!r}: the budget must be a positive, finite duration")
     return total
 
 

@@ -72,7 +72,8 @@ def test_a_crash_that_comes_after_a_quiet_moment_keeps_its_signal():
 def hunt(cwd, name, *args):
     result = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--dtype", "float32",
                              "--property", "forward", "--level", "2", "--examples-per-task", "3",
-                             "--corpus", f"{name}/corpus", "--results-dir", f"{name}/results", *args],
+                             "--task-timeout", "1800", "--corpus", f"{name}/corpus", "--results-dir", f"{name}/results",
+                             *args],
                             capture_output=True, text=True, cwd=cwd, timeout=1800,
                             env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -128,7 +128,8 @@ def test_fuzz_finds_a_bug_within_a_visit_budget(tmp_path):
     (Fuzz past a crash: tests/run/test_isolation.py.)"""
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     result = cli(tmp_path, "fuzz", "--device", "faulty", "--ops", "^abs$", "--dtype", "float32",
-                 "--property", "forward", "--level", "2", "--max-visits", "2", "--seed", "2", bugs=BUG)
+                 "--property", "forward", "--level", "2", "--max-visits", "2", "--seed", "2",
+                 "--task-timeout", "1800", bugs=BUG)  # a safety net: shrinking is slow on a busy machine
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads(next((tmp_path / "results").glob("fuzz-*/fuzz.json")).read_text())
     assert summary["visits"] == 2 and summary["seed"] == 2
@@ -145,7 +146,7 @@ def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
     process = subprocess.Popen([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^abs$",
                                 "--dtype", "float32", "--property", "forward", "--level", "2", "--max-visits", "50",
-                                "--seed", "2"],  # seed 2 finds the bug on its first visit
+                                "--seed", "2", "--task-timeout", "1800"],  # seed 2 finds the bug on its first visit
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     for line in process.stdout:  # wait for the first case found
         if "new case:" in line:
@@ -158,8 +159,9 @@ def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
     assert list((tmp_path / "corpus").glob("*.json"))
 
 
-@pytest.mark.parametrize("option, value", [("--budget", "0s"), ("--budget", "ten minutes"), ("--max-visits", "0"),
-                                           ("--max-visits", "-3"), ("--max-visits", "ten"), ("--task-timeout", "nan")])
+@pytest.mark.parametrize("option, value", [("--budget", "0s"), ("--budget", "ten minutes"), ("--budget", "9" * 400),
+                                           ("--max-visits", "0"), ("--max-visits", "-3"), ("--max-visits", "ten"),
+                                           ("--task-timeout", "nan")])
 def test_fuzz_rejects_a_bad_budget(tmp_path, option, value):
     result = cli(tmp_path, "fuzz", "--device", "faulty", option, value)
     assert result.returncode == 2 and option in result.stderr and "Traceback" not in result.stderr

@@ -170,7 +170,7 @@ def test_fuzz_keeps_going_past_a_crash_and_shrinks_it_into_a_replayable_crash_ca
     assert items[CRASH]["outcome"] == "crashed" and items[CRASH]["first_failure_visit"] == 1
     assert items[ABS]["outcome"] == "hunted" and items[ABS]["first_failure_visit"] == 2  # the hunt went on
     assert "torchcts replay" in hunt.stdout and "crashed" in hunt.stdout
-    cases = {json.loads(path.read_text())["op"]: json.loads(path.read_text()) for path in (cwd / "corpus").glob("*.json")}
+    cases = {case["op"]: case for case in (json.loads(path.read_text()) for path in (cwd / "corpus").glob("*.json"))}
     assert set(cases) == {"hypot", "abs"}
     assert cases["hypot"]["failure"]["outcome"] == "crashed" and "SIGABRT" in cases["hypot"]["failure"]["message"]
     assert cases["abs"]["found"]["derandomize"] is False and "fuzz_seed" in cases["abs"]["found"]

@@ -198,7 +198,7 @@ def test_html_report_opens_in_headless_chromium(runs, tmp_path):
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
          f"--screenshot={shot}", "--window-size=1200,1600", (buggy / "report" / "report.html").as_uri()],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=600)  # a safety net: headless Chromium is slow on a busy machine
     assert shot.exists() and shot.stat().st_size > 10_000, browser.stderr[-2000:]
     page_errors = [line for line in browser.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not page_errors, page_errors

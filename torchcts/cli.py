@@ -10,6 +10,7 @@ import click
 
 import torchcts
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
+from torchcts.hash_seed import run_with_fixed_hash_seed
 from torchcts.project_venv import maybe_switch_to_project_venv
 from torchcts.template_names import TEMPLATE_NAMES
 
@@ -505,4 +506,5 @@ def _fail(message: str) -> None:
 def main() -> None:
     """Console-script entry point."""
     maybe_switch_to_project_venv(sys.argv[1:])
+    run_with_fixed_hash_seed()  # derandomized runs draw the same cases in every process
     cli(prog_name="torchcts")

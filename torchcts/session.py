@@ -29,6 +29,7 @@ from torchcts.isolation_policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
 from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
 from torchcts.case_limits import CaseLimits
 from torchcts.replay import ReplayItem, replay_items, replayable
+from torchcts.hash_seed import HASH_SEED
 from torchcts.harness import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
 from torchcts.opinfo_catalog import find_op
@@ -114,9 +115,6 @@ class RunSession:
                 raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
             _import_backend(manifest)
         _check_device(device)
-        warnings = [w for w in [_device_name_warning(manifest, device, validation)] if w]
-        for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
-            print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
         target = Target(device, option("torchcts_compile"))
         level = selection.level
         derandomize = option("torchcts_derandomize")
@@ -127,6 +125,10 @@ class RunSession:
         run_seed = None if derandomize else (seed if seed is not None else random.SystemRandom().randrange(2**32))
         if derandomize is None:
             derandomize = False
+        warnings = [w for w in [_device_name_warning(manifest, device, validation),
+                                _hash_seed_warning(bool(derandomize))] if w]
+        for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
+            print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
         max_examples = max_examples or (manifest.hypothesis.max_examples if manifest else 1)
         torch.set_num_threads(HARNESS_THREADS)
         limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
@@ -135,7 +137,7 @@ class RunSession:
         environment = {
             "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
             "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
-            "python": sys.version.split()[0], "seed": run_seed, "derandomize": bool(derandomize),
+            "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": run_seed, "derandomize": bool(derandomize),
             "max_examples": max_examples, "level": level or (manifest.semantic_level if manifest else None),
             "manifest": str(manifest.source) if manifest else None,
             "manifest_hash": manifest.fingerprint() if manifest else None,
@@ -452,6 +454,14 @@ def _device_name_warning(manifest: Manifest | None, device: str, validation: boo
         return None
     return (f"{manifest.source}: device_name is {manifest.device_name!r} but this run tests --device {device}: "
             f"its claims may be another backend's")
+
+
+def _hash_seed_warning(derandomize: bool) -> str | None:
+    """A derandomized run under a random hash seed may draw other cases (`torchcts.hash_seed`)."""
+    if not derandomize or os.environ.get("PYTHONHASHSEED") == HASH_SEED:
+        return None
+    return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "
+            f"derandomized runs; set PYTHONHASHSEED={HASH_SEED} (the torchcts command does)")
 
 
 def _check_device(device: str) -> None:

@@ -140,7 +140,7 @@ def test_an_interrupted_parent_kills_its_isolated_child(tmp_path):
 
     def signal_parent_once_the_child_runs():
         deadline = time.monotonic() + SAFETY_NET_S
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGTERM)
 

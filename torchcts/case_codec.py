@@ -36,7 +36,7 @@ class CodecError(ValueError):
     def __init__(self, field: str, message: str):
         field = field if len(field) <= 80 else f"{field[:77]}..."  # deep or hostile keys make long paths
         super().__init__(f"{field}: {message}")
-        self.field = field
+        self.field, self.message = field, message
 
 
 # -- encoding ----------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ class CorpusCase:
             args = decoder.value(self.inputs.get("args", []), "inputs.args")
             value = decoder.value(self.inputs["input"], "inputs.input")
         except CodecError as exc:
-            raise CaseFileError(self.path or self.short_id, exc.field, str(exc).split(": ", 1)[-1]) from None
+            raise CaseFileError(self.path or self.short_id, exc.field, exc.message) from None
         except KeyError:
             raise CaseFileError(self.path or self.short_id, "inputs.input", "missing") from None
         if not isinstance(args, list) or not isinstance(kwargs, dict):
@@ -160,10 +160,12 @@ def load_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase
 def _read(path: Path, limits: CaseLimits) -> bytes:
     """The file's bytes, refused before reading when it is not a regular file or is too large."""
     try:  # a FIFO or a device named *.json must not block or stream forever: non-blocking open, then fstat
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise CaseFileError(path, "(file)", "not a regular file")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # a directory too: fdopen would raise and leak the descriptor
+            os.close(fd)
+            raise CaseFileError(path, "(file)", "not a regular file")
+        with os.fdopen(fd, "rb") as handle:
             text = handle.read(limits.max_file_bytes + 1) if info.st_size <= limits.max_file_bytes else b""
     except OSError as exc:
         raise CaseFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None

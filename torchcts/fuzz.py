@@ -41,6 +41,7 @@ from torchcts import interrupts
 PROGRESS_EVERY_S = 10.0
 BUDGET_GRACE_S = 15.0  # a visit still running this long after the budget is dropped
 CRASH_CASE_TIMEOUT_S = 30.0  # per case, while a crash is reproduced and shrunk case by case
+CRASH_REPLAY_LIMIT_S = 1800.0  # a whole crash replay (hundreds of forked cases) past this is dropped; the item stays crashed
 MAX_WEIGHT, MIN_WEIGHT = 16.0, 1 / 64
 DETERMINISTIC_PROPERTIES = ("errors",)  # fixed OpInfo error inputs: one visit says everything
 
@@ -149,7 +150,7 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
 
     A crash hunt runs every case in a forked child, so a case that kills the process is caught,
     shrunk like any failure and stored as a `crashed` case."""
-    from torchcts.isolation import die_with_parent
+    from torchcts.parent_death import die_with_parent
 
     for sig in interrupts.SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP are the parent's to handle: it stops the workers
         signal.signal(sig, signal.SIG_IGN)
@@ -315,6 +316,15 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) ->
                     slot.process.kill()  # out of time: the visit is dropped, not held against the item
                     slot.process.join(timeout=5)
                     slot.stats = None
+                    continue
+                elif slot.ready and slot.task[3] and \
+                        time.monotonic() - slot.started > max(options.task_timeout_s, CRASH_REPLAY_LIMIT_S):
+                    slot.process.kill()  # a crash replay without end (no time budget): its item is already crashed
+                    slot.process.join(timeout=5)
+                    echo(f"  crash replay of {slot.stats.item.id} dropped after {CRASH_REPLAY_LIMIT_S:.0f} s; "
+                         "the item stays crashed")
+                    slot.stats = None
+                    slots[index] = spawn()
                     continue
                 elif slot.ready and not slot.task[3] and time.monotonic() - slot.started > options.task_timeout_s:
                     lost = "timed_out"  # not a crash replay: slow (a fork per case), bounded case by case

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts import interrupts
+from torchcts.parent_death import die_with_parent
 
 OUTPUT_TAIL_CHARS = 4000
 FORK_UNSAFE_DEVICE_TYPES = ("cuda", "xpu", "mps", "hpu", "mtia")
@@ -133,21 +134,6 @@ def _kill(pid: int) -> None:
                 os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-
-
-def die_with_parent(parent: int) -> None:
-    """Linux: have the kernel SIGKILL this process when its parent dies, even by SIGKILL, so a
-    worker or isolated child never outlives the run that started it. Elsewhere nothing."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os._exit(1)
 
 
 def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int, mask: Any) -> None:

@@ -178,15 +178,15 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
     A file that cannot be read (or is over `limits`) is one `unreadable` line; the others run, and
     the status is then 2."""
     from torchcts.results import read_records
-    from torchcts.runner import RunOptions, latest_run, run_suites
+    from torchcts.runner import RunOptions, latest_run, run_folders, run_suites
 
-    before = latest_run(results_dir)
+    before = run_folders(results_dir)
     options = RunOptions(device=device, manifest=manifest, corpus=tuple(str(p) for p in paths),
                          results_dir=results_dir, compile_backend=compile_backend,
                          pytest_args=("--max-case-bytes", str(limits.max_case_bytes)))
     code = run_suites(options)
-    folder = latest_run(results_dir)
-    if folder is None or folder == before:
+    folder = latest_run(results_dir, before)
+    if folder is None:
         return code if code else 2
     found = verdicts(read_records(folder))
     for verdict in found:
@@ -215,6 +215,8 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
          f"{unreadable} unreadable; records in {folder}")
     if code >= 128:  # interrupted: 128 + the signal's number
         return code
+    if code == 2:  # the run itself stopped on bad input or an internal error
+        return 2
     if unreadable:
         return EXIT_UNREADABLE
     return 1 if regressions or (strict and failing) else 0

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchcts.result_files import (EXECUTED, MAX_CASE_BYTES, ResultFileError, read_json_file, read_records,
+from torchcts.case_limits import CaseLimits
+from torchcts.result_files import (EXECUTED, ResultFileError, read_json_file, read_records,
                                    read_summary)
 from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
 
@@ -229,7 +230,7 @@ def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] 
     if found is None:
         return {"path": path, "missing": True, "problem": None}
     try:
-        data = read_json_file(found, MAX_CASE_BYTES, "corpus case")
+        data = read_json_file(found, CaseLimits().max_file_bytes, "corpus case")  # what replay reads
         details = _case_fields(data)
     except ResultFileError as exc:
         problem = exc.problem

@@ -24,7 +24,6 @@ MAX_LINES_BYTES = 256 * MiB  # a whole records.jsonl or started.jsonl (a full le
 MAX_RECORDS = 1_000_000  # lines of one records.jsonl or started.jsonl (a full plan has ~22,000 items)
 MAX_DEPTH = 100  # JSON nesting of any value (a record needs 3)
 MAX_INT_DIGITS = 100  # an integer in any result file (int64 needs 19 digits; converting huge ones is quadratic)
-MAX_CASE_BYTES = 64 * MiB  # a corpus case the report describes
 LEVELS = range(0, 9)  # semantic levels 1..8; 0 for items with no level (a replayed case that cannot be read)
 
 EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")

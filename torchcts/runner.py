@@ -94,7 +94,8 @@ class PytestArgumentErrors:
         """Files pytest writes (the JUnit XML, the log file) go where they can be written, checked before the run."""
         from torchcts.arguments import output_file_problem
 
-        for flag, path in (("--junitxml", config.option.xmlpath), ("--log-file", config.option.log_file)):
+        for flag, name in (("--junitxml", "xmlpath"), ("--log-file", "log_file")):
+            path = getattr(config.option, name, None)  # absent when `-p no:junitxml` / `-p no:logging`
             problem = output_file_problem(path) if path else None
             if problem is not None:
                 raise pytest.UsageError(f"pytest arguments after --: {flag} {path}: {problem}")
@@ -112,8 +113,14 @@ def one_line_usage_error(text: str) -> str:
     return lines[0] if lines else text
 
 
-def latest_run(results_dir: Path) -> Path | None:
-    folders = sorted(p for p in Path(results_dir).glob("*/run.json"))
-    return folders[-1].parent if folders else None
+def run_folders(results_dir: Path) -> set[Path]:
+    """Every folder of `results_dir` holding a run.json (whatever its name: folders travel between teams)."""
+    return {p.parent for p in Path(results_dir).glob("*/run.json")}
+
+
+def latest_run(results_dir: Path, before: set[Path] | None = None) -> Path | None:
+    """The run folder a command just wrote: the newest of those not in `before` (by run id)."""
+    folders = sorted(run_folders(results_dir) - (before or set()))
+    return folders[-1] if folders else None
 
 

@@ -22,7 +22,7 @@ import attrs
 
 from torchcts.result_files import read_summary
 from torchcts.results import read_records
-from torchcts.runner import latest_run
+from torchcts.runner import latest_run, run_folders
 from torchcts.session import TRACE_ENV
 from torchcts.templates import render_template
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
@@ -67,9 +67,10 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
     for pattern in ops:
         args[4:4] = ["--ops", pattern]
     env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
+    before = run_folders(results_dir)
     subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                    check=False)
-    folder = latest_run(results_dir)
+    folder = latest_run(results_dir, before)
     if folder is None:
         raise RuntimeError(f"the selftest run wrote no results under {results_dir}")
     complete = read_summary(folder)["status"] == "complete"

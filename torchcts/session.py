@@ -314,7 +314,7 @@ class RunSession:
         self.finished = True
         from torchcts import interrupts
 
-        with interrupts.deferred():  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
+        with interrupts.deferred(raise_at_end=False):  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
             signal = interrupts.signal_name()  # set even when the signal's exception was swallowed
             interrupted = interrupted or signal is not None
             complete = not interrupted and self.done >= self.total
@@ -458,7 +458,7 @@ def _device_name_warning(manifest: Manifest | None, device: str, validation: boo
 
 def _hash_seed_warning(derandomize: bool) -> str | None:
     """A derandomized run under a random hash seed may draw other cases (`torchcts.hash_seed`)."""
-    if not derandomize or os.environ.get("PYTHONHASHSEED") == HASH_SEED:
+    if not derandomize or not sys.flags.hash_randomization:  # the interpreter's state (`python -E` ignores the variable)
         return None
     return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "
             f"derandomized runs; set PYTHONHASHSEED={HASH_SEED} (the torchcts command does)")

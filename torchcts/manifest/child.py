@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts.parent_death import die_with_parent
+
 TIMEOUT_ENV = "TORCHCTS_LOAD_TIMEOUT"
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ANSWER_BYTES = 64 * 2**20
@@ -156,6 +158,7 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int) -> None:
             os.setpgid(0, 0)  # its own group: Ctrl-C goes to the parent, which ends the child
         except OSError:
             pass
+        die_with_parent(os.getppid())  # a caller killed outright (SIGKILL) takes a hanging manifest along
         for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
             if signum is not None:
                 _restore(signum, signal.SIG_DFL)  # the parent's handlers (interruptions) are not the child's

@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.case_files import new_case
-from torchcts.case_limits import DEFAULT_MAX_CASE_BYTES, byte_count
+from torchcts.cases.files import new_case
+from torchcts.cases.limits import DEFAULT_MAX_CASE_BYTES, byte_count
 
 
 def write_case(path: Path, tensor: torch.Tensor) -> int:

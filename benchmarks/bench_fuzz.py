@@ -20,7 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from torchcts.templates import render_template
+from torchcts.manifest.templates import render_template
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
 
 DTYPES = ("float32", "bfloat16", "int32")

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from torchcts.isolation import run_forked
-from torchcts.templates import render_template
+from torchcts.isolation.fork import run_forked
+from torchcts.manifest.templates import render_template
 
 
 def bare_fork_ms(times: int = 50) -> float:

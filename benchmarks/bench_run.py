@@ -15,14 +15,14 @@ from pathlib import Path
 import torch
 from hypothesis import HealthCheck, given, seed, settings
 
-from torchcts import oracle
+from torchcts.engine import oracle
 from torchcts.manifest import load_manifest
-from torchcts.opinfo_catalog import find_op
-from torchcts.plan import Selection, build_plan
-from torchcts.results import read_records
-from torchcts.runner import RunOptions, latest_run, run_suites
+from torchcts.plan.catalog import find_op
+from torchcts.plan.build import Selection, build_plan
+from torchcts.results.writer import read_records
+from torchcts.plugin.launch import RunOptions, latest_run, run_suites
 from torchcts.strategies import call_variant, opinfo_samples, place
-from torchcts.templates import render_template
+from torchcts.manifest.templates import render_template
 
 
 def draw_cases(manifest, items, max_examples: int, level: int) -> list[tuple]:

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from torchcts.opinfo_catalog import ops_supporting
+from torchcts.plan.catalog import ops_supporting
 from torchcts.strategies import call_variant, opinfo_samples, tensors
 from torchcts.strategies.nested import nested_tensors
 from torchcts.strategies.samples import NoSamples

@@ -13,8 +13,8 @@ import warnings
 
 import torch
 
-from torchcts import oracle
-from torchcts.opinfo_catalog import op_id, ops_supporting
+from torchcts.engine import oracle
+from torchcts.plan.catalog import op_id, ops_supporting
 from torchcts.strategies import call_variant, place, sample_pool
 
 

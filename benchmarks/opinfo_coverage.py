@@ -18,7 +18,7 @@ import warnings
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from torchcts.opinfo_catalog import op_id, ops_supporting
+from torchcts.plan.catalog import op_id, ops_supporting
 from torchcts.strategies import call_variant, opinfo_samples, sample_pool
 
 # filter_too_much stays on: a strategy that rejects too many draws shows up as a strategy error.

@@ -5,8 +5,8 @@ range, a negative weight); where CPU accepts the same input with other values, t
 `runtime_unavailable` there, not a finding. A rejection that metadata alone decides stays one.
 """
 
-from torchcts.harness import CpuRejects
-from torchcts.targets import CaseUnavailable
+from torchcts.engine.context import CpuRejects
+from torchcts.engine.targets import CaseUnavailable
 
 
 def test_errors(cts):

@@ -4,7 +4,7 @@ Dtype, shape and values always; the memory order of the output too where CPU def
 (elementwise ops keep their input's memory format).
 """
 
-from torchcts.oracle import strides_defined
+from torchcts.engine.oracle import strides_defined
 from torchcts.strategies import opinfo_samples
 
 

@@ -6,7 +6,7 @@ kernel may accumulate in another order for another layout, so the tolerance ther
 dtype's.
 """
 
-from torchcts.harness import contiguous_twin
+from torchcts.engine.context import contiguous_twin
 from torchcts.strategies import opinfo_samples
 
 

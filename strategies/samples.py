@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from torchcts import dtypes as dtype_names
-from torchcts.opinfo_catalog import op_id
+from torchcts.plan.catalog import op_id
 from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact

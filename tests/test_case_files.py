@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.case_codec import CodecError, Decoder, Encoder
-from torchcts.case_files import CaseFileError, load_case, new_case, write_case
+from torchcts.cases.codec import CodecError, Decoder, Encoder
+from torchcts.cases.files import CaseFileError, load_case, new_case, write_case
 from torchcts.strategies import fingerprint, nested_tensors, sparse_tensors, tensors
 
 

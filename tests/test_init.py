@@ -12,10 +12,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from torchcts.cli import cli
+from torchcts.cli.main import cli
 from torchcts.manifest import load_manifest, read_manifest_dict
 from torchcts.manifest import vocabulary as vocab
-from torchcts.templates import TEMPLATE_NAMES, render_template
+from torchcts.manifest.templates import TEMPLATE_NAMES, render_template
 
 
 def run(*args, **kwargs):

@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from torchcts import oracle
+from torchcts.engine import oracle
 from torchcts.manifest import parse_manifest
-from torchcts.opinfo_catalog import find_op
+from torchcts.plan.catalog import find_op
 
 
 def test_tolerance_layers_default_then_opinfo_then_manifest():

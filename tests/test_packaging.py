@@ -68,7 +68,7 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
                     str(wheel)], check=True, capture_output=True)
     probe = (
         "import torchcts, torchcts.strategies, torchcts.properties, torchcts.corpus\n"
-        "from torchcts.templates import render_template\n"
+        "from torchcts.manifest.templates import render_template\n"
         "assert render_template('complete').startswith('# complete: ')\n"
         "print(torchcts.__file__)\n"
     )

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from torchcts.manifest import load_manifest
-from torchcts.opinfo_catalog import all_ops, op_id
-from torchcts.oracle_crashes import OracleCrash
-from torchcts.plan import Selection, build_plan
-from torchcts.templates import render_template
+from torchcts.plan.catalog import all_ops, op_id
+from torchcts.crashes.oracle import OracleCrash
+from torchcts.plan.build import Selection, build_plan
+from torchcts.manifest.templates import render_template
 
 
 @pytest.fixture(scope="module")

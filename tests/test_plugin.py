@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from torchcts.templates import render_template
+from torchcts.manifest.templates import render_template
 
 
 def test_plugin_is_registered_as_a_pytest11_entry_point():

@@ -20,12 +20,12 @@ import torch
 from click.testing import CliRunner
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.case_codec import CodecError, Decoder
-from torchcts.case_files import CaseFileError, builtin_corpus, load_case, new_case
-from torchcts.case_limits import DEFAULT_MAX_CASE_BYTES, CaseLimits, byte_count
-from torchcts.cli import cli
-from torchcts.replay import UnreadableCase, replay_items, replayable
-from torchcts.results import read_records
+from torchcts.cases.codec import CodecError, Decoder
+from torchcts.cases.files import CaseFileError, builtin_corpus, load_case, new_case
+from torchcts.cases.limits import DEFAULT_MAX_CASE_BYTES, CaseLimits, byte_count
+from torchcts.cli.main import cli
+from torchcts.cases.replay import UnreadableCase, replay_items, replayable
+from torchcts.results.writer import read_records
 
 GOOD = builtin_corpus() / "1a45b7bf807e21d3b062d838.json"  # errors::index_add; replays on cpu in well under a second
 

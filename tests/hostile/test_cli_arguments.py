@@ -20,12 +20,12 @@ import torch
 from click.testing import CliRunner
 
 from torchcts.arguments import MAX_SEED, input_file_problem, output_file_problem, output_folder_problem
-from torchcts.cli import cli
+from torchcts.cli.main import cli
 from torchcts.manifest import load_manifest
-from torchcts.plan import Selection, SelectionError
-from torchcts.runner import one_line_usage_error
-from torchcts.session import SessionError, _check_device, _checked_options, _device_name_warning
-from torchcts.templates import render_template
+from torchcts.plan.build import Selection, SelectionError
+from torchcts.plugin.launch import one_line_usage_error
+from torchcts.plugin.session import SessionError, _check_device, _checked_options, _device_name_warning
+from torchcts.manifest.templates import render_template
 
 # a run that got past its checks stays tiny: one op, one dtype, level 1, one example
 CHEAP = ["--ops", "^add$", "--dtype", "float32", "--level", "1", "--max-examples", "1"]

@@ -16,14 +16,14 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from torchcts import result_files
-from torchcts.cli import cli
-from torchcts.crash_history import crash_evidence
-from torchcts.report_data import find_baseline, load_run
-from torchcts.result_files import ResultFileError, read_records, read_summary
-from torchcts.results import hardware_key
-from torchcts.results import read_records as results_read_records
-from torchcts.templates import render_template
+from torchcts.results import files as result_files
+from torchcts.cli.main import cli
+from torchcts.crashes.history import crash_evidence
+from torchcts.report.data import find_baseline, load_run
+from torchcts.results.files import ResultFileError, read_records, read_summary
+from torchcts.results.writer import hardware_key
+from torchcts.results.writer import read_records as results_read_records
+from torchcts.manifest.templates import render_template
 
 ENVIRONMENT = {"device": "cpu", "compile": None, "hardware_key": hardware_key("cpu"), "torch": torch.__version__,
                "validation": True, "replay": None, "level": 1}

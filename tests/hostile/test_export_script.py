@@ -22,10 +22,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.case_files import CaseFileError, new_case
-from torchcts.cli import cli
-from torchcts.export_script import _inert, _vocabulary_problem, export_script
-from torchcts.plan import PROPERTY_BY_NAME
+from torchcts.cases.files import CaseFileError, new_case
+from torchcts.cli.main import cli
+from torchcts.cases.export import _inert, _vocabulary_problem, export_script
+from torchcts.plan.build import PROPERTY_BY_NAME
 
 PAYLOAD = "__import__('os').system('touch PWNED'); open('PWNED', 'w')"
 # Ways out of a docstring, a string literal or a line, each wrapped around the payload.

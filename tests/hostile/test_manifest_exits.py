@@ -22,7 +22,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from torchcts.cli import cli
+from torchcts.cli.main import cli
 from torchcts.manifest import ManifestError, load_manifest, read_manifest_dict, validate
 from torchcts.manifest.child import run_in_child
 from torchcts.manifest.load import run_manifest_file

@@ -25,15 +25,15 @@ import pytest
 import torch
 
 from torchcts import interrupts
-from torchcts.crash_history import crash_evidence
-from torchcts.harness import CaseContext
-from torchcts.isolation import run_forked
-from torchcts.opinfo_catalog import find_op
-from torchcts.plan import PlanItem
-from torchcts.results import RunWriter
+from torchcts.crashes.history import crash_evidence
+from torchcts.engine.context import CaseContext
+from torchcts.isolation.fork import run_forked
+from torchcts.plan.catalog import find_op
+from torchcts.plan.build import PlanItem
+from torchcts.results.writer import RunWriter
 from torchcts.strategies import opinfo_samples
-from torchcts.targets import Target
-from torchcts.templates import render_template
+from torchcts.engine.targets import Target
+from torchcts.manifest.templates import render_template
 
 SAFETY_NET_S = 300
 EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")

@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-from torchcts.fuzz import FuzzOptions, Scheduler
-from torchcts.isolation import run_forked
-from torchcts.plan import PlanItem
-from torchcts.templates import render_template
+from torchcts.fuzz.hunt import FuzzOptions, Scheduler
+from torchcts.isolation.fork import run_forked
+from torchcts.plan.build import PlanItem
+from torchcts.manifest.templates import render_template
 
 ITEMS = [PlanItem("forward", op, "function", "float32", 1) for op in ("abs", "neg", "exp", "sin", "cos")]
 

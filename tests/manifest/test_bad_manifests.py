@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from torchcts.cli import cli
+from torchcts.cli.main import cli
 
 # (id, manifest body using BASE, key path the message must name, extra text the message must hold)
 BAD_MANIFESTS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from torchcts.cli import cli
+from torchcts.cli.main import cli
 from torchcts.manifest import ManifestError, load_manifest
 
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from torchcts.case_files import load_case
-from torchcts.results import read_records
-from torchcts.templates import render_template
+from torchcts.cases.files import load_case
+from torchcts.results.writer import read_records
+from torchcts.manifest.templates import render_template
 
 BUG = "storage_offset_ignored"  # abs/neg/exp read from the storage's start, ignoring the offset
 
@@ -107,7 +107,7 @@ def test_exported_script_reproduces_with_torch_alone(found, tmp_path):
 
 def test_every_curated_case_is_reviewed():
     """Only reviewed cases ship: each file in corpus/ has its entry in corpus/README.md."""
-    from torchcts.case_files import builtin_corpus
+    from torchcts.cases.files import builtin_corpus
 
     readme = (builtin_corpus() / "README.md").read_text()
     files = sorted(builtin_corpus().glob("*.json"))

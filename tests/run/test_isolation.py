@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-from torchcts.results import read_records
-from torchcts.templates import render_template
+from torchcts.results.writer import read_records
+from torchcts.manifest.templates import render_template
 
 OPS = "^(hypot|logaddexp|abs)$"
 HANG_TIMEOUT_S = 4  # only ever given to runs whose one isolated item hangs for an hour

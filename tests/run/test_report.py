@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from torchcts.results import read_records
-from torchcts.templates import render_template
+from torchcts.results.writer import read_records
+from torchcts.manifest.templates import render_template
 
 OPS = "^(abs|add|mul|neg)$"
 BUG = "storage_offset_ignored"
@@ -180,7 +180,7 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
 
 
 def test_report_path_imports_no_torch():
-    code = ("import sys, torchcts.cli, torchcts.report, torchcts.report_data; "
+    code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 

@@ -13,9 +13,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from torchcts.cli import cli
-from torchcts.results import read_records
-from torchcts.templates import render_template
+from torchcts.cli.main import cli
+from torchcts.results.writer import read_records
+from torchcts.manifest.templates import render_template
 
 OPS = "^(add|abs|mul|sort|view)$"
 

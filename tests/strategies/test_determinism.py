@@ -9,7 +9,7 @@ DRAW_FINGERPRINTS = r'''
 import json, sys
 import torch
 from hypothesis import given, settings
-from torchcts.opinfo_catalog import find_op
+from torchcts.plan.catalog import find_op
 from torchcts.strategies import fingerprint, opinfo_samples, tensors
 
 found = {}

@@ -6,7 +6,7 @@ from hypothesis import find
 from hypothesis.errors import InvalidArgument
 
 from torchcts.manifest import parse_manifest
-from torchcts.opinfo_catalog import find_op
+from torchcts.plan.catalog import find_op
 from torchcts.strategies import claimed_dtypes, dtypes
 
 BASE = {"manifest_version": 1, "device_name": "cpu", "capabilities": {"inference": True}}

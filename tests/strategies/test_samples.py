@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from torchcts.manifest import parse_manifest
-from torchcts.opinfo_catalog import find_op
+from torchcts.plan.catalog import find_op
 from torchcts.strategies import call_variant, is_overlapping, opinfo_samples, sample_pool
 from torchcts.strategies.samples import Case
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from torchcts.opinfo_catalog import find_op
+from torchcts.plan.catalog import find_op
 from torchcts.strategies import call_variant, opinfo_samples, place
 from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.strategies.value_transforms import raised_to_4d, repeats_are_safe, resized, with_tie

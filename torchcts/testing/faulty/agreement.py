@@ -2,7 +2,7 @@
 
 With no bug switched on, the faulty device must give CPU's answers bit for bit: same dtype,
 shape, strides and values, on inputs placed with exactly the CPU layout. Ops whose values are
-undefined or random are compared on metadata only (`torchcts.oracle.values_comparable`).
+undefined or random are compared on metadata only (`torchcts.engine.oracle.values_comparable`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import attrs
 import torch
 from torch.utils._pytree import tree_flatten
 
-from torchcts.opinfo_catalog import op_id, ops_supporting
-from torchcts.oracle import values_comparable
+from torchcts.plan.catalog import op_id, ops_supporting
+from torchcts.engine.oracle import values_comparable
 from torchcts.strategies import call_variant, place, same_bits, sample_pool
 from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.testing.faulty.device import DEVICE_NAME

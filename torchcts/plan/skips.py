@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Iterator
 
-from torchcts.plan import PROPERTY_BY_NAME, Plan
+from torchcts.plan.build import PROPERTY_BY_NAME, Plan
 
 
 def skip_lines(plan: Plan, manifest: Any, device: str | None, list_items: bool = False) -> Iterator[str]:

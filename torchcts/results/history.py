@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from torchcts.result_files import ResultFileError, read_summary
+from torchcts.results.files import ResultFileError, read_summary
 
 Warn = Callable[[str], None]
 

@@ -162,12 +162,12 @@ def _worker(options: FuzzOptions, tasks: Any, results: Any) -> None:
     import torch
 
     from torchcts import dtypes as dtype_names
-    from torchcts.counterexamples import store_failure
-    from torchcts.harness import BackendError, CaseContext, CaseCrashed
+    from torchcts.cases.store import store_failure
+    from torchcts.engine.context import BackendError, CaseContext, CaseCrashed
     from torchcts.manifest import load_manifest
-    from torchcts.opinfo_catalog import find_op
-    from torchcts.session import HARNESS_THREADS, _import_backend
-    from torchcts.targets import Target
+    from torchcts.plan.catalog import find_op
+    from torchcts.plugin.session import HARNESS_THREADS, _import_backend
+    from torchcts.engine.targets import Target
 
     manifest, _ = load_manifest(options.manifest)
     _import_backend(manifest)
@@ -234,7 +234,7 @@ class _Slot:
 
 def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None]) -> dict[str, Any]:
     """Fuzz `items` for the budget; a summary (also written to RESULTS_DIR/<run-id>/fuzz.json)."""
-    from torchcts.results import new_run_id
+    from torchcts.results.writer import new_run_id
 
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)

@@ -10,9 +10,9 @@ import click
 
 import torchcts
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
-from torchcts.hash_seed import run_with_fixed_hash_seed
-from torchcts.project_venv import maybe_switch_to_project_venv
-from torchcts.template_names import TEMPLATE_NAMES
+from torchcts.cli.hash_seed import run_with_fixed_hash_seed
+from torchcts.cli.project_venv import maybe_switch_to_project_venv
+from torchcts.manifest.template_names import TEMPLATE_NAMES
 
 # torch and the manifest model load inside the commands that need them: `torchcts report` and
 # `--help` start without importing torch.
@@ -147,7 +147,7 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
 
     Without --template, asks for one when run on a terminal.
     """
-    from torchcts.templates import render_template, template_purpose
+    from torchcts.manifest.templates import render_template, template_purpose
     interactive = not non_interactive and sys.stdin.isatty()
     if template is None:
         if not interactive:
@@ -220,7 +220,7 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     (130), SIGTERM (143) or SIGHUP (129) stopped it (the results so far are kept and marked
     partial).
     """
-    from torchcts.runner import RunOptions, run_suites
+    from torchcts.plugin.launch import RunOptions, run_suites
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
@@ -283,7 +283,7 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
     Ctrl-C, SIGTERM and SIGHUP stop it cleanly (exit 130, 143, 129; cases found are kept). Exits 1 when new failures (or crashes, hangs) were found, 0 when none,
     2 for bad input.
     """
-    from torchcts.fuzz import FuzzOptions, exit_status, hunt, parse_budget, print_summary
+    from torchcts.fuzz.hunt import FuzzOptions, exit_status, hunt, parse_budget, print_summary
 
     if budget is None and max_visits is None:
         budget = "10m"
@@ -311,8 +311,8 @@ def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: 
           properties: tuple[str, ...]):
     """(the plan of a run with this selection, the manifest); exits 2 on bad input."""
     from torchcts.manifest import ManifestError, load_manifest
-    from torchcts.plan import Selection, SelectionError, build_plan
-    from torchcts.session import SessionError, _dtypes, _properties
+    from torchcts.plan.build import Selection, SelectionError, build_plan
+    from torchcts.plugin.session import SessionError, _dtypes, _properties
 
     try:
         manifest, _ = load_manifest(manifest_path)
@@ -328,7 +328,7 @@ def _plan(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: 
 def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
     """Import the manifest's backend and allocate on --device here, before workers start; exits 2 when it
     cannot be used, and warns when the manifest names another device type."""
-    from torchcts.session import SessionError, _check_device, _device_name_warning, _import_backend
+    from torchcts.plugin.session import SessionError, _check_device, _device_name_warning, _import_backend
 
     try:
         _import_backend(manifest)
@@ -355,7 +355,7 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
     Groups the items not run by outcome and reason, with counts per reason, per capability and
     per dtype. Exits 2 for a bad manifest or selection.
     """
-    from torchcts.skips import skip_lines
+    from torchcts.plan.skips import skip_lines
 
     plan, manifest = _plan(manifest_path, level, dtypes, ops, properties)
     for line in skip_lines(plan, manifest, device, list_items):
@@ -384,8 +384,8 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
     --baseline's) cannot be read or are malformed, naming the file and line; an earlier run that
     cannot be read is skipped with a warning when the baseline is found automatically.
     """
-    from torchcts.report import FORMATS, latest_run_folder, write_report
-    from torchcts.report_data import ResultsError
+    from torchcts.report.render import FORMATS, latest_run_folder, write_report
+    from torchcts.report.data import ResultsError
 
     folder = source or latest_run_folder(results_dir or Path("results"))
     if folder is None:
@@ -432,12 +432,12 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
     pytest with `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
     """
-    from torchcts.case_files import CaseFileError, builtin_corpus
-    from torchcts.case_limits import CaseLimits
-    from torchcts.replay import run_replay
+    from torchcts.cases.files import CaseFileError, builtin_corpus
+    from torchcts.cases.limits import CaseLimits
+    from torchcts.cases.replay import run_replay
 
     if export is not None:
-        from torchcts.export_script import export_script
+        from torchcts.cases.export import export_script
 
         try:
             click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes)), nl=False)
@@ -457,7 +457,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
 
 
 def _bytes(value: str | None) -> int | None:
-    from torchcts.case_limits import byte_count
+    from torchcts.cases.limits import byte_count
 
     try:
         return None if value is None else byte_count(value)
@@ -479,7 +479,7 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
     Prints which bugs were detected (with the failing items), which were missed, and the clean
     backend's failures (there must be none). Exits 1 when a bug was missed or the clean run failed.
     """
-    from torchcts.selftest import print_report, run_selftest
+    from torchcts.testing.selftest import print_report, run_selftest
 
     report = run_selftest(level=level, dtypes=dtypes, max_examples=max_examples, results_dir=results_dir,
                           progress=click.echo)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchcts.result_files import ResultFileError, iter_records, iter_started
-from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
+from torchcts.results.files import ResultFileError, iter_records, iter_started
+from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 
 
 def crash_evidence(results_dir: Path, environment: dict[str, Any], exclude: Path | None = None,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from torchcts.harness import CaseContext
+    from torchcts.engine.context import CaseContext
     from torchcts.manifest import Manifest
-    from torchcts.session import RunSession
+    from torchcts.plugin.session import RunSession
 
 MANIFEST_KEY = pytest.StashKey["Manifest"]()
 SESSION_KEY = pytest.StashKey["RunSession"]()
@@ -58,7 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--corpus", dest="torchcts_corpus", action="append", default=None, metavar="PATH",
                     help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
                          "new cases; repeatable.")
-    from torchcts.case_limits import byte_count  # attrs only: the plugin stays light
+    from torchcts.cases.limits import byte_count  # attrs only: the plugin stays light
 
     group.addoption("--max-case-bytes", dest="torchcts_max_case_bytes", type=byte_count, default=None, metavar="N",
                     help="TorchCTS: with --corpus, a case may decode at most N bytes of storages and build at most "
@@ -93,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
             _load_manifest_only(config, manifest_path)
         return
     from torchcts import interrupts
-    from torchcts.session import AuditDone, RunSession, SessionError
+    from torchcts.plugin.session import AuditDone, RunSession, SessionError
 
     # SIGTERM and SIGHUP stop a run like Ctrl-C, also under plain `pytest` (pytest_unconfigure restores them)
     config.stash[SIGNALS_KEY] = stack = contextlib.ExitStack()

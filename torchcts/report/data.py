@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchcts.case_limits import CaseLimits
-from torchcts.result_files import (EXECUTED, ResultFileError, read_json_file, read_records,
+from torchcts.cases.limits import CaseLimits
+from torchcts.results.files import (EXECUTED, ResultFileError, read_json_file, read_records,
                                    read_summary)
-from torchcts.run_history import Warn, comparable_runs, warn_on_stderr
+from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 
 PROBLEMS = ("failed", "error", "crashed", "timed_out")
 # How each outcome is counted in the operator coverage table.

@@ -28,13 +28,13 @@ from typing import Any, NoReturn
 import jinja2
 
 from torchcts import dtypes as dtype_names
-from torchcts.case_codec import _MEMORY_FORMATS, _TORCH_LAYOUTS
-from torchcts.case_files import CaseFileError, CorpusCase
-from torchcts.case_limits import CaseLimits
-from torchcts.replay import checked_case
-from torchcts.targets import COMPILE_BACKENDS
+from torchcts.cases.codec import _MEMORY_FORMATS, _TORCH_LAYOUTS
+from torchcts.cases.files import CaseFileError, CorpusCase
+from torchcts.cases.limits import CaseLimits
+from torchcts.cases.replay import checked_case
+from torchcts.engine.targets import COMPILE_BACKENDS
 
-_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts", "script_templates"),
+_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts.cases", "script_templates"),
                                 keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 _I = "    "
 _DEVICE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
@@ -76,7 +76,7 @@ def export_script(path: Path | str, device: str | None = None, limits: CaseLimit
 
 
 def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
-    from torchcts.opinfo_catalog import find_op
+    from torchcts.plan.catalog import find_op
 
     writer = _Writer(case)
     if not _DEVICE.fullmatch(case.device_type):
@@ -100,7 +100,7 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
 
 def _code(case: CorpusCase, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
     """The template's code slots: literals and expressions, each written from checked values."""
-    from torchcts import oracle
+    from torchcts.engine import oracle
 
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
     fn, inplace, imports = _callable(op, case)

@@ -143,7 +143,7 @@ EXECUTED_OUTCOMES = ("passed", "failed", "error", "crashed", "timed_out")
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
     """Every whole record of a run (a torn last line from a killed run is skipped), validated by
-    `torchcts.result_files`: a malformed file raises its ResultFileError naming file and line."""
-    from torchcts.result_files import read_records as read_validated
+    `torchcts.results.files`: a malformed file raises its ResultFileError naming file and line."""
+    from torchcts.results.files import read_records as read_validated
 
     return read_validated(folder)

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import torch
 
-from torchcts.opinfo_catalog import op_id
+from torchcts.plan.catalog import op_id
 from torchcts.strategies import call_variant
 
 ORACLE_DEVICE = "cpu"

@@ -19,10 +19,11 @@ import torch
 from torch.utils._pytree import tree_leaves
 from hypothesis import HealthCheck, strategies as st
 
-from torchcts import interrupts, oracle
-from torchcts.plan import PlanItem
-from torchcts.reduce import reduce_case
-from torchcts.targets import ORACLE, CaseUnavailable, Target
+from torchcts import interrupts
+from torchcts.engine import oracle
+from torchcts.plan.build import PlanItem
+from torchcts.cases.reduce import reduce_case
+from torchcts.engine.targets import ORACLE, CaseUnavailable, Target
 from torchcts.strategies import Case, Placement, copy_exact, place
 from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.strategies.seeding import seeded_globals
@@ -280,7 +281,7 @@ class CaseContext:
 def _check_forked(check: Callable[[Any], None], case: Any, timeout_s: float) -> None:
     """`check(case)` in a forked child; its outcome raised here as the same kind of exception,
     or CaseCrashed when the child dies or hangs."""
-    from torchcts.isolation import run_forked
+    from torchcts.isolation.fork import run_forked
 
     def work() -> dict[str, str]:
         try:

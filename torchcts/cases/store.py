@@ -9,9 +9,9 @@ import hypothesis
 import torch
 
 import torchcts
-from torchcts.case_codec import CodecError
-from torchcts.case_files import new_case, write_case
-from torchcts.reduce import case_elements
+from torchcts.cases.codec import CodecError
+from torchcts.cases.files import new_case, write_case
+from torchcts.cases.reduce import case_elements
 
 
 def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: Path,

@@ -20,8 +20,8 @@ from typing import Any, Iterable
 
 import attrs
 
-from torchcts.case_codec import CodecError, Decoder, Encoder, brief
-from torchcts.case_limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
+from torchcts.cases.codec import CodecError, Decoder, Encoder, brief
+from torchcts.cases.limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")

@@ -80,7 +80,7 @@ def load_ledger(path: Path) -> list[CrashRule]:
         raise LedgerError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise LedgerError(f"{path}: expected an object with a list `rules`")
-    source = "torchcts/known_crashes.json" if Path(path) == PACKAGED else str(path)
+    source = "torchcts/crashes/known_crashes.json" if Path(path) == PACKAGED else str(path)
     return [_rule(source, index, raw) for index, raw in enumerate(data["rules"])]
 
 
@@ -99,7 +99,7 @@ def _rule(path: str, index: int, raw: Any) -> CrashRule:
         re.compile(raw["op"])
     except re.error as exc:
         raise LedgerError(f"{where}.op: not a regex: {exc}") from None
-    from torchcts.plan import PROPERTY_BY_NAME
+    from torchcts.plan.build import PROPERTY_BY_NAME
 
     if raw.get("property") is not None and raw["property"] not in PROPERTY_BY_NAME:
         raise LedgerError(f"{where}.property: {raw['property']!r}; known: {', '.join(PROPERTY_BY_NAME)}")

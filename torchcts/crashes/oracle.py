@@ -16,7 +16,7 @@ import attrs
 import torch
 
 from torchcts import dtypes as dtype_names
-from torchcts.known_crashes import torch_minor, version_in
+from torchcts.crashes.ledger import torch_minor, version_in
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ import jinja2
 
 from torchcts import dtypes
 from torchcts.manifest import vocabulary as vocab
-from torchcts.template_names import TEMPLATE_NAMES
+from torchcts.manifest.template_names import TEMPLATE_NAMES
 
 # Capabilities that need more than one device or a backend-specific decoder stay out of `complete`.
 _NOT_IN_COMPLETE = ("multi_device", "custom_quantized_decode")

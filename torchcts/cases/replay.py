@@ -21,10 +21,10 @@ import pytest
 import torch
 
 from torchcts import dtypes as dtype_names
-from torchcts.case_codec import brief
-from torchcts.case_files import CaseFileError, CorpusCase, case_files, load_case, printable, save_case
-from torchcts.case_limits import CaseLimits
-from torchcts.plan import PROPERTY_BY_NAME
+from torchcts.cases.codec import brief
+from torchcts.cases.files import CaseFileError, CorpusCase, case_files, load_case, printable, save_case
+from torchcts.cases.limits import CaseLimits
+from torchcts.plan.build import PROPERTY_BY_NAME
 
 UNREADABLE_PROPERTY = "forward"  # the test function that reports unreadable case files
 EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read (the others still ran)
@@ -90,7 +90,7 @@ def replay_items(paths: Iterable[Path | str], limits: CaseLimits = CaseLimits())
 
 def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:
     """A case file loaded and checked against what this TorchCTS can replay."""
-    from torchcts.opinfo_catalog import find_op
+    from torchcts.plan.catalog import find_op
 
     case = load_case(path, limits)
     if case.property not in PROPERTY_BY_NAME:
@@ -177,8 +177,8 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
 
     A file that cannot be read (or is over `limits`) is one `unreadable` line; the others run, and
     the status is then 2."""
-    from torchcts.results import read_records
-    from torchcts.runner import RunOptions, latest_run, run_folders, run_suites
+    from torchcts.results.writer import read_records
+    from torchcts.plugin.launch import RunOptions, latest_run, run_folders, run_suites
 
     before = run_folders(results_dir)
     options = RunOptions(device=device, manifest=manifest, corpus=tuple(str(p) for p in paths),

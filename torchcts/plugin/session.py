@@ -21,22 +21,22 @@ import torch
 
 import torchcts
 from torchcts import dtypes as dtype_names
-from torchcts.case_files import CaseFileError
-from torchcts.counterexamples import store_failure
-from torchcts.crash_history import crash_evidence
-from torchcts.isolation import fork_safe, run_forked
-from torchcts.isolation_policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
-from torchcts.known_crashes import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
-from torchcts.case_limits import CaseLimits
-from torchcts.replay import ReplayItem, replay_items, replayable
-from torchcts.hash_seed import HASH_SEED
-from torchcts.harness import BackendError, CaseContext, item_seed
+from torchcts.cases.files import CaseFileError
+from torchcts.cases.store import store_failure
+from torchcts.crashes.history import crash_evidence
+from torchcts.isolation.fork import fork_safe, run_forked
+from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
+from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
+from torchcts.cases.limits import CaseLimits
+from torchcts.cases.replay import ReplayItem, replay_items, replayable
+from torchcts.cli.hash_seed import HASH_SEED
+from torchcts.engine.context import BackendError, CaseContext, item_seed
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
-from torchcts.opinfo_catalog import find_op
-from torchcts.targets import Target
-from torchcts.plan import PROPERTY_BY_NAME, Plan, PlanItem, Selection, SelectionError, build_plan
+from torchcts.plan.catalog import find_op
+from torchcts.engine.targets import Target
+from torchcts.plan.build import PROPERTY_BY_NAME, Plan, PlanItem, Selection, SelectionError, build_plan
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
-from torchcts.results import RunFolderError, RunWriter, hardware_key
+from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
 
 PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
@@ -184,7 +184,7 @@ class RunSession:
 
     def items_for(self, property_name: str) -> list[PlanItem | ReplayItem]:
         if property_name not in PROPERTY_BY_NAME:
-            raise pytest.UsageError(f"property function test_{property_name} has no entry in torchcts.plan.PROPERTIES")
+            raise pytest.UsageError(f"property function test_{property_name} has no entry in torchcts.plan.build.PROPERTIES")
         if self.replaying is not None:
             return [item for item in self.replaying if item.property == property_name]
         return list(self.plan.for_property(property_name))
@@ -457,7 +457,7 @@ def _device_name_warning(manifest: Manifest | None, device: str, validation: boo
 
 
 def _hash_seed_warning(derandomize: bool) -> str | None:
-    """A derandomized run under a random hash seed may draw other cases (`torchcts.hash_seed`)."""
+    """A derandomized run under a random hash seed may draw other cases (`torchcts.cli.hash_seed`)."""
     if not derandomize or not sys.flags.hash_randomization:  # the interpreter's state (`python -E` ignores the variable)
         return None
     return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "

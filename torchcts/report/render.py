@@ -12,8 +12,8 @@ from typing import Any
 
 import jinja2
 
-from torchcts.report_data import EXECUTED, ResultsError, build_report, find_baseline, load_run
-from torchcts.run_history import Warn, warn_on_stderr
+from torchcts.report.data import EXECUTED, ResultsError, build_report, find_baseline, load_run
+from torchcts.results.history import Warn, warn_on_stderr
 
 FORMATS = ("md", "html", "junit", "json")
 _FILES = {"md": "scorecard.md", "html": "report.html", "junit": "junit.xml", "json": "summary.json"}
@@ -53,7 +53,7 @@ def _code(value: Any, table: bool = False) -> _MarkdownCode:
 
 
 def _environment(**options: Any) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("torchcts", "report_templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("torchcts.report", "templates"),
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=False,
                               **options)
 

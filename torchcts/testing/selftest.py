@@ -20,11 +20,11 @@ from typing import Callable
 
 import attrs
 
-from torchcts.result_files import read_summary
-from torchcts.results import read_records
-from torchcts.runner import latest_run, run_folders
-from torchcts.session import TRACE_ENV
-from torchcts.templates import render_template
+from torchcts.results.files import read_summary
+from torchcts.results.writer import read_records
+from torchcts.plugin.launch import latest_run, run_folders
+from torchcts.plugin.session import TRACE_ENV
+from torchcts.manifest.templates import render_template
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from torchcts.known_crashes import CrashRule, matching_rule
+from torchcts.crashes.ledger import CrashRule, matching_rule
 
 DEFAULT_ITEM_TIMEOUT_S = 900.0
 

@@ -18,8 +18,8 @@ import torch
 from torchcts import dtypes as dtype_names
 from torchcts.arguments import shown
 from torchcts.manifest import DtypeStatus, Manifest
-from torchcts.opinfo_catalog import all_ops, op_id
-from torchcts.oracle_crashes import known_oracle_crash
+from torchcts.plan.catalog import all_ops, op_id
+from torchcts.crashes.oracle import known_oracle_crash
 
 
 @attrs.frozen

@@ -1,0 +1,2 @@
+"""`torchcts fuzz`: budgeted bug hunting; new shrunk counterexamples land in the corpus.
+"""

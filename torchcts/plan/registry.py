@@ -1,0 +1,201 @@
+"""The property registry: every property declares, next to its check, what it proves and where its items come from.
+
+A property suite is a module under `torchcts.properties` (or a manifest's `custom_test_dirs`)
+whose check functions are decorated with `@register_property(...)`: its name, the capability it
+proves, its semantic level, its item source (`OpInfoItems`: one item per OpInfo, variant and
+dtype; or `ScenarioItems`: named scenarios the suite defines itself, per dtype), and whether it
+compares values. The plan, show-skips, the report's capability table, fuzz, replay and selftest
+read the registry; adding a suite is adding a module, nothing else. The check function is named
+`test_<anything>` so pytest collects it from the module (`pytest --pyargs torchcts.properties`).
+
+Loading imports the property modules (`load`); registration checks its arguments at once, so a
+misdeclared property fails at import with a message naming it, never mid-run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import hashlib
+import pkgutil
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import attrs
+
+from torchcts.manifest.vocabulary import CAPABILITIES
+
+PROPERTIES_PACKAGE = "torchcts.properties"
+CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
+
+
+class RegistryError(Exception):
+    """A property that cannot be registered or found: the message names it and what is wrong."""
+
+
+def _always(op: Any) -> bool:
+    return True
+
+
+def _cpu_dtypes(op: Any) -> Iterable[Any]:
+    return op.supported_dtypes("cpu")
+
+
+@attrs.frozen
+class OpInfoItems:
+    """One item per (OpInfo, variant, dtype): every OpInfo `applies` accepts, in every dtype `dtypes(op)` gives."""
+
+    variant: str = "function"
+    applies: Callable[[Any], bool] = _always
+    dtypes: Callable[[Any], Iterable[Any]] = _cpu_dtypes
+
+
+@attrs.frozen
+class ScenarioItems:
+    """One item per (scenario, dtype): scenarios the suite defines itself ("round trip of a view").
+
+    A scenario item's `op` field holds the scenario's name and its variant is `scenario`."""
+
+    scenarios: tuple[str, ...] = attrs.field(converter=tuple)
+    dtypes: tuple[str, ...] = attrs.field(converter=tuple)
+
+    @scenarios.validator
+    def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
+        bad = [s for s in value if not isinstance(s, str) or not _NAME.match(s)]
+        if not value or bad:
+            raise RegistryError(f"ScenarioItems.scenarios: non-empty lower_snake_case names, got {value!r}")
+
+    @dtypes.validator
+    def _check_dtypes(self, _: Any, value: tuple[str, ...]) -> None:
+        from torchcts import dtypes as dtype_names
+
+        bad = [d for d in value if not isinstance(d, str) or dtype_names.lookup(d) is None]
+        if not value or bad:
+            raise RegistryError(f"ScenarioItems.dtypes: dtype names (float32, bfloat16, ...), got {value!r}")
+
+
+@attrs.frozen
+class PropertySpec:
+    """A registered property: what it proves, at which level, over which items, and its check."""
+
+    name: str
+    capability: str
+    level: int
+    items: OpInfoItems | ScenarioItems
+    check: Callable[[Any], None]
+    compares_values: bool = True
+    also_proves: tuple[str, ...] = ()  # capabilities its cases also exercise (special values: ieee754)
+    module: str = ""
+
+    @property
+    def variant(self) -> str:
+        return self.items.variant if isinstance(self.items, OpInfoItems) else "scenario"
+
+    @property
+    def scenario(self) -> bool:
+        return isinstance(self.items, ScenarioItems)
+
+
+_REGISTRY: dict[str, PropertySpec] = {}
+
+
+def register_property(name: str, *, capability: str, level: int, items: OpInfoItems | ScenarioItems = OpInfoItems(),
+                      compares_values: bool = True, also_proves: Iterable[str] = ()) -> Callable[[Callable], Callable]:
+    """Decorator: register the check function as property `name`; returns the function unchanged."""
+    also = tuple(also_proves)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RegistryError(f"property name {name!r}: lower_snake_case, starting with a letter")
+    for field, value in [("capability", capability)] + [("also_proves", c) for c in also]:
+        if value not in CAPABILITIES:
+            raise RegistryError(f"property {name}: {field} {value!r} is not a manifest capability; "
+                                f"known: {', '.join(CAPABILITIES)}")
+    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 8:
+        raise RegistryError(f"property {name}: level must be an integer from 1 to 8, got {level!r}")
+    if not isinstance(items, (OpInfoItems, ScenarioItems)):
+        raise RegistryError(f"property {name}: items must be OpInfoItems(...) or ScenarioItems(...), got {items!r}")
+
+    def decorate(function: Callable) -> Callable:
+        if not callable(function) or not getattr(function, "__name__", "").startswith("test_"):
+            raise RegistryError(f"property {name}: the check must be a function named test_..., so pytest collects it")
+        spec = PropertySpec(name, capability, level, items, function, bool(compares_values), also,
+                            getattr(function, "__module__", ""))
+        known = _REGISTRY.get(name)
+        if known is not None and _origin(known.check) != _origin(function):
+            raise RegistryError(f"property {name} is registered twice: {_origin(known.check)} and {_origin(function)}")
+        _REGISTRY[name] = spec  # the same function imported again (pytest's importlib mode) replaces itself
+        setattr(function, ATTRIBUTE, name)
+        return function
+
+    return decorate
+
+
+def _origin(function: Callable) -> str:
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
+
+
+def load(extra_dirs: Iterable[Path | str] = ()) -> tuple[PropertySpec, ...]:
+    """Import every module of `torchcts.properties` and of the extra folders; every property, by level then name."""
+    package = importlib.import_module(PROPERTIES_PACKAGE)
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{PROPERTIES_PACKAGE}.{info.name}")
+    for folder in extra_dirs:
+        for path in sorted(Path(folder).glob("*.py")):
+            _import_file(path)
+    return properties()
+
+
+def _import_file(path: Path) -> None:
+    """Import a custom property module by path, under a name unique to its folder (two folders may share file names)."""
+    tag = hashlib.sha256(str(path.resolve().parent).encode()).hexdigest()[:12]
+    name = f"{CUSTOM_MODULE_PREFIX}.d{tag}.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RegistryError(f"{path}: not an importable Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except RegistryError:
+        del sys.modules[name]
+        raise
+    except Exception as exc:  # noqa: BLE001 - a custom suite the user wrote: one line naming it
+        del sys.modules[name]
+        raise RegistryError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc
+
+
+def properties() -> tuple[PropertySpec, ...]:
+    """The registered properties (of the modules imported so far), by level then name."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda p: (p.level, p.name)))
+
+
+def get(name: str) -> PropertySpec:
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        raise RegistryError(f"no property {name!r} is registered; known: {', '.join(p.name for p in properties())}")
+    return spec
+
+
+def property_of(function: Callable) -> PropertySpec | None:
+    """The property a check function was registered as, or None (an unregistered test function)."""
+    name = getattr(function, ATTRIBUTE, None)
+    return _REGISTRY.get(name) if isinstance(name, str) else None
+
+
+def capability_map() -> dict[str, str]:
+    """property name -> the capability it proves (what the report's capability table reads)."""
+    return {p.name: p.capability for p in properties()}
+
+
+def also_proves_map() -> dict[str, list[str]]:
+    """capability -> the properties that also exercise it besides their own capability."""
+    result: dict[str, list[str]] = {}
+    for p in properties():
+        for capability in p.also_proves:
+            result.setdefault(capability, []).append(p.name)
+    return result

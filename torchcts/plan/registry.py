@@ -89,6 +89,7 @@ class PropertySpec:
     check: Callable[[Any], None]
     compares_values: bool = True
     also_proves: tuple[str, ...] = ()  # capabilities its cases also exercise (special values: ieee754)
+    draws: bool = True  # False: a fixed list of cases (OpInfo error inputs); one visit of fuzz says everything
     module: str = ""
 
     @property
@@ -104,7 +105,8 @@ _REGISTRY: dict[str, PropertySpec] = {}
 
 
 def register_property(name: str, *, capability: str, level: int, items: OpInfoItems | ScenarioItems = OpInfoItems(),
-                      compares_values: bool = True, also_proves: Iterable[str] = ()) -> Callable[[Callable], Callable]:
+                      compares_values: bool = True, also_proves: Iterable[str] = (),
+                      draws: bool = True) -> Callable[[Callable], Callable]:
     """Decorator: register the check function as property `name`; returns the function unchanged."""
     also = tuple(also_proves)
     if not isinstance(name, str) or not _NAME.match(name):
@@ -121,7 +123,7 @@ def register_property(name: str, *, capability: str, level: int, items: OpInfoIt
     def decorate(function: Callable) -> Callable:
         if not callable(function) or not getattr(function, "__name__", "").startswith("test_"):
             raise RegistryError(f"property {name}: the check must be a function named test_..., so pytest collects it")
-        spec = PropertySpec(name, capability, level, items, function, bool(compares_values), also,
+        spec = PropertySpec(name, capability, level, items, function, bool(compares_values), also, bool(draws),
                             getattr(function, "__module__", ""))
         known = _REGISTRY.get(name)
         if known is not None and _origin(known.check) != _origin(function):
@@ -134,7 +136,9 @@ def register_property(name: str, *, capability: str, level: int, items: OpInfoIt
 
 
 def _origin(function: Callable) -> str:
-    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
+    """Where a check is defined: its file and name (one file imported under two module names is one origin)."""
+    code = getattr(function, "__code__", None)
+    return f"{code.co_filename if code else '?'}:{getattr(function, '__qualname__', '?')}"
 
 
 def load(extra_dirs: Iterable[Path | str] = ()) -> tuple[PropertySpec, ...]:

@@ -8,6 +8,7 @@ differentiated. A gradient that autograd leaves out (None) counts as zeros on bo
 import torch
 from torch.utils._pytree import tree_leaves
 
+from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
 
@@ -38,6 +39,17 @@ def _gradients(cts, sample, target):
     return [o.detach() for o in outputs], [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
+def _differentiable(op) -> bool:
+    return bool(op.supports_autograd)
+
+
+def _gradient_dtypes(op):
+    """The dtypes CPU differentiates the op in that have gradients: floating and complex."""
+    return {d for d in op.supported_backward_dtypes("cpu") if d.is_floating_point or d.is_complex}
+
+
+@register_property("backward", capability="training", level=4,
+                   items=OpInfoItems(applies=_differentiable, dtypes=_gradient_dtypes), also_proves=("ieee754",))
 def test_backward(cts):
     def check(case):
         expected_out, expected = cts.on_cpu_call(_gradients, case.sample)

@@ -7,8 +7,16 @@ range, a negative weight); where CPU accepts the same input with other values, t
 
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.targets import CaseUnavailable
+from torchcts.plan.registry import OpInfoItems, register_property
 
 
+def _has_error_inputs(op) -> bool:
+    return op.error_inputs_func is not None
+
+
+# a fixed list of cases (draws=False); it compares acceptance, not values (compares_values=False)
+@register_property("errors", capability="inference", level=2, items=OpInfoItems(applies=_has_error_inputs),
+                   compares_values=False, draws=False)
 def test_errors(cts):
     error_inputs = cts.error_inputs()
 

@@ -5,9 +5,11 @@ Dtype, shape and values always; the memory order of the output too where CPU def
 """
 
 from torchcts.engine.oracle import strides_defined
+from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
 
+@register_property("forward", capability="inference", level=1, items=OpInfoItems(), also_proves=("ieee754",))
 def test_forward(cts):
     def check(case):
         expected = cts.on_cpu(case.sample)

@@ -7,9 +7,11 @@ dtype's.
 """
 
 from torchcts.engine.context import contiguous_twin
+from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
 
+@register_property("layout", capability="inference", level=2, items=OpInfoItems())  # no special values: no ieee754
 def test_layout(cts):
     def check(case):
         cts.on_cpu(case.sample)  # a case the CPU rejects says nothing about the backend

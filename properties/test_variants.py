@@ -7,6 +7,7 @@ is defined by the caller, so there is no freedom left to the backend.
 import torch
 from torch.utils._pytree import tree_leaves, tree_map_only
 
+from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
 
@@ -50,11 +51,23 @@ def _check_variant(cts, runner, form: str):
     return check
 
 
+def _has_inplace(op) -> bool:
+    return op.inplace_variant is not None
+
+
+def _supports_out(op) -> bool:
+    return bool(op.supports_out)
+
+
+@register_property("inplace", capability="inference", level=3,
+                   items=OpInfoItems(variant="inplace", applies=_has_inplace), also_proves=("ieee754",))
 def test_inplace(cts):
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="inplace"),
             _check_variant(cts, lambda case: _run_inplace, "in-place"))
 
 
+@register_property("out", capability="inference", level=3, items=OpInfoItems(variant="out", applies=_supports_out),
+                   also_proves=("ieee754",))
 def test_out(cts):
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level, variant="out"),
             _check_variant(cts, lambda case: _out_like(cts.on_cpu(case.sample, "function")), "out="))

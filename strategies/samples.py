@@ -11,7 +11,8 @@ tensor raised to 4-d channels_last where the op acts elementwise.
 
 A transform can make a case the CPU itself rejects (`Tensor.view` needs compatible strides).
 With `validate=True` the transformed case is run on CPU once; if CPU rejects it but accepts the
-untransformed sample, the case falls back to the sample as given and says so.
+untransformed sample, the case falls back to the sample as given and says so. These CPU runs go
+through `probes` (a caller that expects CPU crashes runs them in a forked child).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from torchcts.strategies.fingerprint import fingerprint
 from torchcts.strategies.layouts import describe_layout, draw_relayout
 from torchcts.strategies.placement import copy_exact
 from torchcts.strategies.seeding import seed_of, seeded_globals
-from torchcts.strategies import value_transforms
+from torchcts.strategies import probes, value_transforms
 from torchcts.strategies.fingerprint import same_bits
 from torchcts.strategies.values import apply_special_picks, apply_special_table, is_float_like, special_picks
 
@@ -43,24 +44,6 @@ VARIANTS = ("function", "method", "inplace", "out")
 # oracle -- reads a non-contiguous argument wrongly (found by TorchCTS's validation run with
 # torch 2.13: native_group_norm reads a strided weight as if contiguous, into the gaps).
 LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
-# Ops whose CPU kernel -- the oracle -- kills the process on special values (torch 2.13:
-# linalg.eigvals hands NaN to LAPACK's gebal, which aborts, where linalg.eig checks and raises;
-# the 2-d grid sampler's backward segfaults on a NaN grid with border padding, reached through
-# grid_sampler_2d and nn.functional.grid_sample), or stalls on
-# them (the special.*_polynomial_* ops loop up to a degree taken from an input value). They get no
-# special values until a crash or hang can be isolated.
-NONFINITE_KILLS_CPU = re.compile(r"^(linalg\.eigvals|grid_sampler_2d|nn\.functional\.grid_sample)$|^special\..*polynomial")
-# Ops whose CPU kernel kills the process on an emptied input (torch 2.13: pdist's backward
-# segfaults on a (0, n) input). They keep their sizes until a crash can be isolated.
-EMPTY_KILLS_CPU = re.compile(r"(^|\.)pdist$")
-# Ops whose CPU kernel corrupted the heap on a stride-0 input (torch 2.13: fft.hfftn on a
-# channels_last view broadcast along a dimension, "free(): corrupted unsorted chunks"; not
-# reduced to a standalone case yet). Their inputs never get zero strides until crashes can be isolated.
-ZERO_STRIDE_KILLS_CPU = re.compile(r"^fft\.")
-# Ops whose CPU kernel corrupts the heap on grown inputs (torch 2.13: fft.hfftn and fft.hfft2 on
-# a 3-d float32 input with a middle dimension of 257 or more, e.g. (5, 257, 7), abort with
-# "malloc(): invalid size"). Their sizes never grow until crashes can be isolated in validation.
-GROWTH_KILLS_CPU = re.compile(r"^fft\.(hfft2|hfftn)$")
 REFERENCE_INPUTS_LEVEL = 3  # from this semantic level on, reference_inputs join the sample pool
 TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
 _POOL_CACHE_SIZE = 64
@@ -197,7 +180,6 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         raise InvalidArgument(f"{op_id(op)} does not support {dtype} on CPU")
     if special_values is None:
         special_values = manifest is None or manifest.ieee754_claimed_for(op.name)
-    special_values = special_values and not NONFINITE_KILLS_CPU.search(op.name)
     max_samples = manifest.max_samples if manifest is not None else 0
     layout_free = relayout and not LAYOUT_DEPENDENT_OPS.search(op.name)
     writes_input = variant == "inplace" or op.name.endswith("_")
@@ -206,9 +188,6 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     if changes_values:
         allowed |= _KIND_TIE | (_KIND_BROADCAST if layout_free else 0)
     integers_kept = value_transforms.INTEGER_VALUES_KEPT.search(op.name)
-    zero_strides = not ZERO_STRIDE_KILLS_CPU.search(op.name)
-    if not zero_strides:
-        allowed &= ~_KIND_BROADCAST
 
     draw_seed = seed_of("draw", *_pool_key(op, dtype, level, max_samples))
 
@@ -263,7 +242,7 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
                 t, note = value_transforms.broadcast_along(t, choice)
                 changes.append(note)
             elif kind & _KIND_RELAYOUT:
-                t = draw_relayout(draw, t, allow_overlap=zero_strides and not written)
+                t = draw_relayout(draw, t, allow_overlap=not written)
                 changes.append(describe_layout(t))
             notes.extend(f"{where}: {change}" for change in changes if change)
             return t
@@ -271,8 +250,8 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
         sample = _map_sample(start, transform, writes_input)
         case = Case(op_id(op), variant, dtype, sample, index, tuple(notes))
         verdict_key = (_pool_key(op, dtype, level, max_samples), variant, index)
-        if validate and notes and not _runs_on_cpu(op, variant, sample) and _original_runs(op, variant, original,
-                                                                                         verdict_key):
+        if validate and notes and _runs_on_cpu(op, variant, sample) is False \
+                and _original_runs(op, variant, original, verdict_key):
             plain = _map_sample(original, lambda where, t, written: copy_exact(t) if _dense(t) else t, writes_input)
             case = Case(op_id(op), variant, dtype, plain, index, ("transforms dropped: CPU rejects them",))
         return case
@@ -321,8 +300,7 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
             return sample, ""
         return raised, "raised to 4-d, channels_last"
     grow = mode == _GROW
-    if (grow and (not repeats_safe or GROWTH_KILLS_CPU.search(op.name))) or \
-            (mode == _EMPTY and EMPTY_KILLS_CPU.search(op.name)):
+    if grow and not repeats_safe:
         return sample, ""
     dims = [(k, d) for k, t in enumerate(tensors) for d in range(t.dim()) if t.shape[d] > (1 if grow else 0)]
     if not dims:
@@ -353,7 +331,7 @@ def _size_changed(op: Any, variant: str, dtype: torch.dtype, sample: Any, size_c
         changed = _resize_tensors(sample, group, size)
         if grow and not _within_budget(op, variant, changed):
             continue
-        if _runs_on_cpu(op, variant, changed):
+        if _runs_on_cpu(op, variant, changed) is not False:  # None: CPU died on it; the isolated check accounts it
             what = f"dim {d} of tensor {k}" + (f" and {len(group) - 1} related" if len(group) > 1 else "")
             return changed, f"{what} {'grown to' if grow else 'cut to'} {size}"
     return sample, ""
@@ -426,11 +404,18 @@ def _within_budget(op: Any, variant: str, sample: Any) -> bool:
 
 def _acts_elementwise(op: Any, variant: str, sample: Any, raised: Any) -> bool:
     """Whether the op's result on the 4-d views is its result on the sample, viewed the same way."""
-    try:
-        expected = call_variant(op, variant, _copied(sample))
-        got = call_variant(op, variant, _copied(raised))
-    except Exception:
-        return False
+    def compare() -> None:  # raises unless elementwise: the probe may run in another process
+        if not _same_viewed(call_variant(op, variant, _copied(sample)), call_variant(op, variant, _copied(raised))):
+            raise _NotElementwise
+
+    return probes.probe(compare) is True
+
+
+class _NotElementwise(Exception):
+    pass
+
+
+def _same_viewed(expected: Any, got: Any) -> bool:
     pairs = list(zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(got)))
     if not pairs or len(pairs) != len(torch.utils._pytree.tree_leaves(expected)):
         return False
@@ -499,16 +484,16 @@ _GROW_BUDGET = 2**17  # elements in a grown case's tensors, and in its outputs
 VALUE_CHANGES_LEVEL = 2
 
 
-def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool:
-    probe = _map_sample(sample, lambda where, t, written: copy_exact(t) if _dense(t) else t, False)
-    try:
-        call_variant(op, variant, probe)
-    except Exception:
-        return False
-    return True
+def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool | None:
+    """Whether CPU accepts the case (True), rejects it (False), or died or hung on it (None)."""
+    def call() -> None:
+        call_variant(op, variant, _map_sample(sample, lambda where, t, written: copy_exact(t) if _dense(t) else t,
+                                              False))
+
+    return probes.probe(call)
 
 
-_original_verdicts: collections.OrderedDict[tuple, bool] = collections.OrderedDict()
+_original_verdicts: collections.OrderedDict[tuple, bool | None] = collections.OrderedDict()
 
 
 def _original_runs(op: Any, variant: str, sample: Any, key: tuple) -> bool:
@@ -517,4 +502,4 @@ def _original_runs(op: Any, variant: str, sample: Any, key: tuple) -> bool:
         _original_verdicts[key] = _runs_on_cpu(op, variant, sample)
         if len(_original_verdicts) > 4096:
             _original_verdicts.popitem(last=False)
-    return _original_verdicts[key]
+    return _original_verdicts[key] is True

@@ -30,3 +30,28 @@ def test_manifest_doc_names_every_accepted_word(kind):
 def test_manifest_doc_describes_every_semantic_level():
     for level, meaning in vocab.SEMANTIC_LEVELS.items():
         assert f"| {level} | {meaning} |" in DOC
+
+
+# docs/architecture.md is the map of the code (issue 14, item 7): it names every stage's package, and every
+# path it names exists.
+ROOT = Path(__file__).resolve().parents[1]
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def test_architecture_doc_names_every_subpackage():
+    subpackages = sorted(p.name for p in (ROOT / "torchcts").iterdir() if (p / "__init__.py").is_file())
+    assert [name for name in subpackages if f"`torchcts/{name}/`" not in ARCHITECTURE] == []
+    for folder in ("strategies", "properties", "manifests", "corpus"):
+        assert f"`{folder}/`" in ARCHITECTURE
+
+
+def test_every_path_and_module_the_architecture_doc_names_exists():
+    import importlib.util
+    import re
+
+    path = r"(?<![\w/.<-])((?:torchcts|strategies|properties|manifests|corpus|docs|tests)/[\w./-]*[\w/])(?![\w/<-]|\.\w)"
+    paths = set(re.findall(path, ARCHITECTURE))  # not placeholders (`properties/test_<area>.py`, `torchcts/*.py`)
+    assert len(paths) > 30
+    assert sorted(p for p in paths if not (ROOT / p).exists()) == []
+    modules = set(re.findall(r"`(torchcts(?:\.\w+)+)`", ARCHITECTURE))
+    assert sorted(m for m in modules if importlib.util.find_spec(m) is None) == []

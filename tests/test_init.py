@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from torchcts.cli.main import cli
 from torchcts.manifest import load_manifest, read_manifest_dict
+from torchcts.manifest import schema
 from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.templates import TEMPLATE_NAMES, render_template
 
@@ -43,7 +44,7 @@ def test_every_template_states_its_purpose_and_lists_every_capability(tmp_path, 
     path.write_text(text)
     raw = read_manifest_dict(path)
     assert list(raw["capabilities"]) == list(vocab.CAPABILITIES)
-    assert set(raw) == set(vocab.TOP_LEVEL_KEYS) - {"show_traceback"}
+    assert set(raw) == set(schema.KEYS)
 
 
 def test_templates_claim_more_as_they_go_up(tmp_path):

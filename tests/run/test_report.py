@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
+from torchcts.outcomes import EXECUTED, Outcome
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 
@@ -89,29 +90,29 @@ def test_complete_run_report_matches_its_records(runs):
     cwd, clean, _, _ = runs
     records = read_records(clean)
     counts = collections.Counter(r["outcome"] for r in records)
-    executed = sum(counts[o] for o in ("passed", "failed", "error", "crashed", "timed_out"))
+    executed = sum(counts[o] for o in EXECUTED)
     out = report(cwd, clean, "--baseline", "none")
     summary = out["json"]
     assert summary["coverage"]["executed"] == executed and summary["coverage"]["total_items"] == len(records)
-    assert summary["coverage"]["support_percent"] == round(100 * counts["passed"] / executed, 2) == 100.0
+    assert summary["coverage"]["support_percent"] == round(100 * counts[Outcome.PASSED] / executed, 2) == 100.0
     groups = {g["name"]: g["count"] for g in summary["coverage"]["groups"]}
-    assert groups["passed"] == counts["passed"] and groups["selection"] == counts["deselected"]
+    assert groups["passed"] == counts[Outcome.PASSED] and groups["selection"] == counts[Outcome.DESELECTED]
     assert sum(groups.values()) == len(records)
     assert "**Backend support: 100.00%**" in out["md"] and f"of {executed} executed items" in out["md"]
     capabilities = {c["capability"]: c for c in summary["capabilities"]}
     assert capabilities["training"]["properties"] == ["backward"] and capabilities["training"]["verdict"] == "passing"
     assert capabilities["training"]["executed"] == sum(
-        1 for r in records if r["property"] == "backward" and r["outcome"] == "passed")
+        1 for r in records if r["property"] == "backward" and r["outcome"] == Outcome.PASSED)
     assert "declared; no property tests it yet" in {c["verdict"] for c in summary["capabilities"]}
     assert capabilities["ieee754"]["properties"] == ["backward", "forward", "inplace", "out"]  # special values
     levels = {l["level"]: l for l in summary["levels"]}
-    assert levels[4]["executed"] == sum(1 for r in records if r["level"] == 4 and r["outcome"] == "passed")
+    assert levels[4]["executed"] == sum(1 for r in records if r["level"] == 4 and r["outcome"] == Outcome.PASSED)
     core = next(row for row in summary["dtype_matrix"]["rows"] if row["family"] == "core")
     float32 = next(cell for cell in core["cells"] if cell["dtype"] == "float32")
-    assert float32["passed"] == counts["passed"] and float32["pass_rate"] == 1.0
+    assert float32["passed"] == counts[Outcome.PASSED] and float32["pass_rate"] == 1.0
     junit = out["junit"]
-    assert int(junit.get("failures")) == 0 and int(junit.get("tests")) == executed + counts["cpu_contract"] + \
-        counts["runtime_unavailable"]
+    assert int(junit.get("failures")) == 0 and int(junit.get("tests")) == executed + counts[Outcome.CPU_CONTRACT] + \
+        counts[Outcome.RUNTIME_UNAVAILABLE]
     check_html(out["html"])
     assert 'id="heatmap"' in out["html"] and 'id="level-chart"' in out["html"] and 'id="partial"' not in out["html"]
 
@@ -119,7 +120,7 @@ def test_complete_run_report_matches_its_records(runs):
 def test_failures_show_counterexample_and_replay(runs):
     cwd, _, buggy, _ = runs
     records = read_records(buggy)
-    failing = [r for r in records if r["outcome"] in ("failed", "error")]
+    failing = [r for r in records if r["outcome"] in (Outcome.FAILED, Outcome.ERROR)]
     out = report(cwd, buggy, "--baseline", "none")
     failures = {f["item"]: f for f in out["json"]["failures"]}
     assert set(failures) == {r["item"] for r in failing} and failures
@@ -129,7 +130,7 @@ def test_failures_show_counterexample_and_replay(runs):
     assert tensor["where"] == "input" and tensor["storage_offset"] > 0 and tensor["strides"] is not None
     assert abs_failure["case"]["difference"]
     assert f"`{abs_failure['replay']}`" in out["md"] and "### `forward::abs::function::float32`: failed" in out["md"]
-    assert int(out["junit"].get("failures")) == sum(r["outcome"] == "failed" for r in failing)
+    assert int(out["junit"].get("failures")) == sum(r["outcome"] == Outcome.FAILED for r in failing)
     assert out["json"]["coverage"]["support_percent"] < 100
     check_html(out["html"])
 
@@ -141,7 +142,7 @@ def test_baseline_lists_regressions(runs):
     assert baseline["run_id"] == clean.name
     before = {r["item"]: r["outcome"] for r in read_records(clean)}
     expected = sorted(r["item"] for r in read_records(buggy)
-                      if r["outcome"] in ("failed", "error") and before.get(r["item"]) == "passed")
+                      if r["outcome"] in (Outcome.FAILED, Outcome.ERROR) and before.get(r["item"]) == Outcome.PASSED)
     assert sorted(b["item"] for b in baseline["regressions"]) == expected and expected
     assert baseline["fixes"] == []
     assert f"{len(expected)} regressions" in out["md"]
@@ -180,7 +181,7 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
 
 
 def test_report_path_imports_no_torch():
-    code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data; "
+    code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data, torchcts.outcomes; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 

@@ -1,8 +1,9 @@
 """Replaying corpus cases: each case file becomes one test item of its property, run without Hypothesis.
 
-The plugin collects `ReplayItem`s instead of plan items when `--corpus PATH` is given, so a CI
-replays the corpus with its usual pytest runner; `torchcts replay` runs the same session and
-reads its records to say, per case, whether it still fails, and to track `fixed` cases.
+The engine runs a `ReplayItem` like a plan item, on its stored cases instead of draws; the plugin
+collects them instead of plan items when `--corpus PATH` is given, so a CI replays the corpus with
+its usual pytest runner; `torchcts replay` runs the same session and reads its records to say, per
+case, whether it still fails, and to track `fixed` cases.
 
 Every file is read and decoded (within `CaseLimits`) when the items are made, before any runs:
 a file that cannot be read, or is over a limit, becomes an item whose test is an `error` record
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import attrs
-import pytest
 import torch
 
 from torchcts import dtypes as dtype_names
@@ -30,15 +30,9 @@ UNREADABLE_PROPERTY = "forward"  # the test function that reports unreadable cas
 EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read (the others still ran)
 
 
-class UnreadableCase(CaseFileError, pytest.fail.Exception):
-    """A case file that cannot be replayed, raised in its item's setup.
-
-    Also a `pytest.fail` exception without a Python traceback, so pytest shows the message (file,
-    field, problem) as the item's whole error: a folder of garbage is one line per file."""
-
-    def __init__(self, path: Path | str, field: str, message: str):
-        CaseFileError.__init__(self, path, field, message)
-        self.msg, self.pytrace = self.args[0], False
+class UnreadableCase(CaseFileError):
+    """A case file that cannot be replayed, raised when its item's context is built: the item's
+    record is an `error` naming the file, the field and the problem (one line in pytest's output)."""
 
 
 @attrs.frozen

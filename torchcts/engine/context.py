@@ -2,7 +2,7 @@
 
 A property test receives a `CaseContext` (the `cts` fixture). It draws cases, runs each on the
 CPU oracle and on the device under test, and compares. The context turns what happens into the
-outcomes of DESIGN.md: the oracle rejecting a case is `cpu_contract` for that case (and for the
+outcomes of docs/architecture.md: the oracle rejecting a case is `cpu_contract` for that case (and for the
 item if no case got past the oracle); the device raising where CPU did not is a `BackendError`
 (outcome `error`); a different answer is an AssertionError (outcome `failed`).
 """
@@ -14,13 +14,14 @@ from typing import Any, Callable, Iterable
 
 import attrs
 import hypothesis
-import pytest
 import torch
 from torch.utils._pytree import tree_leaves
 from hypothesis import HealthCheck, strategies as st
 
 from torchcts import interrupts
 from torchcts.engine import oracle
+from torchcts.engine.outcome import NotRun
+from torchcts.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.cases.reduce import reduce_case
 from torchcts.engine.targets import ORACLE, CaseUnavailable, Target
@@ -30,6 +31,9 @@ from torchcts.strategies.seeding import seeded_globals
 
 _HEALTH_CHECKS_OFF = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
                       HealthCheck.differing_executors]
+
+
+ORACLE_PHASE, DEVICE_PHASE = 1, 0  # the shared phase byte of a case's child
 
 
 class BackendError(Exception):
@@ -75,7 +79,10 @@ class CaseContext:
     failing_comparison: oracle.Comparison | None = None
     targeting: bool = False  # fuzzing: steer Hypothesis toward larger errors (`hypothesis.target`)
     case_timeout_s: float | None = None  # set: every case runs in a forked child (shrinking a crash)
+    oracle_crash_reason: str = ""  # a CPU-oracle crash rule's reason: a case whose oracle dies is cpu_contract
+    oracle_crashes: int = 0  # cases whose CPU oracle died in their child
     in_hypothesis: bool = False
+    phase: Any = None  # in a case's child: a shared byte saying whether the CPU oracle is running
 
     # -- running -------------------------------------------------------------------------------
 
@@ -157,19 +164,24 @@ class CaseContext:
             if self.case_timeout_s is None:
                 check(case)
             else:
-                _check_forked(check, case, self.case_timeout_s)
+                _check_forked(self, check, case)
 
     def _count(self, case: Any) -> None:
         self.examples += 1
         self.fingerprints.append(_case_fingerprint(case)[:16])
 
     def finish(self) -> None:
+        """NotRun when no case said anything about the backend (none drawn, all rejected by CPU, none runnable)."""
         if not self.examples:
-            pytest.skip("runtime_unavailable: the op yields no cases for this property and dtype")
+            raise NotRun(Outcome.RUNTIME_UNAVAILABLE, "the op yields no cases for this property and dtype")
         if self.cpu_contract_cases == self.examples:
-            pytest.skip(f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
+            if self.oracle_crashes == self.examples:
+                raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle crashed on all {self.examples} "
+                                                   f"cases ({self.oracle_crash_reason})")
+            raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
         if self.cpu_contract_cases + self.unavailable_cases == self.examples:
-            pytest.skip(f"runtime_unavailable: no case can run on {self.target.describe()}: {self.unavailable_reason}")
+            raise NotRun(Outcome.RUNTIME_UNAVAILABLE,
+                         f"no case can run on {self.target.describe()}: {self.unavailable_reason}")
 
     # -- executing -----------------------------------------------------------------------------
 
@@ -192,10 +204,15 @@ class CaseContext:
 
     def on_cpu_call(self, run: Callable[[Any, Any, Target], Any], sample: Any) -> Any:
         """`run(self, sample, ORACLE)` for property-specific executions; CpuRejects if CPU raises."""
+        if self.phase is not None:
+            self.phase[0] = ORACLE_PHASE  # a case's child: dying from here on is the oracle's crash
         try:
             return run(self, sample, ORACLE)
         except Exception as exc:  # noqa: BLE001 - any oracle exception makes the case moot
             raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if self.phase is not None:
+                self.phase[0] = DEVICE_PHASE
 
     def on_device_call(self, run: Callable[[Any, Any, Target], Any], sample: Any, what: str = "") -> Any:
         """`run(self, sample, target)` on the target; CaseUnavailable or BackendError if it raises."""
@@ -259,6 +276,11 @@ class CaseContext:
         if self.targeting and self.in_hypothesis:
             hypothesis.target(float(min(result.max_ulp, 2**60)), label=f"ulp {what}")
 
+    def failing_case_storable(self) -> bool:
+        """Whether the kept failing case can be written as a corpus case (an OpInfo sample or error input)."""
+        case = self.failing_case
+        return isinstance(case, Case) or (hasattr(case, "sample_input") and hasattr(case, "error_type"))
+
     def failing_sample(self) -> tuple[Any, tuple[str, str] | None, str]:
         """(sample, (error type, regex) for an error input or None, description) of the kept failure."""
         case = self.failing_case
@@ -278,36 +300,55 @@ class CaseContext:
         }
 
 
-def _check_forked(check: Callable[[Any], None], case: Any, timeout_s: float) -> None:
-    """`check(case)` in a forked child; its outcome raised here as the same kind of exception,
-    or CaseCrashed when the child dies or hangs."""
+def _check_forked(context: CaseContext, check: Callable[[Any], None], case: Any) -> None:
+    """`check(case)` in a forked child; its outcome raised here as the same kind of exception.
+
+    A child that dies or hangs is CaseCrashed, unless it did so while the CPU oracle ran (a shared
+    byte the child sets around `on_cpu_call` says so): then the case is CpuRejects, with the
+    CPU-oracle crash rule's reason when one isolated it."""
+    import mmap
+
     from torchcts.isolation.fork import run_forked
 
-    def work() -> dict[str, str]:
-        try:
-            check(case)
-        except CpuRejects as exc:
-            return {"kind": "cpu_rejects", "message": str(exc)}
-        except CaseUnavailable as exc:
-            return {"kind": "unavailable", "message": str(exc)}
-        except BackendError as exc:
-            return {"kind": "backend_error", "message": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
-            return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
-        return {"kind": "passed", "message": ""}
+    phase = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here after it dies
+    phase[0] = DEVICE_PHASE
 
-    result = run_forked(work, timeout_s)
+    def work() -> dict[str, str]:
+        context.phase = phase
+        return _case_answer(check, case)
+
+    try:
+        result = run_forked(work, context.case_timeout_s)
+        oracle_died = phase[0] == ORACLE_PHASE
+    finally:
+        phase.close()
     if result.status != "finished":
+        if oracle_died:
+            context.oracle_crashes += 1
+            why = context.oracle_crash_reason or "a known CPU-oracle crash"
+            raise CpuRejects(f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
+                             f"({result.describe()}): {why}")
         raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
     kind, message = result.answer["kind"], result.answer["message"]
-    if kind == "cpu_rejects":
-        raise CpuRejects(message)
-    if kind == "unavailable":
-        raise CaseUnavailable(message)
-    if kind == "backend_error":
-        raise BackendError(message)
-    if kind == "failed":
-        raise AssertionError(message)
+    raised = {"cpu_rejects": CpuRejects, "unavailable": CaseUnavailable, "backend_error": BackendError,
+              "failed": AssertionError}.get(kind)
+    if raised is not None:
+        raise raised(message)
+
+
+def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, str]:
+    """What `check(case)` did, as the child's JSON answer."""
+    try:
+        check(case)
+    except CpuRejects as exc:
+        return {"kind": "cpu_rejects", "message": str(exc)}
+    except CaseUnavailable as exc:
+        return {"kind": "unavailable", "message": str(exc)}
+    except BackendError as exc:
+        return {"kind": "backend_error", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
+        return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
+    return {"kind": "passed", "message": ""}
 
 
 def _result_dtype(dtype: torch.dtype, expected: Any) -> torch.dtype:
@@ -326,11 +367,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _case_fingerprint(case: Any) -> str:
+    """A case's fingerprint: a strategies Case's own, an OpInfo ErrorInput's, or that of a scenario's drawn value."""
     if isinstance(case, Case):
         return case.fingerprint
-    from torchcts.strategies import fingerprint  # an OpInfo ErrorInput
+    from torchcts.strategies import fingerprint
 
-    return fingerprint(case.sample_input, case.error_type.__name__)
+    if hasattr(case, "sample_input") and hasattr(case, "error_type"):  # an OpInfo ErrorInput
+        return fingerprint(case.sample_input, case.error_type.__name__)
+    return fingerprint(case)
 
 
 def filled_twin(sample: Any, value: int) -> Any:

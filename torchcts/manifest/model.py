@@ -19,6 +19,7 @@ import attrs
 import torch
 
 from torchcts import dtypes
+from torchcts.manifest.schema import default
 
 
 class DtypeStatus(enum.Enum):
@@ -65,31 +66,33 @@ class Tolerance:
 
 @attrs.frozen
 class Hardware:
-    memory_model: str = "discrete"
-    device_memory_gb: tuple[float, ...] | None = None  # None: detect at run time ("auto")
-    system_memory_gb: float | None = None  # None: detect at run time ("auto")
-    oom_recoverable: bool = True
+    memory_model: str = default("hardware.memory_model")
+    device_memory_gb: tuple[float, ...] | None = default("hardware.device_memory_gb")  # None: detect at run time
+    system_memory_gb: float | None = default("hardware.system_memory_gb")  # None: detect at run time ("auto")
+    oom_recoverable: bool = default("hardware.oom_recoverable")
 
 
 @attrs.frozen
 class ResourceLimits:
-    max_device_memory_mb: float | None = None
-    max_system_memory_mb: float | None = None
-    max_tensor_size_mb: float | None = None
-    cleanup_threshold_pct: int = 80
+    max_device_memory_mb: float | None = default("resource_limits.max_device_memory_mb")
+    max_system_memory_mb: float | None = default("resource_limits.max_system_memory_mb")
+    max_tensor_size_mb: float | None = default("resource_limits.max_tensor_size_mb")
+    cleanup_threshold_pct: int = default("resource_limits.cleanup_threshold_pct")
 
 
 @attrs.frozen
 class HypothesisSettings:
-    max_examples: int = 100
-    deadline_ms: float | None = None
-    derandomize: bool = False
-    seed: int | None = None
+    max_examples: int = default("hypothesis.max_examples")
+    deadline_ms: float | None = default("hypothesis.deadline")
+    derandomize: bool = default("hypothesis.derandomize")
+    seed: int | None = default("hypothesis.seed")  # the run's seed when neither --seed nor --derandomize is given
 
 
 @attrs.frozen
 class Manifest:
-    """Everything a manifest claims, normalised (canonical dtype names, defaults filled in)."""
+    """Everything a manifest claims, normalised (canonical dtype names, defaults filled in).
+
+    Defaults come from `torchcts.manifest.schema`, which also says what reads each key."""
 
     source: Path | None
     manifest_version: int
@@ -97,20 +100,18 @@ class Manifest:
     dtype_claims: tuple[DtypeClaim, ...]
     capabilities: frozenset[str]
     ieee754_op_patterns: tuple[re.Pattern[str], ...] = ()
-    backend_import: str | None = None
-    device_count: int = 1
-    semantic_level: int = 3
-    max_samples: int = 10
-    max_samples_ieee754: int = 3
-    ieee754_seed: int = 67
+    backend_import: str | None = default("backend_import")
+    device_count: int = default("device_count")
+    semantic_level: int = default("semantic_level")
+    max_samples: int = default("max_samples")
     hardware: Hardware = Hardware()
     resource_limits: ResourceLimits = ResourceLimits()
     skip_ops: Mapping[str, str] = attrs.field(factory=dict)
     tolerance_overrides: Mapping[tuple[str, str], Tolerance] = attrs.field(factory=dict)
     container_formats: frozenset[str] = frozenset()
     custom_container_decoders: Mapping[str, str] = attrs.field(factory=dict)
-    custom_test_dirs: tuple[Path, ...] = ()
-    show_traceback: bool = False
+    custom_test_dirs: tuple[Path, ...] = ()  # resolved folders (relative entries against the manifest's folder)
+    show_traceback: bool = default("show_traceback")
     hypothesis: HypothesisSettings = HypothesisSettings()
 
     # -- planning queries -------------------------------------------------------------------------
@@ -157,8 +158,6 @@ class Manifest:
             "device_count": self.device_count,
             "semantic_level": self.semantic_level,
             "max_samples": self.max_samples,
-            "max_samples_ieee754": self.max_samples_ieee754,
-            "ieee754_seed": self.ieee754_seed,
             "hardware": attrs.asdict(self.hardware),
             "resource_limits": attrs.asdict(self.resource_limits),
             "capabilities": sorted(self.capabilities),

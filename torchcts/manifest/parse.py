@@ -7,47 +7,24 @@ tested (a capability whose prerequisites are not claimed) are warnings.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import torch
 
 from torchcts import dtypes
+from torchcts.manifest import schema
 from torchcts.manifest import vocabulary as vocab
-from torchcts.manifest.model import (
-    DtypeClaim,
-    Hardware,
-    HypothesisSettings,
-    Manifest,
-    ResourceLimits,
-    Tolerance,
-)
+from torchcts.manifest.cross_checks import cross_check
+from torchcts.manifest.kinds import DECODER_PATH, NAME_MAX_CHARS, Invalid, is_int, is_number, name_like
+from torchcts.manifest.model import DtypeClaim, Hardware, HypothesisSettings, Manifest, ResourceLimits, Tolerance
 from torchcts.manifest.plain import exception_text, to_plain, value_type
 from torchcts.manifest.problems import KeyPath, ManifestError, Problem, ProblemLog, allowed_list, suggest
 
-# Names people reach for that are not manifest keys, with the key they meant.
-_KEY_ALIASES = {
-    "dtypes": "supported_dtypes",
-    "level": "semantic_level",
-    "device": "device_name",
-    "device_type": "device_name",
-    "skip": "skip_ops",
-    "tolerances": "tolerance_overrides",
-    "version": "manifest_version",
-    "container_formats": "supported_container_formats",
-}
-
-_DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?")
-_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_DECODER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-INT_MAX = 2**63 - 1  # every integer setting fits int64 (seeds, counts) and prints in JSON
-MAX_EXAMPLES = 1_000_000  # as `--max-examples` allows: more examples per item is a typo, not a plan
-DEADLINE_MAX_MS = 86_400_000.0  # one day; Hypothesis cannot represent much longer deadlines
 REGEX_MAX_CHARS = 100_000  # every OpInfo name spelt out takes ~10,000; compiling 1 MB takes seconds
-NAME_MAX_CHARS = 200  # device, module and decoder names; longer is a mistake (and would flood the summary)
 REASON_MAX_CHARS = 2000  # a skip reason is copied into every record of the op
+_SECTION_MODELS = {"hardware": Hardware, "resource_limits": ResourceLimits, "hypothesis": HypothesisSettings}
 _NON_CLAIMABLE_REASON = (
     "bit-packed, sub-byte and quantized dtypes cannot be claimed here; quantized tensors are "
     "claimed with the native_quantization capability and supported_container_formats"
@@ -91,66 +68,52 @@ def _related(path: KeyPath, other: KeyPath) -> bool:
     return path[:common] == other[:common]
 
 
-def _name_like(value: object, form: re.Pattern[str]) -> bool:
-    return isinstance(value, str) and len(value) <= NAME_MAX_CHARS and form.fullmatch(value) is not None
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    """A finite int or float (an int too large for a float, like 10**400, is not)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 class _Fields:
-    """Parses each top-level key in turn into the keyword arguments of `Manifest`."""
+    """Parses each top-level key in turn (in the schema's order) into the keyword arguments of `Manifest`."""
 
     def __init__(self, raw: Mapping, log: ProblemLog, base_dir: Path):
         self.raw = raw
         self.log = log
         self.base_dir = base_dir
+        self.fields: dict[str, object] = {}
 
     def parse(self) -> dict[str, object]:
+        self._check_names()
+        dedicated = {
+            "manifest_version": self._manifest_version,
+            "supported_dtypes": self._dtype_claims,
+            "capabilities": self._capabilities,
+            "skip_ops": self._skip_ops,
+            "tolerance_overrides": self._tolerance_overrides,
+            "supported_container_formats": self._container_formats,
+            "custom_container_decoders": self._decoders,
+            "custom_test_dirs": self._custom_test_dirs,
+        }
+        for key in schema.TOP_LEVEL:
+            if key.name in schema.SECTION_KEYS:
+                value = self._section(schema.SECTION_KEYS[key.name])
+            elif key.kind is not None:
+                value = self._scalar(key)
+            else:
+                value = dedicated[key.name]()
+            self.fields[key.attribute] = value
+        if not self.log.has_errors:
+            cross_check(self.fields, self.log)
+        return self.fields
+
+    def _check_names(self) -> None:
+        """Unknown and removed top-level keys, and missing required ones."""
         for key in self.raw:
-            if key not in vocab.TOP_LEVEL_KEYS:
-                choices = list(vocab.TOP_LEVEL_KEYS)
-                hint = _KEY_ALIASES.get(key) if isinstance(key, str) else None
+            if key in schema.REMOVED:
+                self.log.error((key,), f"removed key: {schema.REMOVED[key]}")
+            elif key not in schema.KEYS:
+                choices = list(schema.KEYS)
+                hint = schema.ALIASES.get(key) if isinstance(key, str) else None
                 self.log.error((key,), "unknown top-level key", allowed=allowed_list(choices, limit=30),
                                hint=hint or suggest(key, choices))
-        for key in vocab.REQUIRED_KEYS:
-            if key not in self.raw:
-                self.log.error((key,), "missing required key", allowed=vocab.TOP_LEVEL_KEYS[key])
-        fields: dict[str, object] = {
-            "manifest_version": self._manifest_version(),
-            "device_name": self._device_name(),
-            "backend_import": self._backend_import(),
-            "dtype_claims": self._dtype_claims(),
-            "device_count": self._int("device_count", default=1, minimum=1),
-            "semantic_level": self._semantic_level(),
-            "max_samples": self._int("max_samples", default=10, minimum=0),
-            "max_samples_ieee754": self._int("max_samples_ieee754", default=3, minimum=0),
-            "ieee754_seed": self._int("ieee754_seed", default=67, minimum=0),
-            "hardware": self._hardware(),
-            "resource_limits": self._resource_limits(),
-            "skip_ops": self._skip_ops(),
-            "tolerance_overrides": self._tolerance_overrides(),
-            "container_formats": self._container_formats(),
-            "custom_test_dirs": self._custom_test_dirs(),
-            "show_traceback": self._bool(("show_traceback",), self.raw.get("show_traceback", False)),
-            "hypothesis": self._hypothesis(),
-        }
-        fields["capabilities"], fields["ieee754_op_patterns"] = self._capabilities()
-        fields["custom_container_decoders"] = self._decoders(fields["container_formats"])
-        if not self.log.has_errors:
-            _cross_checks(fields, self.log)
-        return fields
+        for name in schema.REQUIRED_KEYS:
+            if name not in self.raw:
+                self.log.error((name,), "missing required key", allowed=schema.KEYS[name].allowed)
 
     # -- scalar helpers ---------------------------------------------------------------------------
 
@@ -160,18 +123,39 @@ class _Fields:
             return False
         return value
 
-    def _int(self, key: str, default: int, minimum: int) -> int:
-        value = self.raw.get(key, default)
-        if not _is_int(value) or not minimum <= value <= INT_MAX:
-            self.log.error((key,), f"must be an integer >= {minimum} (at most 2**63-1)", value,
-                           allowed=vocab.TOP_LEVEL_KEYS[key])
-            return default
-        return value
+    def _checked(self, path: KeyPath, key: schema.Key, value: object) -> tuple[bool, object]:
+        """Whether `value` is what the key's kind accepts, and its normal form (logging why not)."""
+        try:
+            return True, key.kind.parse(value, key.allowed)
+        except Invalid as invalid:
+            self.log.error(path, invalid.message, value, allowed=invalid.allowed, hint=invalid.hint)
+            return False, None
+
+    def _scalar(self, key: schema.Key) -> object:
+        """A key its schema kind checks; absent, its default (a missing required key is reported already)."""
+        if key.name not in self.raw:
+            return None if key.required else key.default
+        ok, value = self._checked((key.name,), key, self.raw[key.name])
+        return value if ok else key.default
+
+    def _section(self, section: schema.Section) -> object:
+        """A dict of fixed keys (`hardware`, `hypothesis`, ...) as its frozen model; absent keys keep defaults."""
+        known = {k.name: k for k in section.keys}
+        values: dict[str, object] = {}
+        for name, value in self._mapping(section.name).items():
+            path = (section.name, name)
+            if name not in known:
+                self.log.unknown_key(path, section.what, list(known))
+                continue
+            ok, parsed = self._checked(path, known[name], value)
+            if ok:
+                values[known[name].attribute] = parsed
+        return _SECTION_MODELS[section.name](**values)
 
     def _mapping(self, key: str) -> Mapping:
         value = self.raw.get(key, {})
         if not isinstance(value, Mapping):
-            self.log.error((key,), "must be a dict", value, allowed=vocab.TOP_LEVEL_KEYS[key])
+            self.log.error((key,), "must be a dict", value, allowed=schema.KEYS[key].allowed)
             return {}
         return value
 
@@ -210,35 +194,10 @@ class _Fields:
 
     def _manifest_version(self) -> int:
         value = self.raw.get("manifest_version", vocab.MANIFEST_VERSION)
-        if value != vocab.MANIFEST_VERSION or not _is_int(value):
+        if value != vocab.MANIFEST_VERSION or not is_int(value):
             self.log.error(("manifest_version",), "unsupported manifest version", value,
                            allowed=repr(vocab.MANIFEST_VERSION))
         return vocab.MANIFEST_VERSION
-
-    def _device_name(self) -> str:
-        value = self.raw.get("device_name", "auto")
-        if not _name_like(value, _DEVICE_NAME):
-            self.log.error(("device_name",), "must be a device type name", value,
-                           allowed="'auto' or a device type such as 'cuda', 'mps', 'privateuseone', 'cuda:1'")
-            return "auto"
-        return value
-
-    def _backend_import(self) -> str | None:
-        value = self.raw.get("backend_import")
-        if value is None:
-            return None
-        if not _name_like(value, _MODULE_PATH):
-            self.log.error(("backend_import",), "must be None or a dotted module name", value,
-                           allowed="e.g. 'torch_mydevice' or 'vendor.torch_backend'")
-            return None
-        return value
-
-    def _semantic_level(self) -> int:
-        value = self.raw.get("semantic_level", 3)
-        if not _is_int(value) or not 1 <= value <= 8:
-            self.log.error(("semantic_level",), "must be an integer from 1 to 8", value, allowed="1..8")
-            return 3
-        return value
 
     def _dtype_claims(self) -> tuple[DtypeClaim, ...]:
         claims: dict[torch.dtype, DtypeClaim] = {}
@@ -263,7 +222,8 @@ class _Fields:
         order = {d: i for i, d in enumerate(dtypes.CLAIMABLE_DTYPES)}
         return tuple(sorted(claims.values(), key=lambda c: order[c.dtype]))
 
-    def _capabilities(self) -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
+    def _capabilities(self) -> frozenset[str]:
+        """The claimed capabilities; ieee754's op-name regexes go to the `ieee754_op_patterns` field."""
         declared: set[str] = set()
         ieee_patterns: list[re.Pattern[str]] = []
         for name, value in self._mapping("capabilities").items():
@@ -283,7 +243,8 @@ class _Fields:
                 declared.add(name)
             elif self._bool(path, value):
                 declared.add(name)
-        return frozenset(declared), tuple(ieee_patterns)
+        self.fields["ieee754_op_patterns"] = tuple(ieee_patterns)
+        return frozenset(declared)
 
     def _ieee754_patterns(self, path: KeyPath, value: object) -> list[re.Pattern[str]]:
         if isinstance(value, str):
@@ -361,7 +322,7 @@ class _Fields:
         for name, number in value.items():
             if name not in vocab.TOLERANCE_KEYS:
                 self.log.unknown_key(path + (name,), "tolerance key", vocab.TOLERANCE_KEYS)
-            elif not _is_number(number):
+            elif not is_number(number):
                 self.log.error(path + (name,), "must be a finite number", number)
             elif number < 0:
                 self.log.error(path + (name,), "must not be negative", number)
@@ -386,13 +347,14 @@ class _Fields:
                 supported.add(name)
         return frozenset(supported)
 
-    def _decoders(self, formats: frozenset[str]) -> dict[str, str]:
+    def _decoders(self) -> dict[str, str]:
+        formats = self.fields["container_formats"]  # parsed before: the schema lists it first
         decoders: dict[str, str] = {}
         for name, target in self._mapping("custom_container_decoders").items():
             path = ("custom_container_decoders", name)
             if name not in vocab.CONTAINER_FORMATS:
                 self.log.unknown_key(path, "quantized container format", vocab.CONTAINER_FORMATS)
-            elif not _name_like(target, _DECODER_PATH):
+            elif not name_like(target, DECODER_PATH):
                 self.log.error(path, "decoder must be a 'module:function' path", target,
                                allowed="e.g. 'my_backend.quant:decode_nf4'")
             elif name not in formats:
@@ -425,111 +387,7 @@ class _Fields:
             folders.append(folder)
         return tuple(folders)
 
-    def _hardware(self) -> Hardware:
-        section = self._mapping("hardware")
-        values: dict[str, object] = {}
-        for name, value in section.items():
-            path = ("hardware", name)
-            if name not in vocab.HARDWARE_KEYS:
-                self.log.unknown_key(path, "hardware key", list(vocab.HARDWARE_KEYS))
-            elif name == "memory_model":
-                if value in vocab.MEMORY_MODELS:
-                    values[name] = value
-                else:
-                    self.log.error(path, "unknown memory model", value, allowed=allowed_list(vocab.MEMORY_MODELS),
-                                   hint=suggest(value, vocab.MEMORY_MODELS))
-            elif name == "oom_recoverable":
-                values[name] = self._bool(path, value)
-            elif value == "auto":
-                values[name] = None
-            elif name == "device_memory_gb" and isinstance(value, (list, tuple)) and value \
-                    and all(_is_number(v) and v > 0 for v in value):
-                values[name] = tuple(float(v) for v in value)
-            elif name == "system_memory_gb" and _is_number(value) and value > 0:
-                values[name] = float(value)
-            else:
-                self.log.error(path, "invalid value", value, allowed=vocab.HARDWARE_KEYS[name])
-        return Hardware(**values)
-
-    def _resource_limits(self) -> ResourceLimits:
-        values: dict[str, object] = {}
-        for name, value in self._mapping("resource_limits").items():
-            path = ("resource_limits", name)
-            if name not in vocab.RESOURCE_LIMIT_KEYS:
-                self.log.unknown_key(path, "resource limit", list(vocab.RESOURCE_LIMIT_KEYS))
-            elif name == "cleanup_threshold_pct":
-                if _is_int(value) and 1 <= value <= 100:
-                    values[name] = value
-                else:
-                    self.log.error(path, "must be an integer from 1 to 100", value)
-            elif value is None or (_is_number(value) and value > 0):
-                values[name] = None if value is None else float(value)
-            else:
-                self.log.error(path, "must be None or a positive number", value,
-                               allowed=vocab.RESOURCE_LIMIT_KEYS[name])
-        return ResourceLimits(**values)
-
-    def _hypothesis(self) -> HypothesisSettings:
-        values: dict[str, object] = {}
-        for name, value in self._mapping("hypothesis").items():
-            path = ("hypothesis", name)
-            if name not in vocab.HYPOTHESIS_KEYS:
-                self.log.unknown_key(path, "hypothesis setting", list(vocab.HYPOTHESIS_KEYS))
-            elif name == "max_examples" and _is_int(value) and value > MAX_EXAMPLES:
-                self.log.error(path, f"must be at most {MAX_EXAMPLES:,}", value)
-            elif name == "seed" and _is_int(value) and value > INT_MAX:
-                self.log.error(path, "must be at most 2**63-1", value)
-            elif name == "deadline" and _is_number(value) and value > DEADLINE_MAX_MS:
-                self.log.error(path, f"must be at most {DEADLINE_MAX_MS:.0f} ms (one day); None disables the deadline",
-                               value)
-            elif name == "max_examples" and _is_int(value) and 1 <= value <= MAX_EXAMPLES:
-                values[name] = value
-            elif name == "deadline" and (value is None or (_is_number(value) and 0 < value <= DEADLINE_MAX_MS)):
-                values["deadline_ms"] = None if value is None else float(value)
-            elif name == "derandomize" and isinstance(value, bool):
-                values[name] = value
-            elif name == "seed" and (value is None or (_is_int(value) and 0 <= value <= INT_MAX)):
-                values[name] = value
-            else:
-                self.log.error(path, "invalid value", value, allowed=vocab.HYPOTHESIS_KEYS[name])
-        return HypothesisSettings(**values)
-
 
 def _key_label(key: object) -> object:
     """A dict key as it should appear in a key path (dtypes by name)."""
     return dtypes.canonical_name(key) if isinstance(key, torch.dtype) else key
-
-
-def _cross_checks(fields: Mapping[str, object], log: ProblemLog) -> None:
-    """Claims that contradict each other (errors) or that no test could exercise (warnings)."""
-    caps: frozenset[str] = fields["capabilities"]
-    claims: Sequence[DtypeClaim] = fields["dtype_claims"]
-    claimed = {c.dtype for c in claims if c.claimed}
-    decoders = fields["custom_container_decoders"]
-    if "custom_quantized_decode" in caps and not decoders:
-        log.error(("capabilities", "custom_quantized_decode"),
-                  "is claimed but custom_container_decoders names no decoder")
-    if decoders and "custom_quantized_decode" not in caps:
-        log.warn(("custom_container_decoders",), "decoders are listed but custom_quantized_decode is not claimed; "
-                 "they will not be tested")
-    if fields["container_formats"] and "quantized_container_plumbing" not in caps:
-        log.warn(("supported_container_formats",), "formats are listed but quantized_container_plumbing is not "
-                 "claimed; they will not be tested")
-    if "fp8" in caps and not claimed & set(dtypes.FLOAT8_DTYPES):
-        log.warn(("capabilities", "fp8"), "is claimed but supported_dtypes claims no float8 dtype")
-    for dependent in ("double_backward", "gradcheck", "gradient_checkpointing", "fused_optimizer"):
-        if dependent in caps and "training" not in caps:
-            log.warn(("capabilities", dependent), "is claimed without 'training'; its tests need autograd")
-    if "training" in caps and not any(d.is_floating_point or d.is_complex for d in claimed):
-        log.warn(("capabilities", "training"), "is claimed but no floating-point dtype is claimed")
-    if "multi_device" in caps and fields["device_count"] < 2:
-        log.warn(("capabilities", "multi_device"), "is claimed but device_count is below 2; it cannot be tested")
-    memory = fields["hardware"].device_memory_gb
-    if memory is not None and len(memory) != fields["device_count"]:
-        log.warn(("hardware", "device_memory_gb"), f"lists {len(memory)} devices but device_count is "
-                 f"{fields['device_count']}")
-    settings: HypothesisSettings = fields["hypothesis"]
-    if settings.derandomize and settings.seed is not None:
-        log.warn(("hypothesis", "seed"), "is ignored when derandomize is True (seeds come from item ids)")
-    if not claimed:
-        log.warn(("supported_dtypes",), "claims no dtype; no op test will run")

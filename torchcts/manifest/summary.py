@@ -33,8 +33,8 @@ def summary_lines(manifest: Manifest) -> list[str]:
         f"capabilities not claimed ({len(unclaimed_caps)}): {_join(unclaimed_caps)}",
         f"skip_ops: {len(manifest.skip_ops)}, tolerance overrides: {len(manifest.tolerance_overrides)}, "
         f"container formats: {len(manifest.container_formats)}, custom test dirs: {len(manifest.custom_test_dirs)}",
-        f"samples per item: {manifest.max_samples or 'no cap'} "
-        f"(with NaN/inf inputs: {manifest.max_samples_ieee754 or 'no cap'})",
+        f"samples per item: {manifest.max_samples or 'no cap'}, "
+        f"show_traceback: {'on' if manifest.show_traceback else 'off'}",
         f"hypothesis: max_examples {settings.max_examples}, deadline {deadline}, "
         f"derandomize {'on' if settings.derandomize else 'off'}, seed {settings.seed if settings.seed is not None else 'none'}",
         f"fingerprint: {manifest.fingerprint()[:16]}",

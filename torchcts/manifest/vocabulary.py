@@ -1,7 +1,8 @@
-"""The words a manifest may use: keys, capability names, container formats, tolerance categories.
+"""The words a manifest may use as names: capabilities, container formats, tolerance categories.
 
 One table per vocabulary, each entry with a one-line meaning; validation, `check-manifest`,
-the templates' tests and docs/manifest.md all read from here.
+the templates' tests and docs/manifest.md all read from here. The keys themselves, with their
+types, defaults and effects, are in `torchcts.manifest.schema`.
 """
 
 from __future__ import annotations
@@ -112,49 +113,16 @@ TOLERANCE_CATEGORIES: tuple[str, ...] = (
 
 TOLERANCE_KEYS: tuple[str, ...] = ("atol", "rtol")
 
-HARDWARE_KEYS: dict[str, str] = {
-    "memory_model": "'discrete' or 'unified'",
-    "device_memory_gb": "'auto' or a list of positive numbers, one per device",
-    "system_memory_gb": "'auto' or a positive number",
-    "oom_recoverable": "a bool: whether the device recovers from out-of-memory errors",
-}
-
 MEMORY_MODELS: tuple[str, ...] = ("discrete", "unified")
 
-RESOURCE_LIMIT_KEYS: dict[str, str] = {
-    "max_device_memory_mb": "None or a positive number of MiB",
-    "max_system_memory_mb": "None or a positive number of MiB",
-    "max_tensor_size_mb": "None or a positive number of MiB",
-    "cleanup_threshold_pct": "an integer from 1 to 100",
-}
 
-HYPOTHESIS_KEYS: dict[str, str] = {
-    "max_examples": "a positive integer up to 1,000,000: examples per property item",
-    "deadline": "None or a positive number of milliseconds per example, at most 86400000 (one day)",
-    "derandomize": "a bool: derive every case from the item id (release runs)",
-    "seed": "None or a non-negative integer: the run's random seed",
-}
+def __getattr__(name: str) -> object:
+    """The key tables moved to `torchcts.manifest.schema`; these names read them from there."""
+    sections = {"HARDWARE_KEYS": "hardware", "RESOURCE_LIMIT_KEYS": "resource_limits", "HYPOTHESIS_KEYS": "hypothesis"}
+    from torchcts.manifest import schema  # schema imports this module: import it on demand
 
-TOP_LEVEL_KEYS: dict[str, str] = {
-    "manifest_version": f"the manifest format version; must be {MANIFEST_VERSION}",
-    "device_name": "the device type under test ('cuda', 'mps', 'privateuseone', ...) or 'auto'",
-    "backend_import": "None or a module to import before the run, to register the backend",
-    "supported_dtypes": "dtype -> True, False, or a regex of op names the dtype is claimed for",
-    "device_count": "a positive integer: devices available to multi-device tests",
-    "semantic_level": "an integer from 1 to 8: the deepest level of behaviour claimed",
-    "max_samples": "a non-negative integer: OpInfo samples per item (0: no cap)",
-    "max_samples_ieee754": "a non-negative integer: samples per item with NaN/inf inputs (0: no cap)",
-    "ieee754_seed": "a non-negative integer: seed for special-value placement",
-    "hardware": "a dict describing the device's memory",
-    "resource_limits": "a dict of memory limits the harness keeps to",
-    "capabilities": "capability name -> bool (ieee754 also takes op-name regexes)",
-    "skip_ops": "a list of op names, or a dict op name -> reason, excluded from the run",
-    "tolerance_overrides": "'category:dtype' -> {'atol': x, 'rtol': y}",
-    "supported_container_formats": "container format -> bool (or a list of supported formats)",
-    "custom_container_decoders": "container format -> 'module:function' decoder path",
-    "custom_test_dirs": "a list of folders (relative to the manifest) with extra test modules",
-    "show_traceback": "a bool: print full tracebacks for failures",
-    "hypothesis": "Hypothesis settings for property runs",
-}
-
-REQUIRED_KEYS: tuple[str, ...] = ("manifest_version", "device_name", "supported_dtypes", "capabilities")
+    if name == "TOP_LEVEL_KEYS":
+        return schema.allowed_texts(schema.TOP_LEVEL)
+    if name in sections:
+        return schema.allowed_texts(schema.SECTION_KEYS[sections[name]].keys)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""From a manifest to a plan: the OpInfo catalog (`catalog`), the property registry, the run's
-selection, the items that run and an accounting record with a reason for every item that does not
-(`build`), and the show-skips view of it (`skips`).
+"""From a manifest to a plan: the property registry (`registry`: every property's name, capability,
+level, item source and check), the OpInfo catalog (`catalog`), the run's selection (`selection`), the
+items that run and an accounting record with a reason for every item that does not (`items`, built
+by `build`), and the show-skips view of it (`skips`).
 """

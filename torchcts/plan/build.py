@@ -1,186 +1,126 @@
 """The run plan: which (property, op, variant, dtype) items run, and a reason for every one that does not.
 
-Every OpInfo and every dtype it supports on CPU is considered for every property. An item runs
-only if the manifest claims the dtype for the op, declares the property's capability, does not
-skip the op, claims the property's semantic level, and the run's own selection (`--level`,
-`--dtype`, op patterns) keeps it. Everything else becomes an accounting record with the reason
-named in DESIGN.md, so a report can say what was not run and why.
+The properties come from the registry (`torchcts.plan.registry`): the installed suites and those in
+the manifest's `custom_test_dirs`. An OpInfo property is considered for every OpInfo its item
+source applies to, in every dtype that source gives; a scenario property for each of its scenarios
+in each dtype it lists. An item runs only if the manifest claims the dtype for the op, declares the
+property's capability, does not skip the op, claims the property's semantic level, and the run's
+own selection (`--level`, `--dtype`, `--ops`, `--property`) keeps it. Everything else becomes an
+accounting record with the reason named in docs/architecture.md, so a report can say what was not run and why.
+
+A scenario item stands where an op would: its scenario name is what a dtype claim's op regex,
+`skip_ops` and `--ops` are matched against (`supported_dtypes={"float16": "^view_"}` claims float16
+for the scenarios whose names start with `view_`).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Iterable
+from collections.abc import Mapping
+from typing import Any, Iterable, Iterator
 
-import attrs
 import torch
 
 from torchcts import dtypes as dtype_names
-from torchcts.arguments import shown
 from torchcts.manifest import DtypeStatus, Manifest
+from torchcts.outcomes import Outcome
+from torchcts.plan import registry
 from torchcts.plan.catalog import all_ops, op_id
-from torchcts.crashes.oracle import known_oracle_crash
+from torchcts.plan.items import Accounting, Plan, PlanItem
+from torchcts.plan.registry import PropertySpec
+from torchcts.plan.selection import Selection, SelectionError
+
+__all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan", "PROPERTY_BY_NAME"]
+
+_DTYPE_DETAIL = {DtypeStatus.NOT_SUPPORTED: "the manifest marks it False",
+                 DtypeStatus.REGEX_FILTERED: "the manifest's regex for it does not match this op",
+                 DtypeStatus.NOT_LISTED: "the manifest does not list it"}
 
 
-@attrs.frozen
-class Property:
-    """A property suite: its id, semantic level, the capability it tests and the variant it uses."""
+def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iterable[Any] | None = None,
+               properties: Iterable[PropertySpec] | None = None) -> Plan:
+    """Items to run and accounting for the rest: every registered property (or `properties`) over its items.
 
-    name: str
-    level: int
-    capability: str
-    variant: str = "function"
-
-    def applies_to(self, op: Any) -> bool:
-        if self.variant == "inplace":
-            return op.inplace_variant is not None
-        if self.variant == "out":
-            return bool(op.supports_out)
-        if self.name == "errors":
-            return op.error_inputs_func is not None
-        if self.name == "backward":
-            return bool(op.supports_autograd)
-        return True
-
-    def dtypes(self, op: Any) -> set[torch.dtype]:
-        """The dtypes this property can test the op in on CPU (gradients need floating dtypes)."""
-        if self.name == "backward":
-            return {d for d in op.supported_backward_dtypes("cpu") if d.is_floating_point or d.is_complex}
-        return set(op.supported_dtypes("cpu"))
-
-
-PROPERTIES: tuple[Property, ...] = (
-    Property("forward", 1, "inference"),
-    Property("layout", 2, "inference"),
-    Property("errors", 2, "inference"),
-    Property("inplace", 3, "inference", "inplace"),
-    Property("out", 3, "inference", "out"),
-    Property("backward", 4, "training"),
-)
-PROPERTY_BY_NAME = {p.name: p for p in PROPERTIES}
-
-
-@attrs.frozen
-class PlanItem:
-    """One (property, op, variant, dtype) item; `id` is stable across runs and machines."""
-
-    property: str
-    op: str
-    variant: str
-    dtype: str
-    level: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.property}::{self.op}::{self.variant}::{self.dtype}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"item": self.id, **attrs.asdict(self)}
-
-
-@attrs.frozen
-class Accounting:
-    """An item that does not run, with its outcome name and why."""
-
-    item: PlanItem
-    outcome: str  # one of the not-run outcomes in DESIGN.md
-    reason: str
-
-
-class SelectionError(ValueError):
-    """A command-line selection that cannot be used; the message names the option and what is allowed."""
-
-
-def _check_level(_: Any, __: Any, level: int | None) -> None:
-    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 8):
-        raise SelectionError(f"--level must be an integer from 1 to 8, got {level!r}")
-
-
-def _compile_patterns(selection: "Selection") -> tuple[re.Pattern[str], ...]:
-    """The `--ops` regexes, compiled once when the selection is made: a bad one fails before anything runs."""
-    compiled = []
-    for pattern in selection.op_patterns:
-        if not pattern:
-            raise SelectionError("--ops '': an empty regex matches every op; leave --ops out to run them all")
-        try:
-            compiled.append(re.compile(pattern))
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise SelectionError(f"--ops {shown(pattern)} is not a valid regular expression: {exc}") from None
-    return tuple(compiled)
-
-
-@attrs.frozen
-class Selection:
-    """What this run keeps of the manifest's claims (command-line narrowing); checked when made."""
-
-    level: int | None = attrs.field(default=None, validator=_check_level)
-    dtypes: tuple[torch.dtype, ...] | None = None
-    op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    properties: tuple[str, ...] | None = None
-    _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(
-        init=False, repr=False, eq=False, default=attrs.Factory(_compile_patterns, takes_self=True))
-
-    def op_selected(self, name: str) -> bool:
-        return not self._op_regexes or any(p.search(name) for p in self._op_regexes)
-
-
-@attrs.frozen
-class Plan:
-    items: tuple[PlanItem, ...]
-    accounting: tuple[Accounting, ...]
-
-    def for_property(self, name: str) -> tuple[PlanItem, ...]:
-        return tuple(item for item in self.items if item.property == name)
-
-
-def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iterable[Any] | None = None) -> Plan:
-    """Items to run and accounting for the rest, for every OpInfo (or `ops`) and property."""
+    OpInfo properties take every OpInfo (or `ops`); the registry is loaded with the manifest's
+    `custom_test_dirs` (registry.RegistryError when a custom module cannot be imported)."""
+    specs = registry.load(manifest.custom_test_dirs) if properties is None else tuple(properties)
     items: list[PlanItem] = []
     accounting: list[Accounting] = []
-    for op in ops if ops is not None else all_ops():
+
+    def consider(item: PlanItem, spec: PropertySpec, dtype: torch.dtype, names: tuple[str, ...]) -> None:
+        verdict = _not_run_reason(manifest, selection, spec, names, dtype)
+        if verdict is None:
+            items.append(item)
+        else:
+            accounting.append(Accounting(item, *verdict))
+
+    opinfo_specs = [spec for spec in specs if not spec.scenario]
+    for op in (ops if ops is not None else all_ops()) if opinfo_specs else ():
         name = op_id(op)
-        for prop in PROPERTIES:
-            if not prop.applies_to(op):
+        for spec in opinfo_specs:
+            if not spec.items.applies(op):
                 continue
-            supported = prop.dtypes(op)
+            supported = set(spec.items.dtypes(op))
             for dtype in dtype_names.CLAIMABLE_DTYPES:
-                if dtype not in supported:
-                    continue
-                item = PlanItem(prop.name, name, prop.variant, dtype_names.canonical_name(dtype), prop.level)
-                verdict = _not_run_reason(manifest, selection, prop, op, name, dtype)
-                if verdict is None:
-                    items.append(item)
-                else:
-                    accounting.append(Accounting(item, *verdict))
+                if dtype in supported:
+                    item = PlanItem(spec.name, name, spec.variant, dtype_names.canonical_name(dtype), spec.level)
+                    consider(item, spec, dtype, (op.name, name))
+    for spec in specs:
+        if spec.scenario:
+            for scenario in spec.items.scenarios:
+                for dtype_name in spec.items.dtypes:
+                    dtype = dtype_names.lookup(dtype_name)
+                    item = PlanItem(spec.name, scenario, spec.variant, dtype_names.canonical_name(dtype), spec.level)
+                    consider(item, spec, dtype, (scenario,))
     return Plan(tuple(items), tuple(accounting))
 
 
-def _not_run_reason(manifest: Manifest, selection: Selection, prop: Property, op: Any, name: str,
-                    dtype: torch.dtype) -> tuple[str, str] | None:
-    status = manifest.dtype_status(dtype, op.name)
+def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec, names: tuple[str, ...],
+                    dtype: torch.dtype) -> tuple[Outcome, str] | None:
+    """Why the item does not run, or None. `names`: the OpInfo's name and id (or the scenario's name);
+    dtype regexes match the first, `skip_ops` either, `--ops` the last."""
+    status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
-        detail = {DtypeStatus.NOT_SUPPORTED: "the manifest marks it False",
-                  DtypeStatus.REGEX_FILTERED: "the manifest's regex for it does not match this op",
-                  DtypeStatus.NOT_LISTED: "the manifest does not list it"}[status]
-        return status.value, f"{dtype_names.canonical_name(dtype)}: {detail}"
+        return Outcome(status.value), f"{dtype_names.canonical_name(dtype)}: {_DTYPE_DETAIL[status]}"
     if dtype in dtype_names.FLOAT8_DTYPES and not manifest.declares("fp8"):
-        return "capability_not_declared", "float8 dtypes need the fp8 capability"
-    if not manifest.declares(prop.capability):
-        return "capability_not_declared", f"the {prop.name} property needs the {prop.capability} capability"
-    reason = manifest.skip_reason(op.name) or manifest.skip_reason(name)
+        return Outcome.CAPABILITY_NOT_DECLARED, "float8 dtypes need the fp8 capability"
+    if not manifest.declares(spec.capability):
+        return Outcome.CAPABILITY_NOT_DECLARED, f"the {spec.name} property needs the {spec.capability} capability"
+    reason = next((r for r in map(manifest.skip_reason, names) if r is not None), None)
     if reason is not None:
-        return "op_excluded", reason
-    if prop.level > manifest.semantic_level:
-        return "level_filtered", f"level {prop.level} is above the manifest's semantic_level {manifest.semantic_level}"
-    if selection.level is not None and prop.level > selection.level:
-        return "deselected", f"level {prop.level} is above --level {selection.level}"
+        return Outcome.OP_EXCLUDED, reason
+    if spec.level > manifest.semantic_level:
+        return Outcome.LEVEL_FILTERED, (f"level {spec.level} is above the manifest's semantic_level "
+                                        f"{manifest.semantic_level}")
+    if selection.level is not None and spec.level > selection.level:
+        return Outcome.DESELECTED, f"level {spec.level} is above --level {selection.level}"
     if selection.dtypes is not None and dtype not in selection.dtypes:
-        return "deselected", "--dtype leaves it out"
-    if selection.properties is not None and prop.name not in selection.properties:
-        return "deselected", "--property leaves it out"
-    if not selection.op_selected(name):
-        return "deselected", "--ops leaves it out"
-    crash = known_oracle_crash(prop.name, name, dtype)
-    if crash is not None:
-        return "cpu_contract", crash
+        return Outcome.DESELECTED, "--dtype leaves it out"
+    if selection.properties is not None and spec.name not in selection.properties:
+        return Outcome.DESELECTED, "--property leaves it out"
+    if not selection.op_selected(names[-1]):
+        return Outcome.DESELECTED, "--ops leaves it out"
     return None
+
+
+class _RegisteredProperties(Mapping):
+    """Deprecated: property name -> its `PropertySpec`, read live from the registry (the installed
+    properties are loaded on first use). New code asks `torchcts.plan.registry` directly."""
+
+    def _specs(self) -> dict[str, PropertySpec]:
+        registry.load()  # the installed suites; custom ones are in once a plan or run has loaded them
+        return {spec.name: spec for spec in registry.properties()}
+
+    def __getitem__(self, name: str) -> PropertySpec:
+        return self._specs()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs())
+
+    def __len__(self) -> int:
+        return len(self._specs())
+
+    def __repr__(self) -> str:
+        return f"PROPERTY_BY_NAME({', '.join(self._specs())})"
+
+
+PROPERTY_BY_NAME: Mapping[str, PropertySpec] = _RegisteredProperties()

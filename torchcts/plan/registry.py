@@ -73,9 +73,10 @@ class ScenarioItems:
     def _check_dtypes(self, _: Any, value: tuple[str, ...]) -> None:
         from torchcts import dtypes as dtype_names
 
-        bad = [d for d in value if not isinstance(d, str) or dtype_names.lookup(d) is None]
+        bad = [d for d in value if not isinstance(d, str) or dtype_names.lookup(d) not in dtype_names.CLAIMABLE_DTYPES]
         if not value or bad:
-            raise RegistryError(f"ScenarioItems.dtypes: dtype names (float32, bfloat16, ...), got {value!r}")
+            raise RegistryError(f"ScenarioItems.dtypes: names of dtypes a manifest can claim (float32, bfloat16, ...), "
+                                f"got {value!r}")
 
 
 @attrs.frozen
@@ -102,6 +103,7 @@ class PropertySpec:
 
 
 _REGISTRY: dict[str, PropertySpec] = {}
+_INSTALLED_LOADED = False  # the modules of torchcts.properties are imported (once per process)
 
 
 def register_property(name: str, *, capability: str, level: int, items: OpInfoItems | ScenarioItems = OpInfoItems(),
@@ -142,19 +144,34 @@ def _origin(function: Callable) -> str:
 
 
 def load(extra_dirs: Iterable[Path | str] = ()) -> tuple[PropertySpec, ...]:
-    """Import every module of `torchcts.properties` and of the extra folders; every property, by level then name."""
-    package = importlib.import_module(PROPERTIES_PACKAGE)
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{PROPERTIES_PACKAGE}.{info.name}")
+    """Import every module of `torchcts.properties` and the suite files (`test_*.py`, `*_test.py`, the
+    files pytest collects) of the extra folders; their properties, by level then name.
+
+    Properties of custom folders loaded earlier in this process but not named now are left out, so
+    a plan sees the installed suites and its own manifest's `custom_test_dirs`, nothing else."""
+    global _INSTALLED_LOADED
+    if not _INSTALLED_LOADED:
+        package = importlib.import_module(PROPERTIES_PACKAGE)
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{PROPERTIES_PACKAGE}.{info.name}")
+        _INSTALLED_LOADED = True
+    tags = set()
     for folder in extra_dirs:
-        for path in sorted(Path(folder).glob("*.py")):
-            _import_file(path)
-    return properties()
+        tag = _folder_tag(Path(folder))
+        tags.add(tag)
+        for path in sorted({*Path(folder).glob("test_*.py"), *Path(folder).glob("*_test.py")}):
+            _import_file(path, tag)
+    prefix = f"{CUSTOM_MODULE_PREFIX}.d"
+    return tuple(p for p in properties()
+                 if not p.module.startswith(prefix) or p.module[len(prefix):].split(".")[0] in tags)
 
 
-def _import_file(path: Path) -> None:
+def _folder_tag(folder: Path) -> str:
+    return hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]
+
+
+def _import_file(path: Path, tag: str) -> None:
     """Import a custom property module by path, under a name unique to its folder (two folders may share file names)."""
-    tag = hashlib.sha256(str(path.resolve().parent).encode()).hexdigest()[:12]
     name = f"{CUSTOM_MODULE_PREFIX}.d{tag}.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
     if name in sys.modules:
         return
@@ -165,17 +182,23 @@ def _import_file(path: Path) -> None:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except RegistryError:
+    except RegistryError as exc:
         del sys.modules[name]
-        raise
+        raise RegistryError(f"{path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a custom suite the user wrote: one line naming it
         del sys.modules[name]
-        raise RegistryError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise RegistryError(f"{path}: importing it raised {type(exc).__name__}: {first}") from exc
 
 
 def properties() -> tuple[PropertySpec, ...]:
     """The registered properties (of the modules imported so far), by level then name."""
     return tuple(sorted(_REGISTRY.values(), key=lambda p: (p.level, p.name)))
+
+
+def names() -> tuple[str, ...]:
+    """The registered property names, by level then name (`--property` choices)."""
+    return tuple(p.name for p in properties())
 
 
 def get(name: str) -> PropertySpec:

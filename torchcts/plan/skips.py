@@ -5,11 +5,15 @@ from __future__ import annotations
 import collections
 from typing import Any, Iterator
 
-from torchcts.plan.build import PROPERTY_BY_NAME, Plan
+from torchcts.plan import registry
+from torchcts.plan.items import Plan
 
 
 def skip_lines(plan: Plan, manifest: Any, device: str | None, list_items: bool = False) -> Iterator[str]:
-    """Lines: the items not run grouped by outcome and reason, counts per capability and dtype, what runs."""
+    """Lines: the items not run grouped by outcome and reason, counts per capability and dtype, what runs.
+
+    Capabilities come from the registry: every property of the plan is registered (build_plan loaded it)."""
+    capability_of = registry.capability_map()
     yield (f"manifest {manifest.source} ({manifest.device_name}), device {device or manifest.device_name}: "
            f"{len(plan.items)} items would run, {len(plan.accounting)} would not")
     by_reason: dict[tuple[str, str], list[Any]] = collections.defaultdict(list)
@@ -29,7 +33,7 @@ def skip_lines(plan: Plan, manifest: Any, device: str | None, list_items: bool =
                     yield f"              {item.id}"
     yield ""
     yield "per capability (the property's capability): would run / would not run"
-    for capability, (run, not_run) in sorted(_per(plan, lambda item: PROPERTY_BY_NAME[item.property].capability)):
+    for capability, (run, not_run) in sorted(_per(plan, lambda item: capability_of[item.property])):
         yield f"  {capability:28} {run:6} / {not_run}"
     yield ""
     yield "per dtype: would run / would not run"
@@ -38,7 +42,7 @@ def skip_lines(plan: Plan, manifest: Any, device: str | None, list_items: bool =
     yield ""
     yield f"would run: {len(plan.items)} items"
     by_property = collections.Counter(item.property for item in plan.items)
-    for name in PROPERTY_BY_NAME:
+    for name in capability_of:
         if by_property[name]:
             yield f"  {name:28} {by_property[name]:6}"
     if list_items:

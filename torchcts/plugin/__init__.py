@@ -3,9 +3,11 @@
 Installed with TorchCTS, so it loads in every pytest session of the environment; it stays inert
 (and imports nothing heavy) unless a TorchCTS option is given. `--manifest` alone loads and
 validates a manifest. `--device` (or `--validation`) turns a session into a conformance run:
-the plan is built once, every item not run is written as an accounting record, the property
-functions of `torchcts.properties` are parametrized over the plan's items, and each item's
-result record is appended as it finishes; `run.json` closes the run as complete or partial.
+the plan is built once, every item not run is written as an accounting record, the registered
+property functions (`torchcts.properties`, custom folders) are parametrized over their items, and
+each item is run by the engine (`torchcts.engine.run`) in place of the function: its record is
+appended and shown to pytest as a pass, a skip with the reason, or a failure with the error;
+`run.json` closes the run as complete or partial.
 """
 
 from __future__ import annotations
@@ -17,13 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from torchcts.engine.context import CaseContext
     from torchcts.manifest import Manifest
     from torchcts.plugin.session import RunSession
 
 MANIFEST_KEY = pytest.StashKey["Manifest"]()
 SESSION_KEY = pytest.StashKey["RunSession"]()
-CONTEXT_KEY = pytest.StashKey["CaseContext"]()
 SIGNALS_KEY = pytest.StashKey[contextlib.ExitStack]()
 
 
@@ -138,21 +138,28 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "cts" not in metafunc.fixturenames:
+    """A registered property's check is parametrized over its items (the plan's, or the replayed cases')."""
+    name = _property_name(metafunc)
+    if name is None:
         return
     session = metafunc.config.stash.get(SESSION_KEY, None)
     if session is None:
         raise pytest.UsageError("torchcts.properties run against a device: pass --device D (or --validation)")
-    items = session.items_for(metafunc.function.__name__.removeprefix("test_"))
-    metafunc.parametrize("cts_item", items, ids=[item.id for item in items])
+    items = session.items_for(name)
+    metafunc.parametrize("cts", items, ids=[item.id for item in items])
 
 
-@pytest.fixture
-def cts(request: pytest.FixtureRequest, cts_item: Any) -> "CaseContext":
-    """The plan item being run, with its op, dtype, device, seed and the oracle helpers."""
-    context = request.config.stash[SESSION_KEY].context_for(cts_item)
-    request.node.stash[CONTEXT_KEY] = context
-    return context
+def _property_name(metafunc: pytest.Metafunc) -> str | None:
+    """The property a test function checks (`@register_property` marks it); None for other test functions.
+
+    Read from the function's mark, so sessions without TorchCTS options import nothing. A `test_<name>(cts)`
+    function not (yet) registered is taken as property `<name>`."""
+    name = getattr(metafunc.function, "__torchcts_property__", None)  # torchcts.plan.registry.ATTRIBUTE
+    if isinstance(name, str):
+        return name
+    if "cts" in metafunc.fixturenames and metafunc.function.__name__.startswith("test_"):
+        return metafunc.function.__name__.removeprefix("test_")
+    return None
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -166,33 +173,23 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 def _plan_item(item: pytest.Item) -> Any:
     """The plan item a test item runs, or None (other tests; an empty parametrization)."""
     callspec = getattr(item, "callspec", None)
-    value = callspec.params.get("cts_item") if callspec is not None else None
+    value = callspec.params.get("cts") if callspec is not None else None
     return value if hasattr(value, "as_json") else None  # a PlanItem or a ReplayItem
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """Run the item in a forked child when the isolation policy says so; None lets pytest run it here."""
-    session = item.config.stash.get(SESSION_KEY, None)
-    plan_item = _plan_item(item)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a property item with the engine instead of calling the function; present its record."""
+    session = pyfuncitem.config.stash.get(SESSION_KEY, None)
+    plan_item = _plan_item(pyfuncitem)
     if session is None or plan_item is None:
         return None
     from torchcts import interrupts
+    from torchcts.plugin.session import present
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
-    return session.run_isolated(item, plan_item, nextitem)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    report = yield
-    session = item.config.stash.get(SESSION_KEY, None)
-    plan_item = _plan_item(item)
-    if session is None or plan_item is None:
-        return report
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        session.record_result(plan_item, item.stash.get(CONTEXT_KEY, None), report, call)
-    return report
+    present(session.run(plan_item))
+    return True
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

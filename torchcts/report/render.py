@@ -1,5 +1,5 @@
 """`torchcts report`: the scorecard (Markdown), a self-contained HTML report, JUnit XML and a
-summary JSON, regenerated from a saved run (`report_data`) with the templates in `report_templates/`.
+summary JSON, regenerated from a saved run (`data`) with the templates in `templates/`.
 """
 
 from __future__ import annotations
@@ -12,12 +12,17 @@ from typing import Any
 
 import jinja2
 
-from torchcts.report.data import EXECUTED, ResultsError, build_report, find_baseline, load_run
+from torchcts.outcomes import EXECUTED, GROUPS, Group, Outcome
+from torchcts.report.data import ResultsError, build_report, find_baseline, load_run
 from torchcts.results.history import Warn, warn_on_stderr
 
 FORMATS = ("md", "html", "junit", "json")
 _FILES = {"md": "scorecard.md", "html": "report.html", "junit": "junit.xml", "json": "summary.json"}
-_JUNIT_NOT_RUN = ("cpu_contract", "runtime_unavailable")  # attempted, not executable: skipped in JUnit
+# attempted, not executable (the CPU contract, runtime availability): skipped in JUnit
+_JUNIT_NOT_RUN = GROUPS[Group.CPU_CONTRACT] + GROUPS[Group.RUNTIME_AVAILABILITY]
+# a JUnit test case's result, per outcome (the outcomes not here are not JUnit test cases)
+_JUNIT_KIND = {**{o: "error" for o in EXECUTED}, Outcome.PASSED: "passed", Outcome.FAILED: "failure",
+               **{o: "skipped" for o in _JUNIT_NOT_RUN}}
 
 # Text from records and cases is untrusted: characters XML cannot carry (controls, lone surrogates,
 # U+FFFE/U+FFFF) become U+FFFD in every format; HTML and XML are autoescaped; Markdown is escaped by
@@ -109,17 +114,17 @@ def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
     if name == "html":
         return _TEMPLATES.get_template("report.html.jinja").render(report=report, level_chart=_level_chart(report),
                                                                    **helpers)
-    cases = [_junit_case(r) for r in run["records"] if r["outcome"] in EXECUTED + _JUNIT_NOT_RUN]
+    cases = [_junit_case(r) for r in run["records"] if r["outcome"] in _JUNIT_KIND]  # executed or attempted
     return _TEMPLATES.get_template("junit.xml.jinja").render(
-        report=report, cases=cases, failures=sum(c["outcome"] == "failed" for c in cases),
-        errors=sum(c["outcome"] in ("error", "crashed", "timed_out") for c in cases),
-        skipped=sum(c["outcome"] in _JUNIT_NOT_RUN for c in cases))
+        report=report, cases=cases, failures=sum(c["kind"] == "failure" for c in cases),
+        errors=sum(c["kind"] == "error" for c in cases), skipped=sum(c["kind"] == "skipped" for c in cases))
 
 
 def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
     error = record.get("error") or ""
     replay = (record.get("counterexample") or {}).get("replay")
     return {"item": record["item"], "property": record["property"], "outcome": record["outcome"],
+            "kind": _JUNIT_KIND[record["outcome"]],
             "reason": record.get("reason", ""), "duration_s": record.get("duration_s"),
             "message": error.splitlines()[0][:300] if error else record.get("reason", ""),
             "detail": error + (f"\nreplay: {replay}" if replay else "")}

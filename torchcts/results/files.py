@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from torchcts import outcomes
+
 MiB = 2**20
 MAX_SUMMARY_BYTES = 16 * MiB  # run.json (a real one is a few KiB)
 MAX_LINE_BYTES = 8 * MiB  # one line of records.jsonl or started.jsonl
@@ -25,11 +27,6 @@ MAX_RECORDS = 1_000_000  # lines of one records.jsonl or started.jsonl (a full p
 MAX_DEPTH = 100  # JSON nesting of any value (a record needs 3)
 MAX_INT_DIGITS = 100  # an integer in any result file (int64 needs 19 digits; converting huge ones is quadratic)
 LEVELS = range(0, 9)  # semantic levels 1..8; 0 for items with no level (a replayed case that cannot be read)
-
-EXECUTED = ("passed", "failed", "error", "crashed", "timed_out")
-NOT_RUN = ("dtype_not_supported", "dtype_regex_filtered", "dtype_not_listed", "capability_not_declared",
-           "op_excluded", "level_filtered", "deselected", "cpu_contract", "runtime_unavailable")
-OUTCOMES = EXECUTED + NOT_RUN
 
 
 class ResultFileError(Exception):
@@ -106,7 +103,7 @@ def _level(value: Any) -> bool:
 
 
 def _outcome(value: Any) -> bool:
-    return isinstance(value, str) and value in OUTCOMES
+    return isinstance(value, str) and value in outcomes.VALUES  # what outcomes.parse accepts, without building it
 
 
 def _counterexample(value: Any) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from torchcts import interrupts
+from torchcts.outcomes import EXECUTED, Outcome
 
 SCHEMA_VERSION = 1
 
@@ -66,7 +67,7 @@ class RunWriter:
         self.folder = Path(results_dir) / self.run_id
         self.environment = environment
         self.started = datetime.datetime.now(datetime.timezone.utc)
-        self.outcomes: collections.Counter[str] = collections.Counter()
+        self.outcomes: collections.Counter[str] = collections.Counter()  # outcome value -> records
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -86,11 +87,11 @@ class RunWriter:
         line = json.dumps(record, sort_keys=True, default=str) + "\n"
         with interrupts.deferred():
             os.write(self._fd, line.encode())
-            self.outcomes[record["outcome"]] += 1
+            self.outcomes[str(record["outcome"])] += 1  # an Outcome member counts as its value
 
-    def count(self, outcome: str) -> None:
+    def count(self, outcome: Outcome | str) -> None:
         """Count a record another process wrote to this run (an isolated child)."""
-        self.outcomes[outcome] += 1
+        self.outcomes[str(outcome)] += 1
 
     def write_summary(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
         summary = {
@@ -102,7 +103,7 @@ class RunWriter:
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat() if status != "running" else None,
             "environment": self.environment,
             "counts": dict(sorted(self.outcomes.items())),
-            "executed": sum(n for o, n in self.outcomes.items() if o in EXECUTED_OUTCOMES),
+            "executed": sum(n for o, n in self.outcomes.items() if o in EXECUTED),
             "interrupted": interrupted,  # null, or what stopped the run early and the item it stopped in
         }
         partial = self.folder / "run.json.partial"
@@ -136,9 +137,6 @@ class RunWriter:
                     recorded.add(record.get("item"))
         self.outcomes = outcomes
         return recorded
-
-
-EXECUTED_OUTCOMES = ("passed", "failed", "error", "crashed", "timed_out")
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ bug's overloads: an item that never runs an overload cannot see its bug. A bug i
 some item that passes on the clean backend fails or errors with the bug on; the clean run must
 have no failure, except on ops where the faulty device is documented to differ from CPU
 (`agreement.EXPLAINED`, e.g. scaled_dot_product_attention: math kernel vs CPU's fused kernel),
-which are listed apart.
+which are listed apart. The registered properties (`torchcts.plan.registry`) no clean item
+exercised are listed too: a seeded bug only they could see cannot be detected.
 """
 
 from __future__ import annotations
@@ -16,16 +17,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 import attrs
 
+from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
 from torchcts.results.files import read_summary
 from torchcts.results.writer import read_records
 from torchcts.plugin.launch import latest_run, run_folders
 from torchcts.plugin.session import TRACE_ENV
 from torchcts.manifest.templates import render_template
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
+
+
+DETECTS = (Outcome.FAILED, Outcome.ERROR)  # a seeded bug is detected by an item failing or erroring with it on
 
 
 @attrs.frozen
@@ -46,6 +51,7 @@ class SelftestReport:
     bugs: tuple[BugResult, ...]
     incomplete_runs: tuple[str, ...] = ()  # runs that did not finish
     explained_clean_failures: tuple[str, ...] = ()  # the faulty device's documented disagreements with CPU
+    unexercised_properties: tuple[str, ...] = ()  # registered properties no clean item executed
 
     @property
     def detection_rate(self) -> float:
@@ -86,7 +92,7 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     progress("selftest: clean run against the faulty device ...")
     clean, clean_complete = _run(results_dir / "clean", manifest, level, dtypes, max_examples, bugs="")
     incomplete = [] if clean_complete else ["clean"]
-    failing_clean = [r for r in clean if r["outcome"] in ("failed", "error", "crashed", "timed_out")]
+    failing_clean = [r for r in clean if r["outcome"] in PROBLEMS]
     failed = tuple(r["item"] for r in failing_clean)
     explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
     reached: dict[str, set[str]] = {}
@@ -105,12 +111,23 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
             if not complete:
                 incomplete.append(bug.name)
             # only items the clean backend passes can show a bug
-            failing = tuple(r["item"] for r in records if r["outcome"] in ("failed", "error") and r["item"] not in failed)
+            failing = tuple(r["item"] for r in records if r["outcome"] in DETECTS and r["item"] not in failed)
         else:
             progress(f"selftest: {bug.name}: no item runs {', '.join(bug.ops)}")
         results.append(BugResult(bug.name, bug.description, tuple(ops), failing))
     return SelftestReport(tuple(item for item in failed if item not in explained), tuple(results), tuple(incomplete),
-                          explained)
+                          explained, unexercised_properties(clean, level))
+
+
+def unexercised_properties(records: Iterable[dict[str, Any]], level: int, specs: Iterable[Any] | None = None
+                           ) -> tuple[str, ...]:
+    """The registered properties at or below `level` (`specs`: the registry's) with no executed item in `records`."""
+    if specs is None:
+        from torchcts.plan import registry
+
+        specs = registry.load()
+    executed = {r["property"] for r in records if r["outcome"] in EXECUTED}
+    return tuple(p.name for p in specs if p.level <= level and p.name not in executed)
 
 
 def _documented_disagreement(op: str) -> bool:
@@ -131,6 +148,9 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
         if not bug.detected:
             why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
             echo(f"  MISSED   {bug.name}: {bug.description} ({why})")
+    if report.unexercised_properties:
+        echo("registered properties no clean item executed (bugs only they could see go unseen): "
+             + ", ".join(report.unexercised_properties))
     if report.incomplete_runs:
         echo(f"runs that did not complete (a crash?): {', '.join(report.incomplete_runs)}")
     echo(f"clean backend failures: {len(report.clean_failures)}"

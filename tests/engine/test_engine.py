@@ -1,0 +1,203 @@
+"""The engine without pytest: `run_item` on real items gives the records `torchcts run` writes;
+outcomes come from exception types; isolation (per item, per case) keeps or explains the record."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import attrs
+import pytest
+
+from torchcts.cases.files import CaseFileError
+from torchcts.cases.replay import ReplayItem
+from torchcts.engine.context import BackendError, CaseCrashed
+from torchcts.engine.outcome import NotRun, classify
+from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.targets import Target
+from torchcts.isolation.policy import IsolationPolicy
+from torchcts.manifest import load_manifest
+from torchcts.manifest.templates import render_template
+from torchcts.outcomes import Outcome
+from torchcts.plan import registry
+from torchcts.plan.build import PlanItem
+from torchcts.results.writer import read_records
+
+ABS = PlanItem("forward", "abs", "function", "float32", 1)
+COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "cpu_contract_cases", "unavailable_cases",
+            "max_abs_error", "max_rel_error", "max_ulp", "counterexample")
+
+
+@pytest.fixture(scope="module")
+def manifest_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("engine") / "manifest.py"
+    path.write_text(render_template("complete", device_name="cpu"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def settings(manifest_path):
+    manifest, _ = load_manifest(manifest_path)
+    return EngineSettings(target=Target("cpu"), manifest=manifest, level=1, max_examples=2, versions=versions())
+
+
+@attrs.frozen
+class CaseIsolation:  # what IsolationPolicy.case_isolation returns for a CPU-oracle crash rule
+    timeout_s: float
+    reason: str
+
+
+@attrs.frozen
+class OracleCrashPolicy:
+    """An isolation policy that isolates no item but every case of every item (a CPU-oracle crash rule)."""
+
+    timeout_s: float = 60.0
+
+    def reason(self, item):
+        return None
+
+    def case_isolation(self, item):
+        return CaseIsolation(self.timeout_s, "known CPU crash: the test's rule")
+
+
+@pytest.fixture
+def scenario():
+    """Register scenario properties for one test (and forget them after it)."""
+    names = []
+
+    def register(name, check):
+        names.append(name)
+        registry.register_property(name, capability="inference", level=1,
+                                   items=registry.ScenarioItems(("probe",), ("float32",)))(check)
+        return PlanItem(name, "probe", "scenario", "float32", 1)
+
+    yield register
+    for name in names:
+        registry._REGISTRY.pop(name, None)
+
+
+def test_run_item_gives_the_record_torchcts_run_writes(tmp_path, manifest_path, settings):
+    record = run_item(ABS, settings)
+    assert record["outcome"] is Outcome.PASSED and record["examples"] == 2 and len(record["fingerprints"]) == 2
+    assert record["item"] == ABS.id and record["error"] is None and "isolated" not in record
+    command = [sys.executable, "-m", "torchcts", "run", "--validation", "--derandomize", "--manifest", str(manifest_path),
+               "--level", "1", "--dtype", "float32", "--ops", "^abs$", "--property", "forward", "--max-examples", "2",
+               "--results-dir", str(tmp_path / "results")]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    written = {r["item"]: r for r in read_records(next((tmp_path / "results").glob("*/run.json")).parent)}[ABS.id]
+    assert {k: record[k] for k in COMPARED} == {k: written[k] for k in COMPARED}
+    assert set(record) == set(written)
+
+
+def test_an_isolated_item_gives_the_same_record(settings):
+    here = run_item(ABS, settings)
+    forked = run_item(ABS, attrs.evolve(settings, isolation=IsolationPolicy(everything=True)))
+    assert forked["isolated"] == "--subprocess-per-test" and forked["outcome"] is Outcome.PASSED
+    assert {k: here[k] for k in COMPARED} == {k: forked[k] for k in COMPARED}
+
+
+@pytest.mark.parametrize("exc, outcome, reason", [
+    (NotRun(Outcome.CPU_CONTRACT, "cpu_contract: the CPU oracle rejected all 3 cases"), Outcome.CPU_CONTRACT,
+     "cpu_contract: the CPU oracle rejected all 3 cases"),
+    (NotRun(Outcome.RUNTIME_UNAVAILABLE, "no case can run"), Outcome.RUNTIME_UNAVAILABLE, "no case can run"),
+    (AssertionError("differs"), Outcome.FAILED, "the backend's result differs from the CPU oracle's"),
+    (BackendError("raised"), Outcome.ERROR, "the backend raised where the CPU oracle did not"),
+    (CaseCrashed("died"), Outcome.CRASHED, "a case crashed the process running it"),
+    (CaseFileError("x.json", "inputs", "bad"), Outcome.ERROR, "the corpus case cannot be replayed"),
+    (ValueError("oops"), Outcome.ERROR, "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)"),
+])
+def test_outcomes_come_from_exception_types(exc, outcome, reason):
+    verdict = classify(exc)
+    assert (verdict.outcome, verdict.reason) == (outcome, reason)
+    assert verdict.error is None if isinstance(exc, NotRun) else verdict.error.startswith(type(exc).__name__ + ":")
+
+
+def test_show_traceback_puts_the_traceback_in_the_error(settings, scenario):
+    def test_raises(cts):
+        raise ValueError("deep inside the check")
+
+    item = scenario("engine_probe_traceback", test_raises)
+    assert run_item(item, settings)["error"] == "ValueError: deep inside the check"
+    error = run_item(item, attrs.evolve(settings, show_traceback=True))["error"]
+    assert error.startswith("Traceback (most recent call last):") and "test_raises" in error
+    assert error.rstrip().endswith("ValueError: deep inside the check")
+
+
+def test_a_scenario_property_registered_here_runs_without_an_op(settings, scenario):
+    seen = []
+
+    def test_probe(cts):
+        seen.append((cts.op, cts.item.op))
+
+        def check(case):
+            if case == 3:
+                cts.on_device_call(lambda c, s, target: 1 / 0, case)
+
+        cts.run_each([1, 2], check)
+
+    item = scenario("engine_probe_scenario", test_probe)
+    record = run_item(item, settings)
+    assert seen == [(None, "probe")]
+    assert record["outcome"] is Outcome.PASSED and record["examples"] == 2 and len(set(record["fingerprints"])) == 2
+    assert record["property"] == "engine_probe_scenario" and record["variant"] == "scenario"
+
+    def test_fails(cts):
+        cts.run_each([3], lambda case: cts.on_device_call(lambda c, s, target: 1 / 0, case))
+
+    error = run_item(scenario("engine_probe_backend_error", test_fails), settings)
+    assert error["outcome"] is Outcome.ERROR and "ZeroDivisionError" in error["error"]
+    assert error["counterexample"] is None  # a scenario's drawn value is no corpus case
+
+    def test_no_cases(cts):
+        cts.run_each([], lambda case: None)
+
+    nothing = run_item(scenario("engine_probe_no_cases", test_no_cases), settings)
+    assert nothing["outcome"] is Outcome.RUNTIME_UNAVAILABLE and nothing["error"] is None
+
+
+def test_an_interrupt_propagates_and_makes_no_record(settings, scenario):
+    def test_interrupted(cts):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_item(scenario("engine_probe_interrupt", test_interrupted), settings)
+
+
+def test_an_unreadable_replay_case_is_an_error_record(tmp_path, settings):
+    item = ReplayItem(str(tmp_path / "gone.json"), "forward", "", "", "", 0, problem=("inputs", "not base64"))
+    record = run_item(item, settings)
+    assert record["outcome"] is Outcome.ERROR and record["reason"] == "the corpus case cannot be replayed"
+    assert record["error"].startswith(f"UnreadableCase: {tmp_path / 'gone.json'}: inputs: not base64")
+
+
+def test_a_cpu_oracle_crash_is_cpu_contract_and_a_device_crash_a_finding(settings, scenario):
+    def test_oracle_dies(cts):
+        cts.run_each([1, 2], lambda case: cts.on_cpu_call(lambda c, s, target: os.abort(), case))
+
+    def test_device_dies(cts):
+        def check(case):
+            cts.on_cpu_call(lambda c, s, target: case, case)  # the oracle answers
+            cts.on_device_call(lambda c, s, target: os.abort(), case)
+
+        cts.run_each([1], check)
+
+    isolating = attrs.evolve(settings, isolation=OracleCrashPolicy())
+    oracle = run_item(scenario("engine_probe_oracle_crash", test_oracle_dies), isolating)
+    assert oracle["outcome"] is Outcome.CPU_CONTRACT and oracle["cpu_contract_cases"] == 2
+    assert "crashed on all 2 cases" in oracle["reason"] and "known CPU crash: the test's rule" in oracle["reason"]
+    device = run_item(scenario("engine_probe_device_crash", test_device_dies), isolating)
+    assert device["outcome"] is Outcome.CRASHED and "SIGABRT" in device["error"]
+
+
+def test_a_cpu_rejection_in_a_case_child_stays_a_rejection(settings, scenario):
+    def test_rejects(cts):
+        def oracle_raises(c, s, target):
+            raise RuntimeError("CPU says no")
+
+        cts.run_each([1], lambda case: cts.on_cpu_call(oracle_raises, case))
+
+    record = run_item(scenario("engine_probe_rejects", test_rejects), attrs.evolve(settings, isolation=OracleCrashPolicy()))
+    assert record["outcome"] is Outcome.CPU_CONTRACT
+    assert record["reason"] == "cpu_contract: the CPU oracle rejected all 1 cases"

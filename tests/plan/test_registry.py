@@ -1,0 +1,185 @@
+"""The property registry: every installed property is registered with what it proves, declarations are
+checked when they are made, and custom folders load one file at a time with the file named."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts.plan import registry
+from torchcts.plan.build import PROPERTY_BY_NAME
+from torchcts.plan.registry import OpInfoItems, RegistryError, ScenarioItems, register_property
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """The installed properties, in a registry copy this test may add to (restored afterwards)."""
+    registry.load()
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+
+def _property_functions():
+    package = importlib.import_module(registry.PROPERTIES_PACKAGE)
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{registry.PROPERTIES_PACKAGE}.{info.name}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("test_") and function.__module__ == module.__name__:
+                yield f"{module.__name__}.{name}", function
+
+
+def test_every_property_function_of_the_installed_suites_is_registered():
+    registry.load()
+    functions = dict(_property_functions())
+    assert functions
+    unregistered = [name for name, function in functions.items() if registry.property_of(function) is None]
+    assert not unregistered, f"test functions without @register_property: {unregistered}"
+
+
+def test_the_capability_map_covers_every_registered_property_with_a_manifest_capability():
+    specs = registry.load()
+    capability_of = registry.capability_map()
+    assert set(capability_of) == {spec.name for spec in specs} == set(registry.names())
+    assert all(capability in CAPABILITIES for capability in capability_of.values())
+    assert all(c in CAPABILITIES for spec in specs for c in spec.also_proves)
+    assert set(PROPERTY_BY_NAME) == set(capability_of)  # the deprecated view reads the registry
+
+
+def test_the_installed_properties_declare_what_they_prove():
+    registry.load()
+    declared = {name: (spec.capability, spec.level, spec.variant, spec.compares_values, spec.draws)
+                for name in ("forward", "layout", "errors", "inplace", "out", "backward")
+                for spec in [registry.get(name)]}
+    assert declared == {
+        "forward": ("inference", 1, "function", True, True),
+        "layout": ("inference", 2, "function", True, True),
+        "errors": ("inference", 2, "function", False, False),
+        "inplace": ("inference", 3, "inplace", True, True),
+        "out": ("inference", 3, "out", True, True),
+        "backward": ("training", 4, "function", True, True),
+    }
+    assert registry.also_proves_map() == {"ieee754": ["forward", "inplace", "out", "backward"]}
+
+
+def _check(cts):  # a check function body for the declarations below
+    pass
+
+
+@pytest.mark.parametrize(("name", "declaration", "message"), [
+    ("Bad-Name", {}, "property name 'Bad-Name': lower_snake_case"),
+    ("telepathic", {"capability": "telepathy"}, "property telepathic: capability 'telepathy' is not a manifest"),
+    ("levelled", {"level": 0}, "property levelled: level must be an integer from 1 to 8, got 0"),
+    ("levelled", {"level": 9}, "property levelled: level must be an integer from 1 to 8, got 9"),
+    ("levelled", {"level": True}, "property levelled: level must be an integer from 1 to 8, got True"),
+    ("sourced", {"items": ["abs"]}, "property sourced: items must be OpInfoItems(...) or ScenarioItems(...)"),
+    ("proving", {"also_proves": ("nothing",)}, "property proving: also_proves 'nothing' is not a manifest"),
+])
+def test_a_bad_declaration_raises_naming_the_property(fresh_registry, name, declaration, message):
+    arguments = {"capability": "inference", "level": 1, **declaration}
+    with pytest.raises(RegistryError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        register_property(name, **arguments)(_check)
+    assert name not in registry.capability_map()
+
+
+def test_a_check_not_named_test_is_refused(fresh_registry):
+    def check_it(cts):
+        pass
+
+    with pytest.raises(RegistryError, match="property hidden: the check must be a function named test_"):
+        register_property("hidden", capability="inference", level=1)(check_it)
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    (lambda: ScenarioItems([], ["float32"]), "ScenarioItems.scenarios: non-empty lower_snake_case names"),
+    (lambda: ScenarioItems(["Round Trip"], ["float32"]), "ScenarioItems.scenarios: non-empty lower_snake_case"),
+    (lambda: ScenarioItems(["round_trip"], ["float31"]), "ScenarioItems.dtypes: names of dtypes a manifest can claim"),
+    (lambda: ScenarioItems(["round_trip"], []), "ScenarioItems.dtypes: names of dtypes a manifest can claim"),
+])
+def test_a_bad_scenario_source_raises(items, message):
+    with pytest.raises(RegistryError, match=message):
+        items()
+
+
+def test_a_second_function_under_a_registered_name_is_refused(fresh_registry):
+    def test_first(cts):
+        pass
+
+    def test_second(cts):
+        pass
+
+    register_property("twice", capability="inference", level=1)(test_first)
+    register_property("twice", capability="inference", level=1)(test_first)  # the same function again: fine
+    with pytest.raises(RegistryError, match=r"property twice is registered twice: .*test_first and .*test_second"):
+        register_property("twice", capability="inference", level=1)(test_second)
+    with pytest.raises(RegistryError, match="property forward is registered twice"):
+        register_property("forward", capability="inference", level=1)(test_second)
+    assert registry.get("twice").check is test_first and registry.property_of(test_first).name == "twice"
+    assert registry.property_of(_check) is None
+
+
+def test_get_names_the_known_properties():
+    registry.load()
+    with pytest.raises(RegistryError, match="no property 'nope' is registered; known: forward, "):
+        registry.get("nope")
+
+
+SUITE = '''
+from torchcts.plan.registry import ScenarioItems, register_property
+
+@register_property("{name}", capability="inference", level=2, items=ScenarioItems(["{name}_case"], ["float32"]))
+def test_{name}(cts):
+    pass
+'''
+
+
+def test_load_imports_the_suite_files_of_a_custom_folder(fresh_registry, tmp_path):
+    (tmp_path / "test_suite.py").write_text(SUITE.format(name="custom_one"))
+    (tmp_path / "helpers.py").write_text("raise RuntimeError('a helper is imported by its suite, not by load')")
+    (tmp_path / "conftest.py").write_text("raise RuntimeError('not a suite file')")
+    specs = {spec.name: spec for spec in registry.load([tmp_path])}
+    assert {"forward", "custom_one"} <= set(specs)
+    spec = specs["custom_one"]
+    assert (spec.scenario, spec.variant, spec.level, spec.items.scenarios) == (True, "scenario", 2, ("custom_one_case",))
+    assert registry.load([tmp_path]) == registry.load([str(tmp_path)])  # loading again imports nothing twice
+
+
+def test_load_leaves_out_the_properties_of_folders_it_is_not_given(fresh_registry, tmp_path):
+    for name in ("first_suite", "second_suite"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test_suite.py").write_text(SUITE.format(name=name))  # the same file name twice
+    first = {spec.name for spec in registry.load([tmp_path / "first_suite"])}
+    second = {spec.name for spec in registry.load([tmp_path / "second_suite"])}
+    assert "first_suite" in first and "second_suite" not in first
+    assert "second_suite" in second and "first_suite" not in second
+    assert "first_suite" not in {spec.name for spec in registry.load()}
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("import torchcts.no_such_module\n", "importing it raised ModuleNotFoundError: No module named"),
+    ("def broken(:\n", "importing it raised SyntaxError: "),
+    ("raise ValueError('first line\\nsecond line')\n", "importing it raised ValueError: first line$"),
+    (SUITE.format(name="odd").replace('"inference"', '"telepathy"'), "property odd: capability 'telepathy' is not"),
+    (SUITE.format(name="forward"), "property forward is registered twice"),
+])
+def test_a_broken_custom_module_fails_in_one_line_naming_its_file(fresh_registry, tmp_path, source, message):
+    path = tmp_path / "test_broken.py"
+    path.write_text(source)
+    with pytest.raises(RegistryError) as raised:
+        registry.load([tmp_path])
+    text = str(raised.value)
+    assert "\n" not in text and text.startswith(f"{path}: ")
+    assert re.search(message, text), text
+    assert registry.capability_map()["forward"] == "inference"
+
+
+def test_an_opinfo_source_defaults_to_every_op_in_its_cpu_dtypes():
+    from torchcts.plan.catalog import find_op
+
+    items = OpInfoItems()
+    op = find_op("abs")
+    assert items.variant == "function" and items.applies(op)
+    assert set(items.dtypes(op)) == set(op.supported_dtypes("cpu"))

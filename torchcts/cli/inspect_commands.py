@@ -1,0 +1,167 @@
+"""The commands that run no property: `init` and `check-manifest` (the manifest), `show-skips` (the plan) and
+`report` (a finished run's files). Each parses its options, calls one function of the library, and prints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from torchcts.cli.options import LazyChoice, OutputFile, device_option, fail, manifest_option, output_folder_option
+from torchcts.cli.selection import plan_for, selection_options
+
+
+def _template_names() -> tuple[str, ...]:
+    """The `init` templates (`torchcts.manifest` imports torch: read when --template is checked or shown)."""
+    from torchcts.manifest.template_names import TEMPLATE_NAMES
+
+    return TEMPLATE_NAMES
+
+
+@click.command("check-manifest")
+@manifest_option()
+@click.option("--strict", is_flag=True, help="Treat warnings (claims that cannot all be tested) as errors.")
+def check_manifest(manifest_path: Path, strict: bool) -> None:
+    """Validate a manifest and summarise what it claims.
+
+    Lists every problem at once, each with its key path, the bad value, what is allowed and the
+    nearest valid name. Exits 0 when the manifest is valid, 2 when it is not (or, with --strict,
+    when it has warnings).
+    """
+    from torchcts.manifest import ManifestError, environment_problems, load_manifest
+    from torchcts.manifest.summary import summary_lines
+    try:
+        manifest, warnings = load_manifest(manifest_path)
+    except ManifestError as exc:
+        fail(exc.render())
+    warnings = warnings + environment_problems(manifest)
+    click.echo(f"{manifest_path}: valid manifest")
+    for line in summary_lines(manifest):
+        click.echo(f"  {line}")
+    for problem in warnings:
+        click.echo(f"{manifest_path}: warning: {problem.render()}", err=True)
+    if strict and warnings:
+        fail(f"{manifest_path}: {len(warnings)} warning(s) and --strict was given")
+
+
+@click.command("init")
+@click.option("--template", type=LazyChoice(_template_names), help="Which starting manifest to write.")
+@click.option("--output", type=OutputFile(), default=Path("manifest.py"),
+              show_default=True, help="Where to write the manifest.")
+@click.option("--device-name", help="Device type the manifest is for (default: auto; asked for on a terminal).")
+@click.option("--backend-import", help="Module to import before a run, to register the backend.")
+@click.option("--force", is_flag=True, help="Overwrite an existing manifest.")
+@click.option("--non-interactive", is_flag=True, help="Never prompt; a missing --template is an error.")
+def init(template: str | None, output: Path, device_name: str | None, backend_import: str | None,
+         force: bool, non_interactive: bool) -> None:
+    """Write a starting manifest from a template.
+
+    \b
+    Templates:
+      smoke      float32 only, one sample per op, level 1
+      minimal    float32, int64, bool, level 2
+      inference  every real dtype, inference capabilities, level 4
+      training   inference plus autograd and training capabilities, level 4
+      complete   every dtype and single-device capability, level 8
+
+    Without --template, asks for one when run on a terminal.
+    """
+    from torchcts.manifest.template_names import TEMPLATE_NAMES
+    from torchcts.manifest.templates import render_template, template_purpose
+
+    interactive = not non_interactive and sys.stdin.isatty()
+    if template is None:
+        if not interactive:
+            reason = "with --non-interactive" if non_interactive else "when stdin is not a terminal"
+            raise click.UsageError(f"--template is required {reason}; choose one of {', '.join(TEMPLATE_NAMES)}")
+        for name in TEMPLATE_NAMES:
+            click.echo(f"  {template_purpose(name)}")
+        template = click.prompt("Template", type=click.Choice(TEMPLATE_NAMES), default="smoke")
+    if device_name is None:
+        device_name = click.prompt("Device name", default="auto") if interactive else "auto"
+    if output.exists() and not force:
+        fail(f"{output}: already exists; pass --force to overwrite it")
+    text = render_template(template, device_name=device_name, backend_import=backend_import)
+    _validate_rendered(output, text)
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, output)
+    except OSError as exc:  # checked when --output was parsed; a full disk or a race remains
+        fail(f"--output {output}: cannot write it: {exc.strerror or exc}")
+    click.echo(f"wrote {output} from template {template_purpose(template)}")
+    click.echo(f"next: torchcts check-manifest --manifest {output}")
+
+
+def _validate_rendered(output: Path, text: str) -> None:
+    """Refuse to write a manifest that would not pass check-manifest (e.g. a bad --device-name)."""
+    from torchcts.manifest import ManifestError, parse_manifest
+    namespace: dict[str, object] = {}
+    exec(compile(text, str(output), "exec"), namespace)
+    try:
+        parse_manifest(namespace["manifest"], output.resolve())
+    except ManifestError as exc:
+        fail(exc.render())
+
+
+@click.command("show-skips")
+@device_option("Device the run would target (recorded in the listing; nothing executes).")
+@manifest_option()
+@selection_options(level_help="Deselect items above this semantic level, as run would.",
+                   dtype_help="Only these dtypes, as run would; repeatable.")
+@click.option("--list", "list_items", is_flag=True, help="Also list every item, not only the counts.")
+def show_skips(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
+               ops: tuple[str, ...], properties: tuple[str, ...], list_items: bool) -> None:
+    """Show, without running anything, every item a run would not run and why, and what would run.
+
+    Groups the items not run by outcome and reason, with counts per reason, per capability and
+    per dtype. Exits 2 for a bad manifest or selection.
+    """
+    from torchcts.plan.skips import skip_lines
+
+    plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
+    for line in skip_lines(plan, manifest, device, list_items):
+        click.echo(line)
+
+
+@click.command("report")
+@click.option("--from", "source", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The run folder (results/<run-id>/) to report on (default: the latest run in --results-dir).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),  # read, not written: no probe
+              help="Where runs are looked for: the latest run (default ./results) and baselines (default: the "
+                   "folder holding the run).")
+@click.option("--baseline", default="auto", show_default=True,
+              help="`auto` (the latest earlier run with the same hardware key, device and torch minor version), "
+                   "`none`, or a run folder.")
+@output_folder_option("--output", "Where the report files go (default: <run folder>/report/).")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
+              help="Only these formats (default: all four); repeatable.")
+def report(source: Path | None, results_dir: Path | None, baseline: str, output: Path | None,
+           formats: tuple[str, ...]) -> None:
+    """Regenerate a run's reports from its saved results, without running anything.
+
+    Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
+    marked partial and gets no support percentage. Exits 2 when the run's files (or an explicit
+    --baseline's) cannot be read or are malformed, naming the file and line; an earlier run that
+    cannot be read is skipped with a warning when the baseline is found automatically.
+    """
+    from torchcts.report.render import FORMATS, latest_run_folder, write_report
+    from torchcts.report.data import ResultsError
+
+    folder = source or latest_run_folder(results_dir or Path("results"))
+    if folder is None:
+        fail(f"{results_dir or 'results'}: no run folder (results/<run-id>/run.json); run `torchcts run` first "
+             "or pass --from")
+    if baseline not in ("auto", "none") and not os.path.isdir(baseline):
+        fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
+    try:
+        written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
+                               formats=formats or FORMATS)
+    except ResultsError as exc:
+        fail(str(exc))
+    for name, path in written.items():
+        click.echo(f"{name:6} {path}")

@@ -1,0 +1,167 @@
+"""Shared click parameters: the file and folder types every command checks at parse time, and the options
+several commands repeat (--manifest, --device, the output folders).
+
+Nothing here imports torch: `torchcts --help` and `torchcts report` start without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, NoReturn, Sequence
+
+import click
+
+EXIT_BAD_INPUT = 2
+COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
+
+
+def fail(message: str) -> NoReturn:
+    """Print a one-line error naming the file, key or option, and exit 2 (bad input)."""
+    click.echo(message, err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+class _CheckedPath(click.Path):
+    """A path checked beyond click's own rules by `problem(path)`, which returns why it cannot be used, or None."""
+
+    def problem(self, path: Path) -> str | None:
+        raise NotImplementedError
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        path = value if value == "" else super().convert(value, param, ctx)
+        problem = self.problem(path)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return path
+
+
+class InputFile(_CheckedPath):
+    """A file the command reads: when it exists, a regular file (reading a FIFO or /dev/zero never ends)."""
+
+    def __init__(self, exists: bool = False) -> None:
+        super().__init__(exists=exists, dir_okay=False, path_type=Path)
+
+    def problem(self, path: Path) -> str | None:
+        from torchcts.arguments import input_file_problem
+
+        return input_file_problem(path)
+
+
+class OutputFolder(_CheckedPath):
+    """A folder the command writes into: creatable and writable, checked (and left as found) at parse time,
+    so a run does not fail hours in when it first writes there."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def problem(self, path: Path) -> str | None:
+        from torchcts.arguments import output_folder_problem
+
+        return output_folder_problem(path)
+
+
+class OutputFile(_CheckedPath):
+    """A file the command writes (beside it, then renamed over it): its folder creatable and writable."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def problem(self, path: Path) -> str | None:
+        from torchcts.arguments import output_file_problem
+
+        return output_file_problem(path, replaced=True)
+
+
+class LazyChoice(click.Choice):
+    """A Choice whose names are read only when a value is checked or help is shown, from a module that may
+    import torch (`torchcts.manifest` does): importing the CLI stays cheap."""
+
+    def __init__(self, load: Callable[[], Sequence[str]]) -> None:
+        self._load = load
+        self._names: tuple[str, ...] | None = None
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        if self._names is None:
+            self._names = tuple(self._load())
+        return self._names
+
+    @choices.setter
+    def choices(self, _: Sequence[str]) -> None:  # click's __init__ sets it; the names come from `load`
+        pass
+
+
+def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--device: a name, not an empty string (an unset shell variable must not mean `cpu`)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty; name a device: cpu, cuda, cuda:1, meta, or a backend's name", ctx, param)
+    return value
+
+
+def device_option(help: str, required: bool = False) -> Callable:  # noqa: A002 - click's word
+    """--device D: the device a command tests (or would test, or replays on)."""
+    return click.option("--device", required=required, callback=_device, help=help)
+
+
+def manifest_option(default: Path | None = Path("manifest.py"),
+                    help: str = "Backend manifest: a Python file defining a dict `manifest`.") -> Callable:  # noqa: A002
+    """--manifest PATH, read as an input file (never a FIFO or a device)."""
+    return click.option("--manifest", "manifest_path", type=InputFile(), default=default,
+                        show_default=default is not None, help=help)
+
+
+def compile_option(help: str) -> Callable:  # noqa: A002
+    """--compile B: run every op through torch.compile(backend=B) on the device."""
+    return click.option("--compile", "compile_backend", type=click.Choice(COMPILE_BACKENDS), help=help)
+
+
+def output_folder_option(flag: str, help: str, default: Path | None = None,  # noqa: A002
+                         dest: str | None = None, show_default: bool | str = True) -> Callable:
+    """An output folder (--results-dir, --corpus, --output): creatable and writable, checked at parse time.
+
+    One factory for every command's output folders, so each is checked the same way and an empty
+    value (an unset shell variable) is refused rather than read as the current folder."""
+    names = (flag,) if dest is None else (flag, dest)
+    shown = show_default if default is not None or isinstance(show_default, str) else False
+    return click.option(*names, type=OutputFolder(), default=default, show_default=shown, help=help)
+
+
+def results_dir_option(help: str, default: Path = Path("results")) -> Callable:  # noqa: A002
+    """--results-dir DIR: where a command's run folder goes."""
+    return output_folder_option("--results-dir", help, default=default)
+
+
+CORPUS_DEFAULT = "./corpus; RESULTS_DIR/corpus where ./corpus is TorchCTS's own curated corpus"
+
+
+def corpus_option(help: str) -> Callable:  # noqa: A002
+    """--corpus DIR: where new counterexamples are written (default: `resolve_corpus`)."""
+    return output_folder_option("--corpus", help, dest="corpus_dir", show_default=CORPUS_DEFAULT)
+
+
+def resolve_corpus(corpus_dir: Path | None, results_dir: Path) -> Path:
+    """--corpus as given, or the default folder (`torchcts.cli.corpus_default`), checked like a given one."""
+    from torchcts.cli.corpus_default import default_corpus_dir
+
+    return corpus_dir if corpus_dir is not None else checked_output_folder(default_corpus_dir(results_dir), "--corpus")
+
+
+def checked_output_folder(path: Path, flag: str) -> Path:
+    """A folder chosen after parsing (a computed default): the same check an OutputFolder option makes."""
+    from torchcts.arguments import output_folder_problem
+
+    problem = output_folder_problem(path)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint=flag)
+    return path
+
+
+def apply(*decorators: Callable) -> Callable[[Any], Any]:
+    """Several click decorators as one, applied in the order listed (the first is outermost, as if stacked)."""
+    def decorate(function: Any) -> Any:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+    return decorate

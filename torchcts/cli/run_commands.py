@@ -1,0 +1,243 @@
+"""The commands that run properties on a device: `run` (the suites, under pytest), `fuzz` (a budgeted hunt),
+`replay` (corpus cases) and `selftest` (the suites against the faulty device). Each parses its
+options, calls one function of the library, and exits with its status.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
+from torchcts.cli.options import (
+    InputFile, compile_option, corpus_option, device_option, fail, manifest_option, resolve_corpus,
+    results_dir_option,
+)
+from torchcts.cli.selection import plan_for, selection_options
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True})
+@device_option("Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
+@manifest_option()
+@selection_options(level_help="Deselect (and record) items above this semantic level.")
+@click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED),
+              help="Repeat a run's random seed (printed by every run that is not derandomized).")
+@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES),
+              help="Hypothesis examples per item (default: the manifest's).")
+@results_dir_option("Where the run folder (records.jsonl, run.json) is written.")
+@click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
+@compile_option("Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
+@corpus_option("Where the shrunk counterexample of every failing item is written.")
+@click.option("--subprocess-per-test", is_flag=True, help="Run every item in its own forked process.")
+@click.option("--known-segfault-policy", type=click.Choice(["isolate", "off"]), default="isolate", show_default=True,
+              help="Isolate items a known-crash rule matches, or ignore the ledger.")
+@click.option("--known-crashes", type=InputFile(),
+              help="Project-local known-crash ledger (default: known_crashes.json next to the manifest).")
+@click.option("--known-segfault-audit", is_flag=True,
+              help="Validate every known-crash rule and show the items it matches; run nothing.")
+@click.option("--adaptive-isolation", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
+              help="Isolate items that crashed or hung in earlier runs (same hardware, device, torch minor).")
+@click.option("--item-timeout", type=click.FloatRange(min=1), help="Seconds an isolated item may run (default 900).")
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
+        properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
+        results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
+        subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
+        known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
+        pytest_args: tuple[str, ...]) -> None:
+    """Run the property suites against a device and write results.
+
+    Every item the manifest rules out, or this run deselects, is recorded with its reason.
+    Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json). Arguments after `--` go to
+    pytest. Items that may crash or hang (a known-crash rule, or evidence in earlier runs) run in a
+    forked child: a crash is recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0
+    when no item failed, 1 when one did, 2 for bad input, 128 + the signal's number when Ctrl-C
+    (130), SIGTERM (143) or SIGHUP (129) stopped it (the results so far are kept and marked
+    partial).
+    """
+    from torchcts.plugin.launch import RunOptions, run_suites
+
+    if device is None and not validation:
+        raise click.UsageError("pass --device D, or --validation to run against CPU itself")
+    options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
+                         properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
+                         results_dir=results_dir, validation=validation, compile_backend=compile_backend,
+                         corpus_dir=resolve_corpus(corpus_dir, results_dir), pytest_args=pytest_args,
+                         isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
+                                                        known_segfault_audit, adaptive_isolation, item_timeout))
+    sys.exit(run_suites(options))
+
+
+def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: bool, adaptive: str,
+                    timeout: float | None) -> tuple[str, ...]:
+    """The isolation options as the pytest plugin takes them."""
+    args = ["--known-segfault-policy", policy, "--adaptive-isolation", adaptive]
+    args += ["--subprocess-per-test"] if everything else []
+    args += ["--known-crashes", str(ledger)] if ledger else []
+    args += ["--known-segfault-audit"] if audit else []
+    args += ["--item-timeout", str(timeout)] if timeout else []
+    return tuple(args)
+
+
+@click.command("fuzz")
+@device_option("Device to hunt bugs on.", required=True)
+@manifest_option()
+@click.option("--budget", help="Time to spend: 90s, 10m, 1h (default: 10m, or no time limit with --max-visits).")
+@click.option("--max-visits", type=click.IntRange(min=1), metavar="N",
+              help="Stop after N scheduled visits (--examples-per-task examples each), whatever the machine's "
+                   "speed; with --seed and --workers 1 the hunt repeats exactly. With --budget: whichever ends first.")
+@selection_options(level_help="Semantic level (default: the manifest's).", dtype_help="Only these dtypes; repeatable.")
+@corpus_option("Where new counterexamples are written.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes (each imports torch and the op database once).")
+@click.option("--examples-per-task", type=click.IntRange(1, 10_000), default=10, show_default=True,
+              help="Hypothesis examples per scheduled visit of an item.")
+@click.option("--task-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds one visit may take before its item counts as hung (timed_out): a hang detector, "
+                   "not a budget; raise it on a slow or busy machine.")
+@compile_option("Hunt through torch.compile(backend=...) on the device.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
+@results_dir_option("Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
+def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
+         dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path | None,
+         workers: int, examples_per_task: int, task_timeout: float, compile_backend: str | None, seed: int | None,
+         results_dir: Path) -> None:
+    """Hunt for bugs with random seeds under a budget; new shrunk cases go to the corpus.
+
+    Every item the manifest claims (narrowed by --ops, --dtype, --property, --level) is visited
+    once, then visits move toward items that still show new behaviour (new cases, growing error)
+    and away from saturated ones. The budget is time (--budget), a number of visits
+    (--max-visits), or both. A visit budget does not depend on the machine's speed: with --seed
+    and one worker, the same corpus, torch and TorchCTS give the same visits and cases on any
+    machine (what CI wants). A crash or hang of one item is recorded and the hunt goes on.
+    Ctrl-C, SIGTERM and SIGHUP stop it cleanly (exit 130, 143, 129; cases found are kept). Exits 1
+    when new failures (or crashes, hangs) were found, 0 when none, 2 for bad input.
+    """
+    from torchcts.fuzz.hunt import FuzzOptions, exit_status, hunt, parse_budget, print_summary
+
+    if budget is None and max_visits is None:
+        budget = "10m"
+    try:
+        budget_s = parse_budget(budget) if budget is not None else None  # None: --max-visits alone bounds it
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--budget") from None
+    if task_timeout != task_timeout:  # FloatRange lets NaN through; it would disable hang detection
+        raise click.BadParameter("nan is not a number of seconds", param_hint="--task-timeout")
+    corpus_dir = resolve_corpus(corpus_dir, results_dir)
+    plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
+    items = list(plan.items)
+    if not items:
+        fail("no item to fuzz: the manifest and the selection leave nothing")
+    _open_device(device, manifest)
+    options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
+                          properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
+                          workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
+                          compile_backend=compile_backend, seed=seed, max_visits=max_visits)
+    summary = hunt(options, items, click.echo)
+    print_summary(summary, click.echo)
+    sys.exit(exit_status(summary))
+
+
+def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
+    """Import the manifest's backend and allocate on --device here, before workers start; exits 2 when it
+    cannot be used, and warns when the manifest names another device type."""
+    from torchcts.plugin.options import SessionError, check_device, device_name_warning, import_manifest_backend
+
+    try:
+        import_manifest_backend(manifest)
+        check_device(device)
+    except SessionError as exc:
+        fail(str(exc))
+    warning = device_name_warning(manifest, device, validation=False)
+    if warning is not None:
+        click.echo(f"torchcts: warning: {warning}", err=True)
+
+
+@click.command("replay")
+@click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@device_option("Device to replay on (the device the cases were found on, or another).")
+@compile_option("Replay through torch.compile(backend=...) on the device.")
+@manifest_option(default=None, help="Manifest whose tolerance_overrides apply (default ./manifest.py if it exists; "
+                                    "none needed).")
+@click.option("--builtin", is_flag=True, help="Also replay the curated corpus shipped with TorchCTS.")
+@click.option("--update-status", is_flag=True,
+              help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
+@click.option("--strict", is_flag=True, help="Exit 1 when any case still fails, not only on regressions.")
+@click.option("--export-script", "export", type=InputFile(exists=True),
+              help="Print a standalone torch-only Python script reproducing this case, and run nothing.")
+@results_dir_option("Where the replay's run folder (records.jsonl, run.json) is written.")
+@click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
+              help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
+                   "stride-0 view counts in full); its file may have 2N + 1 MiB. 1G, 512M or bytes; default 64M.")
+def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, manifest_path: Path | None,
+           builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path,
+           max_case_bytes: int | None) -> None:
+    """Replay corpus cases (files or folders) without Hypothesis.
+
+    Without CASES, replays the folder `run` and `fuzz` write new cases to by default: ./corpus, or
+    RESULTS_DIR/corpus where ./corpus is the curated corpus shipped with TorchCTS (that one is
+    --builtin). Rebuilds each case exactly, reruns its property on the device, and reports it as
+    still failing or now passing. A case file that cannot be read, or is over --max-case-bytes, is
+    one `unreadable` line naming the file and field; the other cases still run. Exits 2 when a
+    case could not be read (or for bad input), else 1 when a case marked fixed fails again (a
+    regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
+    pytest with `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
+    """
+    from torchcts.cases.files import CaseFileError, builtin_corpus
+    from torchcts.cases.limits import CaseLimits
+    from torchcts.cli.corpus_default import default_corpus_dir
+
+    if export is not None:
+        from torchcts.cases.export import export_script
+
+        try:
+            click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes)), nl=False)
+        except CaseFileError as exc:
+            fail(str(exc))
+        return
+    if device is None:
+        raise click.UsageError("pass --device D (the device to replay the cases on)")
+    paths = list(cases) or ([] if builtin else [default_corpus_dir(results_dir)])
+    if builtin:
+        paths.append(builtin_corpus())
+    if not all(p.exists() for p in paths):
+        fail(f"no corpus at {', '.join(str(p) for p in paths if not p.exists())}; name case files or folders")
+    from torchcts.cases.replay import run_replay
+
+    sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
+                        results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo,
+                        limits=CaseLimits.from_option(max_case_bytes)))
+
+
+def _bytes(value: str | None) -> int | None:
+    """--max-case-bytes as a number of bytes (1G, 512M, 4096)."""
+    from torchcts.cases.limits import byte_count
+
+    try:
+        return None if value is None else byte_count(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-case-bytes") from None
+
+
+@click.command("selftest")
+@click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
+@click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16", "int32"), show_default=True,
+              help="Dtypes to run (a bug in one dtype needs that dtype).")
+@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES), default=10, show_default=True,
+              help="Hypothesis examples per item.")
+@results_dir_option("Where the runs' folders go.", default=Path("results/selftest"))
+def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path) -> None:
+    """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.
+
+    Prints which bugs were detected (with the failing items), which were missed, and the clean
+    backend's failures (there must be none). Exits 1 when a bug was missed or the clean run failed.
+    """
+    from torchcts.testing.selftest import print_report, run_selftest
+
+    report = run_selftest(level=level, dtypes=dtypes, max_examples=max_examples, results_dir=results_dir,
+                          progress=click.echo)
+    print_report(report, click.echo)
+    sys.exit(0 if report.ok else 1)

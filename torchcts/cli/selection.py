@@ -1,0 +1,74 @@
+"""What a command selects of a manifest's claims: --level, --dtype, --ops and --property, and the plan they give.
+
+Property names come from the property registry (`torchcts.plan.registry`). Loading it imports
+torch and every property module, so it happens only when a command needs it: when it checks a
+--property value, or when `--help` of a command that takes --property is printed; never when
+this module is imported (`torchcts --help` and `torchcts report` stay fast).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import click
+
+from torchcts.cli.options import apply, fail
+
+ANY_LEVEL = click.IntRange(1, 8)
+
+
+class PropertyOption(click.Option):
+    """--property NAME: its help lists the registered properties, read from the registry when help is shown."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        names = _registered_names()
+        if record is None or not names:
+            return record
+        return record[0], f"{record[1]} One of: {', '.join(names)}."
+
+
+def _registered_names(extra_dirs: Iterable[Path] = ()) -> tuple[str, ...]:
+    """The names of every registered property (built in, plus the suites in `extra_dirs`), by level then name."""
+    from torchcts.plan import registry
+
+    try:
+        return tuple(spec.name for spec in registry.load(extra_dirs))
+    except registry.RegistryError as exc:
+        fail(f"custom_test_dirs: {exc}")
+
+
+def selection_options(level_help: str, dtype_help: str = "Only these dtypes (float32, torch.bfloat16); repeatable.",
+                      property_help: str = "Only these properties; repeatable.") -> Callable:
+    """--level, --dtype, --ops and --property, as run, fuzz and show-skips take them."""
+    return apply(
+        click.option("--level", type=ANY_LEVEL, help=level_help),
+        click.option("--dtype", "dtypes", multiple=True, help=dtype_help),
+        click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable."),
+        click.option("--property", "properties", multiple=True, cls=PropertyOption, help=property_help),
+    )
+
+
+def plan_for(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
+             properties: tuple[str, ...]) -> tuple[Any, Any]:
+    """(the plan of a run with this selection, the manifest); exits 2 on a bad manifest or selection."""
+    from torchcts.manifest import ManifestError, load_manifest
+    from torchcts.plan.build import Selection, SelectionError, build_plan
+    from torchcts.plan.registry import RegistryError
+    from torchcts.plan.selection import check_properties
+    from torchcts.plugin.options import SessionError, dtypes_option
+
+    try:
+        manifest, _ = load_manifest(manifest_path)
+        chosen_dtypes = dtypes_option(list(dtypes))
+        known = _registered_names(manifest.custom_test_dirs) if properties else ()
+        selection = Selection(level=level, dtypes=chosen_dtypes, op_patterns=ops,
+                              properties=check_properties(properties, known))
+        return build_plan(manifest, selection), manifest
+    except ManifestError as exc:
+        fail(exc.render())
+    except (SessionError, SelectionError) as exc:
+        fail(str(exc))
+    except RegistryError as exc:
+        fail(f"custom_test_dirs: {exc}")

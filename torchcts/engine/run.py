@@ -1,0 +1,219 @@
+"""Running one item: `run_item(item, settings)` builds its context, runs its property's check, and
+returns the item's result record (JSON-ready; docs/results.md). No pytest.
+
+Every front end is an adapter over this function: the pytest plugin writes and presents the
+record, fuzz workers run items with their own seeds and `targeting`, replay runs `ReplayItem`s
+(stored cases instead of draws). An item the isolation policy names runs in a forked child
+(`isolation.fork`): the child runs it here and sends back its record; a child that dies or
+overruns is a `crashed` or `timed_out` record with the end of its output. Cases of an item a
+CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from torchcts import dtypes as dtype_names
+from torchcts.cases.limits import CaseLimits
+from torchcts.cases.replay import ReplayItem, replayable
+from torchcts.engine.context import CaseContext, item_seed
+from torchcts.engine.outcome import PASSED, Verdict, classify, setup_failure
+from torchcts.engine.targets import Target
+from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
+from torchcts.outcomes import PROBLEMS, Outcome, parse
+
+DEFAULT_ITEM_TIMEOUT_S = 900.0
+
+
+@attrs.frozen(eq=False)
+class EngineSettings:
+    """What every item of a run shares: the target, the claims, the draw settings, where failures go.
+
+    `run_seed` None is derandomized (seeds from item ids and `versions`, normally `versions()`). `corpus_dir` None stores
+    no counterexamples; `found` and `replay_flags` go into the stored cases. `targeting` steers
+    Hypothesis toward larger errors (fuzz); `case_timeout_s` runs every case in a forked child (a
+    crash hunt). `isolation` (an `IsolationPolicy`, or None) says which items run in a forked child.
+    """
+
+    target: Target
+    manifest: Any
+    level: int
+    max_examples: int
+    run_seed: int | None = None
+    versions: str = ""
+    deadline_ms: float | None = None
+    shrink: bool = True
+    corpus_dir: Path | None = None
+    found: dict[str, Any] = attrs.field(factory=dict)
+    replay_flags: str = ""
+    targeting: bool = False
+    case_timeout_s: float | None = None
+    isolation: Any = None
+    trace_device_ops: bool = False
+    show_traceback: bool = False
+    case_limits: CaseLimits = CaseLimits()
+
+
+def versions() -> str:
+    """What a derandomized item's seed is derived from besides its id: the torch, Hypothesis and TorchCTS versions."""
+    import hypothesis
+    import torch
+
+    import torchcts
+
+    return f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
+
+
+def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
+             max_examples: int | None = None) -> dict[str, Any]:
+    """Run one item (a `PlanItem` or a `ReplayItem`) and return its result record.
+
+    `seed` and `max_examples` override the item's derived seed and the settings' example count
+    (fuzz). The record's `outcome` is an `Outcome`. KeyboardInterrupt and `interrupts.Interrupted`
+    propagate: an interrupted item has no record."""
+    reason = isolation_reason(item, settings)
+    if reason is None:
+        return run_here(item, settings, seed=seed, max_examples=max_examples)
+    return _run_isolated(item, settings, reason, lambda: run_here(item, settings, seed=seed,
+                                                                    max_examples=max_examples))
+
+
+def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
+    """Why the item runs in a forked child, or None to run it in this process."""
+    if not fork_safe(settings.target.device_type):
+        return None
+    if isinstance(item, ReplayItem):
+        return "a crash case" if item.crash else None
+    policy = settings.isolation
+    return policy.reason(item) if policy is not None else None
+
+
+def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
+             max_examples: int | None = None) -> dict[str, Any]:
+    """Run the item in this process: its record."""
+    started = time.monotonic()
+    try:
+        context = build_context(item, settings, seed=seed, max_examples=max_examples)
+    except Exception as exc:  # noqa: BLE001 - an unreadable case file, an op this torch lacks: a record says so
+        verdict = setup_failure(exc, show_traceback=settings.show_traceback)
+        return _record(item, verdict, time.monotonic() - started)
+    if settings.trace_device_ops and not isinstance(item, ReplayItem):
+        from torchcts.testing import faulty
+
+        faulty.start_trace()
+    started = time.monotonic()
+    verdict = _check(item, context, settings)
+    record = _record(item, verdict, time.monotonic() - started)
+    record.update(context.record_fields())
+    if verdict.outcome in PROBLEMS and context.failing_case_storable() and settings.corpus_dir is not None \
+            and not isinstance(item, ReplayItem):
+        record.update(_store(context, verdict, settings))
+    if settings.trace_device_ops:
+        from torchcts.testing import faulty
+
+        record["device_ops"] = faulty.take_trace()
+    return record
+
+
+def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict:
+    """Run the item's property check on its context; the verdict from what it raised."""
+    check = property_check(item.property)
+    try:
+        check(context)
+    except Exception as exc:  # noqa: BLE001 - classified by type; interrupts (BaseException) propagate
+        return classify(exc, show_traceback=settings.show_traceback)
+    return PASSED
+
+
+def build_context(item: Any, settings: EngineSettings, *, seed: int | None = None,
+                  max_examples: int | None = None) -> CaseContext:
+    """The `CaseContext` a property check of this item runs with."""
+    from torchcts.plan.catalog import find_op
+
+    common = dict(target=settings.target, manifest=settings.manifest, level=settings.level)
+    if isinstance(item, ReplayItem):
+        case, cases = replayable(item, settings.case_limits)  # UnreadableCase when the file cannot be read
+        return CaseContext(item=item, op=find_op(case.op), dtype=dtype_names.lookup(case.dtype), max_examples=1,
+                           seed=0, replay=cases, **common)
+    scenario = item.variant == "scenario"
+    context = CaseContext(item=item, op=None if scenario else find_op(item.op), dtype=dtype_names.lookup(item.dtype),
+                          max_examples=max_examples or settings.max_examples,
+                          seed=item_seed(item.id, settings.run_seed, settings.versions) if seed is None else seed,
+                          deadline_ms=settings.deadline_ms, shrink=settings.shrink, targeting=settings.targeting,
+                          case_timeout_s=settings.case_timeout_s, **common)
+    _isolate_cases(context, item, settings)
+    return context
+
+
+def _isolate_cases(context: CaseContext, item: Any, settings: EngineSettings) -> None:
+    """Cases of an item a CPU-oracle crash rule matches each run in a forked child (the policy's
+    `case_isolation`): an oracle that dies on a case makes it a cpu_contract case with the rule's reason."""
+    case_isolation = getattr(settings.isolation, "case_isolation", None)
+    if case_isolation is None or not fork_safe(settings.target.device_type):
+        return
+    found = case_isolation(item)
+    if found is not None:
+        context.case_timeout_s = context.case_timeout_s or found.timeout_s
+        context.oracle_crash_reason = found.reason
+
+
+def property_check(name: str) -> Callable[[CaseContext], None]:
+    """The registered check function of property `name` (registry.RegistryError when there is none)."""
+    from torchcts.plan import registry
+
+    if name not in registry.capability_map():
+        registry.load()  # the installed suites; custom ones are loaded by whoever planned the item
+    if name in registry.capability_map():
+        return registry.get(name).check
+    return _unregistered_check(name) or registry.get(name).check
+
+
+def _unregistered_check(name: str) -> Callable[[CaseContext], None] | None:
+    """`test_<name>` of an installed suite module not (yet) decorated with `@register_property`."""
+    import importlib
+    import pkgutil
+
+    from torchcts.plan import registry
+
+    package = importlib.import_module(registry.PROPERTIES_PACKAGE)
+    for info in pkgutil.iter_modules(package.__path__):
+        function = getattr(importlib.import_module(f"{registry.PROPERTIES_PACKAGE}.{info.name}"), f"test_{name}", None)
+        if callable(function):
+            return function
+    return None
+
+
+def _record(item: Any, verdict: Verdict, duration_s: float) -> dict[str, Any]:
+    return {**item.as_json(), "outcome": verdict.outcome, "reason": verdict.reason, "error": verdict.error,
+            "duration_s": round(duration_s, 4), "counterexample": None}
+
+
+def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> dict[str, Any]:
+    """Store the item's minimal failing case in the corpus; the record's reference to it."""
+    from torchcts.cases.store import store_failure
+
+    return store_failure(context, outcome=str(verdict.outcome), error=verdict.error, corpus_dir=settings.corpus_dir,
+                         found=settings.found, replay_flags=settings.replay_flags)
+
+
+def _run_isolated(item: Any, settings: EngineSettings, reason: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`work()` (the item run here) in a forked child; its record, or one saying how the child ended."""
+    timeout = getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S
+    result = run_forked(lambda: {**work(), "isolated": reason}, timeout)
+    if result.status == "finished":
+        record = dict(result.answer)
+        record["outcome"] = parse(record.get("outcome")) or Outcome.ERROR
+        return record
+    return ended_record(item, result, reason)
+
+
+def ended_record(item: Any, result: ForkResult, reason: str) -> dict[str, Any]:
+    """The record of an item whose child died (`crashed`) or overran its timeout (`timed_out`)."""
+    outcome = Outcome.CRASHED if result.status == "crashed" else Outcome.TIMED_OUT
+    return {**item.as_json(), "outcome": outcome, "reason": result.describe(), "error": result.output_tail,
+            "duration_s": round(result.duration_s, 4), "signal": result.signal_name or None, "isolated": reason,
+            "counterexample": None}

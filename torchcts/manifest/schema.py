@@ -1,0 +1,238 @@
+"""The manifest schema: every key a manifest may hold, in one declarative table.
+
+Each key states its type, default, meaning, what an error shows as allowed, what reads it (today,
+or the issue whose suite will), and for scalar keys the kind that checks it. The model takes its
+defaults from here, the parser its key checks (unknown, missing, removed keys) and scalar rules,
+and docs/manifest.md its key tables: `render_tables()` writes them, and
+tests/manifest/test_schema.py fails (printing the table to paste) when the doc holds anything else.
+"""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+
+from torchcts.manifest import kinds
+from torchcts.manifest import vocabulary as vocab
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()  # the default of a key every manifest must hold
+
+
+@attrs.frozen
+class Key:
+    """One manifest key. `default` is the model's value; `shown` spells it in the doc when that differs."""
+
+    name: str
+    type: str  # the doc's type column (markdown)
+    default: object
+    meaning: str  # the doc's meaning column (markdown)
+    read_by: str  # what gives the key its effect; a later issue's suite, where that is still to come
+    allowed: str | None = None  # plain text after "allowed:" in an error
+    kind: kinds.Kind | None = None  # None: the parser has a dedicated function for the key
+    field: str | None = None  # the model attribute, when it is not the key's name
+    shown: str | None = None
+
+    @property
+    def attribute(self) -> str:
+        return self.field or self.name
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def default_text(self) -> str:
+        if self.shown is not None:
+            return self.shown
+        if self.required:
+            return "required"
+        return f"`{json.dumps(self.default) if isinstance(self.default, str) else repr(self.default)}`"
+
+
+@attrs.frozen
+class Section:
+    """A dict-valued key whose own keys are fixed (`hardware`, `resource_limits`, `hypothesis`)."""
+
+    name: str
+    what: str  # "unknown <what>" for a key it does not have
+    keys: tuple[Key, ...]
+
+
+_ISSUE_19 = "the memory and allocator suites (issue 19); validated today"
+
+TOP_LEVEL: tuple[Key, ...] = (
+    Key("manifest_version", "int", REQUIRED, "Format version; must be `1`.",
+        "loading: any other version is rejected",
+        allowed=f"the manifest format version; must be {vocab.MANIFEST_VERSION}"),
+    Key("device_name", "str", REQUIRED,
+        'Device type under test: `"cuda"`, `"mps"`, `"xpu"`, `"privateuseone"`, an out-of-tree name, optionally with '
+        'an index (`"cuda:1"`), or `"auto"`; see [`device_name`](#device_name).',
+        "`run`, `fuzz`: a warning when `--device` is another device type",
+        allowed="'auto' or a device type such as 'cuda', 'mps', 'privateuseone', 'cuda:1'", kind=kinds.DEVICE),
+    Key("backend_import", "str or None", None,
+        "Dotted module imported before a run, to register an out-of-tree backend. `check-manifest` warns when it is "
+        "not installed in the current environment; it never imports it.",
+        "`run`, `fuzz`: imported before the run", allowed="e.g. 'torch_mydevice' or 'vendor.torch_backend'",
+        kind=kinds.MODULE),
+    Key("supported_dtypes", "dict", REQUIRED, "dtype → claim; see [Dtype claims](#dtype-claims).",
+        "the plan (`dtype_not_supported`, ...) and the strategies", field="dtype_claims",
+        allowed="dtype -> True, False, or a regex of op names the dtype is claimed for"),
+    Key("device_count", "int ≥ 1", 1, "Devices available to multi-device tests.",
+        "the device API and multi-device suites (issue 19); validated today",
+        allowed="a positive integer: devices available to multi-device tests", kind=kinds.integer(1)),
+    Key("semantic_level", "int 1..8", 3,
+        "The deepest level of behaviour claimed; see [Semantic levels](#semantic-levels).",
+        "the plan (`level_filtered`) and the default `--level`", allowed="1..8", kind=kinds.integer_range(1, 8)),
+    Key("max_samples", "int ≥ 0", 10, "OpInfo samples per test item; `0` means no cap.",
+        "the OpInfo sample strategy", allowed="a non-negative integer: OpInfo samples per item (0: no cap)",
+        kind=kinds.integer(0)),
+    Key("hardware", "dict", None, "The device's memory, for sizing tests; see [`hardware`](#hardware).",
+        _ISSUE_19, allowed="a dict describing the device's memory", shown="see below"),
+    Key("resource_limits", "dict", None,
+        "Memory limits the harness keeps to; see [`resource_limits`](#resource_limits).",
+        "see [`resource_limits`](#resource_limits)", allowed="a dict of memory limits the harness keeps to",
+        shown="see below"),
+    Key("capabilities", "dict", REQUIRED, "capability → `True`/`False`; see [Capabilities](#capabilities).",
+        "the plan (`capability_not_declared`)", allowed="capability name -> bool (ieee754 also takes op-name regexes)"),
+    Key("skip_ops", "list of str, or dict str → str", {},
+        "Ops excluded from the run (OpInfo names, exact match); the dict form gives each a reason.",
+        "the plan (`op_excluded`)", allowed="a list of op names, or a dict op name -> reason, excluded from the run",
+        shown="`[]`"),
+    Key("tolerance_overrides", "dict", {},
+        "Per category and dtype tolerances; see [Tolerance overrides](#tolerance-overrides).",
+        "the CPU-oracle comparison", allowed="'category:dtype' -> {'atol': x, 'rtol': y}", shown="`{}`"),
+    Key("supported_container_formats", "dict str → bool, or list of str", frozenset(),
+        "Packed quantized container formats the backend moves intact; see "
+        "[Quantized containers](#quantized-containers).",
+        "the quantized container suite (issue 20); validated today", field="container_formats",
+        allowed="container format -> bool (or a list of supported formats)", shown="`{}`"),
+    Key("custom_container_decoders", "dict str → str", {},
+        'Format → `"module:function"` decoder for `custom_quantized_decode`.',
+        "the custom decoder suite (issue 20); validated today",
+        allowed="container format -> 'module:function' decoder path", shown="`{}`"),
+    Key("custom_test_dirs", "list of str", (),
+        "Extra folders of property modules, relative to the manifest's folder; their properties are registered and "
+        "run like the built-in ones. A folder that does not exist is a warning.",
+        "the property registry and `torchcts run`",
+        allowed="a list of folders (relative to the manifest) with extra test modules", shown="`[]`"),
+    Key("show_traceback", "bool", False,
+        "A failing record's `error` carries the full traceback, not only its last line.",
+        "`run`", allowed="True or False", kind=kinds.FLAG),
+    Key("hypothesis", "dict", None, "Hypothesis settings for property runs; see [`hypothesis`](#hypothesis).",
+        "see [`hypothesis`](#hypothesis)", allowed="Hypothesis settings for property runs", shown="see below"),
+)
+
+SECTIONS: tuple[Section, ...] = (
+    Section("hardware", "hardware key", (
+        Key("memory_model", '`"discrete"` or `"unified"`', "discrete",
+            "Whether device memory is separate from host memory.", _ISSUE_19,
+            kind=kinds.choice(vocab.MEMORY_MODELS, "memory model")),
+        Key("device_memory_gb", '`"auto"` or list of positive numbers', None,
+            "Memory per device; a list should have `device_count` entries.", _ISSUE_19,
+            allowed="'auto' or a list of positive numbers, one per device", kind=kinds.AUTO_OR_POSITIVE_LIST,
+            shown='`"auto"`'),
+        Key("system_memory_gb", '`"auto"` or positive number', None, "Host memory.", _ISSUE_19,
+            allowed="'auto' or a positive number", kind=kinds.AUTO_OR_POSITIVE, shown='`"auto"`'),
+        Key("oom_recoverable", "bool", True, "Whether the device recovers from out-of-memory errors.", _ISSUE_19,
+            allowed="True or False", kind=kinds.FLAG),
+    )),
+    Section("resource_limits", "resource limit", (
+        Key("max_device_memory_mb", "None or positive number", None, "Device memory the harness may use (MiB).",
+            _ISSUE_19, allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+        Key("max_system_memory_mb", "None or positive number", None, "Host memory the harness may use (MiB).",
+            _ISSUE_19, allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+        Key("max_tensor_size_mb", "None or positive number", None, "Largest single tensor a test may build (MiB).",
+            "`strategies.shapes_for` (element budget of drawn shapes); the stress suites (issue 19)",
+            allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+        Key("cleanup_threshold_pct", "int 1..100", 80,
+            "Memory use (percent) above which the harness frees caches between items.", _ISSUE_19,
+            kind=kinds.integer_range(1, 100, show_allowed=False)),
+    )),
+    Section("hypothesis", "hypothesis setting", (
+        Key("max_examples", "int ≥ 1", 100, "Examples per property item.",
+            "`run`, unless `--max-examples` is given",
+            allowed="a positive integer up to 1,000,000: examples per property item", kind=kinds.MAX_EXAMPLES_KIND),
+        Key("deadline", "None or positive number", None,
+            "Milliseconds one example may take; `None` disables the deadline.", "`run`", field="deadline_ms",
+            allowed="None or a positive number of milliseconds per example, at most 86400000 (one day)",
+            kind=kinds.DEADLINE),
+        Key("derandomize", "bool", False,
+            "Derive every case from the item id: identical cases on every run (release evidence).",
+            "`run`, unless `--seed` or `--derandomize` is given",
+            allowed="a bool: derive every case from the item id (release runs)", kind=kinds.BOOL),
+        Key("seed", "None or int ≥ 0", None,
+            "The run's random seed; ignored (with a warning) when `derandomize` is `True`.",
+            "`run`, when neither `--seed` nor `--derandomize` is given",
+            allowed="None or a non-negative integer: the run's random seed", kind=kinds.SEED),
+    )),
+)
+
+# Keys earlier manifests held that no longer have an effect, with what to do instead.
+REMOVED: dict[str, str] = {
+    "max_samples_ieee754": "special values (NaN, inf, -0.0) are drawn by Hypothesis within each item's max_samples "
+                           "samples; delete the key (to limit them to some ops, give capabilities.ieee754 an "
+                           "op-name regex)",
+    "ieee754_seed": "special values are placed by Hypothesis from the item's seed (--seed, --derandomize or "
+                    "hypothesis.seed), which keeps derandomized runs reproducible; delete the key",
+}
+
+# Names people reach for that are not manifest keys, with the key they meant.
+ALIASES: dict[str, str] = {
+    "dtypes": "supported_dtypes",
+    "level": "semantic_level",
+    "device": "device_name",
+    "device_type": "device_name",
+    "skip": "skip_ops",
+    "tolerances": "tolerance_overrides",
+    "version": "manifest_version",
+    "container_formats": "supported_container_formats",
+}
+
+KEYS: dict[str, Key] = {key.name: key for key in TOP_LEVEL}
+SECTION_KEYS: dict[str, Section] = {section.name: section for section in SECTIONS}
+REQUIRED_KEYS: tuple[str, ...] = tuple(key.name for key in TOP_LEVEL if key.required)
+
+
+def key(path: str) -> Key:
+    """The key at a dotted path: ``"device_count"``, ``"hypothesis.seed"``."""
+    section, _, name = path.rpartition(".")
+    if not section:
+        return KEYS[name]
+    return next(k for k in SECTION_KEYS[section].keys if k.name == name)
+
+
+def default(path: str) -> object:
+    """The model's default for the key at a dotted path."""
+    return key(path).default
+
+
+def allowed_texts(keys: tuple[Key, ...]) -> dict[str, str | None]:
+    return {k.name: k.allowed for k in keys}
+
+
+# -- the doc's key tables ----------------------------------------------------------------------------
+
+
+def _table(keys: tuple[Key, ...]) -> str:
+    rows = ["| key | type | default | meaning | read by |", "| --- | --- | --- | --- | --- |"]
+    rows += [f"| `{k.name}` | {k.type} | {k.default_text()} | {k.meaning} | {k.read_by} |" for k in keys]
+    return "\n".join(rows)
+
+
+def _removed_table() -> str:
+    rows = ["| removed key | instead |", "| --- | --- |"]
+    rows += [f"| `{name}` | {instead[0].upper()}{instead[1:]}. |" for name, instead in REMOVED.items()]
+    return "\n".join(rows)
+
+
+def render_tables() -> dict[str, str]:
+    """Each key table of docs/manifest.md as markdown, by name: "keys", "removed", and one per section."""
+    tables = {"keys": _table(TOP_LEVEL), "removed": _removed_table()}
+    tables.update({section.name: _table(section.keys) for section in SECTIONS})
+    return tables

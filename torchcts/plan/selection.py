@@ -1,0 +1,61 @@
+"""What a run keeps of the manifest's claims: the command line's `--level`, `--dtype`, `--ops`, `--property`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+import torch
+
+from torchcts.arguments import shown
+
+
+class SelectionError(ValueError):
+    """A command-line selection that cannot be used; the message names the option and what is allowed."""
+
+
+def _check_level(_: Any, __: Any, level: int | None) -> None:
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 8):
+        raise SelectionError(f"--level must be an integer from 1 to 8, got {level!r}")
+
+
+def _compile_patterns(selection: "Selection") -> tuple[re.Pattern[str], ...]:
+    """The `--ops` regexes, compiled once when the selection is made: a bad one fails before anything runs."""
+    compiled = []
+    for pattern in selection.op_patterns:
+        if not pattern:
+            raise SelectionError("--ops '': an empty regex matches every op; leave --ops out to run them all")
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise SelectionError(f"--ops {shown(pattern)} is not a valid regular expression: {exc}") from None
+    return tuple(compiled)
+
+
+@attrs.frozen
+class Selection:
+    """What this run keeps of the manifest's claims (command-line narrowing); checked when made.
+
+    `--ops` regexes are searched in the OpInfo id, or in the scenario name of a scenario item."""
+
+    level: int | None = attrs.field(default=None, validator=_check_level)
+    dtypes: tuple[torch.dtype, ...] | None = None
+    op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    properties: tuple[str, ...] | None = None
+    _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_compile_patterns, takes_self=True))
+
+    def op_selected(self, name: str) -> bool:
+        return not self._op_regexes or any(p.search(name) for p in self._op_regexes)
+
+
+def check_properties(names: Any, known: Any) -> tuple[str, ...] | None:
+    """`--property` names, each one of `known` (the registered properties); None when none are given."""
+    if not names:
+        return None
+    known = list(known)
+    for name in names:
+        if name not in known:
+            raise SelectionError(f"--property {shown(name)} is unknown; choose from {', '.join(known)}")
+    return tuple(names)

@@ -1,0 +1,325 @@
+"""Starting a conformance run: every option checked, the manifest loaded, the plan built, the run folder made.
+
+`start_run` turns a pytest session's TorchCTS options into a `RunStart` or a `SessionError` whose
+message names the option and what is allowed (exit 2). Everything a user types is checked before
+the manifest loads, the backend imports or a folder is made, so a typo costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import hypothesis
+import pytest
+import torch
+
+import torchcts
+from torchcts import dtypes as dtype_names
+from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
+from torchcts.cases.limits import CaseLimits
+from torchcts.cases.replay import ReplayItem, replay_items
+from torchcts.cli.hash_seed import HASH_SEED
+from torchcts.crashes.history import crash_evidence
+from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
+from torchcts.engine.targets import Target
+from torchcts.isolation.fork import fork_safe
+from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
+from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
+from torchcts.plan import registry
+from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
+from torchcts.plan.selection import check_properties
+from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
+
+HARNESS_THREADS = 1  # one intra-op thread: stable timings, and 10x faster sweeps on 2 cores here
+
+
+class SessionError(Exception):
+    """A run that cannot start: the message says what to fix."""
+
+
+class AuditDone(Exception):
+    """`--known-segfault-audit` ran instead of the run: its lines, and whether every rule matched."""
+
+    def __init__(self, lines: list[str], ok: bool):
+        super().__init__("known-crash audit")
+        self.lines, self.ok = lines, ok
+
+
+@attrs.frozen(eq=False)
+class RunStart:
+    """A run ready to go: what `start_run` checked, loaded, built and opened."""
+
+    manifest: Manifest | None
+    target: Target
+    plan: Plan
+    writer: RunWriter
+    run_seed: int | None  # None: derandomized
+    max_examples: int
+    level: int
+    replaying: list[ReplayItem] | None  # the corpus cases to replay (--corpus), instead of the plan's items
+    isolation: IsolationPolicy
+    corpus_dir: Path
+    case_limits: CaseLimits
+
+
+def start_run(config: pytest.Config) -> RunStart:
+    """Check the options, load the manifest and the properties, build the plan, open the run folder;
+    the plan's accounting records are written. SessionError for bad input, AuditDone for an audit."""
+    option = config.getoption
+    validation = option("torchcts_validation")
+    device = option("torchcts_device")
+    if device is not None and not device.strip():
+        raise SessionError(f"--device {device!r} is empty; name a device: cpu, cuda, cuda:1, meta, or a backend's")
+    device = device or "cpu"
+    if validation and device_kind(device) != "cpu":
+        raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {shown(device)}")
+    selection, seed, max_examples = checked_options(option)  # before the manifest loads or a folder is made
+    replay_paths = option("torchcts_corpus")
+    manifest_path = Path(option("torchcts_manifest") or "manifest.py")
+    manifest = _manifest(option, manifest_path, bool(replay_paths))
+    selection = _with_properties(selection, option("torchcts_properties"), manifest)
+    check_device(device)
+    target = Target(device, option("torchcts_compile"))
+    run_seed, derandomize = _run_seed(option, seed, manifest)
+    warnings = [w for w in [device_name_warning(manifest, device, validation), hash_seed_warning(derandomize)] if w]
+    for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
+        print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
+    max_examples = max_examples or (manifest.hypothesis.max_examples if manifest else 1)
+    torch.set_num_threads(HARNESS_THREADS)
+    limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
+    replaying = replay_items(replay_paths, limits) if replay_paths else None  # unreadable files: items that say why
+    plan = _plan(manifest, selection) if replaying is None else Plan((), ())
+    environment = {
+        "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
+        "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
+        "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": run_seed,
+        "derandomize": derandomize, "max_examples": max_examples,
+        "level": selection.level or (manifest.semantic_level if manifest else None),
+        "manifest": str(manifest.source) if manifest else None,
+        "manifest_hash": manifest.fingerprint() if manifest else None,
+        "replay": [str(p) for p in replay_paths] if replay_paths else None,
+        "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
+                      "properties": option("torchcts_properties"), "level": selection.level},
+        "capabilities": sorted(manifest.capabilities) if manifest else [],
+        "property_capabilities": registry.capability_map(),
+        "capability_also_tested_by": registry.also_proves_map(),  # e.g. special values: ieee754
+        "planned_items": len(plan.items) if replaying is None else len(replaying),
+        "harness_threads": HARNESS_THREADS,
+        "warnings": warnings,  # e.g. a manifest written for another device type (printed at the start)
+    }
+    rules = crash_rules(option, manifest_path, target)
+    if option("torchcts_known_segfault_audit"):
+        lines, ok = audit_lines(list(rules), list(plan.items) + [a.item for a in plan.accounting],
+                                target.device_type, torch_minor())
+        raise AuditDone([f"known-crash ledger: {len(rules)} rules, {len(plan.items)} items would run"] + lines, ok)
+    results_dir = Path(option("torchcts_results_dir"))
+    isolation = isolation_policy(option, rules, target, results_dir, environment)
+    environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
+        f"unavailable: {target.device_type} does not survive a fork"
+    try:
+        writer = RunWriter(results_dir, environment)
+    except RunFolderError as exc:
+        raise SessionError(f"--results-dir: {exc}") from None
+    for entry in plan.accounting:
+        writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
+    return RunStart(manifest, target, plan, writer, run_seed, max_examples,
+                    selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
+                    Path(option("torchcts_corpus_dir")), limits)
+
+
+def _manifest(option: Any, manifest_path: Path, replaying: bool) -> Manifest | None:
+    """The run's manifest (None when replaying without one), its backend imported and its properties loaded."""
+    if replaying and option("torchcts_manifest") is None and not manifest_path.exists():
+        _load_properties(())
+        return None  # replaying needs no claims; a manifest only adds tolerance overrides
+    problem = input_file_problem(manifest_path)
+    if problem is not None:
+        raise SessionError(f"--manifest: {problem}")
+    try:
+        manifest, _ = load_manifest(manifest_path)
+    except ManifestError as exc:
+        raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
+    import_manifest_backend(manifest)
+    _load_properties(manifest.custom_test_dirs)
+    return manifest
+
+
+def _load_properties(extra_dirs: Any) -> None:
+    """Import the installed property suites and the manifest's `custom_test_dirs` into the registry."""
+    try:
+        registry.load(tuple(d for d in extra_dirs if Path(d).is_dir()))
+    except registry.RegistryError as exc:
+        raise SessionError(f"custom_test_dirs: {exc}") from None
+
+
+def _with_properties(selection: Selection, names: list[str] | None, manifest: Manifest | None) -> Selection:
+    """The selection with its checked `--property` names (registered ones, custom suites included)."""
+    try:
+        return attrs.evolve(selection, properties=check_properties(names, registry.capability_map()))
+    except SelectionError as exc:
+        raise SessionError(str(exc)) from None
+
+
+def _run_seed(option: Any, seed: int | None, manifest: Manifest | None) -> tuple[int | None, bool]:
+    """(the run's seed or None, derandomized): --seed, else the manifest's hypothesis.seed, else random;
+    None with --derandomize or the manifest's hypothesis.derandomize."""
+    derandomize = option("torchcts_derandomize")
+    if derandomize and seed is not None:
+        raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
+    if seed is None and derandomize is None and manifest is not None and manifest.hypothesis.seed is not None:
+        seed = manifest.hypothesis.seed  # the manifest's seed stands in for --seed
+    if derandomize is None and manifest is not None:  # an explicit --seed overrides the manifest's
+        derandomize = manifest.hypothesis.derandomize and seed is None
+    if derandomize:
+        return None, True
+    return (seed if seed is not None else random.SystemRandom().randrange(2**32)), False
+
+
+def _plan(manifest: Manifest | None, selection: Selection) -> Plan:
+    if manifest is None:
+        return Plan((), ())
+    try:
+        return build_plan(manifest, selection)
+    except registry.RegistryError as exc:
+        raise SessionError(f"custom_test_dirs: {exc}") from None
+
+
+def isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, results_dir: Path,
+                      environment: dict[str, Any]) -> IsolationPolicy:
+    """What runs isolated: everything, ledger matches, and items with earlier crash or hang evidence."""
+    if not fork_safe(target.device_type):
+        if option("torchcts_subprocess_per_test"):
+            raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
+                               "survive once initialised; run without it")
+        return IsolationPolicy(device_type=target.device_type)  # nothing can be isolated by forking
+    evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
+    return IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules, evidence=evidence,
+                           device_type=target.device_type, torch_version=torch_minor(),
+                           timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S)
+
+
+def crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:
+    """The known-crash rules in force (none with --known-segfault-policy off)."""
+    local = option("torchcts_known_crashes")
+    if local is not None and not Path(local).exists():
+        raise SessionError(f"--known-crashes {local}: no such file")
+    try:
+        return tuple(ledger_rules(option("torchcts_known_segfault_policy"),
+                                  Path(local) if local else manifest_path.parent / LOCAL_NAME))
+    except LedgerError as exc:
+        raise SessionError(f"known-crash ledger: {exc}") from None
+
+
+def import_manifest_backend(manifest: Manifest) -> None:
+    """Import the manifest's backend module; one that raises, exits or kills its process is a SessionError."""
+    from torchcts.manifest.load import BackendImportError, import_backend
+
+    if manifest.backend_import is None:
+        return
+    try:
+        import_backend(manifest.backend_import)
+    except BackendImportError as exc:
+        problems = "; ".join(p.render() for p in environment_problems(manifest))
+        raise SessionError(f"{manifest.source}: backend_import {manifest.backend_import!r} failed: {exc}"
+                           + (f" ({problems})" if problems else "")) from None
+
+
+def checked_options(option: Any) -> tuple[Selection, int | None, int | None]:
+    """(selection, --seed, --max-examples) after checking every option a user types; SessionError names the bad one.
+
+    Runs before the manifest loads and before anything is written, so a typo costs nothing: output
+    folders must be creatable and writable, input files regular files, numbers in range."""
+    try:
+        selection = Selection(level=option("torchcts_level"), dtypes=dtypes_option(option("torchcts_dtypes")),
+                              op_patterns=tuple(option("torchcts_ops") or ()))
+    except SelectionError as exc:
+        raise SessionError(str(exc)) from None
+    seed, max_examples = option("torchcts_seed"), option("torchcts_max_examples")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise SessionError(f"--seed must be an integer from 0 to {MAX_SEED} (2**64 - 1), got {shown(seed)}")
+    if max_examples is not None and not 1 <= max_examples <= MAX_EXAMPLES:
+        raise SessionError(f"--max-examples must be an integer from 1 to {MAX_EXAMPLES}, got {shown(max_examples)}")
+    timeout = option("torchcts_item_timeout")
+    if timeout is not None and not timeout >= 1:  # also NaN
+        raise SessionError(f"--item-timeout must be at least 1 second, got {timeout}")
+    folders = [("--results-dir", option("torchcts_results_dir"))]
+    if not option("torchcts_corpus"):  # a replay writes no counterexamples
+        folders.append(("--corpus-dir", option("torchcts_corpus_dir")))
+    for name, folder in folders:
+        problem = output_folder_problem(folder)
+        if problem is not None:
+            raise SessionError(f"{name} {shown(str(folder))}: {problem}")
+    ledger = option("torchcts_known_crashes")
+    problem = input_file_problem(ledger) if ledger is not None else None
+    if problem is not None:
+        raise SessionError(f"--known-crashes: {problem}")
+    return selection, seed, max_examples
+
+
+def device_kind(name: str) -> str:
+    """The device type a device string names; PrivateUse1 under its registered name (`faulty`, not `privateuseone`)."""
+    try:
+        return torch.device(name).type
+    except (RuntimeError, ValueError, TypeError):  # a backend not imported here: its name as written
+        kind = name.split(":", 1)[0]
+        return torch._C._get_privateuse1_backend_name() if kind in ("privateuseone", "privateuse1") else kind
+
+
+def device_name_warning(manifest: Manifest | None, device: str, validation: bool) -> str | None:
+    """A warning when the manifest names another device type than --device (a validation run ignores it)."""
+    if manifest is None or validation or manifest.device_name == "auto":
+        return None
+    if device_kind(manifest.device_name) == device_kind(device):
+        return None
+    return (f"{manifest.source}: device_name is {manifest.device_name!r} but this run tests --device {device}: "
+            f"its claims may be another backend's")
+
+
+def hash_seed_warning(derandomize: bool) -> str | None:
+    """A derandomized run under a random hash seed may draw other cases (`torchcts.cli.hash_seed`)."""
+    if not derandomize or not sys.flags.hash_randomization:  # the interpreter's state (`python -E` ignores the variable)
+        return None
+    return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "
+            f"derandomized runs; set PYTHONHASHSEED={HASH_SEED} (the torchcts command does)")
+
+
+def check_device(device: str) -> None:
+    """`device` parses, and this Python environment can allocate on exactly that device (index included)."""
+    try:
+        wanted = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise SessionError(f"--device {shown(device)} is not a device string torch knows: {first_line(exc)}") from None
+    try:
+        got = torch.empty(1, device=device).device
+    except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the device is not usable
+        raise SessionError(f"--device {shown(device)} is not available in this Python environment ({sys.executable}): "
+                           f"{type(exc).__name__}: {first_line(exc)}") from None
+    if wanted.index is not None and (got.index or 0) != wanted.index:
+        raise SessionError(f"--device {shown(device)}: {wanted.type} has no device {wanted.index} here (a tensor "
+                           f"asked for on it landed on {got}); use an index below the device count")
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, cut short: CUDA and dispatcher errors run to paragraphs."""
+    lines = str(exc).strip().splitlines()
+    line = lines[0] if lines else type(exc).__name__
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def dtypes_option(names: list[str] | None) -> tuple[torch.dtype, ...] | None:
+    if not names:
+        return None
+    chosen = []
+    for name in names:
+        for part in name.split(","):
+            dtype = dtype_names.lookup(part.strip())
+            if dtype is None or dtype not in dtype_names.CLAIMABLE_DTYPES:
+                raise SessionError(f"--dtype {shown(part)} is not a dtype TorchCTS tests; "
+                                   f"choose from {', '.join(dtype_names.claimable_names())}")
+            chosen.append(dtype)
+    return tuple(chosen)

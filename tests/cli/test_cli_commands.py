@@ -33,9 +33,9 @@ def test_every_cli_module_stays_small():
 
 
 def test_importing_the_cli_imports_neither_torch_nor_the_properties():
-    modules = ", ".join(f"torchcts.cli.{path.stem}" for path in sorted(CLI_FOLDER.glob("*.py")) if path.stem != "__init__")
+    modules = ", ".join(f"torchcts.cli.{p.stem}" for p in sorted(CLI_FOLDER.glob("*.py")) if p.stem != "__init__")
     code = (f"import sys, {modules}; from torchcts.cli.main import cli; "
-            "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'torchcts.properties'))); "
+            "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'torchcts.properties')));"
             "assert not heavy, heavy")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -59,6 +59,7 @@ def test_a_failing_run_beside_the_shipped_corpus_writes_its_case_under_results(t
     assert list(shipped.iterdir()) == []
     cases = list((tmp_path / "results" / "corpus").glob("*.json"))
     assert len(cases) == 1 and json.loads(cases[0].read_text())["op"] == "abs"
-    records = [json.loads(line) for line in next((tmp_path / "results").glob("*/records.jsonl")).read_text().splitlines()]
+    records_file = next((tmp_path / "results").glob("*/records.jsonl"))
+    records = [json.loads(line) for line in records_file.read_text().splitlines()]
     [failed] = [r for r in records if r["outcome"] == "failed"]
     assert Path(failed["counterexample"]["path"]).resolve() == cases[0].resolve()

@@ -14,7 +14,6 @@ import click
 import torchcts
 from torchcts.cli import inspect_commands, run_commands
 from torchcts.cli.hash_seed import run_with_fixed_hash_seed
-from torchcts.cli.options import EXIT_BAD_INPUT  # noqa: F401 - part of this module's public face
 from torchcts.cli.project_venv import maybe_switch_to_project_venv
 
 

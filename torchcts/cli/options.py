@@ -100,24 +100,26 @@ def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     return value
 
 
-def device_option(help: str, required: bool = False) -> Callable:  # noqa: A002 - click's word
+def device_option(help: str, required: bool = False) -> Callable:
     """--device D: the device a command tests (or would test, or replays on)."""
     return click.option("--device", required=required, callback=_device, help=help)
 
 
-def manifest_option(default: Path | None = Path("manifest.py"),
-                    help: str = "Backend manifest: a Python file defining a dict `manifest`.") -> Callable:  # noqa: A002
+MANIFEST_HELP = "Backend manifest: a Python file defining a dict `manifest`."
+
+
+def manifest_option(default: Path | None = Path("manifest.py"), help: str = MANIFEST_HELP) -> Callable:
     """--manifest PATH, read as an input file (never a FIFO or a device)."""
     return click.option("--manifest", "manifest_path", type=InputFile(), default=default,
                         show_default=default is not None, help=help)
 
 
-def compile_option(help: str) -> Callable:  # noqa: A002
+def compile_option(help: str) -> Callable:
     """--compile B: run every op through torch.compile(backend=B) on the device."""
     return click.option("--compile", "compile_backend", type=click.Choice(COMPILE_BACKENDS), help=help)
 
 
-def output_folder_option(flag: str, help: str, default: Path | None = None,  # noqa: A002
+def output_folder_option(flag: str, help: str, default: Path | None = None,
                          dest: str | None = None, show_default: bool | str = True) -> Callable:
     """An output folder (--results-dir, --corpus, --output): creatable and writable, checked at parse time.
 
@@ -128,7 +130,7 @@ def output_folder_option(flag: str, help: str, default: Path | None = None,  # n
     return click.option(*names, type=OutputFolder(), default=default, show_default=shown, help=help)
 
 
-def results_dir_option(help: str, default: Path = Path("results")) -> Callable:  # noqa: A002
+def results_dir_option(help: str, default: Path = Path("results")) -> Callable:
     """--results-dir DIR: where a command's run folder goes."""
     return output_folder_option("--results-dir", help, default=default)
 
@@ -136,7 +138,7 @@ def results_dir_option(help: str, default: Path = Path("results")) -> Callable: 
 CORPUS_DEFAULT = "./corpus; RESULTS_DIR/corpus where ./corpus is TorchCTS's own curated corpus"
 
 
-def corpus_option(help: str) -> Callable:  # noqa: A002
+def corpus_option(help: str) -> Callable:
     """--corpus DIR: where new counterexamples are written (default: `resolve_corpus`)."""
     return output_folder_option("--corpus", help, dest="corpus_dir", show_default=CORPUS_DEFAULT)
 

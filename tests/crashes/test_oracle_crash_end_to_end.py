@@ -31,6 +31,7 @@ from torchcts.strategies.samples import Case
 pytestmark = pytest.mark.skipif(torch_minor() != (2, 13), reason="the pdist backward crash is seen on torch 2.13")
 PDIST = PlanItem("backward", "nn.functional.pdist", "function", "float32", 4)
 REASON = "local rule: pdist backward segfaults on a (0, n) input"
+EIGVALS_REASON = "local rule: linalg.eigvals aborts on NaN"
 
 
 def case(rows):
@@ -48,7 +49,9 @@ def manifest_path(tmp_path_factory):
 def settings(manifest_path):
     local = manifest_path.parent / "known_crashes.json"
     local.write_text(json.dumps({"rules": [{"kind": "oracle", "op": "(^|\\.)pdist$", "property": "backward",
-                                            "torch": ">=2.13,<2.14", "timeout_s": 60, "reason": REASON}]}))
+                                            "torch": ">=2.13,<2.14", "timeout_s": 60, "reason": REASON},
+                                           {"kind": "oracle", "op": "^linalg\\.eigvals$", "torch": ">=2.13,<2.14",
+                                            "timeout_s": 60, "reason": EIGVALS_REASON}]}))
     policy = IsolationPolicy(rules=tuple(load_ledger(local)), device_type="cpu", torch_version=torch_minor())
     manifest, _ = load_manifest(manifest_path)
     return EngineSettings(target=Target("cpu"), manifest=manifest, level=4, max_examples=2, versions=versions(),
@@ -73,14 +76,30 @@ def test_the_item_goes_on_past_a_crashing_case(settings):
     assert (context.examples, context.cpu_contract_cases) == (2, 1)
 
 
-def test_a_run_draws_the_crashing_cases_and_completes(manifest_path):
+def test_a_run_draws_the_crashing_cases_and_completes(tmp_path):
     """`torchcts run` with the packaged ledger: empty inputs are drawn for pdist again (no name list
     keeps them out); the oracle's crashes are cpu_contract cases, never a crashed item or a dead run."""
     command = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--ops", "^nn\\.functional\\.pdist$",
                "--property", "backward", "--dtype", "float32", "--level", "4", "--derandomize", "--max-examples", "20",
                "--results-dir", "results", "--known-segfault-policy", "off"]  # off: the oracle rules stay
-    result = subprocess.run(command, capture_output=True, text=True, cwd=manifest_path.parent, timeout=1800)
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu"))
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    folder = sorted((manifest_path.parent / "results").glob("*/run.json"))[-1].parent
+    folder = sorted((tmp_path / "results").glob("*/run.json"))[-1].parent
     record = {r["item"]: r for r in read_records(folder)}[PDIST.id]
     assert record["outcome"] in (Outcome.PASSED, Outcome.CPU_CONTRACT) and record["cpu_contract_cases"] >= 1
+
+
+def test_drawing_probes_in_a_child_so_an_oracle_abort_in_generation_is_accounted(settings):
+    """linalg.eigvals aborts on NaN: validating a drawn NaN case on CPU in this process would kill it.
+    With the item's probe runner the probe dies in a child, the case is kept, and its isolated check
+    makes it a cpu_contract case; the other cases run and pass."""
+    from torchcts.strategies.probes import cpu_probes
+
+    item = PlanItem("forward", "linalg.eigvals", "function", "float32", 1)
+    isolation = settings.isolation.case_isolation(item)
+    assert isolation is not None and isolation.reason == EIGVALS_REASON
+    context = build_context(item, settings, max_examples=12)
+    with cpu_probes(isolation.probe_runner()):
+        property_check("forward")(context)
+    assert context.examples == 12 and 1 <= context.cpu_contract_cases < 12

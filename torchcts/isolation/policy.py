@@ -11,7 +11,7 @@ limit, and a crash or hang of the CPU oracle is accounted `cpu_contract` with th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -27,6 +27,20 @@ class CaseIsolation:
     timeout_s: float  # per case
     reason: str  # the oracle rule's reason, for the cpu_contract record
     rule: str = ""  # the rule's name (file#index), for the record's `isolated` note
+
+    def probe_runner(self) -> Callable[[Callable[[], None]], bool | None]:
+        """A runner for `torchcts.strategies.probes.cpu_probes`: drawing runs the op on CPU (to validate a
+        transformed case, to choose a size change), and for this item that may crash or hang too, so each
+        probe runs in a forked child under the per-case limit. None: the child died or hung (the case is
+        kept; its isolated check accounts the crash)."""
+        from torchcts.isolation.fork import run_forked
+        from torchcts.strategies.probes import run_in_process
+
+        def runner(work: Callable[[], None]) -> bool | None:
+            result = run_forked(lambda: run_in_process(work), self.timeout_s)
+            return result.answer if result.status == "finished" else None
+
+        return runner
 
 
 @attrs.frozen

@@ -1,8 +1,10 @@
 """Validate a raw manifest dict and build the frozen `Manifest` from it.
 
 Every key is checked for type and range; every problem is collected with its key path, the bad
-value, what is allowed and, where one fits, the nearest valid name. Claims that cannot all be
-tested (a capability whose prerequisites are not claimed) are warnings.
+value, what is allowed and, where one fits, the nearest valid name. Which keys exist, which are
+required or removed, and the rules of the scalar ones come from `torchcts.manifest.schema`; the
+dict-shaped keys (dtypes, capabilities, tolerances, ...) have their own functions here. Claims
+that cannot all be tested are warnings (`torchcts.manifest.cross_checks`).
 """
 
 from __future__ import annotations

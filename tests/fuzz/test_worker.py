@@ -1,0 +1,116 @@
+"""The fuzz worker is a thin adapter over the engine: its settings come from the hunt's options, a task
+runs its item through `run_item` with the task's seed, and the record becomes the scheduler's answer."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions, parse_budget
+from torchcts.fuzz.worker import Task, answer_from, engine_settings, run_task
+from torchcts.manifest.templates import render_template
+from torchcts.plan.items import PlanItem
+from torchcts.testing import faulty
+
+ABS = PlanItem("forward", "abs", "function", "float32", 2)
+
+
+@pytest.fixture
+def faulty_options(tmp_path):
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    return FuzzOptions(device="faulty", manifest=tmp_path / "manifest.py", budget_s=None, max_visits=1, level=2,
+                       corpus_dir=tmp_path / "corpus", examples_per_task=10)
+
+
+def test_the_engine_settings_follow_the_options(faulty_options):
+    settings = engine_settings(faulty_options)
+    assert (settings.target.device_type, settings.level, settings.max_examples) == ("faulty", 2, 10)
+    assert settings.targeting and settings.case_timeout_s is None and settings.deadline_ms is None
+    assert settings.corpus_dir == faulty_options.corpus_dir and settings.replay_flags == "--device faulty"
+
+
+def test_a_visit_that_finds_a_bug_stores_its_case_with_the_visits_seed(faulty_options):
+    """The visit `torchcts fuzz --seed 2` makes first (tests/run/test_corpus_replay.py) finds the bug here too."""
+    seed = random.Random(2).randrange(2**63)
+    faulty.enable_bugs("storage_offset_ignored")
+    try:
+        answer = run_task(Task(ABS, seed=seed, examples=10), engine_settings(faulty_options))
+    finally:
+        faulty.disable_bugs("storage_offset_ignored")
+    assert (answer["item"], answer["status"], answer["outcome"]) == (ABS.id, "failed", "failed")
+    assert answer["examples"] > 0 and answer["counterexample"]["new"]
+    case = json.loads(Path(answer["counterexample"]["path"]).read_text())
+    assert case["found"]["fuzz_seed"] == seed and case["found"]["derandomize"] is False
+    assert case["property"] == "forward" and case["op"] == "abs"
+    again = run_task(Task(ABS, seed=seed, examples=10), engine_settings(faulty_options))
+    assert again["status"] == "passed" and again["examples"] == 10  # the bug off: the same cases pass
+
+
+def test_a_crash_hunt_runs_each_case_in_a_child_and_a_visit_steers_toward_larger_errors(faulty_options, monkeypatch):
+    seen = []
+    monkeypatch.setattr("torchcts.engine.run.run_item",
+                        lambda item, settings, *, seed, max_examples: seen.append((settings, seed, max_examples))
+                        or {**item.as_json(), "outcome": "passed", "examples": max_examples, "max_ulp": 0})
+    settings = engine_settings(faulty_options)
+    run_task(Task(ABS, seed=7, examples=3), settings)
+    run_task(Task(ABS, seed=7, examples=3).as_crash_hunt(), settings)
+    (visit, _, _), (crash_hunt, seed, examples) = seen
+    assert visit.targeting and visit.case_timeout_s is None
+    assert not crash_hunt.targeting and crash_hunt.case_timeout_s == CRASH_CASE_TIMEOUT_S and (seed, examples) == (7, 3)
+    assert crash_hunt.found == {"fuzz_seed": 7, "derandomize": False}
+
+
+def record(outcome: str, **fields) -> dict:
+    return {**ABS.as_json(), "outcome": outcome, "reason": "", "error": None, "counterexample": None, "examples": 4,
+            "max_ulp": 2.0, **fields}
+
+
+CASE = {"path": "corpus/x.json", "fingerprint": "ab", "new": True, "elements": 3, "replay": "torchcts replay x"}
+
+
+@pytest.mark.parametrize("outcome", ["failed", "error", "crashed", "timed_out"])
+def test_a_problem_record_is_a_failed_answer_with_its_outcome_and_case(outcome):
+    answer = answer_from(Task(ABS, 1, 4), record(outcome, error="AssertionError: differs", counterexample=CASE))
+    assert answer == {"item": ABS.id, "status": "failed", "outcome": outcome, "error": "AssertionError: differs",
+                      "counterexample": CASE, "examples": 4, "max_ulp": 2}
+
+
+@pytest.mark.parametrize("outcome", ["runtime_unavailable", "cpu_contract"])
+def test_a_not_run_record_is_an_unavailable_answer(outcome):
+    answer = answer_from(Task(ABS, 1, 4), record(outcome, reason="no case can run", examples=0))
+    assert (answer["status"], answer["reason"], answer["examples"]) == ("unavailable", "no case can run", 0)
+
+
+def test_a_passed_record_is_a_passed_answer_without_a_case():
+    assert answer_from(Task(ABS, 1, 4), record("passed")) == {"item": ABS.id, "status": "passed", "examples": 4,
+                                                               "max_ulp": 2}
+
+
+def test_a_case_that_cannot_be_stored_is_reported_in_the_answer():
+    answer = answer_from(Task(ABS, 1, 4), record("failed", counterexample_error="the failing case cannot be stored"))
+    assert answer["status"] == "failed" and "counterexample" not in answer
+    assert answer["counterexample_error"] == "the failing case cannot be stored"
+
+
+@pytest.mark.parametrize("text, seconds", [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("1h30m", 5400.0),
+                                           ("1.5h", 5400.0)])
+def test_a_budget_reads_as_seconds(text, seconds):
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0s", "ten minutes", "", "9" * 400, "-5"])
+def test_a_bad_budget_is_refused_with_the_text(text):
+    with pytest.raises(ValueError, match="duration"):
+        parse_budget(text)
+
+
+def test_the_time_budget_stops_new_visits_and_its_grace_then_drops_running_ones():
+    options = FuzzOptions(device="cpu", manifest=Path("m.py"), budget_s=60.0)
+    assert not options.out_of_time(59.9) and options.out_of_time(60.0)
+    assert not options.past_grace(75.0) and options.past_grace(75.1)
+    visits = FuzzOptions(device="cpu", manifest=Path("m.py"), budget_s=None, max_visits=3)
+    assert not visits.out_of_time(1e9) and not visits.past_grace(1e9)
+    assert not visits.out_of_visits(2) and visits.out_of_visits(3)

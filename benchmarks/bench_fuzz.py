@@ -20,7 +20,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from torchcts.fuzz.scheduler import LOST
 from torchcts.manifest.templates import render_template
+from torchcts.outcomes import Outcome
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
 
 DTYPES = ("float32", "bfloat16", "int32")
@@ -58,7 +60,7 @@ def hunt(bug, ops: set[str], out: Path, manifest: Path, budget: str) -> dict:
     summary = json.loads(next((folder / "results").glob("fuzz-*/fuzz.json")).read_text())
     cases = [case for item in summary["items"] for case in item["new_cases"]]
     firsts = [item["first_failure_s"] for item in summary["items"] if item["first_failure_s"] is not None]
-    lost = [item["outcome"] for item in summary["items"] if item["outcome"] in ("crashed", "timed_out")]
+    lost = [item["outcome"] for item in summary["items"] if item["outcome"] in LOST]
     return {"bug": bug.name, "kind": bug.kind, "ops": len(ops), "items": len(summary["items"]),
             "examples": summary["examples"], "cases": len(cases), "lost": lost, "exit": result.returncode,
             "first_s": min(firsts) if firsts else None,
@@ -81,7 +83,7 @@ def replay(bug, out: Path) -> dict:
                   f"{result.stdout[-1500:]}{result.stderr[-1500:]}")
             return {"cases": 0}
         records = [json.loads(line) for line in found[-1].read_text().splitlines()]
-        counts[label] = sum(r["outcome"] in ("failed", "error") for r in records if "case" in r)
+        counts[label] = sum(r["outcome"] in (Outcome.FAILED, Outcome.ERROR) for r in records if "case" in r)
     scripts = {"on": 0, "off": 0}
     for path in files[:3]:
         script = cli(["replay", "--export-script", str(path)], "").stdout

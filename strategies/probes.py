@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
-# runner(work): True when work() returned, False when it raised, None when its process died or hung
-ProbeRunner = Callable[[Callable[[], None]], "bool | None"]
+# runner(work, sample): True when work() returned, False when it raised, None when its process died
+# or hung; `sample` (the SampleInput work runs the op on) lets a runner isolate only some probes
+ProbeRunner = Callable[[Callable[[], None], Any], "bool | None"]
 
 
-def run_in_process(work: Callable[[], None]) -> bool | None:
+def run_in_process(work: Callable[[], None], sample: Any = None) -> bool | None:
     """The default runner: True when `work()` returns, False when it raises."""
     try:
         work()
@@ -41,6 +42,7 @@ def cpu_probes(runner: ProbeRunner) -> Iterator[None]:
         _runner.reset(token)
 
 
-def probe(work: Callable[[], None]) -> bool | None:
-    """`work()` under the installed runner: True (it returned), False (it raised), None (its process died or hung)."""
-    return _runner.get()(work)
+def probe(work: Callable[[], None], sample: Any) -> bool | None:
+    """`work()` (the op on `sample`) under the installed runner: True (it returned), False (it raised),
+    None (its process died or hung)."""
+    return _runner.get()(work, sample)

@@ -408,7 +408,7 @@ def _acts_elementwise(op: Any, variant: str, sample: Any, raised: Any) -> bool:
         if not _same_viewed(call_variant(op, variant, _copied(sample)), call_variant(op, variant, _copied(raised))):
             raise _NotElementwise
 
-    return probes.probe(compare) is True
+    return probes.probe(compare, raised) is True
 
 
 class _NotElementwise(Exception):
@@ -490,7 +490,7 @@ def _runs_on_cpu(op: Any, variant: str, sample: Any) -> bool | None:
         call_variant(op, variant, _map_sample(sample, lambda where, t, written: copy_exact(t) if _dense(t) else t,
                                               False))
 
-    return probes.probe(call)
+    return probes.probe(call, sample)
 
 
 _original_verdicts: collections.OrderedDict[tuple, bool | None] = collections.OrderedDict()

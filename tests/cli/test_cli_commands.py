@@ -83,3 +83,20 @@ def test_init_template_choice_is_checked_without_importing_it_at_startup(tmp_pat
                                       "--output", str(tmp_path / "m.py")])
     assert result.exit_code == 2 and "'smal' is not one of 'smoke', 'minimal'" in result.stderr, result.output
     assert isinstance(cli.commands["init"].params[0].type, click.Choice)
+
+
+def test_nothing_imports_the_cli():
+    """Imports run one way (docs/architecture.md): the CLI is the face; only `python -m torchcts` enters it."""
+    import ast
+
+    root = CLI_FOLDER.parents[1]
+    offenders = []
+    for folder in ("torchcts", "strategies", "properties"):
+        for path in (root / folder).rglob("*.py"):
+            if CLI_FOLDER in path.parents or path == root / "torchcts" / "__main__.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                offenders += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[:2] == ["torchcts", "cli"]]
+    assert offenders == []

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from torchcts.cases.files import builtin_corpus
 from torchcts.cli.corpus_default import default_corpus_dir, is_shipped_corpus
 from torchcts.cli.main import cli
+from torchcts.cli.options import CORPUS_DEFAULT, resolve_corpus
 from torchcts.manifest.templates import render_template
 from torchcts.testing.faulty import bugs
 
@@ -38,6 +39,17 @@ def test_in_a_source_checkout_new_cases_go_under_the_results_folder(tmp_path, mo
     assert default_corpus_dir(Path("results")) == Path("results") / "corpus"
     (tmp_path / "corpus").symlink_to(builtin_corpus(), target_is_directory=True)  # the same folder by another path
     assert default_corpus_dir(Path("results"), cwd=tmp_path) == Path("results") / "corpus"
+
+
+def test_run_fuzz_and_replay_share_the_default_and_say_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(builtin_corpus().parent)
+    assert resolve_corpus(None, tmp_path / "r") == tmp_path / "r" / "corpus"
+    assert resolve_corpus(tmp_path / "mine", tmp_path / "r") == tmp_path / "mine"  # a given --corpus is kept
+    for command in ("run", "fuzz"):
+        shown = CliRunner().invoke(cli, [command, "--help"], terminal_width=1000).output
+        assert CORPUS_DEFAULT in shown
+    replay = CliRunner().invoke(cli, ["replay", "--device", "cpu", "--results-dir", str(tmp_path / "r")])
+    assert replay.exit_code == 2 and f"no corpus at {tmp_path / 'r' / 'corpus'}" in replay.stderr, replay.output
 
 
 def test_a_failing_run_beside_the_shipped_corpus_writes_its_case_under_results(tmp_path, monkeypatch):

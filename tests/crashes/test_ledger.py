@@ -32,11 +32,13 @@ def test_the_packaged_ledger_loads_and_bounds_every_oracle_rule():
 def test_both_kinds_parse_with_their_fields(tmp_path):
     path = write(tmp_path, [
         {"kind": "oracle", "op": "^foo$", "property": "backward", "dtypes": ["torch.bfloat16"], "torch": ">=2.13,<2.14",
-         "timeout_s": 2.5, "reason": "CPU dies"},
+         "cases": ["empty", "zero_stride"], "timeout_s": 2.5, "reason": "CPU dies"},
         {"op": "^bar$", "device_type": "faulty", "reason": "backend dies"},  # kind defaults to backend
     ])
     oracle, backend = load_ledger(path)
-    assert (oracle.kind, oracle.property_name, oracle.dtypes, oracle.timeout_s) == ("oracle", "backward", ("bfloat16",), 2.5)
+    assert (oracle.kind, oracle.property_name, oracle.dtypes, oracle.timeout_s) == \
+        ("oracle", "backward", ("bfloat16",), 2.5)
+    assert oracle.cases == ("empty", "zero_stride") and backend.cases is None
     assert (backend.kind, backend.device_type, backend.torch) == ("backend", "faulty", None)
     assert oracle.name == f"{path}#0"
 
@@ -82,6 +84,9 @@ def test_version_ranges():
     ("timeout_s", True, "(0, 3600]"),
     ("timeout_s", 1e9, "(0, 3600]"),
     ("device_type", "cuda", "applies on every device"),
+    ("cases", ["nan"], "case traits: special_values, empty, zero_stride, large_dim"),
+    ("cases", [], "case traits"),
+    ("cases", "empty", "case traits"),
 ])
 def test_a_hostile_oracle_field_is_one_line_naming_file_rule_and_field(tmp_path, field, value, says):
     rule = {"kind": "oracle", "op": "^foo$", "torch": ">=2.13,<2.14", "reason": "dies", field: value}
@@ -95,6 +100,7 @@ def test_a_hostile_oracle_field_is_one_line_naming_file_rule_and_field(tmp_path,
 @pytest.mark.parametrize("rule, says", [
     ({"kind": "oracle", "op": "^foo$", "reason": "dies"}, "rules[0].torch: required for an oracle rule"),
     ({"op": "^foo$", "reason": "dies", "timeout_s": 5}, "rules[0].timeout_s: only oracle rules"),
+    ({"op": "^foo$", "reason": "dies", "cases": ["empty"]}, "rules[0].cases: only oracle rules"),
     ({"op": "^foo$", "reason": "dies", "device_type": ""}, "rules[0].device_type: ''"),
     ({"op": "^foo$", "reason": "dies", "dtype": "f"}, "rules[0]: unknown field(s) dtype; allowed: kind, op"),
     ("rule", "rules[0]: expected an object"),
@@ -105,8 +111,8 @@ def test_hostile_rules_of_either_kind(tmp_path, rule, says):
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("text, says", [("{", "not JSON"), ("[]", "a list `rules`"), ('{"rules": {}}', "a list `rules`"),
-                                        (b"\xff\xfe", "not JSON")])
+@pytest.mark.parametrize("text, says", [("{", "not JSON"), ("[]", "a list `rules`"),
+                                        ('{"rules": {}}', "a list `rules`"), (b"\xff\xfe", "not JSON")])
 def test_a_hostile_file(tmp_path, text, says):
     path = tmp_path / "known_crashes.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())

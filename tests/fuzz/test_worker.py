@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions, parse_budget
-from torchcts.fuzz.worker import Task, answer_from, engine_settings, run_task
+from torchcts.fuzz.worker import Task, answer_from, engine_settings, run_task, task_settings
 from torchcts.manifest.templates import render_template
 from torchcts.plan.items import PlanItem
 from torchcts.testing import faulty
@@ -49,18 +49,35 @@ def test_a_visit_that_finds_a_bug_stores_its_case_with_the_visits_seed(faulty_op
     assert again["status"] == "passed" and again["examples"] == 10  # the bug off: the same cases pass
 
 
-def test_a_crash_hunt_runs_each_case_in_a_child_and_a_visit_steers_toward_larger_errors(faulty_options, monkeypatch):
-    seen = []
-    monkeypatch.setattr("torchcts.engine.run.run_item",
-                        lambda item, settings, *, seed, max_examples: seen.append((settings, seed, max_examples))
-                        or {**item.as_json(), "outcome": "passed", "examples": max_examples, "max_ulp": 0})
+def test_a_crash_hunt_runs_each_case_in_a_child_and_a_visit_steers_toward_larger_errors(faulty_options):
     settings = engine_settings(faulty_options)
-    run_task(Task(ABS, seed=7, examples=3), settings)
-    run_task(Task(ABS, seed=7, examples=3).as_crash_hunt(), settings)
-    (visit, _, _), (crash_hunt, seed, examples) = seen
+    visit = task_settings(Task(ABS, seed=7, examples=3), settings)
+    crash_hunt = task_settings(Task(ABS, seed=7, examples=3).as_crash_hunt(), settings)
     assert visit.targeting and visit.case_timeout_s is None
-    assert not crash_hunt.targeting and crash_hunt.case_timeout_s == CRASH_CASE_TIMEOUT_S and (seed, examples) == (7, 3)
-    assert crash_hunt.found == {"fuzz_seed": 7, "derandomize": False}
+    assert not crash_hunt.targeting and crash_hunt.case_timeout_s == CRASH_CASE_TIMEOUT_S
+    assert visit.found == crash_hunt.found == {"fuzz_seed": 7, "derandomize": False}
+    assert settings.found == {}  # the hunt's settings are not changed by a task
+
+
+def test_cases_the_cpu_oracle_crashes_on_run_isolated_as_in_run_and_known_backend_crashes_do_not(tmp_path):
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu"))
+    (tmp_path / "known_crashes.json").write_text(json.dumps({"rules": [
+        {"op": "^abs$", "reason": "a backend crash", "kind": "backend"}]}))
+    options = FuzzOptions(device="cpu", manifest=tmp_path / "manifest.py", budget_s=None, max_visits=1)
+    policy = engine_settings(options).isolation
+    median = PlanItem("forward", "median", "function", "float32", 1)  # packaged CPU-oracle rule
+    assert policy.case_isolation(median) is not None and policy.reason(median) is None
+    assert policy.reason(ABS) is None and policy.case_isolation(ABS) is None  # a backend crash is a finding
+
+
+def test_a_ledger_that_cannot_be_read_stops_the_hunt_before_any_worker_starts(tmp_path):
+    from torchcts.crashes.ledger import LedgerError
+    from torchcts.fuzz.hunt import hunt
+
+    (tmp_path / "known_crashes.json").write_text("{not json")
+    options = FuzzOptions(device="cpu", manifest=tmp_path / "manifest.py", budget_s=None, max_visits=1)
+    with pytest.raises(LedgerError, match="known_crashes.json"):
+        hunt(options, [ABS], print)
 
 
 def record(outcome: str, **fields) -> dict:

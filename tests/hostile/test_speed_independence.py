@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from torchcts.fuzz.hunt import FuzzOptions, Scheduler
+from torchcts.fuzz.options import FuzzOptions
+from torchcts.fuzz.scheduler import Scheduler
 from torchcts.isolation.fork import run_forked
 from torchcts.plan.build import PlanItem
 from torchcts.manifest.templates import render_template

@@ -5,4 +5,4 @@ commands share, `selection` the --level/--dtype/--ops/--property selection and i
 `hash_seed` and `project_venv` prepare the process. Nothing else imports this package.
 """
 
-from torchcts.cli.main import cli, main  # noqa: E402,F401 - the entry point `torchcts.cli:main`
+from torchcts.cli.main import cli, main  # noqa: F401 - the entry point `torchcts.cli:main`

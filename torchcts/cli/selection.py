@@ -22,8 +22,13 @@ class PropertyOption(click.Option):
     """--property NAME: its help lists the registered properties, read from the registry when help is shown."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from torchcts.plan.registry import RegistryError
+
         record = super().get_help_record(ctx)
-        names = _registered_names()
+        try:
+            names = _registered_names()
+        except RegistryError:  # a broken install: the command itself will say so
+            names = ()
         if record is None or not names:
             return record
         return record[0], f"{record[1]} One of: {', '.join(names)}."
@@ -33,10 +38,7 @@ def _registered_names(extra_dirs: Iterable[Path] = ()) -> tuple[str, ...]:
     """The names of every registered property (built in, plus the suites in `extra_dirs`), by level then name."""
     from torchcts.plan import registry
 
-    try:
-        return tuple(spec.name for spec in registry.load(extra_dirs))
-    except registry.RegistryError as exc:
-        fail(f"custom_test_dirs: {exc}")
+    return tuple(spec.name for spec in registry.load(extra_dirs))
 
 
 def selection_options(level_help: str, dtype_help: str = "Only these dtypes (float32, torch.bfloat16); repeatable.",
@@ -45,7 +47,8 @@ def selection_options(level_help: str, dtype_help: str = "Only these dtypes (flo
     return apply(
         click.option("--level", type=ANY_LEVEL, help=level_help),
         click.option("--dtype", "dtypes", multiple=True, help=dtype_help),
-        click.option("--ops", multiple=True, help="Only OpInfos whose id matches this regex; repeatable."),
+        click.option("--ops", multiple=True, help="Only OpInfos (and scenarios) whose name matches this regex; "
+                                                  "repeatable."),
         click.option("--property", "properties", multiple=True, cls=PropertyOption, help=property_help),
     )
 
@@ -54,9 +57,9 @@ def plan_for(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], op
              properties: tuple[str, ...]) -> tuple[Any, Any]:
     """(the plan of a run with this selection, the manifest); exits 2 on a bad manifest or selection."""
     from torchcts.manifest import ManifestError, load_manifest
-    from torchcts.plan.build import Selection, SelectionError, build_plan
+    from torchcts.plan.build import build_plan
     from torchcts.plan.registry import RegistryError
-    from torchcts.plan.selection import check_properties
+    from torchcts.plan.selection import Selection, SelectionError, check_properties
     from torchcts.plugin.options import SessionError, dtypes_option
 
     try:

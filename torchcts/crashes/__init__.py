@@ -1,4 +1,5 @@
-"""Crash knowledge in one home: the reviewed known-crash ledger (`ledger`, `known_crashes.json`) with
-torch-version bounds, covering both CPU-oracle crashes and backend crashes, and the evidence of
-crashes and hangs in earlier runs (`history`).
+"""Crash knowledge in one home: the reviewed known-crash ledger (`ledger`, `known_crashes.json`) of what
+crashes or hangs torch's CPU kernel (the oracle) or a backend, with torch-version bounds (`versions`)
+and the case traits a crash needs (`traits`), and the evidence of crashes and hangs in earlier runs
+(`history`).
 """

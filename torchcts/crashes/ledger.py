@@ -4,10 +4,11 @@ A rule says WHO crashes -- `"kind": "oracle"`, torch's own CPU kernel (the oracl
 compared against, so the rule applies on every device under test), or `"kind": "backend"`, the
 backend under test (optionally one `device_type`) -- for which op (a regex on the OpInfo id),
 property, dtypes and torch versions, and why. The isolation policy (`torchcts.isolation.policy`)
-turns the rules into action: an item an oracle rule matches runs every case in a forked child
+turns the rules into action: an item an oracle rule matches runs its cases in forked children
 and a crash or hang of the oracle is accounted `cpu_contract` with the rule's reason; an item a
-backend rule matches runs isolated as a whole. On torch versions outside a rule's range, the
-item runs normally.
+backend rule matches runs isolated as a whole. An oracle rule may name the case traits its crash
+needs (`cases`, see `traits`) so only those cases fork, and a per-case limit (`timeout_s`) for
+crashes that are hangs. On torch versions outside a rule's range, the item runs normally.
 
 The packaged ledger (`known_crashes.json`, reviewed with the code) and a project-local one
 (`known_crashes.json` next to the manifest, or `--known-crashes PATH`) are merged.
@@ -33,7 +34,7 @@ ORACLE, BACKEND = "oracle", "backend"
 KINDS = (ORACLE, BACKEND)
 DEFAULT_CASE_TIMEOUT_S = 30.0  # an oracle rule's per-case limit unless it says `timeout_s`
 MAX_CASE_TIMEOUT_S = 3600.0
-FIELDS = ("kind", "op", "reason", "property", "dtypes", "device_type", "torch", "timeout_s")
+FIELDS = ("kind", "op", "reason", "property", "dtypes", "device_type", "torch", "cases", "timeout_s")
 
 
 class LedgerError(Exception):
@@ -52,6 +53,7 @@ class CrashRule:
     torch: str | None = None
     kind: str = BACKEND
     timeout_s: float = DEFAULT_CASE_TIMEOUT_S  # oracle rules: the limit per isolated case
+    cases: tuple[str, ...] | None = None  # oracle rules: the case traits the crash needs (None: any case)
 
     @property
     def name(self) -> str:
@@ -75,6 +77,7 @@ class CrashRule:
                 + (f", dtypes {', '.join(self.dtypes)}" if self.dtypes else "")
                 + (f", device {self.device_type}" if self.device_type else "")
                 + (f", torch {self.torch}" if self.torch else "")
+                + (f", cases with {' or '.join(self.cases)}" if self.cases else "")
                 + (f", {self.timeout_s:g} s a case" if self.is_oracle else "") + f": {self.reason}")
 
 
@@ -124,7 +127,7 @@ def _rule(path: str, index: int, raw: Any) -> CrashRule:
     if torch_range is not None and (not isinstance(torch_range, str) or not valid_range(torch_range)):
         raise LedgerError(f"{where}.torch: {_brief(torch_range)}; expected clauses like \">=2.13,<2.14\"")
     return CrashRule(path, index, raw["op"], raw["reason"], raw.get("property"), _dtypes(where, raw.get("dtypes")),
-                     device_type, torch_range, kind, _timeout(where, kind, raw))
+                     device_type, torch_range, kind, _timeout(where, kind, raw), _cases(where, kind, raw))
 
 
 def _check_property(where: str, name: Any) -> None:
@@ -147,6 +150,19 @@ def _dtypes(where: str, dtypes: Any) -> tuple[str, ...] | None:
                                                              for d in dtypes):
         raise LedgerError(f"{where}.dtypes: {_brief(dtypes)}; a non-empty list of dtype names (float32, bfloat16, ...)")
     return tuple(dtype_names.canonical_name(dtype_names.lookup(d)) for d in dtypes)
+
+
+def _cases(where: str, kind: str, raw: dict) -> tuple[str, ...] | None:
+    if "cases" not in raw:
+        return None
+    from torchcts.crashes.traits import TRAITS
+
+    value = raw["cases"]
+    if kind != ORACLE:
+        raise LedgerError(f"{where}.cases: only oracle rules isolate single cases; a backend rule isolates its items")
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v in TRAITS for v in value):
+        raise LedgerError(f"{where}.cases: {_brief(value)}; a non-empty list of case traits: {', '.join(TRAITS)}")
+    return tuple(value)
 
 
 def _timeout(where: str, kind: str, raw: dict) -> float:

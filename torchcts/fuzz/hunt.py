@@ -22,7 +22,7 @@ from torchcts import interrupts
 from torchcts.fuzz.options import CRASH_REPLAY_LIMIT_S, PROGRESS_EVERY_S, FuzzOptions, parse_budget
 from torchcts.fuzz.pool import OVER_BUDGET, REPLAY_OVERRAN, Answered, Ended, WorkerPool
 from torchcts.fuzz.scheduler import LOST, ItemStats, Scheduler
-from torchcts.fuzz.worker import Task
+from torchcts.fuzz.worker import Task, oracle_rules
 from torchcts.fuzz.worker import main as worker_main
 from torchcts.outcomes import Outcome
 
@@ -35,7 +35,9 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None], *,
          worker: Callable[..., None] = worker_main) -> dict[str, Any]:
     """Fuzz `items` for the budget; a summary (also written to RESULTS_DIR/<run-id>/fuzz.json).
 
-    `worker` is the workers' process function (`worker.main`; tests pass stand-ins)."""
+    `worker` is the workers' process function (`worker.main`; tests pass stand-ins). A crash ledger
+    next to the manifest that cannot be read raises LedgerError before any worker starts."""
+    oracle_rules(options)
     run = _Hunt(options, items, echo, worker)
     echo(f"torchcts fuzz: {len(items)} items, budget {options.describe_budget()}, {options.workers} worker(s), "
          f"seed {run.seed}, corpus {options.corpus_dir}")
@@ -151,10 +153,12 @@ class _Hunt:
 
 
 def fixed_properties() -> frozenset[str]:
-    """The properties whose cases are a fixed list (the registry's `draws=False`): one visit runs them all."""
+    """The properties whose cases are a fixed list (the registry's `draws=False`): one visit runs them all.
+    Every registered property counts: the installed ones and the custom suites the plan loaded."""
     from torchcts.plan import registry
 
-    return frozenset(spec.name for spec in registry.load() if not spec.draws)
+    registry.load()
+    return frozenset(spec.name for spec in registry.properties() if not spec.draws)
 
 
 def write_summary(summary: dict[str, Any], results_dir: Path) -> dict[str, Any]:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from torchcts import interrupts
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions
+from torchcts.fuzz.scheduler import UNAVAILABLE
 from torchcts.outcomes import PROBLEMS, Outcome, parse
-
-UNAVAILABLE = "unavailable"  # an answer's status when no case could run (the record's outcome is a not-run one)
 
 
 @attrs.frozen
@@ -62,33 +62,63 @@ def _detach_from_signals() -> None:
 
 
 def engine_settings(options: FuzzOptions) -> Any:
-    """The engine's settings for every task of this hunt (imports torch, the backend and the properties)."""
+    """The engine's settings for every task of this hunt (imports torch, the backend and the properties,
+    the manifest's custom suites included)."""
     import torch
 
     from torchcts.engine.run import EngineSettings
     from torchcts.engine.targets import Target
     from torchcts.manifest import load_manifest
     from torchcts.manifest.load import import_backend
+    from torchcts.plan import registry
     from torchcts.plugin.options import HARNESS_THREADS
 
     manifest, _ = load_manifest(options.manifest)
     if manifest.backend_import is not None:  # the parent imported it already: a failure here kills only this worker
         import_backend(manifest.backend_import)
+    registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did
     torch.set_num_threads(HARNESS_THREADS)
     flags = f"--device {options.device}" + (f" --compile {options.compile_backend}" if options.compile_backend else "")
-    return EngineSettings(target=Target(options.device, options.compile_backend), manifest=manifest,
-                          level=options.level or manifest.semantic_level, max_examples=options.examples_per_task,
-                          deadline_ms=None, corpus_dir=options.corpus_dir, replay_flags=flags, targeting=True)
+    target = Target(options.device, options.compile_backend)
+    return EngineSettings(target=target, manifest=manifest, level=options.level or manifest.semantic_level,
+                          max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,
+                          replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type))
+
+
+def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:
+    """As in `run`, the cases of an item a CPU-oracle rule of the crash ledger matches (packaged, or in
+    known_crashes.json next to the manifest) each run in a forked child, and the oracle crashing on one is
+    `cpu_contract`, not a finding. Backend rules isolate nothing here: a worker that dies is the pool's to
+    replace, and the crash is what the hunt reports. LedgerError names a bad ledger file."""
+    from torchcts.crashes.ledger import torch_minor
+    from torchcts.isolation.fork import fork_safe
+    from torchcts.isolation.policy import IsolationPolicy
+
+    return IsolationPolicy(rules=oracle_rules(options), device_type=device_type, torch_version=torch_minor(),
+                           can_fork=fork_safe(device_type))
+
+
+def oracle_rules(options: FuzzOptions) -> tuple[Any, ...]:
+    """The crash ledger's CPU-oracle rules (policy `off` keeps only those); LedgerError names a bad file.
+    The hunt reads them once before it starts workers, so a bad ledger stops it there."""
+    from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
+
+    return tuple(ledger_rules("off", Path(options.manifest).parent / LOCAL_NAME))
 
 
 def run_task(task: Task, settings: Any) -> dict[str, Any]:
     """Run one task through the engine; the scheduler's answer (see `answer_from`)."""
     from torchcts.engine.run import run_item
 
-    settings = attrs.evolve(settings, found={"fuzz_seed": task.seed, "derandomize": False},
-                            targeting=not task.crash_hunt,
-                            case_timeout_s=CRASH_CASE_TIMEOUT_S if task.crash_hunt else None)
-    return answer_from(task, run_item(task.item, settings, seed=task.seed, max_examples=task.examples))
+    record = run_item(task.item, task_settings(task, settings), seed=task.seed, max_examples=task.examples)
+    return answer_from(task, record)
+
+
+def task_settings(task: Task, settings: Any) -> Any:
+    """The hunt's settings for one task: its seed recorded in stored cases; a normal visit steers toward
+    larger errors, a crash hunt runs each case in a forked child with its own timeout."""
+    return attrs.evolve(settings, found={"fuzz_seed": task.seed, "derandomize": False}, targeting=not task.crash_hunt,
+                        case_timeout_s=CRASH_CASE_TIMEOUT_S if task.crash_hunt else None)
 
 
 def answer_from(task: Task, record: dict[str, Any]) -> dict[str, Any]:

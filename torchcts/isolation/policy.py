@@ -4,9 +4,10 @@ Whole items run isolated with `--subprocess-per-test`, when a backend rule of th
 ledger matches them (`--known-segfault-policy isolate`), and when earlier runs on the same
 hardware, device and torch minor version left crash or hang evidence (`--adaptive-isolation
 auto`): `reason`. Items an oracle rule matches (torch's CPU kernel crashes or hangs on some of
-their cases, on this torch version) run every case in a forked child with the rule's per-case
-limit, and a crash or hang of the CPU oracle is accounted `cpu_contract` with the rule's reason:
-`case_isolation`. A process that is itself an isolated child never isolates again.
+their cases, on this torch version) run their cases -- every case, or those with the traits the
+rule names (`crashes.traits`) -- in a forked child with the rule's per-case limit, and a crash
+or hang of the CPU oracle is accounted `cpu_contract` with the rule's reason: `case_isolation`.
+A process that is itself an isolated child never isolates again.
 """
 
 from __future__ import annotations
@@ -22,25 +23,51 @@ DEFAULT_ITEM_TIMEOUT_S = 900.0
 
 @attrs.frozen
 class CaseIsolation:
-    """Every case of the item runs in a forked child; a crash or hang of the CPU oracle is `cpu_contract`."""
+    """The item's crash-prone cases (`isolates`) run in a forked child; a crash or hang of the CPU oracle
+    there is `cpu_contract` with `reason`. Where forking is impossible (`fork` False: the device does not
+    survive it) those cases are not run at all: each is `cpu_contract` with the reason."""
 
     timeout_s: float  # per case
     reason: str  # the oracle rule's reason, for the cpu_contract record
     rule: str = ""  # the rule's name (file#index), for the record's `isolated` note
+    cases: tuple[str, ...] | None = None  # the case traits the crash needs (crashes.traits); None: every case
+    fork: bool = True
 
-    def probe_runner(self) -> Callable[[Callable[[], None]], bool | None]:
+    def isolates(self, sample: Any) -> bool:
+        """Whether a case (its SampleInput; a Case is read through `.sample`) is crash-prone: it runs in a
+        forked child (or, without forking, not at all)."""
+        if self.cases is None:
+            return True
+        from torchcts.crashes.traits import has_any
+
+        return has_any(getattr(sample, "sample", sample), self.cases)
+
+    def probe_runner(self) -> Callable[[Callable[[], None], Any], bool | None]:
         """A runner for `torchcts.strategies.probes.cpu_probes`: drawing runs the op on CPU (to validate a
-        transformed case, to choose a size change), and for this item that may crash or hang too, so each
-        probe runs in a forked child under the per-case limit. None: the child died or hung (the case is
-        kept; its isolated check accounts the crash)."""
+        transformed case, to choose a size change), which for this item may crash or hang too, so a probe
+        of a crash-prone sample runs in a forked child under the per-case limit (without forking, not at
+        all). None: the child died or hung, or the probe was not run (the case is kept; its check
+        accounts it)."""
         from torchcts.isolation.fork import run_forked
-        from torchcts.strategies.probes import run_in_process
 
-        def runner(work: Callable[[], None]) -> bool | None:
-            result = run_forked(lambda: run_in_process(work), self.timeout_s)
+        def runner(work: Callable[[], None], sample: Any) -> bool | None:
+            if not self.isolates(sample):
+                return _returns(work)
+            if not self.fork:
+                return None
+            result = run_forked(lambda: _returns(work), self.timeout_s)
             return result.answer if result.status == "finished" else None
 
         return runner
+
+
+def _returns(work: Callable[[], None]) -> bool:
+    """True when `work()` returns, False when it raises (a probe the CPU rejects)."""
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - any rejection by the CPU kernel is an answer, not an error
+        return False
+    return True
 
 
 @attrs.frozen
@@ -51,7 +78,7 @@ class IsolationPolicy:
     device_type: str = "cpu"
     torch_version: tuple[int, int] = (0, 0)
     timeout_s: float = DEFAULT_ITEM_TIMEOUT_S
-    can_fork: bool = True  # False: the device does not survive a fork; oracle-rule items cannot run at all
+    can_fork: bool = True  # False: the device does not survive a fork; crash-prone oracle cases are not run
 
     def reason(self, item: Any) -> str | None:
         """Why this item runs isolated as a whole, or None to run it in the session's process."""
@@ -69,12 +96,17 @@ class IsolationPolicy:
     def case_isolation(self, item: Any) -> CaseIsolation | None:
         """How this item's cases run isolated because the CPU oracle crashes or hangs on some of them, or None.
 
-        Without forking (`can_fork` False) the engine cannot run such an item safely: it accounts
-        the whole item `cpu_contract` with the reason instead of running it."""
-        rule = matching_rule(self.rules, item, self.device_type, self.torch_version, kind=ORACLE)
-        if rule is None:
+        Every oracle rule matching the item counts: the cases any of them needs, the longest limit,
+        their reasons. Without forking (`can_fork` False) the crash-prone cases are not run (`fork`)."""
+        rules = [rule for rule in self.rules if rule.is_oracle and rule.matches(
+            item.property, item.op, item.dtype, self.device_type, self.torch_version)]
+        if not rules:
             return None
-        return CaseIsolation(timeout_s=rule.timeout_s, reason=rule.reason, rule=rule.name)
+        cases = None if any(rule.cases is None for rule in rules) else \
+            tuple(dict.fromkeys(trait for rule in rules for trait in rule.cases))
+        return CaseIsolation(timeout_s=max(rule.timeout_s for rule in rules),
+                             reason="; ".join(dict.fromkeys(rule.reason for rule in rules)),
+                             rule=", ".join(rule.name for rule in rules), cases=cases, fork=self.can_fork)
 
     def describe(self) -> str:
         oracle = sum(rule.kind == ORACLE for rule in self.rules)

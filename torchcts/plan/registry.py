@@ -45,38 +45,57 @@ def _cpu_dtypes(op: Any) -> Iterable[Any]:
     return op.supported_dtypes("cpu")
 
 
+VARIANTS = ("function", "method", "inplace", "out")  # how an OpInfo item calls its op
+
+
+def _check_variant(_: Any, __: Any, value: str) -> None:
+    if value not in VARIANTS:
+        raise RegistryError(f"OpInfoItems.variant: one of {', '.join(VARIANTS)}, got {value!r}")
+
+
 @attrs.frozen
 class OpInfoItems:
     """One item per (OpInfo, variant, dtype): every OpInfo `applies` accepts, in every dtype `dtypes(op)` gives."""
 
-    variant: str = "function"
+    variant: str = attrs.field(default="function", validator=_check_variant)
     applies: Callable[[Any], bool] = _always
     dtypes: Callable[[Any], Iterable[Any]] = _cpu_dtypes
+
+
+def _names(field: str) -> Callable[[Any], tuple[Any, ...]]:
+    def convert(value: Any) -> tuple[Any, ...]:
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise RegistryError(f"ScenarioItems.{field}: a list of names, got {value!r}")
+        return tuple(value)
+
+    return convert
 
 
 @attrs.frozen
 class ScenarioItems:
     """One item per (scenario, dtype): scenarios the suite defines itself ("round trip of a view").
 
-    A scenario item's `op` field holds the scenario's name and its variant is `scenario`."""
+    A scenario item's `op` field holds the scenario's name and its variant is `scenario`; the
+    dtypes are names a manifest can claim (`float32`), each item in the order given."""
 
-    scenarios: tuple[str, ...] = attrs.field(converter=tuple)
-    dtypes: tuple[str, ...] = attrs.field(converter=tuple)
+    scenarios: tuple[str, ...] = attrs.field(converter=_names("scenarios"))
+    dtypes: tuple[str, ...] = attrs.field(converter=_names("dtypes"))
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
         bad = [s for s in value if not isinstance(s, str) or not _NAME.match(s)]
-        if not value or bad:
-            raise RegistryError(f"ScenarioItems.scenarios: non-empty lower_snake_case names, got {value!r}")
+        if not value or bad or len(set(value)) != len(value):
+            raise RegistryError(f"ScenarioItems.scenarios: distinct lower_snake_case names, at least one, "
+                                f"got {value!r}")
 
     @dtypes.validator
     def _check_dtypes(self, _: Any, value: tuple[str, ...]) -> None:
         from torchcts import dtypes as dtype_names
 
-        bad = [d for d in value if not isinstance(d, str) or dtype_names.lookup(d) not in dtype_names.CLAIMABLE_DTYPES]
-        if not value or bad:
-            raise RegistryError(f"ScenarioItems.dtypes: names of dtypes a manifest can claim (float32, bfloat16, ...), "
-                                f"got {value!r}")
+        found = [dtype_names.lookup(d) if isinstance(d, str) else None for d in value]
+        if not value or any(d not in dtype_names.CLAIMABLE_DTYPES for d in found) or len(set(found)) != len(found):
+            raise RegistryError(f"ScenarioItems.dtypes: distinct names of dtypes a manifest can claim (float32, "
+                                f"bfloat16, ...), at least one, got {value!r}")
 
 
 @attrs.frozen

@@ -78,11 +78,11 @@ def start_run(config: pytest.Config) -> RunStart:
     device = device or "cpu"
     if validation and device_kind(device) != "cpu":
         raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {shown(device)}")
-    selection, seed, max_examples = checked_options(option)  # before the manifest loads or a folder is made
+    selection, seed, max_examples = checked_options(option, defer_properties=True)  # before the manifest loads
     replay_paths = option("torchcts_corpus")
     manifest_path = Path(option("torchcts_manifest") or "manifest.py")
     manifest = _manifest(option, manifest_path, bool(replay_paths))
-    selection = _with_properties(selection, option("torchcts_properties"), manifest)
+    selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
     target = Target(device, option("torchcts_compile"))
     run_seed, derandomize = _run_seed(option, seed, manifest)
@@ -157,7 +157,7 @@ def _load_properties(extra_dirs: Any) -> None:
         raise SessionError(f"custom_test_dirs: {exc}") from None
 
 
-def _with_properties(selection: Selection, names: list[str] | None, manifest: Manifest | None) -> Selection:
+def _with_properties(selection: Selection, names: list[str] | None) -> Selection:
     """The selection with its checked `--property` names (registered ones, custom suites included)."""
     try:
         return attrs.evolve(selection, properties=check_properties(names, registry.capability_map()))
@@ -229,14 +229,19 @@ def import_manifest_backend(manifest: Manifest) -> None:
                            + (f" ({problems})" if problems else "")) from None
 
 
-def checked_options(option: Any) -> tuple[Selection, int | None, int | None]:
+def checked_options(option: Any, *, defer_properties: bool = False) -> tuple[Selection, int | None, int | None]:
     """(selection, --seed, --max-examples) after checking every option a user types; SessionError names the bad one.
 
     Runs before the manifest loads and before anything is written, so a typo costs nothing: output
-    folders must be creatable and writable, input files regular files, numbers in range."""
+    folders must be creatable and writable, input files regular files, numbers in range, `--property`
+    names registered by the installed suites (`defer_properties`: checked once the manifest's
+    `custom_test_dirs` are loaded too)."""
     try:
         selection = Selection(level=option("torchcts_level"), dtypes=dtypes_option(option("torchcts_dtypes")),
                               op_patterns=tuple(option("torchcts_ops") or ()))
+        if not defer_properties:
+            selection = attrs.evolve(selection, properties=check_properties(option("torchcts_properties"),
+                                                                            [p.name for p in registry.load()]))
     except SelectionError as exc:
         raise SessionError(str(exc)) from None
     seed, max_examples = option("torchcts_seed"), option("torchcts_max_examples")

@@ -19,15 +19,15 @@ from torchcts.cases.replay import ReplayItem
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
-from torchcts.plugin.options import (  # noqa: F401 - also the names fuzz and the cli import from here
-    HARNESS_THREADS, AuditDone, RunStart, SessionError, check_device, device_name_warning, import_manifest_backend,
-    start_run)
+from torchcts.plugin.options import (  # noqa: F401 - also names other modules import from here
+    HARNESS_THREADS, AuditDone, RunStart, SessionError, check_device, checked_options, device_name_warning,
+    import_manifest_backend, start_run)
 
 PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
 
-# the names `torchcts.fuzz` and `torchcts.cli` import (until they import `plugin.options` directly)
-_import_backend, _check_device, _device_name_warning = import_manifest_backend, check_device, device_name_warning
+# the old names tests/hostile/test_cli_arguments.py imports (until it imports `plugin.options` directly)
+_check_device, _checked_options, _device_name_warning = check_device, checked_options, device_name_warning
 
 
 class RunSession:

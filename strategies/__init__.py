@@ -11,11 +11,14 @@ from torchcts.strategies.fingerprint import fingerprint, same_bits
 from torchcts.strategies.layouts import describe_layout, is_overlapping, relayouts
 from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested_forms, nested_tensors
 from torchcts.strategies.placement import Placement, copy_exact, place
-from torchcts.strategies.samples import Case, NoSamples, call_variant, opinfo_samples, sample_pool
+from torchcts.strategies.probes import cpu_probes
+from torchcts.strategies.opinfo_pool import sample_pool
+from torchcts.strategies.samples import Case, NoSamples, opinfo_samples
 from torchcts.strategies.seeding import seeded_globals
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_forms, sparse_tensors
 from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes, mutually_broadcastable_shapes, shapes, shapes_for
 from torchcts.strategies.tensors import tensors
+from torchcts.strategies.variants import call_variant
 from torchcts.strategies.values import special_values, values
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "call_variant",
     "claimed_dtypes",
     "copy_exact",
+    "cpu_probes",
     "describe_layout",
     "dtypes",
     "fingerprint",

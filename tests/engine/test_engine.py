@@ -16,7 +16,7 @@ from torchcts.engine.context import BackendError, CaseCrashed
 from torchcts.engine.outcome import NotRun, classify
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
-from torchcts.isolation.policy import IsolationPolicy
+from torchcts.isolation.policy import CaseIsolation, IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
@@ -43,22 +43,17 @@ def settings(manifest_path):
 
 
 @attrs.frozen
-class CaseIsolation:  # what IsolationPolicy.case_isolation returns for a CPU-oracle crash rule
-    timeout_s: float
-    reason: str
-
-
-@attrs.frozen
 class OracleCrashPolicy:
     """An isolation policy that isolates no item but every case of every item (a CPU-oracle crash rule)."""
 
     timeout_s: float = 60.0
+    fork: bool = True
 
     def reason(self, item):
         return None
 
     def case_isolation(self, item):
-        return CaseIsolation(self.timeout_s, "known CPU crash: the test's rule")
+        return CaseIsolation(self.timeout_s, "known CPU crash: the test's rule", rule="test#0", fork=self.fork)
 
 
 @pytest.fixture
@@ -187,8 +182,12 @@ def test_a_cpu_oracle_crash_is_cpu_contract_and_a_device_crash_a_finding(setting
     oracle = run_item(scenario("engine_probe_oracle_crash", test_oracle_dies), isolating)
     assert oracle["outcome"] is Outcome.CPU_CONTRACT and oracle["cpu_contract_cases"] == 2
     assert "crashed on all 2 cases" in oracle["reason"] and "known CPU crash: the test's rule" in oracle["reason"]
+    assert oracle["isolated_cases"] == "known CPU-oracle crash rule test#0: known CPU crash: the test's rule"
     device = run_item(scenario("engine_probe_device_crash", test_device_dies), isolating)
     assert device["outcome"] is Outcome.CRASHED and "SIGABRT" in device["error"]
+    unforkable = attrs.evolve(settings, isolation=OracleCrashPolicy(fork=False))  # the cases are not run at all
+    skipped = run_item(scenario("engine_probe_oracle_unforkable", test_oracle_dies), unforkable)
+    assert skipped["outcome"] is Outcome.CPU_CONTRACT and "crashed on all 2 cases" in skipped["reason"]
 
 
 def test_a_cpu_rejection_in_a_case_child_stays_a_rejection(settings, scenario):

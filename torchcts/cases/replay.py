@@ -24,7 +24,8 @@ from torchcts import dtypes as dtype_names
 from torchcts.cases.codec import brief
 from torchcts.cases.files import CaseFileError, CorpusCase, case_files, load_case, printable, save_case
 from torchcts.cases.limits import CaseLimits
-from torchcts.plan.build import PROPERTY_BY_NAME
+from torchcts.outcomes import PROBLEMS, Outcome, parse
+from torchcts.plan import registry
 
 UNREADABLE_PROPERTY = "forward"  # the test function that reports unreadable case files
 EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read (the others still ran)
@@ -77,9 +78,14 @@ def replay_items(paths: Iterable[Path | str], limits: CaseLimits = CaseLimits())
             items.append(ReplayItem(str(path), UNREADABLE_PROPERTY, "", "", "", 0, problem=(exc.field, exc.message)))
             continue
         items.append(ReplayItem(str(path), case.property, case.op, case.variant, case.dtype,
-                                PROPERTY_BY_NAME[case.property].level, case.fingerprint, case.status,
-                                crash=case.failure.get("outcome") in ("crashed", "timed_out")))
+                                _properties()[case.property].level, case.fingerprint, case.status,
+                                crash=parse(case.failure.get("outcome")) in (Outcome.CRASHED, Outcome.TIMED_OUT)))
     return items
+
+
+def _properties() -> dict[str, registry.PropertySpec]:
+    """The registered properties by name (the installed suites, and custom ones loaded before)."""
+    return {spec.name: spec for spec in registry.load()}
 
 
 def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:
@@ -87,11 +93,12 @@ def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusC
     from torchcts.plan.catalog import find_op
 
     case = load_case(path, limits)
-    if case.property not in PROPERTY_BY_NAME:
-        raise CaseFileError(path, "property", f"{brief(case.property)}; known: {', '.join(PROPERTY_BY_NAME)}")
-    if case.variant != PROPERTY_BY_NAME[case.property].variant:  # it names the item: nothing else may go there
+    known = _properties()
+    if case.property not in known:
+        raise CaseFileError(path, "property", f"{brief(case.property)}; known: {', '.join(known)}")
+    if case.variant != known[case.property].variant:  # it names the item: nothing else may go there
         raise CaseFileError(path, "variant", f"{brief(case.variant)}; {case.property} cases are "
-                                             f"{PROPERTY_BY_NAME[case.property].variant!r}")
+                                             f"{known[case.property].variant!r}")
     if dtype_names.lookup(case.dtype) is None:
         raise CaseFileError(path, "dtype", f"unknown dtype {brief(case.dtype)}")
     try:
@@ -145,7 +152,7 @@ class ReplayVerdict:
 
     @property
     def still_failing(self) -> bool:
-        return self.outcome in ("failed", "error", "crashed", "timed_out") and self.unreadable is None
+        return parse(self.outcome) in PROBLEMS and self.unreadable is None
 
     @property
     def regression(self) -> bool:
@@ -188,13 +195,13 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
             echo(f"{'unreadable':24} {printable(verdict.path)}: {printable(verdict.unreadable)[:300]}")
             continue
         state = "REGRESSION (was fixed)" if verdict.regression else (
-            "still failing" if verdict.still_failing else "now passing" if verdict.outcome == "passed"
+            "still failing" if verdict.still_failing else "now passing" if verdict.outcome == Outcome.PASSED
             else f"not run ({verdict.outcome})")
         echo(f"{state:24} {printable(verdict.path)}  {printable(verdict.case_id)}")
         if verdict.still_failing and verdict.reason:
             echo(f"{'':24} {printable(verdict.reason.splitlines()[0][:200])}")
-        if update_status and verdict.path and verdict.outcome in ("passed", "failed"):
-            new_status = "fixed" if verdict.outcome == "passed" else "open"
+        if update_status and verdict.path and verdict.outcome in (Outcome.PASSED, Outcome.FAILED):
+            new_status = "fixed" if verdict.outcome == Outcome.PASSED else "open"
             if new_status != verdict.status and verdict.status in ("open", "fixed"):
                 try:
                     mark_status(verdict.path, new_status, limits)

@@ -38,7 +38,8 @@ def _registered_names(extra_dirs: Iterable[Path] = ()) -> tuple[str, ...]:
     """The names of every registered property (built in, plus the suites in `extra_dirs`), by level then name."""
     from torchcts.plan import registry
 
-    return tuple(spec.name for spec in registry.load(extra_dirs))
+    registry.load(extra_dirs)
+    return registry.names()
 
 
 def selection_options(level_help: str, dtype_help: str = "Only these dtypes (float32, torch.bfloat16); repeatable.",

@@ -1,6 +1,6 @@
 """What a property test runs with: one plan item, its Hypothesis settings, and the two executions.
 
-A property test receives a `CaseContext` (the `cts` fixture). It draws cases, runs each on the
+A property check receives a `CaseContext` (its `cts` argument). It draws cases, runs each on the
 CPU oracle and on the device under test, and compares. The context turns what happens into the
 outcomes of docs/architecture.md: the oracle rejecting a case is `cpu_contract` for that case (and for the
 item if no case got past the oracle); the device raising where CPU did not is a `BackendError`
@@ -79,8 +79,8 @@ class CaseContext:
     failing_comparison: oracle.Comparison | None = None
     targeting: bool = False  # fuzzing: steer Hypothesis toward larger errors (`hypothesis.target`)
     case_timeout_s: float | None = None  # set: every case runs in a forked child (shrinking a crash)
-    oracle_crash_reason: str = ""  # a CPU-oracle crash rule's reason: a case whose oracle dies is cpu_contract
-    oracle_crashes: int = 0  # cases whose CPU oracle died in their child
+    case_isolation: Any = None  # a CPU-oracle crash rule's `CaseIsolation`: its crash-prone cases run forked
+    oracle_crashes: int = 0  # cases whose CPU oracle died or hung in their child (or were not run for it)
     in_hypothesis: bool = False
     phase: Any = None  # in a case's child: a shared byte saying whether the CPU oracle is running
 
@@ -161,10 +161,24 @@ class CaseContext:
         from the case: a random op sees the same stream whether the case is drawn, shrunk or
         replayed, whatever ran before it in the process."""
         with seeded_globals(int(_case_fingerprint(case)[:16], 16)):
-            if self.case_timeout_s is None:
+            timeout = self._case_timeout(case)
+            if timeout is None:
                 check(case)
             else:
-                _check_forked(self, check, case)
+                from torchcts.engine.case_fork import check_forked
+
+                check_forked(self, check, case, timeout)
+
+    def _case_timeout(self, case: Any) -> float | None:
+        """The limit of the forked child a case runs in, or None to run it here. A crash-prone case
+        (a CPU-oracle crash rule) on a device that cannot fork is not run: CpuRejects with the rule's reason."""
+        isolation = self.case_isolation
+        if isolation is not None and isolation.isolates(case):
+            if not isolation.fork:
+                self.oracle_crashes += 1
+                raise CpuRejects(f"not run: the CPU oracle is known to crash on such cases: {isolation.reason}")
+            return self.case_timeout_s or isolation.timeout_s
+        return self.case_timeout_s
 
     def _count(self, case: Any) -> None:
         self.examples += 1
@@ -176,8 +190,9 @@ class CaseContext:
             raise NotRun(Outcome.RUNTIME_UNAVAILABLE, "the op yields no cases for this property and dtype")
         if self.cpu_contract_cases == self.examples:
             if self.oracle_crashes == self.examples:
+                why = self.case_isolation.reason if self.case_isolation is not None else "no ledger rule names it"
                 raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle crashed on all {self.examples} "
-                                                   f"cases ({self.oracle_crash_reason})")
+                                                   f"cases ({why})")
             raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
         if self.cpu_contract_cases + self.unavailable_cases == self.examples:
             raise NotRun(Outcome.RUNTIME_UNAVAILABLE,
@@ -298,57 +313,6 @@ class CaseContext:
             "max_rel_error": self.worst.max_rel_error,
             "max_ulp": self.worst.max_ulp,
         }
-
-
-def _check_forked(context: CaseContext, check: Callable[[Any], None], case: Any) -> None:
-    """`check(case)` in a forked child; its outcome raised here as the same kind of exception.
-
-    A child that dies or hangs is CaseCrashed, unless it did so while the CPU oracle ran (a shared
-    byte the child sets around `on_cpu_call` says so): then the case is CpuRejects, with the
-    CPU-oracle crash rule's reason when one isolated it."""
-    import mmap
-
-    from torchcts.isolation.fork import run_forked
-
-    phase = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here after it dies
-    phase[0] = DEVICE_PHASE
-
-    def work() -> dict[str, str]:
-        context.phase = phase
-        return _case_answer(check, case)
-
-    try:
-        result = run_forked(work, context.case_timeout_s)
-        oracle_died = phase[0] == ORACLE_PHASE
-    finally:
-        phase.close()
-    if result.status != "finished":
-        if oracle_died:
-            context.oracle_crashes += 1
-            why = context.oracle_crash_reason or "a known CPU-oracle crash"
-            raise CpuRejects(f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
-                             f"({result.describe()}): {why}")
-        raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
-    kind, message = result.answer["kind"], result.answer["message"]
-    raised = {"cpu_rejects": CpuRejects, "unavailable": CaseUnavailable, "backend_error": BackendError,
-              "failed": AssertionError}.get(kind)
-    if raised is not None:
-        raise raised(message)
-
-
-def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, str]:
-    """What `check(case)` did, as the child's JSON answer."""
-    try:
-        check(case)
-    except CpuRejects as exc:
-        return {"kind": "cpu_rejects", "message": str(exc)}
-    except CaseUnavailable as exc:
-        return {"kind": "unavailable", "message": str(exc)}
-    except BackendError as exc:
-        return {"kind": "backend_error", "message": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
-        return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
-    return {"kind": "passed", "message": ""}
 
 
 def _result_dtype(dtype: torch.dtype, expected: Any) -> torch.dtype:

@@ -11,6 +11,7 @@ CPU-oracle crash rule matches each run in their own child (`CaseContext.case_iso
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -116,14 +117,23 @@ def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
         from torchcts.testing import faulty
 
         record["device_ops"] = faulty.take_trace()
+    if context.case_isolation is not None:  # which cases ran forked, and why
+        record["isolated_cases"] = f"known CPU-oracle crash rule {context.case_isolation.rule}: " \
+                                   f"{context.case_isolation.reason}"
     return record
 
 
 def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict:
-    """Run the item's property check on its context; the verdict from what it raised."""
-    check = property_check(item.property)
+    """Run the item's property check on its context; the verdict from what it raised. Drawing probes the op
+    on CPU too: for an item with crash-prone cases those probes run isolated like the cases."""
+    probes = contextlib.nullcontext()
+    if context.case_isolation is not None:
+        from torchcts.strategies.probes import cpu_probes
+
+        probes = cpu_probes(context.case_isolation.probe_runner())
     try:
-        check(context)
+        with probes:
+            property_check(item.property)(context)
     except Exception as exc:  # noqa: BLE001 - classified by type; interrupts (BaseException) propagate
         return classify(exc, show_traceback=settings.show_traceback)
     return PASSED
@@ -134,31 +144,26 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
     """The `CaseContext` a property check of this item runs with."""
     from torchcts.plan.catalog import find_op
 
-    common = dict(target=settings.target, manifest=settings.manifest, level=settings.level)
+    common = dict(target=settings.target, manifest=settings.manifest, level=settings.level,
+                  case_isolation=case_isolation(item, settings))
     if isinstance(item, ReplayItem):
         case, cases = replayable(item, settings.case_limits)  # UnreadableCase when the file cannot be read
         return CaseContext(item=item, op=find_op(case.op), dtype=dtype_names.lookup(case.dtype), max_examples=1,
                            seed=0, replay=cases, **common)
     scenario = item.variant == "scenario"
-    context = CaseContext(item=item, op=None if scenario else find_op(item.op), dtype=dtype_names.lookup(item.dtype),
-                          max_examples=max_examples or settings.max_examples,
-                          seed=item_seed(item.id, settings.run_seed, settings.versions) if seed is None else seed,
-                          deadline_ms=settings.deadline_ms, shrink=settings.shrink, targeting=settings.targeting,
-                          case_timeout_s=settings.case_timeout_s, **common)
-    _isolate_cases(context, item, settings)
-    return context
+    return CaseContext(item=item, op=None if scenario else find_op(item.op), dtype=dtype_names.lookup(item.dtype),
+                       max_examples=max_examples or settings.max_examples,
+                       seed=item_seed(item.id, settings.run_seed, settings.versions) if seed is None else seed,
+                       deadline_ms=settings.deadline_ms, shrink=settings.shrink, targeting=settings.targeting,
+                       case_timeout_s=settings.case_timeout_s, **common)
 
 
-def _isolate_cases(context: CaseContext, item: Any, settings: EngineSettings) -> None:
-    """Cases of an item a CPU-oracle crash rule matches each run in a forked child (the policy's
-    `case_isolation`): an oracle that dies on a case makes it a cpu_contract case with the rule's reason."""
-    case_isolation = getattr(settings.isolation, "case_isolation", None)
-    if case_isolation is None or not fork_safe(settings.target.device_type):
-        return
-    found = case_isolation(item)
-    if found is not None:
-        context.case_timeout_s = context.case_timeout_s or found.timeout_s
-        context.oracle_crash_reason = found.reason
+def case_isolation(item: Any, settings: EngineSettings) -> Any:
+    """How the item's crash-prone cases run when a CPU-oracle crash rule matches it (`IsolationPolicy.case_isolation`):
+    each in a forked child, where an oracle that dies or hangs makes the case cpu_contract with the rule's
+    reason. None when no rule matches."""
+    policy_of = getattr(settings.isolation, "case_isolation", None)
+    return policy_of(item) if policy_of is not None else None
 
 
 def property_check(name: str) -> Callable[[CaseContext], None]:
@@ -167,24 +172,7 @@ def property_check(name: str) -> Callable[[CaseContext], None]:
 
     if name not in registry.capability_map():
         registry.load()  # the installed suites; custom ones are loaded by whoever planned the item
-    if name in registry.capability_map():
-        return registry.get(name).check
-    return _unregistered_check(name) or registry.get(name).check
-
-
-def _unregistered_check(name: str) -> Callable[[CaseContext], None] | None:
-    """`test_<name>` of an installed suite module not (yet) decorated with `@register_property`."""
-    import importlib
-    import pkgutil
-
-    from torchcts.plan import registry
-
-    package = importlib.import_module(registry.PROPERTIES_PACKAGE)
-    for info in pkgutil.iter_modules(package.__path__):
-        function = getattr(importlib.import_module(f"{registry.PROPERTIES_PACKAGE}.{info.name}"), f"test_{name}", None)
-        if callable(function):
-            return function
-    return None
+    return registry.get(name).check
 
 
 def _record(item: Any, verdict: Verdict, duration_s: float) -> dict[str, Any]:

@@ -79,7 +79,8 @@ class WorkerPool:
         self.slots: list[Slot] = []
 
     def start(self) -> None:
-        self.slots = [self._spawn() for _ in range(max(1, self.options.workers))]
+        for _ in range(max(1, self.options.workers)):
+            self.slots.append(self._spawn())  # one by one: a signal while starting leaves none unstopped
 
     def _spawn(self) -> Slot:
         tasks = self._context.Queue()

@@ -70,7 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: run every item in its own forked process (a crash or hang costs one item).")
     group.addoption("--known-segfault-policy", dest="torchcts_known_segfault_policy", default="isolate",
                     choices=("isolate", "off"),
-                    help="TorchCTS: isolate items a known-crash rule matches (default), or ignore the ledger.")
+                    help="TorchCTS: isolate items a known-crash rule matches (default), or ignore the backend "
+                         "rules (CPU-oracle rules stay in force).")
     group.addoption("--known-crashes", dest="torchcts_known_crashes", default=None, metavar="PATH",
                     help="TorchCTS: project-local known-crash ledger (default: known_crashes.json next to the manifest).")
     group.addoption("--known-segfault-audit", dest="torchcts_known_segfault_audit", action="store_true",
@@ -152,14 +153,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _property_name(metafunc: pytest.Metafunc) -> str | None:
     """The property a test function checks (`@register_property` marks it); None for other test functions.
 
-    Read from the function's mark, so sessions without TorchCTS options import nothing. A `test_<name>(cts)`
-    function not (yet) registered is taken as property `<name>`."""
-    name = getattr(metafunc.function, "__torchcts_property__", None)  # torchcts.plan.registry.ATTRIBUTE
-    if isinstance(name, str):
-        return name
-    if "cts" in metafunc.fixturenames and metafunc.function.__name__.startswith("test_"):
-        return metafunc.function.__name__.removeprefix("test_")
-    return None
+    Read from the function's mark (`torchcts.plan.registry.ATTRIBUTE`), so sessions without TorchCTS
+    options import nothing."""
+    name = getattr(metafunc.function, "__torchcts_property__", None)
+    return name if isinstance(name, str) else None
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

@@ -25,7 +25,8 @@ from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay import ReplayItem, replay_items
 from torchcts.cli.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
-from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules, torch_minor
+from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
+from torchcts.crashes.versions import torch_minor
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import fork_safe
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
@@ -167,12 +168,12 @@ def _with_properties(selection: Selection, names: list[str] | None) -> Selection
 
 def _run_seed(option: Any, seed: int | None, manifest: Manifest | None) -> tuple[int | None, bool]:
     """(the run's seed or None, derandomized): --seed, else the manifest's hypothesis.seed, else random;
-    None with --derandomize or the manifest's hypothesis.derandomize."""
+    None with --derandomize or the manifest's hypothesis.derandomize (which ignores its seed)."""
     derandomize = option("torchcts_derandomize")
     if derandomize and seed is not None:
         raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
-    if seed is None and derandomize is None and manifest is not None and manifest.hypothesis.seed is not None:
-        seed = manifest.hypothesis.seed  # the manifest's seed stands in for --seed
+    if seed is None and derandomize is None and manifest is not None and not manifest.hypothesis.derandomize:
+        seed = manifest.hypothesis.seed  # the manifest's seed (or None) stands in for --seed
     if derandomize is None and manifest is not None:  # an explicit --seed overrides the manifest's
         derandomize = manifest.hypothesis.derandomize and seed is None
     if derandomize:
@@ -196,7 +197,8 @@ def isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, result
         if option("torchcts_subprocess_per_test"):
             raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
                                "survive once initialised; run without it")
-        return IsolationPolicy(device_type=target.device_type)  # nothing can be isolated by forking
+        # nothing can be isolated by forking: the crash-prone cases of CPU-oracle rules are not run (cpu_contract)
+        return IsolationPolicy(rules=rules, device_type=target.device_type, torch_version=torch_minor(), can_fork=False)
     evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
     return IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules, evidence=evidence,
                            device_type=target.device_type, torch_version=torch_minor(),
@@ -204,7 +206,7 @@ def isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, result
 
 
 def crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:
-    """The known-crash rules in force (none with --known-segfault-policy off)."""
+    """The known-crash rules in force (--known-segfault-policy off keeps only the CPU-oracle rules)."""
     local = option("torchcts_known_crashes")
     if local is not None and not Path(local).exists():
         raise SessionError(f"--known-crashes {local}: no such file")

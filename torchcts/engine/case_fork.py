@@ -1,0 +1,64 @@
+"""One case in a forked child (`CaseContext` with a per-case limit): a crash or hang costs the case, not the run.
+
+The child runs the check and answers what it raised; the parent raises the same kind of exception.
+A child that dies or hangs is a `CaseCrashed` finding, unless it did so while the CPU oracle ran:
+the child sets a shared byte around `on_cpu_call`, so such a death is the oracle's (`CpuRejects`,
+with the CPU-oracle crash rule's reason), not the backend's.
+"""
+
+from __future__ import annotations
+
+import mmap
+from typing import Any, Callable
+
+from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseContext, CaseCrashed,
+                                     CpuRejects)
+from torchcts.engine.targets import CaseUnavailable
+from torchcts.isolation.fork import run_forked
+
+
+def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, timeout_s: float) -> None:
+    """`check(case)` in a forked child; its outcome raised here as the same kind of exception.
+
+    A child that dies or hangs is CaseCrashed, unless it did so while the CPU oracle ran (a shared
+    byte the child sets around `on_cpu_call` says so): then the case is CpuRejects, with the
+    CPU-oracle crash rule's reason when one isolated it."""
+    phase = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here after it dies
+    phase[0] = DEVICE_PHASE
+
+    def work() -> dict[str, str]:
+        context.phase = phase
+        return _case_answer(check, case)
+
+    try:
+        result = run_forked(work, timeout_s)
+        oracle_died = phase[0] == ORACLE_PHASE
+    finally:
+        phase.close()
+    if result.status != "finished":
+        if oracle_died:
+            context.oracle_crashes += 1
+            why = context.case_isolation.reason if context.case_isolation is not None else "no rule names it"
+            raise CpuRejects(f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
+                             f"({result.describe()}): {why}")
+        raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
+    kind, message = result.answer["kind"], result.answer["message"]
+    raised = {"cpu_rejects": CpuRejects, "unavailable": CaseUnavailable, "backend_error": BackendError,
+              "failed": AssertionError}.get(kind)
+    if raised is not None:
+        raise raised(message)
+
+
+def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, str]:
+    """What `check(case)` did, as the child's JSON answer."""
+    try:
+        check(case)
+    except CpuRejects as exc:
+        return {"kind": "cpu_rejects", "message": str(exc)}
+    except CaseUnavailable as exc:
+        return {"kind": "unavailable", "message": str(exc)}
+    except BackendError as exc:
+        return {"kind": "backend_error", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
+        return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
+    return {"kind": "passed", "message": ""}

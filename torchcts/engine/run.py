@@ -25,16 +25,25 @@ from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, setup_failure
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
+from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
 from torchcts.outcomes import PROBLEMS, Outcome, parse
 
-DEFAULT_ITEM_TIMEOUT_S = 900.0
+
+def versions() -> str:
+    """What a derandomized item's seed is derived from besides its id: the torch, Hypothesis and TorchCTS versions."""
+    import hypothesis
+    import torch
+
+    import torchcts
+
+    return f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
 
 
 @attrs.frozen(eq=False)
 class EngineSettings:
     """What every item of a run shares: the target, the claims, the draw settings, where failures go.
 
-    `run_seed` None is derandomized (seeds from item ids and `versions`, normally `versions()`). `corpus_dir` None stores
+    `run_seed` None is derandomized (seeds from item ids and `versions()`). `corpus_dir` None stores
     no counterexamples; `found` and `replay_flags` go into the stored cases. `targeting` steers
     Hypothesis toward larger errors (fuzz); `case_timeout_s` runs every case in a forked child (a
     crash hunt). `isolation` (an `IsolationPolicy`, or None) says which items run in a forked child.
@@ -45,7 +54,7 @@ class EngineSettings:
     level: int
     max_examples: int
     run_seed: int | None = None
-    versions: str = ""
+    versions: str = attrs.field(factory=versions)
     deadline_ms: float | None = None
     shrink: bool = True
     corpus_dir: Path | None = None
@@ -57,16 +66,6 @@ class EngineSettings:
     trace_device_ops: bool = False
     show_traceback: bool = False
     case_limits: CaseLimits = CaseLimits()
-
-
-def versions() -> str:
-    """What a derandomized item's seed is derived from besides its id: the torch, Hypothesis and TorchCTS versions."""
-    import hypothesis
-    import torch
-
-    import torchcts
-
-    return f"torch={torch.__version__};hypothesis={hypothesis.__version__};torchcts={torchcts.__version__}"
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,

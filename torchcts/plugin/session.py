@@ -19,9 +19,8 @@ from torchcts.cases.replay import ReplayItem
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
-from torchcts.plugin.options import (  # noqa: F401 - also names other modules import from here
-    HARNESS_THREADS, AuditDone, RunStart, SessionError, check_device, checked_options, device_name_warning,
-    import_manifest_backend, start_run)
+from torchcts.plugin.options import (  # noqa: F401 - AuditDone, SessionError: the hooks import them from here
+    AuditDone, RunStart, SessionError, check_device, checked_options, device_name_warning, start_run)
 
 PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"

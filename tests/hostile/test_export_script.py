@@ -25,7 +25,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.cases.files import CaseFileError, new_case
 from torchcts.cli.main import cli
 from torchcts.cases.export import _inert, _vocabulary_problem, export_script
-from torchcts.plan.build import PROPERTY_BY_NAME
+from torchcts.plan import registry
 
 PAYLOAD = "__import__('os').system('touch PWNED'); open('PWNED', 'w')"
 # Ways out of a docstring, a string literal or a line, each wrapped around the payload.
@@ -48,7 +48,7 @@ def honest_case(prop: str = "forward", op: str = "add", sample: SampleInput | No
     if sample is None:
         x = torch.arange(8.0).view(2, 4)[:, 1:3]
         sample = SampleInput(x, args=(torch.tensor([[1.0, 2.0]]),), kwargs={"alpha": 2})
-    case = new_case(prop=prop, op=op, variant=PROPERTY_BY_NAME[prop].variant, dtype="float32", device_type="cpu",
+    case = new_case(prop=prop, op=op, variant=registry.get(prop).variant, dtype="float32", device_type="cpu",
                     backend=None, sample=sample, failure={"message": "differs"}, found={"torch": torch.__version__},
                     description=description)
     return case.as_json()

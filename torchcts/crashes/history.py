@@ -3,7 +3,7 @@
 `--adaptive-isolation auto` isolates an item when an earlier run recorded it `crashed` or
 `timed_out`, or when an earlier run died while the item was running (its `started.jsonl` names
 an item that never got a record: a suspected crash or hang that took the whole run down). A run
-whose files cannot be read (`result_files` says why) gives no evidence and one warning.
+whose files cannot be read (`torchcts.results.files` says why) gives no evidence and one warning.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from torchcts.outcomes import Outcome
 from torchcts.results.files import ResultFileError, iter_records, iter_started
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 
@@ -38,7 +39,7 @@ def _run_evidence(folder: Path, summary: dict[str, Any]) -> tuple[dict[str, str]
     recorded = set()
     for record in iter_records(folder):
         recorded.add(record["item"])
-        if record["outcome"] in ("crashed", "timed_out"):
+        if record["outcome"] in (Outcome.CRASHED, Outcome.TIMED_OUT):
             crashes[record["item"]] = f"{record['outcome']} in run {summary.get('run_id')}"
     if summary["status"] == "running":  # the run died: what was running then never finished
         for started in iter_started(folder):

@@ -221,7 +221,11 @@ def names() -> tuple[str, ...]:
 
 
 def get(name: str) -> PropertySpec:
+    """The property registered as `name`; the installed suites are loaded first if they are not yet."""
     spec = _REGISTRY.get(name)
+    if spec is None and not _INSTALLED_LOADED:
+        load()
+        spec = _REGISTRY.get(name)
     if spec is None:
         raise RegistryError(f"no property {name!r} is registered; known: {', '.join(p.name for p in properties())}")
     return spec

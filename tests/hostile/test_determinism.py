@@ -3,7 +3,7 @@ seed, the global RNGs, leftover memory, or which items ran before it.
 
 The classes, each seen in torch 2.13 before it was fixed:
 - Python's hash seed: `meshgrid`'s samples iterate `{'xy', 'ij'}`; the `torchcts` command now
-  runs with PYTHONHASHSEED=0 (`torchcts.cli.hash_seed`);
+  runs with PYTHONHASHSEED=0 (`torchcts.hash_seed`);
 - leftover memory: error inputs of kthvalue, gather, amax, amin, aminmax and multinomial hold
   `torch.empty` tensors (`out=`); they are now made with uninitialized memory filled;
 - global RNG state carried between items: every case's check, every draw and every sample pool
@@ -157,7 +157,7 @@ def _hash_seeds_that_reorder_sets() -> tuple[str, str]:
 
 def test_the_command_runs_with_a_fixed_hash_seed():
     _, other = _hash_seeds_that_reorder_sets()
-    code = ("import os; from torchcts.cli.hash_seed import run_with_fixed_hash_seed; run_with_fixed_hash_seed(); "
+    code = ("import os; from torchcts.hash_seed import run_with_fixed_hash_seed; run_with_fixed_hash_seed(); "
             "print(os.environ['PYTHONHASHSEED'], list({'xy', 'ij'}), os.getpid())")
     env = dict(os.environ, PYTHONHASHSEED=other)
     result = subprocess.run([sys.executable, "-c", f"import os; print(os.getpid()); {code}"], capture_output=True,

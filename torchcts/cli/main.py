@@ -13,7 +13,7 @@ import click
 
 import torchcts
 from torchcts.cli import inspect_commands, run_commands
-from torchcts.cli.hash_seed import run_with_fixed_hash_seed
+from torchcts.hash_seed import run_with_fixed_hash_seed
 from torchcts.cli.project_venv import maybe_switch_to_project_venv
 
 

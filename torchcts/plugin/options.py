@@ -23,7 +23,7 @@ from torchcts import dtypes as dtype_names
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay import ReplayItem, replay_items
-from torchcts.cli.hash_seed import HASH_SEED
+from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
 from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
 from torchcts.crashes.versions import torch_minor
@@ -288,7 +288,7 @@ def device_name_warning(manifest: Manifest | None, device: str, validation: bool
 
 
 def hash_seed_warning(derandomize: bool) -> str | None:
-    """A derandomized run under a random hash seed may draw other cases (`torchcts.cli.hash_seed`)."""
+    """A derandomized run under a random hash seed may draw other cases (`torchcts.hash_seed`)."""
     if not derandomize or not sys.flags.hash_randomization:  # the interpreter's state (`python -E` ignores the variable)
         return None
     return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "

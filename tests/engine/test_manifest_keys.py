@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-from torchcts.plugin.launch import RunOptions, custom_test_dirs, pytest_arguments
 from torchcts.results.writer import read_records
 
 SMALL = ["--validation", "--level", "1", "--dtype", "float32", "--ops", "^abs$", "--property", "forward",
@@ -37,12 +36,27 @@ def test_the_manifests_hypothesis_seed_is_the_runs_seed_unless_the_command_line_
     assert derandomized["environment"]["seed"] is None and derandomized["environment"]["derandomize"]
 
 
-def test_run_collects_the_manifests_custom_test_dirs(tmp_path, write_manifest):
+CUSTOM_SUITE = """
+from torchcts.plan.registry import ScenarioItems, register_property
+
+
+@register_property("engine_custom_probe", capability="inference", level=1,
+                   items=ScenarioItems(("round_trip",), ("float32",)))
+def test_engine_custom_probe(cts):
+    cts.run_each([1, 2], lambda case: None)
+"""
+
+
+def test_run_collects_and_runs_the_manifests_custom_test_dirs(tmp_path, write_manifest):
     (tmp_path / "suites").mkdir()
-    manifest = write_manifest('manifest = dict(BASE, custom_test_dirs=["suites", "missing"])\n')
-    options = RunOptions(device=None, manifest=manifest, validation=True)
-    assert custom_test_dirs(options) == (str(tmp_path / "suites"),)  # resolved against the manifest; missing: left out
-    args = pytest_arguments(options, custom_test_dirs(options))
-    assert args[:3] == ["--pyargs", "torchcts.properties", str(tmp_path / "suites")]
-    plain = write_manifest("manifest = BASE\n", name="plain.py")
-    assert custom_test_dirs(RunOptions(device=None, manifest=plain)) == ()
+    (tmp_path / "suites" / "test_custom_probe.py").write_text(CUSTOM_SUITE)
+    manifest = write_manifest('manifest = dict(BASE, custom_test_dirs=["suites"])\n')
+    command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--results-dir", "results",
+               "--validation", "--level", "1", "--property", "engine_custom_probe", "--max-examples", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    folder = next((tmp_path / "results").glob("*/run.json")).parent
+    record = {r["item"]: r for r in read_records(folder)}["engine_custom_probe::round_trip::scenario::float32"]
+    assert record["outcome"] == "passed" and record["examples"] == 2
+    environment = json.loads((folder / "run.json").read_text())["environment"]
+    assert environment["property_capabilities"]["engine_custom_probe"] == "inference"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -113,6 +114,16 @@ def pytest_configure(config: pytest.Config) -> None:
                     returncode=0 if audit.ok else pytest.ExitCode.USAGE_ERROR)  # `torchcts run` exits 2
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
+    _collect_custom_suites(config, session)
+
+
+def _collect_custom_suites(config: pytest.Config, session: "RunSession") -> None:
+    """The manifest's `custom_test_dirs` are collected after the given arguments (`torchcts.properties`):
+    their registered property functions are parametrized like the installed ones."""
+    folders = session.manifest.custom_test_dirs if session.manifest is not None else ()
+    for folder in folders:
+        if Path(folder).is_dir() and str(folder) not in config.args:
+            config.args.append(str(folder))
 
 
 def _load_manifest_only(config: pytest.Config, path: str) -> None:

@@ -30,11 +30,10 @@ class RunOptions:
     pytest_args: tuple[str, ...] = ()
 
 
-def pytest_arguments(options: RunOptions, custom_dirs: tuple[str, ...] = ()) -> list[str]:
-    """The pytest command line for a run (what `python -m pytest` would need); `custom_dirs` (the
-    manifest's `custom_test_dirs`) are collected after the installed suites."""
-    args = ["--pyargs", "torchcts.properties", *custom_dirs, "-p", "no:cacheprovider", "-q",
-            "--results-dir", str(options.results_dir)]
+def pytest_arguments(options: RunOptions) -> list[str]:
+    """The pytest command line for a run (what `python -m pytest` would need). The plugin adds the
+    manifest's `custom_test_dirs` to what pytest collects."""
+    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "-q", "--results-dir", str(options.results_dir)]
     if options.manifest is not None:
         args += ["--manifest", str(options.manifest)]
     for path in options.corpus:
@@ -66,7 +65,7 @@ def run_suites(options: RunOptions) -> int:
     128 + the signal's number when Ctrl-C, SIGTERM or SIGHUP stopped the run (130, 143, 129)."""
     with interrupts.handling():
         try:
-            code = pytest.main(pytest_arguments(options, custom_test_dirs(options)), plugins=[PytestArgumentErrors()])
+            code = pytest.main(pytest_arguments(options), plugins=[PytestArgumentErrors()])
         except KeyboardInterrupt:  # a second signal while pytest was cleaning up after the first
             code = pytest.ExitCode.INTERRUPTED
         signum = interrupts.requested()
@@ -79,24 +78,6 @@ def run_suites(options: RunOptions) -> int:
     if code == pytest.ExitCode.INTERRUPTED:
         return 130
     return 2
-
-
-def custom_test_dirs(options: RunOptions) -> tuple[str, ...]:
-    """The existing folders the run's manifest names in `custom_test_dirs` (resolved against the manifest's
-    folder): pytest collects their `test_*` property functions too. An invalid manifest gives none here;
-    the plugin reports it."""
-    from torchcts.manifest import ManifestError, load_manifest
-
-    path = options.manifest if options.manifest is not None else Path("manifest.py")
-    try:  # a manifest that never names the key costs no second load (loading runs it in a child process)
-        if "custom_test_dirs" not in Path(path).read_text(errors="replace"):
-            return ()
-        manifest, _ = load_manifest(path)
-    except (ManifestError, OSError):
-        return ()
-    folders = [Path(folder) if Path(folder).is_absolute() else Path(path).resolve().parent / folder
-               for folder in manifest.custom_test_dirs]
-    return tuple(str(folder) for folder in folders if folder.is_dir())
 
 
 class PytestArgumentErrors:

@@ -7,6 +7,7 @@ it generates and how it shrinks. Usable on its own by a backend team writing its
 """
 
 from torchcts.strategies.dtype_claims import claimed_dtypes, dtypes
+from torchcts.strategies.fixed_constants import fix_local_constants
 from torchcts.strategies.fingerprint import fingerprint, same_bits
 from torchcts.strategies.layouts import describe_layout, is_overlapping, relayouts
 from torchcts.strategies.nested import NESTED_LAYOUTS, nested_components, nested_forms, nested_tensors
@@ -20,6 +21,8 @@ from torchcts.strategies.shapes import TILE_BOUNDARY_SIZES, broadcastable_shapes
 from torchcts.strategies.tensors import tensors
 from torchcts.strategies.variants import call_variant
 from torchcts.strategies.values import special_values, values
+
+fix_local_constants()  # before any draw: cases must not depend on which modules are imported
 
 __all__ = [
     "NESTED_LAYOUTS",

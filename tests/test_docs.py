@@ -5,18 +5,19 @@ from pathlib import Path
 import pytest
 
 from torchcts import dtypes
+from torchcts.manifest import schema
 from torchcts.manifest import vocabulary as vocab
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "manifest.md").read_text()
 
 VOCABULARIES = {
-    "top-level key": list(vocab.TOP_LEVEL_KEYS),
+    "top-level key": list(schema.KEYS),
     "capability": list(vocab.CAPABILITIES) + list(vocab.STALE_CAPABILITIES),
     "container format": list(vocab.CONTAINER_FORMATS),
     "tolerance category": list(vocab.TOLERANCE_CATEGORIES),
-    "hardware key": list(vocab.HARDWARE_KEYS),
-    "resource limit": list(vocab.RESOURCE_LIMIT_KEYS),
-    "hypothesis setting": list(vocab.HYPOTHESIS_KEYS),
+    "hardware key": [key.name for key in schema.SECTION_KEYS["hardware"].keys],
+    "resource limit": [key.name for key in schema.SECTION_KEYS["resource_limits"].keys],
+    "hypothesis setting": [key.name for key in schema.SECTION_KEYS["hypothesis"].keys],
     "dtype": dtypes.claimable_names(),
 }
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from torchcts.cases.files import builtin_corpus
-from torchcts.cli.corpus_default import default_corpus_dir, is_shipped_corpus
+from torchcts.cases.corpus_default import default_corpus_dir, is_shipped_corpus
 from torchcts.cli.main import cli
 from torchcts.cli.options import CORPUS_DEFAULT, resolve_corpus
 from torchcts.manifest.templates import render_template

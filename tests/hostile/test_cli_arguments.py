@@ -24,7 +24,7 @@ from torchcts.cli.main import cli
 from torchcts.manifest import load_manifest
 from torchcts.plan.build import Selection, SelectionError
 from torchcts.plugin.launch import one_line_usage_error
-from torchcts.plugin.session import SessionError, _check_device, _checked_options, _device_name_warning
+from torchcts.plugin.options import SessionError, check_device, checked_options, device_name_warning
 from torchcts.manifest.templates import render_template
 
 # a run that got past its checks stays tiny: one op, one dtype, level 1, one example
@@ -246,13 +246,13 @@ def test_session_options_are_checked_before_anything_loads(tmp_path, given, frag
     (tmp_path / "file").write_text("x")
     given = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in given.items()}
     with pytest.raises(SessionError) as info:
-        _checked_options(_options(tmp_path, **given))
+        checked_options(_options(tmp_path, **given))
     assert fragment in str(info.value) and "\n" not in str(info.value)
     assert [p.name for p in tmp_path.iterdir()] == ["file"]  # no folder made
 
 
 def test_a_replay_does_not_need_a_writable_corpus_dir(tmp_path):
-    selection, seed, examples = _checked_options(_options(tmp_path, corpus=["cases"], corpus_dir="/proc/x", seed=7))
+    selection, seed, examples = checked_options(_options(tmp_path, corpus=["cases"], corpus_dir="/proc/x", seed=7))
     assert seed == 7 and examples is None and selection == Selection()
 
 
@@ -265,10 +265,10 @@ def test_a_replay_does_not_need_a_writable_corpus_dir(tmp_path):
 ])
 def test_a_device_is_checked_index_included(device, fragment):
     with pytest.raises(SessionError) as info:
-        _check_device(device)
+        check_device(device)
     assert fragment in str(info.value) and "\n" not in str(info.value) and len(str(info.value)) < 400
-    _check_device("cpu")
-    _check_device("cpu:0")
+    check_device("cpu")
+    check_device("cpu:0")
 
 
 def test_pytest_usage_errors_become_one_line():
@@ -298,11 +298,11 @@ def test_a_device_name_that_contradicts_device_warns(tmp_path, device_name, devi
     path = tmp_path / "manifest.py"
     path.write_text(render_template("smoke", device_name=device_name))
     manifest, _ = load_manifest(path)
-    warning = _device_name_warning(manifest, device, validation)
+    warning = device_name_warning(manifest, device, validation)
     assert (warning is not None) == warns
     if warns:
         assert f"device_name is {device_name!r}" in warning and f"--device {device}" in warning
-    assert _device_name_warning(None, device, validation) is None  # a replay without a manifest
+    assert device_name_warning(None, device, validation) is None  # a replay without a manifest
 
 
 def test_a_run_on_another_device_warns_first_and_records_it(tmp_path):

@@ -12,7 +12,6 @@ import pytest
 
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.plan import registry
-from torchcts.plan.build import PROPERTY_BY_NAME
 from torchcts.plan.registry import OpInfoItems, RegistryError, ScenarioItems, register_property
 
 
@@ -46,7 +45,6 @@ def test_the_capability_map_covers_every_registered_property_with_a_manifest_cap
     assert set(capability_of) == {spec.name for spec in specs} == set(registry.names())
     assert all(capability in CAPABILITIES for capability in capability_of.values())
     assert all(c in CAPABILITIES for spec in specs for c in spec.also_proves)
-    assert set(PROPERTY_BY_NAME) == set(capability_of)  # the deprecated view reads the registry
 
 
 def test_the_installed_properties_declare_what_they_prove():

@@ -159,9 +159,6 @@ def test_a_run_records_it_and_the_report_shows_it_under_its_capability(scenario_
     assert PROPERTY in inference and "forward" in inference
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="CaseContext.assert_matches reads self.op.name; a scenario item's op is None "
-                          "(torchcts/engine/context.py)")
 def test_its_cases_pass_against_cpu_itself(scenario_run):
     result, _, records = scenario_run
     ran = {item: (records[item]["outcome"], records[item]["examples"]) for item in RUN_ITEMS}

@@ -101,6 +101,12 @@ def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusC
                                              f"{known[case.property].variant!r}")
     if dtype_names.lookup(case.dtype) is None:
         raise CaseFileError(path, "dtype", f"unknown dtype {brief(case.dtype)}")
+    spec = known[case.property]
+    if spec.scenario:  # a scenario case's op is the scenario's name: no OpInfo
+        if case.op not in spec.items.scenarios:
+            raise CaseFileError(path, "op", f"{brief(case.op)}; {case.property} scenarios: "
+                                            f"{', '.join(spec.items.scenarios)}")
+        return case
     try:
         find_op(case.op)
     except (KeyError, LookupError):

@@ -1,7 +1,7 @@
 """The `torchcts` command: click commands that parse arguments, call one function of the library and
 print. `main` holds the group and the entry point, `options` the parameter types and options several
 commands share, `selection` the --level/--dtype/--ops/--property selection and its plan,
-`corpus_default` where new cases go by default, `run_commands` and `inspect_commands` the commands;
+`run_commands` and `inspect_commands` the commands;
 `hash_seed` and `project_venv` prepare the process. Nothing else imports this package.
 """
 

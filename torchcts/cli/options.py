@@ -144,8 +144,8 @@ def corpus_option(help: str) -> Callable:
 
 
 def resolve_corpus(corpus_dir: Path | None, results_dir: Path) -> Path:
-    """--corpus as given, or the default folder (`torchcts.cli.corpus_default`), checked like a given one."""
-    from torchcts.cli.corpus_default import default_corpus_dir
+    """--corpus as given, or the default folder (`torchcts.cases.corpus_default`), checked like a given one."""
+    from torchcts.cases.corpus_default import default_corpus_dir
 
     return corpus_dir if corpus_dir is not None else checked_output_folder(default_corpus_dir(results_dir), "--corpus")
 

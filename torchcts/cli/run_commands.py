@@ -33,7 +33,8 @@ from torchcts.cli.selection import plan_for, selection_options
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
 @click.option("--subprocess-per-test", is_flag=True, help="Run every item in its own forked process.")
 @click.option("--known-segfault-policy", type=click.Choice(["isolate", "off"]), default="isolate", show_default=True,
-              help="Isolate items a known-crash rule matches, or ignore the ledger.")
+              help="Isolate items a known-crash rule matches (default), or ignore the backend rules "
+                   "(CPU-oracle rules stay in force).")
 @click.option("--known-crashes", type=InputFile(),
               help="Project-local known-crash ledger (default: known_crashes.json next to the manifest).")
 @click.option("--known-segfault-audit", is_flag=True,
@@ -116,6 +117,7 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
     Ctrl-C, SIGTERM and SIGHUP stop it cleanly (exit 130, 143, 129; cases found are kept). Exits 1
     when new failures (or crashes, hangs) were found, 0 when none, 2 for bad input.
     """
+    from torchcts.crashes.ledger import LedgerError
     from torchcts.fuzz.hunt import FuzzOptions, exit_status, hunt, parse_budget, print_summary
 
     if budget is None and max_visits is None:
@@ -136,7 +138,10 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
                           properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
                           workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
                           compile_backend=compile_backend, seed=seed, max_visits=max_visits)
-    summary = hunt(options, items, click.echo)
+    try:
+        summary = hunt(options, items, click.echo)
+    except LedgerError as exc:  # a known_crashes.json next to the manifest that cannot be used
+        fail(f"known-crash ledger: {exc}")
     print_summary(summary, click.echo)
     sys.exit(exit_status(summary))
 
@@ -188,7 +193,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     """
     from torchcts.cases.files import CaseFileError, builtin_corpus
     from torchcts.cases.limits import CaseLimits
-    from torchcts.cli.corpus_default import default_corpus_dir
+    from torchcts.cases.corpus_default import default_corpus_dir
 
     if export is not None:
         from torchcts.cases.export import export_script

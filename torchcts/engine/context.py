@@ -246,7 +246,8 @@ class CaseContext:
 
     def place_for(self, sample: Any, target: Target) -> Placement:
         """A fresh copy of the sample on the target's device, except the arguments the op takes on CPU."""
-        return place(sample, target.device, keep_on_cpu=cpu_pinned_paths(self.op, self.dtype))
+        pinned = cpu_pinned_paths(self.op, self.dtype) if self.op is not None else frozenset()  # scenario: none
+        return place(sample, target.device, keep_on_cpu=pinned)
 
     def rejected_for_values(self, sample: Any) -> bool:
         """Whether CPU accepts the sample once its tensors hold other values (all 0 or all 1):
@@ -274,12 +275,13 @@ class CaseContext:
         inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise, gets a
         norm-wise absolute floor (`oracle.normwise_floor`).
         """
-        values = self.target.compares_values and oracle.values_comparable(self.op.name)
+        name = self.op.name if self.op is not None else self.item.op  # a scenario item: the scenario's name
+        values = self.target.compares_values and oracle.values_comparable(name)
         if inputs is not None:
             widen *= oracle.accumulation_widening([inputs.input, list(inputs.args), dict(inputs.kwargs)], expected)
         tol = oracle.tolerance(_result_dtype(self.dtype, expected), self.op, self.manifest,
                                self.target.device_type).widened(widen)
-        if inputs is not None and oracle.category(self.op.name) != "elementwise":
+        if inputs is not None and oracle.category(name) != "elementwise":
             tol = oracle.normwise_floor(tol, expected)
         result = oracle.compare(actual, expected, tol, values=values, strides=strides)
         if not result.ok:

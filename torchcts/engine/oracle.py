@@ -78,7 +78,7 @@ class Tolerance:
 
 
 def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_type: str = "cpu") -> Tolerance:
-    """The tolerance for comparing `op`'s results in `dtype` on `device_type` with CPU's."""
+    """The tolerance for comparing `op`'s results in `dtype` on `device_type` with CPU's (op None: a scenario)."""
     if dtype not in _DEFAULTS:
         return Tolerance(0.0, 0.0, "exact")
     rtol, atol = _DEFAULTS[dtype]
@@ -87,8 +87,8 @@ def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_t
         found = _opinfo_overrides(op, dtype, device_type)
         if found:
             result = Tolerance(max(t.rtol for t in found), max(t.atol for t in found), "opinfo")
-    if manifest is not None and op is not None:
-        override = manifest.tolerance_override(category(op.name), dtype)
+    if manifest is not None:  # a scenario item (op None) takes the manifest's "default" override
+        override = manifest.tolerance_override(category(op.name) if op is not None else "default", dtype)
         if override is not None:
             result = Tolerance(override.rtol if override.rtol is not None else result.rtol,
                                override.atol if override.atol is not None else result.atol, "manifest")

@@ -66,12 +66,11 @@ def engine_settings(options: FuzzOptions) -> Any:
     the manifest's custom suites included)."""
     import torch
 
-    from torchcts.engine.run import EngineSettings
+    from torchcts.engine.run import HARNESS_THREADS, EngineSettings
     from torchcts.engine.targets import Target
     from torchcts.manifest import load_manifest
     from torchcts.manifest.load import import_backend
     from torchcts.plan import registry
-    from torchcts.plugin.options import HARNESS_THREADS
 
     manifest, _ = load_manifest(options.manifest)
     if manifest.backend_import is not None:  # the parent imported it already: a failure here kills only this worker
@@ -90,7 +89,7 @@ def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:
     known_crashes.json next to the manifest) each run in a forked child, and the oracle crashing on one is
     `cpu_contract`, not a finding. Backend rules isolate nothing here: a worker that dies is the pool's to
     replace, and the crash is what the hunt reports. LedgerError names a bad ledger file."""
-    from torchcts.crashes.ledger import torch_minor
+    from torchcts.crashes.versions import torch_minor
     from torchcts.isolation.fork import fork_safe
     from torchcts.isolation.policy import IsolationPolicy
 

@@ -80,7 +80,8 @@ TOP_LEVEL: tuple[Key, ...] = (
         "not installed in the current environment; it never imports it.",
         "`run`, `fuzz`: imported before the run", allowed="e.g. 'torch_mydevice' or 'vendor.torch_backend'",
         kind=kinds.MODULE),
-    Key("supported_dtypes", "dict", REQUIRED, "dtype → claim; see [Dtype claims](#dtype-claims).",
+    Key("supported_dtypes", "dict", REQUIRED, "dtype → claim; see [Dtype claims](#dtype-claims). A regex claim is "
+        "matched against the op name, or the scenario name for a scenario property's items.",
         "the plan (`dtype_not_supported`, ...) and the strategies", field="dtype_claims",
         allowed="dtype -> True, False, or a regex of op names the dtype is claimed for"),
     Key("device_count", "int ≥ 1", 1, "Devices available to multi-device tests.",
@@ -119,7 +120,7 @@ TOP_LEVEL: tuple[Key, ...] = (
     Key("custom_test_dirs", "list of str", (),
         "Extra folders of property modules, relative to the manifest's folder; their properties are registered and "
         "run like the built-in ones. A folder that does not exist is a warning.",
-        "the property registry and `torchcts run`",
+        "the property registry; the pytest plugin collects them (`torchcts run` or any pytest front end)",
         allowed="a list of folders (relative to the manifest) with extra test modules", shown="`[]`"),
     Key("show_traceback", "bool", False,
         "A failing record's `error` carries the full traceback, not only its last line.",

@@ -114,15 +114,3 @@ TOLERANCE_CATEGORIES: tuple[str, ...] = (
 TOLERANCE_KEYS: tuple[str, ...] = ("atol", "rtol")
 
 MEMORY_MODELS: tuple[str, ...] = ("discrete", "unified")
-
-
-def __getattr__(name: str) -> object:
-    """The key tables moved to `torchcts.manifest.schema`; these names read them from there."""
-    sections = {"HARDWARE_KEYS": "hardware", "RESOURCE_LIMIT_KEYS": "resource_limits", "HYPOTHESIS_KEYS": "hypothesis"}
-    from torchcts.manifest import schema  # schema imports this module: import it on demand
-
-    if name == "TOP_LEVEL_KEYS":
-        return schema.allowed_texts(schema.TOP_LEVEL)
-    if name in sections:
-        return schema.allowed_texts(schema.SECTION_KEYS[sections[name]].keys)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,8 +15,7 @@ for the scenarios whose names start with `view_`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import torch
 
@@ -29,7 +28,7 @@ from torchcts.plan.items import Accounting, Plan, PlanItem
 from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
 
-__all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan", "PROPERTY_BY_NAME"]
+__all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
 
 _DTYPE_DETAIL = {DtypeStatus.NOT_SUPPORTED: "the manifest marks it False",
                  DtypeStatus.REGEX_FILTERED: "the manifest's regex for it does not match this op",
@@ -100,27 +99,3 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     if not selection.op_selected(names[-1]):
         return Outcome.DESELECTED, "--ops leaves it out"
     return None
-
-
-class _RegisteredProperties(Mapping):
-    """Deprecated: property name -> its `PropertySpec`, read live from the registry (the installed
-    properties are loaded on first use). New code asks `torchcts.plan.registry` directly."""
-
-    def _specs(self) -> dict[str, PropertySpec]:
-        registry.load()  # the installed suites; custom ones are in once a plan or run has loaded them
-        return {spec.name: spec for spec in registry.properties()}
-
-    def __getitem__(self, name: str) -> PropertySpec:
-        return self._specs()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._specs())
-
-    def __len__(self) -> int:
-        return len(self._specs())
-
-    def __repr__(self) -> str:
-        return f"PROPERTY_BY_NAME({', '.join(self._specs())})"
-
-
-PROPERTY_BY_NAME: Mapping[str, PropertySpec] = _RegisteredProperties()

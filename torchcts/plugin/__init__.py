@@ -47,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ops", dest="torchcts_ops", action="append", default=None, metavar="REGEX",
                     help="TorchCTS: only OpInfos whose id matches; repeatable.")
     group.addoption("--property", dest="torchcts_properties", action="append", default=None, metavar="NAME",
-                    help="TorchCTS: only these properties (forward, layout, errors, inplace, out, backward); repeatable.")
+                    help="TorchCTS: only these properties (registered property names); repeatable.")
     group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,
                     help="TorchCTS: seeds from item ids alone: identical cases on every run (release evidence).")
     group.addoption("--seed", dest="torchcts_seed", type=int, default=None, metavar="S",
@@ -65,8 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: with --corpus, a case may decode at most N bytes of storages and build at most "
                          "N bytes of tensors (default 64M; 1G, 512M, or bytes); a case over it is an error "
                          "record naming the limit.")
-    group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default="corpus", metavar="DIR",
-                    help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus).")
+    group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default=None, metavar="DIR",
+                    help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus, "
+                         "or RESULTS_DIR/corpus where ./corpus is TorchCTS's own curated corpus).")
     group.addoption("--subprocess-per-test", dest="torchcts_subprocess_per_test", action="store_true",
                     help="TorchCTS: run every item in its own forked process (a crash or hang costs one item).")
     group.addoption("--known-segfault-policy", dest="torchcts_known_segfault_policy", default="isolate",

@@ -21,12 +21,14 @@ import torch
 import torchcts
 from torchcts import dtypes as dtype_names
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
+from torchcts.cases.corpus_default import default_corpus_dir
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay import ReplayItem, replay_items
 from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
 from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
 from torchcts.crashes.versions import torch_minor
+from torchcts.engine.run import HARNESS_THREADS
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import fork_safe
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
@@ -35,8 +37,6 @@ from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
 from torchcts.plan.selection import check_properties
 from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
-
-HARNESS_THREADS = 1  # one intra-op thread: stable timings, and 10x faster sweeps on 2 cores here
 
 
 class SessionError(Exception):
@@ -130,7 +130,13 @@ def start_run(config: pytest.Config) -> RunStart:
         writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
     return RunStart(manifest, target, plan, writer, run_seed, max_examples,
                     selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
-                    Path(option("torchcts_corpus_dir")), limits)
+                    corpus_dir(option), limits)
+
+
+def corpus_dir(option: Any) -> Path:
+    """--corpus-dir as given, or the default (`./corpus`, never the curated corpus TorchCTS ships)."""
+    given = option("torchcts_corpus_dir")
+    return Path(given) if given is not None else default_corpus_dir(Path(option("torchcts_results_dir")))
 
 
 def _manifest(option: Any, manifest_path: Path, replaying: bool) -> Manifest | None:
@@ -256,7 +262,8 @@ def checked_options(option: Any, *, defer_properties: bool = False) -> tuple[Sel
         raise SessionError(f"--item-timeout must be at least 1 second, got {timeout}")
     folders = [("--results-dir", option("torchcts_results_dir"))]
     if not option("torchcts_corpus"):  # a replay writes no counterexamples
-        folders.append(("--corpus-dir", option("torchcts_corpus_dir")))
+        given = option("torchcts_corpus_dir")  # the raw string where given: Path("") would read as "."
+        folders.append(("--corpus-dir", given if given is not None else str(corpus_dir(option))))
     for name, folder in folders:
         problem = output_folder_problem(folder)
         if problem is not None:

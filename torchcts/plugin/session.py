@@ -20,13 +20,10 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.plugin.options import (  # noqa: F401 - AuditDone, SessionError: the hooks import them from here
-    AuditDone, RunStart, SessionError, check_device, checked_options, device_name_warning, start_run)
+    AuditDone, RunStart, SessionError, start_run)
 
 PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
-
-# the old names tests/hostile/test_cli_arguments.py imports (until it imports `plugin.options` directly)
-_check_device, _checked_options, _device_name_warning = check_device, checked_options, device_name_warning
 
 
 class RunSession:

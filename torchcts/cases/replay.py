@@ -85,7 +85,8 @@ def replay_items(paths: Iterable[Path | str], limits: CaseLimits = CaseLimits())
 
 def _properties() -> dict[str, registry.PropertySpec]:
     """The registered properties by name (the installed suites, and custom ones loaded before)."""
-    return {spec.name: spec for spec in registry.load()}
+    registry.load()  # the installed suites; not `load`'s answer, which leaves out custom folders it was not given
+    return {spec.name: spec for spec in registry.properties()}
 
 
 def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:

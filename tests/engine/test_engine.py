@@ -200,3 +200,33 @@ def test_a_cpu_rejection_in_a_case_child_stays_a_rejection(settings, scenario):
     record = run_item(scenario("engine_probe_rejects", test_rejects), attrs.evolve(settings, isolation=OracleCrashPolicy()))
     assert record["outcome"] is Outcome.CPU_CONTRACT
     assert record["reason"] == "cpu_contract: the CPU oracle rejected all 1 cases"
+
+
+def test_a_harness_error_in_a_case_child_is_the_same_error_as_in_process(settings, scenario):
+    def test_harness_bug(cts):
+        def check(case):
+            cts.on_cpu_call(lambda c, s, target: case, case)  # the oracle answers; then the check itself breaks
+            raise TypeError(f"unsupported operand for case {case}")
+
+        cts.run_each([1], check)
+
+    item = scenario("engine_probe_harness_bug", test_harness_bug)
+    here = run_item(item, settings)
+    forked = run_item(item, attrs.evolve(settings, isolation=OracleCrashPolicy()))
+    assert here["outcome"] is Outcome.ERROR and here["error"] == "TypeError: unsupported operand for case 1"
+    assert here["reason"] == "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)"
+    assert {k: forked[k] for k in ("outcome", "reason", "error")} == {k: here[k] for k in ("outcome", "reason", "error")}
+
+
+def test_a_failed_comparison_in_a_case_child_is_the_same_failure_as_in_process(settings, scenario):
+    def test_differs(cts):
+        def check(case):
+            raise AssertionError(f"cpu differs from CPU on case {case}")
+
+        cts.run_each([1], check)
+
+    item = scenario("engine_probe_child_failure", test_differs)
+    here = run_item(item, settings)
+    forked = run_item(item, attrs.evolve(settings, isolation=OracleCrashPolicy()))
+    assert here["outcome"] is Outcome.FAILED and here["error"] == "AssertionError: cpu differs from CPU on case 1"
+    assert {k: forked[k] for k in ("outcome", "reason", "error")} == {k: here[k] for k in ("outcome", "reason", "error")}

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
+from torchcts.plan import registry
+from torchcts.report.data import build_report, load_run
 from torchcts.results.writer import read_records
 
 SMALL = ["--validation", "--level", "1", "--dtype", "float32", "--ops", "^abs$", "--property", "forward",
@@ -47,9 +50,10 @@ def test_engine_custom_probe(cts):
 """
 
 
-def test_run_collects_and_runs_the_manifests_custom_test_dirs(tmp_path, write_manifest):
+def test_run_collects_and_runs_the_manifests_custom_test_dirs(tmp_path, write_manifest, monkeypatch):
     (tmp_path / "suites").mkdir()
     (tmp_path / "suites" / "test_custom_probe.py").write_text(CUSTOM_SUITE)
+    (tmp_path / "suites" / "test_helpers_only.py").write_text("HELPER = 1\n")  # registers nothing: one warning
     manifest = write_manifest('manifest = dict(BASE, custom_test_dirs=["suites"])\n')
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--results-dir", "results",
                "--validation", "--level", "1", "--property", "engine_custom_probe", "--max-examples", "1"]
@@ -60,3 +64,19 @@ def test_run_collects_and_runs_the_manifests_custom_test_dirs(tmp_path, write_ma
     assert record["outcome"] == "passed" and record["examples"] == 2
     environment = json.loads((folder / "run.json").read_text())["environment"]
     assert environment["property_capabilities"]["engine_custom_probe"] == "inference"
+    assert (result.stdout + result.stderr).count("test_helpers_only.py: a suite file of custom_test_dirs that "
+                                                 "registers no property") == 1
+    # run.json's property map is the registry's, custom suites included, and the report's capability
+    # table lists each property under the capability the registry says it proves
+    registry.load()  # the installed suites, then a registry copy the custom one is added to (restored afterwards)
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", registry.RegistryWarning)
+        registered = {spec.name: spec.capability for spec in registry.load([tmp_path / "suites"])}
+    assert {"forward", "backward", "engine_custom_probe"} <= set(registered)
+    assert environment["property_capabilities"] == registered
+    table = {row["capability"]: row["properties"] for row in build_report(load_run(folder))["capabilities"]}
+    assert set(table) == set(environment["capabilities"]) == {"inference", "device_api"}
+    also = registry.also_proves_map().get("inference", [])
+    assert table["inference"] == sorted({name for name, c in registered.items() if c == "inference"} | set(also))
+

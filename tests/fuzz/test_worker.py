@@ -29,7 +29,8 @@ def test_the_engine_settings_follow_the_options(faulty_options):
     settings = engine_settings(faulty_options)
     assert (settings.target.device_type, settings.level, settings.max_examples) == ("faulty", 2, 10)
     assert settings.targeting and settings.case_timeout_s is None and settings.deadline_ms is None
-    assert settings.corpus_dir == faulty_options.corpus_dir and settings.replay_flags == "--device faulty"
+    assert settings.corpus_dir == faulty_options.corpus_dir
+    assert settings.replay_flags == f"--device faulty --manifest {faulty_options.manifest.resolve()}"
 
 
 def test_a_visit_that_finds_a_bug_stores_its_case_with_the_visits_seed(faulty_options):

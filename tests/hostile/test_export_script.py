@@ -351,3 +351,64 @@ def test_the_rendered_script_is_checked_for_code_that_is_not_its_own(honest, cod
     script, extra = honest[1], {"add", "float32"}  # torch.add, torch.float32: the case's op and dtype
     assert _vocabulary_problem(script, extra) is None
     assert problem in _vocabulary_problem(f"{script}\n{code}\n", extra)
+
+
+# A custom suite (a manifest's custom_test_dirs): a scenario property and an OpInfo property the exporter
+# has no script for. `torchcts replay --export-script` loads it from --manifest (or ./manifest.py).
+CUSTOM_SUITE = '''
+from torchcts.plan.registry import OpInfoItems, ScenarioItems, register_property
+
+
+@register_property("export_corner", capability="inference", level=1, items=ScenarioItems(["corner"], ["float32"]))
+def test_export_corner(cts):
+    pass
+
+
+@register_property("export_custom", capability="inference", level=1, items=OpInfoItems())
+def test_export_custom(cts):
+    pass
+'''
+
+
+@pytest.fixture
+def custom_manifest(tmp_path, monkeypatch):
+    """A manifest whose custom_test_dirs holds CUSTOM_SUITE; the registry is restored afterwards."""
+    from torchcts.manifest.templates import render_template
+
+    registry.load()
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "test_export_custom.py").write_text(CUSTOM_SUITE)
+    path = tmp_path / "manifest.py"
+    path.write_text(render_template("minimal", device_name="cpu") + '\nmanifest["custom_test_dirs"] = ["suites"]\n')
+    return path
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    line = result.stderr.rstrip("\n")
+    assert "\n" not in line and "Traceback" not in line, result.stderr
+    return line
+
+
+def test_a_scenario_case_is_refused_naming_the_property(honest, custom_manifest, tmp_path):
+    """A scenario's check is suite code: nothing to export; the error says how to reproduce it instead."""
+    case = changed(changed(changed(honest[0], ("property",), "export_corner"), ("op",), "corner"),
+                   ("variant",), "scenario")
+    line = one_line_error(export_cli("--export-script", str(write(tmp_path, case)), "--manifest",
+                                     str(custom_manifest)))
+    assert ": property: export_corner is a scenario property" in line and "torchcts replay FILE" in line, line
+
+
+def test_a_property_the_exporter_cannot_recreate_is_refused(honest, custom_manifest, tmp_path, monkeypatch):
+    """A custom OpInfo property (found through ./manifest.py) gets no guessed script."""
+    monkeypatch.chdir(tmp_path)
+    case = write(tmp_path, changed(honest[0], ("property",), "export_custom"))
+    line = one_line_error(export_cli("--export-script", str(case)))
+    assert ": property: export supports forward, backward, layout" in line and "export_custom is not exportable" in line
+
+
+def test_a_property_no_suite_registers_is_refused(honest, tmp_path):
+    line = one_line_error(export_cli("--export-script", str(write(tmp_path, changed(honest[0], ("property",),
+                                                                                    "no_such_property")))))
+    assert ": property: 'no_such_property'; known: " in line and "forward" in line, line

@@ -56,7 +56,7 @@ def test_dtype_status_covers_every_accounting_reason():
     assert manifest.dtype_status(torch.bfloat16, None) is DtypeStatus.REGEX_FILTERED
     assert manifest.dtype_status(torch.float16, "add") is DtypeStatus.NOT_SUPPORTED
     assert manifest.dtype_status(torch.int64, "add") is DtypeStatus.NOT_LISTED
-    assert manifest.dtype_status(torch.int64).value == "dtype_not_listed"
+    assert manifest.dtype_status(torch.int64) is DtypeStatus.NOT_LISTED
     assert manifest.claimed_dtypes == (torch.bfloat16, torch.float32)  # canonical order, not file order
 
 

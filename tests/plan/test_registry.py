@@ -7,12 +7,14 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
+import warnings
 
 import pytest
 
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.plan import registry
-from torchcts.plan.registry import OpInfoItems, RegistryError, ScenarioItems, register_property
+from torchcts.plan.registry import OpInfoItems, RegistryError, RegistryWarning, ScenarioItems, register_property
 
 
 @pytest.fixture
@@ -39,11 +41,11 @@ def test_every_property_function_of_the_installed_suites_is_registered():
     assert not unregistered, f"test functions without @register_property: {unregistered}"
 
 
-def test_the_capability_map_covers_every_registered_property_with_a_manifest_capability():
+def test_every_registered_property_proves_manifest_capabilities():
+    # That run.json's property map and the report's capability table name every registered property
+    # (custom ones too) is checked on a real session: tests/engine/test_manifest_keys.py.
     specs = registry.load()
-    capability_of = registry.capability_map()
-    assert set(capability_of) == {spec.name for spec in specs} == set(registry.names())
-    assert all(capability in CAPABILITIES for capability in capability_of.values())
+    assert all(spec.capability in CAPABILITIES for spec in specs)
     assert all(c in CAPABILITIES for spec in specs for c in spec.also_proves)
 
 
@@ -168,6 +170,8 @@ def test_load_leaves_out_the_properties_of_folders_it_is_not_given(fresh_registr
     ("raise ValueError('first line\\nsecond line')\n", "importing it raised ValueError: first line$"),
     (SUITE.format(name="odd").replace('"inference"', '"telepathy"'), "property odd: capability 'telepathy' is not"),
     (SUITE.format(name="forward"), "property forward is registered twice"),
+    ("import sys\nsys.exit(3)\n", r"importing it called sys\.exit\(3\)$"),
+    ("raise SystemExit('bye')\n", r"importing it called sys\.exit\('bye'\)$"),
 ])
 def test_a_broken_custom_module_fails_in_one_line_naming_its_file(fresh_registry, tmp_path, source, message):
     path = tmp_path / "test_broken.py"
@@ -178,6 +182,38 @@ def test_a_broken_custom_module_fails_in_one_line_naming_its_file(fresh_registry
     assert "\n" not in text and text.startswith(f"{path}: ")
     assert re.search(message, text), text
     assert registry.capability_map()["forward"] == "inference"
+
+
+def test_a_custom_module_failing_half_way_leaves_none_of_its_properties(fresh_registry, tmp_path):
+    (tmp_path / "test_half.py").write_text(SUITE.format(name="half_way") + "raise ValueError('after registering')\n")
+    with pytest.raises(RegistryError, match="importing it raised ValueError: after registering"):
+        registry.load([tmp_path])
+    assert "half_way" not in registry.capability_map()
+    assert not [m for m in sys.modules if m.startswith(registry.CUSTOM_MODULE_PREFIX) and m.endswith(".test_half")]
+    (tmp_path / "test_half.py").write_text(SUITE.format(name="half_way"))  # fixed: it loads now
+    assert "half_way" in {spec.name for spec in registry.load([tmp_path])}
+
+
+def test_an_interrupt_while_importing_a_custom_module_propagates(fresh_registry, tmp_path):
+    (tmp_path / "test_interrupted.py").write_text(SUITE.format(name="interrupted") + "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        registry.load([tmp_path])
+    assert "interrupted" not in registry.capability_map()
+
+
+def test_a_custom_suite_file_registering_no_property_warns_once(fresh_registry, tmp_path):
+    path = tmp_path / "test_unregistered.py"
+    path.write_text("def test_forgot_the_decorator(cts):\n    pass\n")
+    (tmp_path / "test_suite.py").write_text(SUITE.format(name="registered_one"))
+    with pytest.warns(RegistryWarning) as warned:
+        specs = registry.load([tmp_path])
+    assert [str(w.message) for w in warned] == [
+        f"{path}: a suite file of custom_test_dirs that registers no property (decorate its checks with "
+        f"@register_property)"]
+    assert "registered_one" in {spec.name for spec in specs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        registry.load([tmp_path])  # loaded already: no second warning
 
 
 def test_an_opinfo_source_defaults_to_every_op_in_its_cpu_dtypes():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def test_failing_items_reference_small_shrunk_cases(found):
     assert case.fingerprint == reference["fingerprint"] and case.status == "open"
     assert reference["elements"] <= 4, reference  # reduced from a 20x20 sample
     assert case.sample().input.storage_offset() > 0  # the layout that triggers the bug is kept
-    assert reference["replay"] == f"torchcts replay {reference['path']} --device faulty"
+    manifest = shlex.quote(str((folder / "manifest.py").resolve()))  # works from any folder, custom suites too
+    assert reference["replay"] == f"torchcts replay {reference['path']} --device faulty --manifest {manifest}"
     assert records["forward::add::function::float32"]["counterexample"] is None  # passed: nothing stored
 
 
@@ -165,3 +167,42 @@ def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
 def test_fuzz_rejects_a_bad_budget(tmp_path, option, value):
     result = cli(tmp_path, "fuzz", "--device", "faulty", option, value)
     assert result.returncode == 2 and option in result.stderr and "Traceback" not in result.stderr
+
+
+SCENARIO_SUITE = '''
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import place
+
+
+@register_property("clone_scenario", capability="inference", level=1, items=ScenarioItems(["plain_clone"], ["float32"]))
+def test_clone_scenario(cts):
+    def check(case):
+        clone = lambda cts, sample, target: place(sample.input, target.device).value.clone()
+        cts.assert_matches(cts.on_device_call(clone, case.sample), cts.on_cpu_call(clone, case.sample))
+
+    cts.run(None, check)
+'''
+
+
+def test_a_custom_scenario_case_replays_from_another_folder_with_its_manifest(tmp_path):
+    """The replay command a failure prints names the manifest: a custom suite's case replays from anywhere."""
+    import torch
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.files import new_case, write_case
+
+    project = tmp_path / "project"
+    (project / "suites").mkdir(parents=True)
+    (project / "suites" / "test_clone_scenario.py").write_text(SCENARIO_SUITE)
+    manifest = project / "manifest.py"
+    manifest.write_text(render_template("minimal", device_name="cpu") + '\nmanifest["custom_test_dirs"] = ["suites"]\n')
+    case = new_case(prop="clone_scenario", op="plain_clone", variant="scenario", dtype="float32", device_type="cpu",
+                    backend=None, sample=SampleInput(torch.arange(6.0).view(2, 3)[:, 1:]),
+                    failure={"message": "differs"}, found={}, description="")
+    path, _ = write_case(project / "corpus", case)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    unknown = cli(elsewhere, "replay", str(path), "--device", "cpu")
+    assert unknown.returncode == 2 and "clone_scenario" in unknown.stdout, unknown.stdout[-2000:]  # no suite: unreadable
+    result = cli(elsewhere, "replay", str(path), "--device", "cpu", "--manifest", str(manifest))
+    assert result.returncode == 0 and "now passing" in result.stdout, (result.stdout + result.stderr)[-3000:]

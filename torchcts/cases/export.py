@@ -4,14 +4,15 @@ For a bug report: the script holds the case's storages (base64), rebuilds every 
 sizes, strides and offset, runs the op as the property did on the device and on CPU (or on the
 device twice, for layout invariance), compares, and exits 1 when the failure reproduces. The
 script's frame is a jinja2 template (`script_templates/case_script.py.jinja`); this module only
-writes the case-specific expressions.
+writes the case-specific expressions. A scenario property (suite code, not a torch call) and a
+property whose check it cannot re-create are refused naming the property.
 
 A case file is untrusted data, so nothing in it reaches the script as code. The template never
 sees the case: it gets docstring text (`_inert`: printable ASCII, every quote, backslash and other
 character escaped, so it reads as itself and cannot end the docstring) and code built by
-`_Writer` from checked values only: integers by type, strings and floats as literals, dtypes,
-layouts and memory formats by name from torch's own tables, the op from the OpInfo catalog, the
-compile backend and device names from their allowed forms. Anything else is a `CaseFileError`
+`ValueWriter` (`cases.export_values`) from checked values only: integers by type, strings and
+floats as literals, dtypes, layouts and memory formats by name from torch's own tables, the op from
+the OpInfo catalog, the compile backend and device names from their allowed forms. Anything else is a `CaseFileError`
 naming the file and the field. As a second line of defense the rendered script is parsed and must
 use only its own vocabulary of names, attributes and imports.
 """
@@ -19,33 +20,29 @@ use only its own vocabulary of names, attributes and imports.
 from __future__ import annotations
 
 import ast
-import math
 import re
-import reprlib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import jinja2
 
 from torchcts import dtypes as dtype_names
-from torchcts.cases.codec import _MEMORY_FORMATS, _TORCH_LAYOUTS
 from torchcts.cases.files import CaseFileError, CorpusCase
+from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
 from torchcts.cases.limits import CaseLimits
-from torchcts.cases.replay import checked_case
+from torchcts.cases.replay_items import checked_case, holds_error_input
 from torchcts.engine.targets import COMPILE_BACKENDS
+from torchcts.plan import registry
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts.cases", "script_templates"),
                                 keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 _I = "    "
 _DEVICE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
-_INTEGER = re.compile(r"[-+]?[0-9]+")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")  # and a length that is a multiple of 4 (a group regex costs ~32 B/char)
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_NESTED_LAYOUTS = tuple(name for name in ("jagged", "strided") if name in _TORCH_LAYOUTS)
-_COMPRESSED_LAYOUTS = tuple(name for name in _TORCH_LAYOUTS if name.startswith(("sparse_c", "sparse_b")))
+# Properties whose check the script re-creates by name (others are read from the registry: an in-place or
+# out= variant, or OpInfo error inputs); a property that is none of these is not exportable.
+_NAMED_CHECKS = ("forward", "backward", "layout")
 _DESCRIPTION_CHARS, _FAILURE_CHARS, _SHORT_CHARS, _MESSAGE_CHARS = 4000, 300, 100, 400
-_SHOW = reprlib.Repr()
-_SHOW.maxlevel, _SHOW.maxstring, _SHOW.maxother, _SHOW.maxlist, _SHOW.maxdict = 2, 40, 40, 4, 4
 # The script's own vocabulary (template and generated code); case values add names from torch's tables only.
 _IMPORTS = {(None, "base64"), (None, "sys"), (None, "torch"),
             ("torch.testing._internal.common_methods_invocations", "op_db")}
@@ -85,9 +82,10 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
         writer.fail("--device", f"{_show(device)} is not a device (like cpu, cuda, cuda:1)")
     if case.backend is not None and case.backend not in COMPILE_BACKENDS:
         writer.fail("backend", f"{_show(case.backend)}; allowed: null, {', '.join(COMPILE_BACKENDS)}")
+    kind = _script_kind(case)
     op = find_op(case.op)
     try:
-        code = _code(case, op, device or case.device_type, writer)
+        code = _code(case, kind, op, device or case.device_type, writer)
         case.sample(limits)  # the replay's own checks too: sizes within limits, views within storages, sparse
     except RecursionError:
         writer.fail("inputs", "nested too deeply")
@@ -98,23 +96,42 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
     return script
 
 
-def _code(case: CorpusCase, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
+def _script_kind(case: CorpusCase) -> str:
+    """What the script runs for the case's property: inplace, out, errors, or a name in `_NAMED_CHECKS`."""
+    spec = registry.get(case.property)
+    where = case.path or case.short_id
+    if spec.scenario:
+        raise CaseFileError(where, "property", f"{case.property} is a scenario property: its check is suite "
+                                               "code, not a torch call; reproduce it with "
+                                               "torchcts replay FILE --device D --manifest M")
+    if spec.variant in ("inplace", "out"):
+        return spec.variant
+    if holds_error_input(case):
+        return "errors"
+    if case.property in _NAMED_CHECKS:
+        return case.property
+    raise CaseFileError(where, "property", f"export supports {', '.join(_NAMED_CHECKS)}, in-place and out= variant "
+                                           f"properties and error-input properties (draws=False); "
+                                           f"{case.property} is not exportable")
+
+
+def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
     """The template's code slots: literals and expressions, each written from checked values."""
     from torchcts.engine import oracle
 
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
-    fn, inplace, imports = _callable(op, case)
+    fn, inplace, imports = _callable(op, case, kind)
     writer.names.update(op.name.split("."), re.findall(r"input\.(\w+)\(", inplace))
     fn_line = f"FN = torch.compile({fn}, backend={ascii(case.backend)})" if case.backend else f"FN = {fn}"
-    run_body, main_body = _bodies(case, inplace)
+    run_body, main_body = _bodies(kind, inplace)
     return {"device": ascii(device), "rtol": _float(tol.rtol), "atol": _float(tol.atol),
             "imports": f"{imports}{fn_line}\n", "run_body": run_body, "main_body": main_body,
             "storages": [writer.storage(s, i) for i, s in enumerate(case.storages)],
             "input": writer.value(case.inputs.get("input"), "inputs.input"),
             "args": writer.value(case.inputs.get("args", []), "inputs.args"),
             "kwargs": writer.value(case.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs"),
-            "compare_strides": repr(case.property in ("inplace", "out") or (
-                case.property == "forward" and oracle.strides_defined(op.name)))}
+            "compare_strides": repr(kind in ("inplace", "out") or (
+                kind == "forward" and oracle.strides_defined(op.name)))}
 
 
 def _text(case: CorpusCase, device: str | None) -> dict[str, str]:
@@ -128,172 +145,6 @@ def _text(case: CorpusCase, device: str | None) -> dict[str, str]:
               "torch": _plain(case.found.get("torch", "?"))}
     return {**{key: _inert(value[:_SHORT_CHARS]) for key, value in fields.items()},
             "description": "\n".join(_inert(line) for line in description), "failure": _inert(failure)}
-
-
-class _Writer:
-    """Python source for case values, from checked values only; anything else fails naming the field."""
-
-    def __init__(self, case: CorpusCase):
-        self.case = case
-        self.names: set[str] = set()  # attributes the code uses beyond the template's (from torch's tables)
-
-    def fail(self, field: str, message: str) -> NoReturn:
-        raise CaseFileError(self.case.path or self.case.short_id, field, message)
-
-    def integer(self, value: Any, field: str, minimum: int | None = None) -> str:
-        if type(value) is not int:  # bool is an int subclass; "3" and 3.0 are not integers here
-            self.fail(field, f"expected an integer, got {_show(value)}")
-        if minimum is not None and value < minimum:
-            self.fail(field, f"{value} is below {minimum}")
-        return str(value)
-
-    def integers(self, value: Any, field: str, minimum: int | None = None) -> str:
-        if not isinstance(value, list):
-            self.fail(field, f"expected a list of integers, got {_show(value)}")
-        return "[" + ", ".join(self.integer(v, f"{field}[{i}]", minimum) for i, v in enumerate(value)) + "]"
-
-    def torch_name(self, value: Any, allowed: Any, field: str) -> str:
-        """`torch.<value>` for a name in `allowed` (torch's own table of that kind)."""
-        if not isinstance(value, str) or value not in allowed:
-            self.fail(field, f"{_show(value)}; allowed: {', '.join(allowed)}")
-        self.names.add(value)
-        return f"torch.{value}"
-
-    def dtype(self, value: Any, field: str) -> Any:
-        found = dtype_names.lookup(value) if isinstance(value, str) else None
-        if found is None:
-            self.fail(field, f"unknown dtype {_show(value)}")
-        self.names.add(dtype_names.canonical_name(found))
-        return found
-
-    def storage(self, raw: Any, index: int) -> str:
-        field = f"storages[{index}]"
-        if not isinstance(raw, dict):
-            self.fail(field, f"expected an object, got {_show(raw)}")
-        dtype = self.dtype(raw.get("dtype"), f"{field}.dtype")
-        elements = self.integer(raw.get("elements"), f"{field}.elements", 0)
-        data = raw.get("base64")
-        if data is None:
-            return f"torch.zeros({elements}, dtype={dtype})"
-        if not isinstance(data, str) or len(data) % 4 or not _BASE64.fullmatch(data):
-            self.fail(f"{field}.base64", f"not base64: {_show(data)}")
-        return f"storage({dtype}, {elements}, {ascii(data)})"
-
-    def value(self, data: Any, field: str) -> str:
-        """An expression rebuilding an encoded value (tensors from `s`, the storages on the device)."""
-        if data is None or isinstance(data, (bool, int)):
-            return repr(data)
-        if isinstance(data, float):
-            return _float(data)
-        if isinstance(data, str):
-            return ascii(data)
-        if isinstance(data, list):
-            return "[" + ", ".join(self.value(v, f"{field}[{i}]") for i, v in enumerate(data)) + "]"
-        if not isinstance(data, dict) or not data:
-            self.fail(field, f"unreadable value {_show(data)}")
-        if "tensor" in data:
-            return self.tensor(data, field)
-        if len(data) != 1:
-            self.fail(field, f"expected one value kind, got {_show(sorted(map(str, data)))}")
-        (kind, payload), = data.items()
-        if kind == "int":
-            return str(self._int(payload, field))
-        if kind == "float":
-            return _float(self._hex_float(payload, field))
-        if kind == "complex":
-            if not isinstance(payload, list) or len(payload) != 2:
-                self.fail(field, f"expected [real, imag], got {_show(payload)}")
-            real, imag = (self._hex_float(v, f"{field}[{i}]") for i, v in enumerate(payload))
-            return f"complex({_float(real)}, {_float(imag)})"
-        if kind == "dtype":
-            return str(self.dtype(payload, f"{field}.dtype"))
-        if kind == "device":
-            return "torch.device(device)"
-        if kind == "memory_format":
-            return self.torch_name(payload, tuple(_MEMORY_FORMATS), f"{field}.memory_format")
-        if kind == "layout":
-            return self.torch_name(payload, tuple(_TORCH_LAYOUTS), f"{field}.layout")
-        if kind == "size":
-            return f"torch.Size({self.integers(payload, f'{field}.size')})"
-        if kind == "ellipsis":
-            return "Ellipsis"
-        if kind == "slice":
-            if not (isinstance(payload, list) and 1 <= len(payload) <= 3):
-                self.fail(f"{field}.slice", f"expected [start, stop, step], got {_show(payload)}")
-            return "slice(" + ", ".join(self.value(v, f"{field}.slice[{i}]") for i, v in enumerate(payload)) + ")"
-        if kind == "tuple":
-            if not isinstance(payload, list):
-                self.fail(f"{field}.tuple", f"expected a list, got {_show(payload)}")
-            return "(" + "".join(self.value(v, f"{field}[{i}]") + ", " for i, v in enumerate(payload)) + ")"
-        if kind == "dict" and isinstance(payload, dict) and all(isinstance(k, str) for k in payload):
-            return "{" + ", ".join(f"{ascii(k)}: {self.value(v, _key(field, k))}" for k, v in payload.items()) + "}"
-        if kind == "dict":
-            self.fail(f"{field}.dict", f"expected an object, got {_show(payload)}")
-        self.fail(field, f"unknown value kind {_show(kind)}")
-
-    def tensor(self, data: dict[str, Any], field: str) -> str:
-        kind = data.get("tensor")
-        dtype = self.dtype(data.get("dtype"), f"{field}.dtype")
-        grad = data.get("requires_grad")
-        if grad is not None and type(grad) is not bool:
-            self.fail(f"{field}.requires_grad", f"expected true or false, got {_show(grad)}")
-        if kind == "strided":
-            index = data.get("storage")
-            if type(index) is not int or not 0 <= index < len(self.case.storages):
-                self.fail(f"{field}.storage", f"no storage {_show(index)} (the case has {len(self.case.storages)})")
-            view = (f"s[{index}].as_strided({self.integers(data.get('sizes'), f'{field}.sizes', 0)}, "
-                    f"{self.integers(data.get('strides'), f'{field}.strides')}, "
-                    f"{self.integer(data.get('storage_offset'), f'{field}.storage_offset', 0)})")
-            differentiable = dtype.is_floating_point or dtype.is_complex
-            return view + (".to('meta')" if data.get("device") == "meta" else "") + (
-                ".requires_grad_()" if grad and differentiable else "")
-        if kind == "nested":
-            layout = self.torch_name(data.get("nested_layout"), _NESTED_LAYOUTS, f"{field}.nested_layout")
-            components = data.get("components")
-            if not isinstance(components, list):
-                self.fail(f"{field}.components", f"expected a list of tensors, got {_show(components)}")
-            parts = ", ".join(self._tensor(c, f"{field}.components[{i}]") for i, c in enumerate(components))
-            return f"torch.nested.nested_tensor([{parts}], layout={layout})"
-        sizes = self.integers(data.get("sizes"), f"{field}.sizes", 0)
-        if kind == "sparse_coo":
-            return (f"torch.sparse_coo_tensor({self._tensor(data.get('indices'), f'{field}.indices')}, "
-                    f"{self._tensor(data.get('values'), f'{field}.values')}, {sizes}, "
-                    f"is_coalesced={bool(data.get('coalesced'))})")
-        if kind in _COMPRESSED_LAYOUTS:
-            self.names.add(kind)
-            return (f"torch.sparse_compressed_tensor("
-                    f"{self._tensor(data.get('compressed_indices'), f'{field}.compressed_indices')}, "
-                    f"{self._tensor(data.get('plain_indices'), f'{field}.plain_indices')}, "
-                    f"{self._tensor(data.get('values'), f'{field}.values')}, {sizes}, layout=torch.{kind})")
-        self.fail(f"{field}.tensor", f"unknown tensor kind {_show(kind)}")
-
-    def _tensor(self, data: Any, field: str) -> str:
-        if not isinstance(data, dict) or "tensor" not in data:
-            self.fail(field, f"expected a tensor, got {_show(data)}")
-        return self.tensor(data, field)
-
-    def _int(self, payload: Any, field: str) -> int:
-        if type(payload) is int:
-            return payload
-        try:
-            if isinstance(payload, str) and _INTEGER.fullmatch(payload):
-                return int(payload)
-        except ValueError:  # more digits than Python converts
-            pass
-        self.fail(f"{field}.int", f"expected decimal digits, got {_show(payload)}")
-
-    def _hex_float(self, payload: Any, field: str) -> float:
-        try:
-            if isinstance(payload, str):
-                return float.fromhex(payload)
-        except (ValueError, OverflowError):
-            pass
-        self.fail(field, f"expected a hex float (like '0x1.8p+1'), got {_show(payload)}")
-
-
-def _float(value: float) -> str:
-    """A literal for `value`, NaN and infinities included."""
-    return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
 
 
 def _inert(text: str) -> str:
@@ -315,16 +166,7 @@ def _plain(value: Any) -> str:
     return value if isinstance(value, str) else _show(value)
 
 
-def _show(value: Any) -> str:
-    """A short one-line ASCII rendering of a case value for an error message."""
-    return _SHOW.repr(value).encode("ascii", "backslashreplace").decode("ascii")
-
-
-def _key(field: str, key: str) -> str:
-    return f"{field}.{key}" if key.isidentifier() and key.isascii() else f"{field}[{_show(key)}]"
-
-
-def _callable(op: Any, case: CorpusCase) -> tuple[str, str, str]:
+def _callable(op: Any, case: CorpusCase, kind: str) -> tuple[str, str, str]:
     """(the op's function form, the in-place call for `inplace` cases, lines importing what they need)."""
     import torch
 
@@ -337,10 +179,11 @@ def _callable(op: Any, case: CorpusCase) -> tuple[str, str, str]:
             break
     public = target is not None and target is op.op
     inplace = ""
-    if case.property == "inplace":
+    if kind == "inplace":
         if op.inplace_variant is None:
             raise CaseFileError(case.path or case.short_id, "property",
-                                f"inplace, but {op.name} has no in-place variant in this torch")
+                                f"{case.property} is in-place, but {op.name} has no in-place variant "
+                                f"in this torch")
         variant = op.inplace_variant
         name = getattr(variant, "__name__", None)  # a Tensor method, or a lambda or partial
         method = isinstance(name, str) and name.isidentifier() and getattr(torch.Tensor, name, None) is variant
@@ -354,16 +197,16 @@ def _callable(op: Any, case: CorpusCase) -> tuple[str, str, str]:
     return f"torch.{op.name}" if public else "OP.op", inplace, lookup
 
 
-def _bodies(case: CorpusCase, inplace: str) -> tuple[str, str]:
-    """(the body of `run(device)`, the body of the main block) for the case's property."""
+def _bodies(kind: str, inplace: str) -> tuple[str, str]:
+    """(the body of `run(device)`, the body of the main block) for the kind of check (`_script_kind`)."""
     call = "FN(input, *args, **kwargs)"
-    if case.property == "inplace":
+    if kind == "inplace":
         run = ["input, args, kwargs = inputs(device)", inplace, "return input"]
-    elif case.property == "out":
+    elif kind == "out":
         run = ["input, args, kwargs = inputs(device)",
                "out = torch.utils._pytree.tree_map_only(torch.Tensor, torch.zeros_like, FN(input, *args, **kwargs))",
                "FN(input, *args, **kwargs, out=out)", "return out"]
-    elif case.property == "backward":
+    elif kind == "backward":
         run = ["input, args, kwargs = inputs(device)",
                "leaves = [t for t in torch.utils._pytree.tree_leaves([input, args, kwargs])",
                "          if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]",
@@ -375,7 +218,7 @@ def _bodies(case: CorpusCase, inplace: str) -> tuple[str, str]:
                "grads = torch.autograd.grad(outputs, leaves, cotangents, allow_unused=True)",
                "return [o.detach() for o in outputs] + [torch.zeros_like(x) if g is None else g "
                "for x, g in zip(leaves, grads)]"]
-    elif case.property == "layout":
+    elif kind == "layout":
         run = ["input, args, kwargs = inputs(device)", "if plain:",
                f"{_I}input, args, kwargs = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.contiguous() "
                "if t.layout == torch.strided and not t.is_nested else t, (input, args, kwargs))",
@@ -383,9 +226,9 @@ def _bodies(case: CorpusCase, inplace: str) -> tuple[str, str]:
     else:
         run = ["input, args, kwargs = inputs(device)", f"return {call}"]
     body = "\n".join(f"{_I}{line}" for line in run)
-    if case.property == "layout":
+    if kind == "layout":
         main = ["problem = same(run(DEVICE), run(DEVICE, plain=True), 're-laid-out input, output')", *_verdict()]
-    elif case.property == "errors":
+    elif kind == "errors":
         main = ["try:", f"{_I}run('cpu')", "except Exception as exc:",
                 f"{_I}print(f'CPU rejects the input: {{type(exc).__name__}}: {{exc}}')", "else:",
                 f"{_I}print('CPU accepts this input: nothing to reproduce')", f"{_I}sys.exit(0)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -36,4 +37,4 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
     path, new = write_case(corpus_dir, case)
     return {"counterexample": {"path": str(path), "fingerprint": case.fingerprint, "new": new,
                                "elements": case_elements(sample),
-                               "replay": f"torchcts replay {path} {replay_flags}".rstrip()}}
+                               "replay": f"torchcts replay {shlex.quote(str(path))} {replay_flags}".rstrip()}}

@@ -165,8 +165,8 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
 @click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @device_option("Device to replay on (the device the cases were found on, or another).")
 @compile_option("Replay through torch.compile(backend=...) on the device.")
-@manifest_option(default=None, help="Manifest whose tolerance_overrides apply (default ./manifest.py if it exists; "
-                                    "none needed).")
+@manifest_option(default=None, help="Manifest whose tolerance_overrides and custom_test_dirs apply (default "
+                                    "./manifest.py if it exists; none needed).")
 @click.option("--builtin", is_flag=True, help="Also replay the curated corpus shipped with TorchCTS.")
 @click.option("--update-status", is_flag=True,
               help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
@@ -198,6 +198,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     if export is not None:
         from torchcts.cases.export import export_script
 
+        _load_custom_properties(manifest_path)
         try:
             click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes)), nl=False)
         except CaseFileError as exc:
@@ -215,6 +216,24 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
                         results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo,
                         limits=CaseLimits.from_option(max_case_bytes)))
+
+
+def _load_custom_properties(manifest_path: Path | None) -> None:
+    """Register the manifest's `custom_test_dirs` (--manifest, else ./manifest.py if it exists), as a replay
+    run does, so a case of a custom property is known; exits 2 on a bad manifest or custom suite."""
+    from torchcts.manifest import ManifestError, load_manifest
+    from torchcts.plan import registry
+
+    path = manifest_path if manifest_path is not None else Path("manifest.py")
+    if manifest_path is None and not path.exists():
+        return
+    try:
+        manifest, _ = load_manifest(path)
+        registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))
+    except ManifestError as exc:
+        fail(exc.render())
+    except registry.RegistryError as exc:
+        fail(f"custom_test_dirs: {exc}")
 
 
 def _bytes(value: str | None) -> int | None:

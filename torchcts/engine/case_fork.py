@@ -1,6 +1,8 @@
 """One case in a forked child (`CaseContext` with a per-case limit): a crash or hang costs the case, not the run.
 
-The child runs the check and answers what it raised; the parent raises the same kind of exception.
+The child runs the check and answers what it raised; the parent raises the same kind of exception
+(an exception other than the engine's own and AssertionError comes back as `CaseError`: a harness
+error, as the same exception raised in one process is).
 A child that dies or hangs is a `CaseCrashed` finding, unless it did so while the CPU oracle ran:
 the child sets a shared byte around `on_cpu_call`, so such a death is the oracle's (`CpuRejects`,
 with the CPU-oracle crash rule's reason), not the backend's.
@@ -15,6 +17,15 @@ from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, C
                                      CpuRejects)
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import run_forked
+
+
+class CaseError(RuntimeError):
+    """A case's child raised an exception the engine does not classify by type (a TypeError in the
+    check): the parent's stand-in for it, `<Type>: <message>`, classified as a harness error."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message = type_name, message
 
 
 def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, timeout_s: float) -> None:
@@ -43,6 +54,8 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
                              f"({result.describe()}): {why}")
         raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
     kind, message = result.answer["kind"], result.answer["message"]
+    if kind == "error":
+        raise CaseError(result.answer["type"], message)
     raised = {"cpu_rejects": CpuRejects, "unavailable": CaseUnavailable, "backend_error": BackendError,
               "failed": AssertionError}.get(kind)
     if raised is not None:
@@ -59,6 +72,8 @@ def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, str]:
         return {"kind": "unavailable", "message": str(exc)}
     except BackendError as exc:
         return {"kind": "backend_error", "message": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - a failure of the property, to raise in the parent
-        return {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
+    except AssertionError as exc:  # a failed comparison
+        return {"kind": "failed", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a harness error, to raise in the parent as CaseError
+        return {"kind": "error", "type": type(exc).__name__, "message": str(exc)}
     return {"kind": "passed", "message": ""}

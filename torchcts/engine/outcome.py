@@ -4,7 +4,8 @@ A check that returns passed. The context raises `NotRun(outcome, reason)` when n
 anything about the backend (every case rejected by the CPU oracle, or none able to run on the
 target). Everything else is an exception type: `AssertionError` is a `failed` comparison,
 `BackendError` an `error`, `CaseCrashed` a `crashed` case, `CaseFileError` a corpus case that
-cannot be replayed, anything else a harness `error`. No message text is parsed.
+cannot be replayed, anything else a harness `error` (also when a case's child raised it: `CaseError`
+stands for it in the parent). No message text is parsed.
 """
 
 from __future__ import annotations
@@ -69,10 +70,13 @@ def setup_failure(exc: BaseException, *, show_traceback: bool = False) -> Verdic
 
 def error_text(exc: BaseException, show_traceback: bool = False) -> str:
     """`Type: message` and the exception's notes, or with `show_traceback` its whole traceback (its last
-    ERROR_CHARS characters: the exception itself is at the end)."""
+    ERROR_CHARS characters: the exception itself is at the end). A case child's `CaseError` names the
+    child's exception type, as the same exception raised in one process would."""
+    from torchcts.engine.case_fork import CaseError
+
     if show_traceback:
         return "".join(traceback.format_exception(exc))[-ERROR_CHARS:]
-    text = f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, CaseError) else f"{type(exc).__name__}: {exc}"
     notes = getattr(exc, "__notes__", None)
     if notes:
         text += "\n" + "\n".join(str(n) for n in notes)

@@ -20,7 +20,7 @@ import attrs
 
 from torchcts import dtypes as dtype_names
 from torchcts.cases.limits import CaseLimits
-from torchcts.cases.replay import ReplayItem, replayable
+from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, setup_failure
 from torchcts.engine.targets import Target

@@ -66,6 +66,7 @@ def engine_settings(options: FuzzOptions) -> Any:
     the manifest's custom suites included)."""
     import torch
 
+    from torchcts.cases.replay_items import replay_flags
     from torchcts.engine.run import HARNESS_THREADS, EngineSettings
     from torchcts.engine.targets import Target
     from torchcts.manifest import load_manifest
@@ -77,7 +78,7 @@ def engine_settings(options: FuzzOptions) -> Any:
         import_backend(manifest.backend_import)
     registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did
     torch.set_num_threads(HARNESS_THREADS)
-    flags = f"--device {options.device}" + (f" --compile {options.compile_backend}" if options.compile_backend else "")
+    flags = replay_flags(options.device, options.compile_backend, manifest.source)
     target = Target(options.device, options.compile_backend)
     return EngineSettings(target=target, manifest=manifest, level=options.level or manifest.semantic_level,
                           max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,

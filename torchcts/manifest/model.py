@@ -23,12 +23,12 @@ from torchcts.manifest.schema import default
 
 
 class DtypeStatus(enum.Enum):
-    """How a dtype stands for one op; the non-claimed values are accounting reasons."""
+    """How a dtype stands for one op (the plan maps each non-claimed status to its accounting outcome)."""
 
     CLAIMED = "claimed"
-    NOT_SUPPORTED = "dtype_not_supported"
-    REGEX_FILTERED = "dtype_regex_filtered"
-    NOT_LISTED = "dtype_not_listed"
+    NOT_SUPPORTED = "not_supported"
+    REGEX_FILTERED = "regex_filtered"
+    NOT_LISTED = "not_listed"
 
 
 @attrs.frozen

@@ -30,9 +30,11 @@ from torchcts.plan.selection import Selection, SelectionError
 
 __all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
 
-_DTYPE_DETAIL = {DtypeStatus.NOT_SUPPORTED: "the manifest marks it False",
-                 DtypeStatus.REGEX_FILTERED: "the manifest's regex for it does not match this op",
-                 DtypeStatus.NOT_LISTED: "the manifest does not list it"}
+_DTYPE_NOT_RUN = {  # a dtype the manifest does not claim for the op: the accounting outcome and its detail
+    DtypeStatus.NOT_SUPPORTED: (Outcome.DTYPE_NOT_SUPPORTED, "the manifest marks it False"),
+    DtypeStatus.REGEX_FILTERED: (Outcome.DTYPE_REGEX_FILTERED, "the manifest's regex for it does not match this op"),
+    DtypeStatus.NOT_LISTED: (Outcome.DTYPE_NOT_LISTED, "the manifest does not list it"),
+}
 
 
 def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iterable[Any] | None = None,
@@ -79,7 +81,8 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     dtype regexes match the first, `skip_ops` either, `--ops` the last."""
     status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
-        return Outcome(status.value), f"{dtype_names.canonical_name(dtype)}: {_DTYPE_DETAIL[status]}"
+        outcome, detail = _DTYPE_NOT_RUN[status]
+        return outcome, f"{dtype_names.canonical_name(dtype)}: {detail}"
     if dtype in dtype_names.FLOAT8_DTYPES and not manifest.declares("fp8"):
         return Outcome.CAPABILITY_NOT_DECLARED, "float8 dtypes need the fp8 capability"
     if not manifest.declares(spec.capability):

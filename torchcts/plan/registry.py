@@ -20,6 +20,7 @@ import hashlib
 import pkgutil
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -35,6 +36,10 @@ ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its p
 
 class RegistryError(Exception):
     """A property that cannot be registered or found: the message names it and what is wrong."""
+
+
+class RegistryWarning(UserWarning):
+    """A custom suite file that loads but registers no property (its checks are missing `@register_property`)."""
 
 
 def _always(op: Any) -> bool:
@@ -190,7 +195,10 @@ def _folder_tag(folder: Path) -> str:
 
 
 def _import_file(path: Path, tag: str) -> None:
-    """Import a custom property module by path, under a name unique to its folder (two folders may share file names)."""
+    """Import a custom property module by path, under a name unique to its folder (two folders may share file names).
+
+    A module that fails half-way leaves nothing behind (neither itself nor the properties it registered
+    before failing); one that registers no property is imported with one `RegistryWarning`."""
     name = f"{CUSTOM_MODULE_PREFIX}.d{tag}.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
     if name in sys.modules:
         return
@@ -201,13 +209,21 @@ def _import_file(path: Path, tag: str) -> None:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except RegistryError as exc:
-        del sys.modules[name]
-        raise RegistryError(f"{path}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a custom suite the user wrote: one line naming it
-        del sys.modules[name]
+    except BaseException as exc:  # a custom suite the user wrote: one line naming it (interrupts propagate)
+        sys.modules.pop(name, None)
+        for dropped in [p.name for p in _REGISTRY.values() if p.module == name]:
+            del _REGISTRY[dropped]
+        if isinstance(exc, RegistryError):
+            raise RegistryError(f"{path}: {exc}") from None
+        if isinstance(exc, SystemExit):
+            raise RegistryError(f"{path}: importing it called sys.exit({exc.code!r})") from None
+        if not isinstance(exc, Exception):
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise RegistryError(f"{path}: importing it raised {type(exc).__name__}: {first}") from exc
+    if not any(p.module == name for p in _REGISTRY.values()):
+        warnings.warn(f"{path}: a suite file of custom_test_dirs that registers no property (decorate its checks "
+                      f"with @register_property)", RegistryWarning, stacklevel=2)
 
 
 def properties() -> tuple[PropertySpec, ...]:

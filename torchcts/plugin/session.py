@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from torchcts.cases.replay import ReplayItem
+from torchcts.cases.replay_items import ReplayItem, replay_flags
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
@@ -55,7 +55,7 @@ class RunSession:
 
     def _engine_settings(self, start: RunStart) -> EngineSettings:
         manifest, target = start.manifest, start.target
-        flags = f"--device {target.device}" + (f" --compile {target.compile_backend}" if target.compile_backend else "")
+        flags = replay_flags(target.device, target.compile_backend, manifest.source if manifest is not None else None)
         found = {"run_seed": start.run_seed, "derandomize": start.run_seed is None, "run_id": start.writer.run_id,
                  "hardware_key": start.writer.environment.get("hardware_key")}
         return EngineSettings(

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from torchcts.cases.files import CaseFileError
-from torchcts.cases.replay import ReplayItem
+from torchcts.cases.replay_items import ReplayItem
 from torchcts.engine.context import BackendError, CaseCrashed
 from torchcts.engine.outcome import NotRun, classify
 from torchcts.engine.run import EngineSettings, run_item, versions

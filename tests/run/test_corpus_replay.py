@@ -202,7 +202,7 @@ def test_a_custom_scenario_case_replays_from_another_folder_with_its_manifest(tm
     path, _ = write_case(project / "corpus", case)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    unknown = cli(elsewhere, "replay", str(path), "--device", "cpu")
-    assert unknown.returncode == 2 and "clone_scenario" in unknown.stdout, unknown.stdout[-2000:]  # no suite: unreadable
+    unknown = cli(elsewhere, "replay", str(path), "--device", "cpu")  # no manifest here: the property is unknown
+    assert unknown.returncode == 2 and "clone_scenario" in unknown.stdout, unknown.stdout[-2000:]
     result = cli(elsewhere, "replay", str(path), "--device", "cpu", "--manifest", str(manifest))
     assert result.returncode == 0 and "now passing" in result.stdout, (result.stdout + result.stderr)[-3000:]

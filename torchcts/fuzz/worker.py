@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ def engine_settings(options: FuzzOptions) -> Any:
     manifest, _ = load_manifest(options.manifest)
     if manifest.backend_import is not None:  # the parent imported it already: a failure here kills only this worker
         import_backend(manifest.backend_import)
-    registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did
+    with warnings.catch_warnings():  # the parent warned about a suite file registering nothing; workers stay quiet
+        warnings.simplefilter("ignore", registry.RegistryWarning)
+        registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did
     torch.set_num_threads(HARNESS_THREADS)
     flags = replay_flags(options.device, options.compile_backend, manifest.source)
     target = Target(options.device, options.compile_backend)

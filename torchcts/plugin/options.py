@@ -23,7 +23,7 @@ from torchcts import dtypes as dtype_names
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
 from torchcts.cases.corpus_default import default_corpus_dir
 from torchcts.cases.limits import CaseLimits
-from torchcts.cases.replay import ReplayItem, replay_items
+from torchcts.cases.replay_items import ReplayItem, replay_items
 from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
 from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules

@@ -46,8 +46,12 @@ def test_python_dash_m_and_console_script_run_the_cli():
 @pytest.mark.slow
 def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     source = tmp_path / "src"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "results",
-                                                                "*.egg-info", "__pycache__", ".pytest_cache"))
+    everywhere = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:  # ./results holds runs; torchcts/results is a package
+        return set(everywhere(folder, names)) | ({"results"} if Path(folder) == REPO else set())
+
+    shutil.copytree(REPO, source, ignore=ignore)
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "-w", str(wheels), str(source)], check=True, capture_output=True)
@@ -57,7 +61,12 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
         assert module.replace(".", "/") + "/__init__.py" in names
     assert "torchcts/manifests/templates/smoke.py.jinja" in names
     assert "torchcts/manifests/templates/_layout.py.jinja" in names
-    assert "torchcts/script_templates/case_script.py.jinja" in names
+    assert "torchcts/cases/script_templates/case_script.py.jinja" in names
+    assert "torchcts/report/templates/scorecard.md.jinja" in names
+    assert "torchcts/crashes/known_crashes.json" in names
+    for package in ("cases", "cli", "crashes", "engine", "fuzz", "isolation", "manifest", "plan", "plugin", "report",
+                    "results", "testing"):  # every stage's subpackage is packaged
+        assert f"torchcts/{package}/__init__.py" in names
     assert any(name.startswith("torchcts/corpus/") and name.endswith(".json") for name in names)
     assert not any(n.startswith(("strategies/", "properties/", "tests/")) for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))

@@ -294,6 +294,8 @@ def test_pytest_usage_errors_become_one_line():
     ("npu", "cpu", False, True),  # an out-of-tree name torch does not know here
 ])
 def test_a_device_name_that_contradicts_device_warns(tmp_path, device_name, device, validation, warns):
+    from torchcts.testing import faulty  # noqa: F401 - importing it registers the test device (PrivateUse1)
+
     assert torch._C._get_privateuse1_backend_name() == "faulty"  # the test device is registered with torch
     path = tmp_path / "manifest.py"
     path.write_text(render_template("smoke", device_name=device_name))

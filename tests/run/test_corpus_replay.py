@@ -98,11 +98,12 @@ def test_exported_script_reproduces_with_torch_alone(found, tmp_path):
     assert script.returncode == 0 and "import torchcts" not in script.stdout
     path = tmp_path / "repro.py"
     path.write_text(script.stdout)
+    # a torch-only script gets the faulty device from the development environment's autoload (TORCHCTS_FAULTY=1)
     on = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                        env=dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG))
+                        env=dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=BUG))
     assert on.returncode == 1 and "REPRODUCED" in on.stdout, on.stdout + on.stderr
     off = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))
+                         env=dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=""))
     assert off.returncode == 0 and "not reproduced" in off.stdout
     assert subprocess.run([sys.executable, str(path), "cpu"], capture_output=True, timeout=300).returncode == 0
 

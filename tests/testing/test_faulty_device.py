@@ -1,36 +1,15 @@
-"""The faulty device behaves like a real device: metadata, views, mutation, copies, factories, autograd."""
+"""The faulty device behaves like a real device: metadata, views, mutation, copies, factories, autograd.
+
+(When it registers, and only then: tests/testing/test_faulty_opt_in.py.)
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-import pytest
 import torch
 from hypothesis import given, settings
 
 from torchcts.strategies import place, relayouts, same_bits, tensors
 from torchcts.testing import faulty
-
-
-@pytest.mark.parametrize("first_import", ["torch", "torchcts.testing.faulty", "torchcts.testing.faulty.device",
-                                          "torchcts.strategies"])
-def test_device_is_registered_whatever_is_imported_first(first_import):
-    code = f"import {first_import}, torch; print(torch.ones(1, device='faulty').device)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "faulty:0"
-    assert "Warning" not in result.stderr
-
-
-def test_device_is_registered_by_autoload_without_importing_torchcts():
-    code = "import sys, torch; print(torch.ones(2, device='faulty') + 1); print('torchcts' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[0] == "tensor([2., 2.], device='faulty:0')"
-    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
-    assert off.returncode != 0 and "faulty" in off.stderr
 
 
 @settings(max_examples=60)

@@ -1,4 +1,4 @@
-"""Where a run writes new counterexamples when no --corpus is given: never into the curated corpus shipped
+"""Where a run writes new counterexamples when no --corpus-dir is given: never into the curated corpus shipped
 with TorchCTS.
 
 The default is the working folder's own `./corpus`, where a backend team keeps its cases and

@@ -1,7 +1,7 @@
 """`torchcts replay`: replay corpus cases through the plugin and say, per case, whether it still fails.
 
 The plugin collects a `ReplayItem` per case file (`cases.replay_items`) instead of plan items when
-`--corpus PATH` is given, so a CI replays the corpus with its usual pytest runner; `run_replay`
+`--replay PATH` is given, so a CI replays the corpus with its usual pytest runner; `run_replay`
 runs the same session and reads its records to say, per case, whether it still fails, and to
 track `fixed` cases. A file that cannot be read is one `unreadable` line; the other cases still run.
 """
@@ -68,7 +68,7 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
     from torchcts.plugin.launch import RunOptions, latest_run, run_folders, run_suites
 
     before = run_folders(results_dir)
-    options = RunOptions(device=device, manifest=manifest, corpus=tuple(str(p) for p in paths),
+    options = RunOptions(device=device, manifest=manifest, replay=tuple(str(p) for p in paths),
                          results_dir=results_dir, compile_backend=compile_backend,
                          pytest_args=("--max-case-bytes", str(limits.max_case_bytes)))
     code = run_suites(options)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
+from torchcts.cli.completion import TEMPLATE_NAMES
 from torchcts.cli.options import LazyChoice, OutputFile, device_option, fail, manifest_option, output_folder_option
-from torchcts.cli.selection import plan_for, selection_options
+from torchcts.cli.selection import capability_option, only_capabilities, plan_for, selection_options
 
 
 def _template_names() -> tuple[str, ...]:
@@ -48,7 +49,8 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
 
 
 @click.command("init")
-@click.option("--template", type=LazyChoice(_template_names), help="Which starting manifest to write.")
+@click.option("--template", type=LazyChoice(_template_names, complete=TEMPLATE_NAMES),
+              help="Which starting manifest to write.")
 @click.option("--output", type=OutputFile(), default=Path("manifest.py"),
               show_default=True, help="Where to write the manifest.")
 @click.option("--device-name", help="Device type the manifest is for (default: auto; asked for on a terminal).")
@@ -113,9 +115,12 @@ def _validate_rendered(output: Path, text: str) -> None:
 @manifest_option()
 @selection_options(level_help="Deselect items above this semantic level, as run would.",
                    dtype_help="Only these dtypes, as run would; repeatable.")
+@capability_option("Only the items of properties that test this capability (their own, or one they also "
+                   "prove, as forward proves ieee754); repeatable.")
 @click.option("--list", "list_items", is_flag=True, help="Also list every item, not only the counts.")
 def show_skips(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
-               ops: tuple[str, ...], properties: tuple[str, ...], list_items: bool) -> None:
+               ops: tuple[str, ...], properties: tuple[str, ...], capabilities: tuple[str, ...],
+               list_items: bool) -> None:
     """Show, without running anything, every item a run would not run and why, and what would run.
 
     Groups the items not run by outcome and reason, with counts per reason, per capability and
@@ -124,13 +129,18 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
     from torchcts.plan.skips import skip_lines
 
     plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
+    plan, testing = only_capabilities(plan, capabilities)
+    if capabilities:
+        click.echo(f"capability {', '.join(capabilities)}: " + (f"properties {', '.join(testing)}" if testing else
+                                                                 "no registered property tests it (no items)"))
     for line in skip_lines(plan, manifest, device, list_items):
         click.echo(line)
 
 
 @click.command("report")
 @click.option("--from", "source", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="The run folder (results/<run-id>/) to report on (default: the latest run in --results-dir).")
+              help="The run folder (results/<run-id>/) to report on (default: the latest run in --results-dir that "
+                   "executed items; replays and --collect-only sessions are passed over).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),  # read, not written: no probe
               help="Where runs are looked for: the latest run (default ./results) and baselines (default: the "
                    "folder holding the run).")
@@ -149,13 +159,17 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
     --baseline's) cannot be read or are malformed, naming the file and line; an earlier run that
     cannot be read is skipped with a warning when the baseline is found automatically.
     """
-    from torchcts.report.render import FORMATS, latest_run_folder, write_report
+    from torchcts.report.render import FORMATS, write_report
     from torchcts.report.data import ResultsError
+    from torchcts.report.latest import latest_run_folder
 
-    folder = source or latest_run_folder(results_dir or Path("results"))
+    folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"))
     if folder is None:
-        fail(f"{results_dir or 'results'}: no run folder (results/<run-id>/run.json); run `torchcts run` first "
-             "or pass --from")
+        why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
+        fail(f"{results_dir or 'results'}: no run folder of a run that executed items (results/<run-id>/run.json)"
+             + (f"; passed over: {why}" if why else "") + "; run `torchcts run` first or pass --from")
+    if source is None and passed_over:
+        click.echo(f"reporting on {folder} (the latest run that executed items)", err=True)
     if baseline not in ("auto", "none") and not os.path.isdir(baseline):
         fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
     try:

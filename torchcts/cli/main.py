@@ -7,6 +7,7 @@ torch, the manifest model and the property registry load inside the commands tha
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -35,8 +36,12 @@ for _command in (inspect_commands.check_manifest, inspect_commands.init, run_com
     cli.add_command(_command)
 
 
+COMPLETE_VAR = "_TORCHCTS_COMPLETE"  # click's shell completion (README "Shell completion")
+
+
 def main() -> None:
     """Console-script entry point."""
-    maybe_switch_to_project_venv(sys.argv[1:])
-    run_with_fixed_hash_seed()  # derandomized runs draw the same cases in every process
-    cli(prog_name="torchcts")
+    if COMPLETE_VAR not in os.environ:  # a Tab press answers at once: no re-execution, no other venv
+        maybe_switch_to_project_venv(sys.argv[1:])
+        run_with_fixed_hash_seed()  # derandomized runs draw the same cases in every process
+    cli(prog_name="torchcts", complete_var=COMPLETE_VAR)

@@ -75,12 +75,21 @@ class OutputFile(_CheckedPath):
 
 class LazyChoice(click.Choice):
     """A Choice whose names are read only when a value is checked or help is shown, from a module that may
-    import torch (`torchcts.manifest` does): importing the CLI stays cheap."""
+    import torch (`torchcts.manifest` does): importing the CLI stays cheap. `complete`: the names shell
+    completion offers without loading them (`torchcts.cli.completion`)."""
 
-    def __init__(self, load: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, load: Callable[[], Sequence[str]], complete: Sequence[str] | None = None) -> None:
         self._load = load
         self._names: tuple[str, ...] | None = None
+        self._complete = complete
         super().__init__(())
+
+    def shell_complete(self, ctx, param, incomplete):  # noqa: ANN001, ANN201 - click's signature
+        if self._complete is None:
+            return super().shell_complete(ctx, param, incomplete)
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(name) for name in self._complete if name.startswith(incomplete)]
 
     @property
     def choices(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -121,7 +130,7 @@ def compile_option(help: str) -> Callable:
 
 def output_folder_option(flag: str, help: str, default: Path | None = None,
                          dest: str | None = None, show_default: bool | str = True) -> Callable:
-    """An output folder (--results-dir, --corpus, --output): creatable and writable, checked at parse time.
+    """An output folder (--results-dir, --corpus-dir, --output): creatable and writable, checked at parse time.
 
     One factory for every command's output folders, so each is checked the same way and an empty
     value (an unset shell variable) is refused rather than read as the current folder."""
@@ -139,15 +148,50 @@ CORPUS_DEFAULT = "./corpus; RESULTS_DIR/corpus where ./corpus is TorchCTS's own 
 
 
 def corpus_option(help: str) -> Callable:
-    """--corpus DIR: where new counterexamples are written (default: `resolve_corpus`)."""
-    return output_folder_option("--corpus", help, dest="corpus_dir", show_default=CORPUS_DEFAULT)
+    """--corpus-dir DIR: where new counterexamples are written (default: `resolve_corpus`)."""
+    return output_folder_option("--corpus-dir", help, dest="corpus_dir", show_default=CORPUS_DEFAULT)
 
 
 def resolve_corpus(corpus_dir: Path | None, results_dir: Path) -> Path:
-    """--corpus as given, or the default folder (`torchcts.cases.corpus_default`), checked like a given one."""
+    """--corpus-dir as given, or the default folder (`torchcts.cases.corpus_default`), checked like a given one."""
     from torchcts.cases.corpus_default import default_corpus_dir
 
-    return corpus_dir if corpus_dir is not None else checked_output_folder(default_corpus_dir(results_dir), "--corpus")
+    return corpus_dir if corpus_dir is not None else checked_output_folder(default_corpus_dir(results_dir),
+                                                                           "--corpus-dir")
+
+
+# flags that were renamed: using one is a one-line error naming what replaced it (exit 2)
+REMOVED_FLAGS = {
+    "--corpus": "--corpus is gone: --corpus-dir DIR is where new counterexamples go; to replay corpus cases use "
+                "`torchcts replay PATH` (under pytest: --replay PATH)",
+}
+PYTEST_ARGS = "torchcts.pytest_args"  # ctx.meta key: what followed `--`
+
+
+class Command(click.Command):
+    """A TorchCTS command: a removed flag is a one-line error naming its replacement (exit 2). With
+    `pytest_args`, what follows `--` is kept for pytest (`ctx.meta[PYTEST_ARGS]`) and only that: an
+    unknown option before `--` is click's error with a suggestion, never handed to pytest."""
+
+    def __init__(self, *args: Any, pytest_args: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pytest_args = pytest_args
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        own, passed = list(args), []
+        if self.pytest_args and "--" in own:
+            at = own.index("--")
+            own, passed = own[:at], own[at + 1:]
+        for arg in own:
+            removed = REMOVED_FLAGS.get(arg.split("=", 1)[0])
+            if removed is not None:
+                fail(removed)
+        ctx.meta[PYTEST_ARGS] = tuple(passed)
+        return super().parse_args(ctx, own)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return pieces + ["[-- PYTEST_ARGS...]"] if self.pytest_args else pieces
 
 
 def checked_output_folder(path: Path, flag: str) -> Path:

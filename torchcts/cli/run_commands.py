@@ -12,13 +12,14 @@ import click
 
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
 from torchcts.cli.options import (
-    InputFile, compile_option, corpus_option, device_option, fail, manifest_option, resolve_corpus,
-    results_dir_option,
+    PYTEST_ARGS, Command, InputFile, compile_option, corpus_option, device_option, fail, manifest_option,
+    resolve_corpus, results_dir_option,
 )
+from torchcts.cli.completion import complete_dtypes
 from torchcts.cli.selection import plan_for, selection_options
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.command("run", cls=Command, pytest_args=True)
 @device_option("Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
 @manifest_option()
 @selection_options(level_help="Deselect (and record) items above this semantic level.")
@@ -42,22 +43,35 @@ from torchcts.cli.selection import plan_for, selection_options
 @click.option("--adaptive-isolation", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
               help="Isolate items that crashed or hung in earlier runs (same hardware, device, torch minor).")
 @click.option("--item-timeout", type=click.FloatRange(min=1), help="Seconds an isolated item may run (default 900).")
-@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--hypothesis-profile", metavar="NAME",
+              help="A registered Hypothesis settings profile over the manifest's `hypothesis` block (default: "
+                   "$HYPOTHESIS_PROFILE); see docs/harness.md for what it may change.")
+@click.option("--hypothesis-seed", type=click.IntRange(0, MAX_SEED), metavar="N", help="The same as --seed N.")
+@click.option("--hypothesis-show-statistics", is_flag=True,
+              help="Record Hypothesis's statistics in each item's record and print them at the end.")
+@click.option("--no-shrink", is_flag=True, help="Report the first failing case of an item without shrinking it.")
+@click.option("--no-report", is_flag=True,
+              help="Do not write the report (scorecard.md, report.html, junit.xml, summary.json) into the run folder.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
         results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
         subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
         known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
-        pytest_args: tuple[str, ...]) -> None:
-    """Run the property suites against a device and write results.
+        hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
+        no_shrink: bool, no_report: bool) -> None:
+    """Run the property suites against a device and write results and the report.
 
     Every item the manifest rules out, or this run deselects, is recorded with its reason.
-    Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json). Arguments after `--` go to
-    pytest. Items that may crash or hang (a known-crash rule, or evidence in earlier runs) run in a
-    forked child: a crash is recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0
-    when no item failed, 1 when one did, 2 for bad input, 128 + the signal's number when Ctrl-C
-    (130), SIGTERM (143) or SIGHUP (129) stopped it (the results so far are kept and marked
-    partial).
+    Results go to RESULTS_DIR/<run-id>/ (records.jsonl, run.json), the report to
+    RESULTS_DIR/<run-id>/report/ (unless --no-report). The console shows a progress line, one line
+    per failing item and per missing kernel (full detail in the report), and a summary. pytest
+    arguments go after `--` (`-- -x -k add`; `-- -v` for pytest's line per item, `-- --tb=short`
+    for its failure blocks); an unknown option before `--` is an error. Items that may crash or
+    hang (a known-crash rule, or evidence in earlier runs) run in a forked child: a crash is
+    recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0 when no item failed, 1
+    when one did, 2 for bad input, 3 when the selection executed no item (it says which filter left
+    nothing), 128 + the signal's number when Ctrl-C (130), SIGTERM (143) or SIGHUP (129) stopped
+    it (the results so far are kept and marked partial).
     """
     from torchcts.plugin.launch import RunOptions, run_suites
 
@@ -66,10 +80,21 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
                          properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
-                         corpus_dir=resolve_corpus(corpus_dir, results_dir), pytest_args=pytest_args,
+                         corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
+                         pytest_args=click.get_current_context().meta[PYTEST_ARGS],
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
-                                                        known_segfault_audit, adaptive_isolation, item_timeout))
+                                                        known_segfault_audit, adaptive_isolation, item_timeout),
+                         hypothesis_args=_hypothesis_args(hypothesis_profile, hypothesis_seed,
+                                                          hypothesis_show_statistics))
     sys.exit(run_suites(options))
+
+
+def _hypothesis_args(profile: str | None, seed: int | None, statistics: bool) -> tuple[str, ...]:
+    """The Hypothesis options as Hypothesis's pytest plugin takes them (TorchCTS's plugin reads them there)."""
+    args = ["--hypothesis-profile", profile] if profile else []
+    args += ["--hypothesis-seed", str(seed)] if seed is not None else []
+    args += ["--hypothesis-show-statistics"] if statistics else []
+    return tuple(args)
 
 
 def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: bool, adaptive: str,
@@ -83,7 +108,7 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
     return tuple(args)
 
 
-@click.command("fuzz")
+@click.command("fuzz", cls=Command)
 @device_option("Device to hunt bugs on.", required=True)
 @manifest_option()
 @click.option("--budget", help="Time to spend: 90s, 10m, 1h (default: 10m, or no time limit with --max-visits).")
@@ -189,7 +214,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     one `unreadable` line naming the file and field; the other cases still run. Exits 2 when a
     case could not be read (or for bad input), else 1 when a case marked fixed fails again (a
     regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
-    pytest with `python -m pytest --pyargs torchcts.properties --corpus DIR --device D`.
+    pytest with `python -m pytest --pyargs torchcts.properties --replay DIR --device D`.
     """
     from torchcts.cases.files import CaseFileError, builtin_corpus
     from torchcts.cases.limits import CaseLimits
@@ -249,6 +274,7 @@ def _bytes(value: str | None) -> int | None:
 @click.command("selftest")
 @click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
 @click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16", "int32"), show_default=True,
+              shell_complete=complete_dtypes,
               help="Dtypes to run (a bug in one dtype needs that dtype).")
 @click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES), default=10, show_default=True,
               help="Hypothesis examples per item.")

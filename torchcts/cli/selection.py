@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from torchcts.cli.options import apply, fail
+from torchcts.cli.completion import CAPABILITY_NAMES, complete_dtypes, complete_properties
+from torchcts.cli.options import LazyChoice, apply, fail
 
 ANY_LEVEL = click.IntRange(1, 8)
 
@@ -47,11 +48,41 @@ def selection_options(level_help: str, dtype_help: str = "Only these dtypes (flo
     """--level, --dtype, --ops and --property, as run, fuzz and show-skips take them."""
     return apply(
         click.option("--level", type=ANY_LEVEL, help=level_help),
-        click.option("--dtype", "dtypes", multiple=True, help=dtype_help),
+        click.option("--dtype", "dtypes", multiple=True, shell_complete=complete_dtypes, help=dtype_help),
         click.option("--ops", multiple=True, help="Only OpInfos (and scenarios) whose name matches this regex; "
                                                   "repeatable."),
-        click.option("--property", "properties", multiple=True, cls=PropertyOption, help=property_help),
+        click.option("--property", "properties", multiple=True, cls=PropertyOption,
+                     shell_complete=complete_properties, help=property_help),
     )
+
+
+def _capability_names() -> tuple[str, ...]:
+    from torchcts.manifest.vocabulary import CAPABILITIES
+
+    return tuple(CAPABILITIES)
+
+
+def capability_option(help: str) -> Callable:
+    """--capability NAME (repeatable): a capability a manifest may claim; completed without importing torch."""
+    return click.option("--capability", "capabilities", multiple=True, metavar="NAME",
+                        type=LazyChoice(_capability_names, complete=CAPABILITY_NAMES), help=help)
+
+
+def only_capabilities(plan: Any, capabilities: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """(the plan narrowed to the items of properties that test one of `capabilities`, those properties' names).
+
+    A property tests its own capability and those it also proves (`forward` also tests ieee754).
+    No capability: the plan unchanged. The registry is loaded (plan_for loaded it)."""
+    if not capabilities:
+        return plan, ()
+    import attrs
+
+    from torchcts.plan import registry
+
+    wanted = set(capabilities)
+    names = tuple(p.name for p in registry.properties() if p.capability in wanted or wanted & set(p.also_proves))
+    return attrs.evolve(plan, items=tuple(i for i in plan.items if i.property in names),
+                        accounting=tuple(a for a in plan.accounting if a.item.property in names)), names
 
 
 def plan_for(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],

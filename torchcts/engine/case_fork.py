@@ -6,6 +6,8 @@ error, as the same exception raised in one process is).
 A child that dies or hangs is a `CaseCrashed` finding, unless it did so while the CPU oracle ran:
 the child sets a shared byte around `on_cpu_call`, so such a death is the oracle's (`CpuRejects`,
 with the CPU-oracle crash rule's reason), not the backend's.
+A missing kernel comes back as the same `MissingKernelError` (its overload and dispatch key), and
+the warnings the child recorded are added to the item's (`item_warnings.merge`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import mmap
 from typing import Any, Callable
 
+from torchcts.engine import item_warnings
 from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseContext, CaseCrashed,
-                                     CpuRejects)
+                                     CpuRejects, MissingKernelError)
+from torchcts.engine.missing_kernels import MissingKernel
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import run_forked
 
@@ -53,7 +57,10 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
             raise CpuRejects(f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
                              f"({result.describe()}): {why}")
         raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
+    item_warnings.merge(result.answer.get("warnings"))
     kind, message = result.answer["kind"], result.answer["message"]
+    if kind == "missing_kernel":
+        raise MissingKernelError(message, MissingKernel(**result.answer["missing_kernel"]))
     if kind == "error":
         raise CaseError(result.answer["type"], message)
     raised = {"cpu_rejects": CpuRejects, "unavailable": CaseUnavailable, "backend_error": BackendError,
@@ -62,14 +69,22 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
         raise raised(message)
 
 
-def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, str]:
-    """What `check(case)` did, as the child's JSON answer."""
+def _case_answer(check: Callable[[Any], None], case: Any) -> dict[str, Any]:
+    """What `check(case)` did, as the child's JSON answer, with the warnings it raised."""
+    with item_warnings.capture() as log:
+        answer = _checked(check, case)
+    return {**answer, "warnings": log.as_json()}
+
+
+def _checked(check: Callable[[Any], None], case: Any) -> dict[str, Any]:
     try:
         check(case)
     except CpuRejects as exc:
         return {"kind": "cpu_rejects", "message": str(exc)}
     except CaseUnavailable as exc:
         return {"kind": "unavailable", "message": str(exc)}
+    except MissingKernelError as exc:
+        return {"kind": "missing_kernel", "message": str(exc), "missing_kernel": exc.kernel.as_json()}
     except BackendError as exc:
         return {"kind": "backend_error", "message": str(exc)}
     except AssertionError as exc:  # a failed comparison

@@ -16,10 +16,11 @@ import attrs
 import hypothesis
 import torch
 from torch.utils._pytree import tree_leaves
-from hypothesis import HealthCheck, strategies as st
+from hypothesis import strategies as st
 
 from torchcts import interrupts
-from torchcts.engine import oracle
+from torchcts.engine import missing_kernels, oracle
+from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
 from torchcts.plan.build import PlanItem
@@ -29,15 +30,30 @@ from torchcts.strategies import Case, Placement, copy_exact, place
 from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.strategies.seeding import seeded_globals
 
-_HEALTH_CHECKS_OFF = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
-                      HealthCheck.differing_executors]
-
 
 ORACLE_PHASE, DEVICE_PHASE = 1, 0  # the shared phase byte of a case's child
 
 
 class BackendError(Exception):
     """The device raised where the CPU oracle did not (outcome `error`)."""
+
+
+class MissingKernelError(BackendError):
+    """The device has no kernel for an overload the case needs (`kernel`, a `missing_kernels.MissingKernel`):
+    outcome `error` of kind missing_kernel. The first case that hits it is the item's case: not shrunk."""
+
+    def __init__(self, message: str, kernel: Any):
+        super().__init__(message)
+        self.kernel = kernel
+
+
+class _MissingKernelFound(BaseException):
+    """Carries a MissingKernelError out of Hypothesis, which catches Exception (to shrink it) but lets
+    other BaseExceptions through at once: no further example, no shrinking. `run` raises `error` again."""
+
+    def __init__(self, error: MissingKernelError):
+        super().__init__(str(error))
+        self.error = error
 
 
 class CaseCrashed(Exception):
@@ -83,6 +99,8 @@ class CaseContext:
     oracle_crashes: int = 0  # cases whose CPU oracle died or hung in their child (or were not run for it)
     in_hypothesis: bool = False
     phase: Any = None  # in a case's child: a shared byte saying whether the CPU oracle is running
+    draw: Any = None  # the run's `hypothesis_profile.DrawSettings` (None: Hypothesis's current profile)
+    statistics: dict[str, Any] | None = None  # Hypothesis's statistics, when the run asks for them
 
     # -- running -------------------------------------------------------------------------------
 
@@ -94,12 +112,8 @@ class CaseContext:
             self.run_each(self.replay, check)
             return
 
-        @hypothesis.seed(self.seed)
-        @hypothesis.settings(max_examples=self.max_examples, database=None, derandomize=False,
-                             deadline=self.deadline_ms, suppress_health_check=_HEALTH_CHECKS_OFF,
-                             print_blob=False, report_multiple_bugs=False,
-                             phases=tuple(hypothesis.Phase) if self.shrink
-                             else (hypothesis.Phase.explicit, hypothesis.Phase.generate))
+        @hypothesis.seed(self.seed)  # TorchCTS's seed, whatever the profile (`hypothesis_profile.item_settings`)
+        @item_settings(self.draw, max_examples=self.max_examples, deadline_ms=self.deadline_ms, shrink=self.shrink)
         @hypothesis.given(strategy)
         def property_(case):
             interrupts.check()  # a Ctrl-C or SIGTERM swallowed on the way (a finalizer, a gc callback) stops here
@@ -107,16 +121,25 @@ class CaseContext:
             self.in_hypothesis = True
             try:
                 self._check(check, case)
+            except MissingKernelError as exc:
+                raise _MissingKernelFound(exc) from exc
             finally:
                 self.in_hypothesis = False
 
         try:
-            property_()
+            with collecting_statistics(self.draw is not None and self.draw.show_statistics, self._note_statistics):
+                property_()
+        except _MissingKernelFound as found:  # the first case that hit it is the case
+            error = found.error
+            raise error.with_traceback(error.__traceback__) from error.__cause__
         except BaseException as exc:
             if self.shrink and isinstance(self.failing_case, Case) and isinstance(exc, Exception):
                 self._reduce_failure(check, type(exc))
             raise
         self.finish()
+
+    def _note_statistics(self, stats: dict[str, Any]) -> None:
+        self.statistics = merge_statistics(self.statistics, stats)
 
     def _reduce_failure(self, check: Callable[[Any], None], kind: type) -> None:
         """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
@@ -125,6 +148,8 @@ class CaseContext:
             try:
                 self._call(check, candidate)  # a crash being shrunk: every try in its own child
             except (CpuRejects, CaseUnavailable):
+                return False
+            except MissingKernelError:  # another finding (its own item's), not the same failure
                 return False
             except Exception as exc:  # noqa: BLE001 - the same kind of failure keeps the cut
                 return isinstance(exc, kind)
@@ -211,7 +236,14 @@ class CaseContext:
 
     def on_device(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample placed with its exact layout; BackendError if it raises."""
-        placed = self.place_for(sample, self.target)
+        try:
+            placed = self.place_for(sample, self.target)
+        except Exception as exc:  # noqa: BLE001 - copying the case to the device can need a kernel it lacks
+            kernel = missing_kernels.find(exc)
+            if kernel is None:
+                raise
+            raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__} (copying the case to the "
+                                     f"device) where CPU did not: {_first_line(exc)}", kernel) from exc
         if not placed.faithful:
             raise BackendError("the device changed the case's layout: " + "; ".join(placed.mismatches))
         return self.on_device_call(lambda cts, s, target: target.call(self.op, variant or self.item.variant,
@@ -237,6 +269,10 @@ class CaseContext:
             why = self.target.unavailable(exc)
             if why:
                 raise CaseUnavailable(why) from exc
+            kernel = missing_kernels.find(exc)
+            if kernel is not None:
+                raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did "
+                                         f"not: {_first_line(exc)}", kernel) from exc
             raise BackendError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did not: "
                                f"{_first_line(exc)}") from exc
 
@@ -314,6 +350,7 @@ class CaseContext:
             "max_abs_error": self.worst.max_abs_error,
             "max_rel_error": self.worst.max_rel_error,
             "max_ulp": self.worst.max_ulp,
+            **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
         }
 
 

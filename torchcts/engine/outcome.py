@@ -5,12 +5,18 @@ anything about the backend (every case rejected by the CPU oracle, or none able 
 target). Everything else is an exception type: `AssertionError` is a `failed` comparison,
 `BackendError` an `error`, `CaseCrashed` a `crashed` case, `CaseFileError` a corpus case that
 cannot be replayed, anything else a harness `error` (also when a case's child raised it: `CaseError`
-stands for it in the parent). No message text is parsed.
+stands for it in the parent). No message text decides an outcome (`missing_kernels` reads it only
+to name a missing kernel, a `MissingKernelError` the context raised by type).
+
+An `error` verdict says its kind (`error_kind`: missing_kernel, backend, harness, setup, case_file),
+and every verdict with an error has an `error_line`: what a console prints (`first_line`).
 """
 
 from __future__ import annotations
 
+import re
 import traceback
+from typing import Any
 
 import attrs
 
@@ -18,6 +24,8 @@ from torchcts.cases.files import CaseFileError
 from torchcts.outcomes import NOT_RUN, Outcome
 
 ERROR_CHARS = 4000  # an error summary or traceback in a record is at most this long
+LINE_CHARS = 300  # an error_line is at most this long
+ERROR_KINDS = ("missing_kernel", "backend", "harness", "setup", "case_file")
 
 
 class NotRun(Exception):
@@ -33,11 +41,26 @@ class NotRun(Exception):
 
 @attrs.frozen
 class Verdict:
-    """An item's outcome, why, and the error text a record carries (None unless it failed)."""
+    """An item's outcome, why, and the error text a record carries (None unless it failed): in full
+    (bounded), as one line, its kind for an `error`, and the missing kernel it names (`MissingKernel`)."""
 
     outcome: Outcome
     reason: str = ""
     error: str | None = None
+    error_kind: str | None = None
+    error_line: str | None = None
+    missing_kernel: Any = None
+
+    def record_fields(self) -> dict[str, Any]:
+        """The record's fields about the error (none for a verdict without one)."""
+        fields: dict[str, Any] = {}
+        if self.error_kind is not None:
+            fields["error_kind"] = self.error_kind
+        if self.error_line is not None:
+            fields["error_line"] = self.error_line
+        if self.missing_kernel is not None:
+            fields["missing_kernel"] = self.missing_kernel.as_json()
+        return fields
 
 
 PASSED = Verdict(Outcome.PASSED)
@@ -45,27 +68,36 @@ PASSED = Verdict(Outcome.PASSED)
 
 def classify(exc: BaseException, *, show_traceback: bool = False) -> Verdict:
     """The verdict for an exception a check raised (interrupts are never classified: re-raise them first)."""
-    from torchcts.engine.context import BackendError, CaseCrashed
+    from torchcts.engine.context import BackendError, CaseCrashed, MissingKernelError
 
     if isinstance(exc, NotRun):
         return Verdict(exc.outcome, exc.reason)
     error = error_text(exc, show_traceback)
+    line = first_line(error_text(exc))
+    if isinstance(exc, (BackendError, AssertionError, CaseCrashed)):  # their own messages say what happened
+        line = first_line(str(exc)) or line
     if isinstance(exc, CaseFileError):
-        return Verdict(Outcome.ERROR, "the corpus case cannot be replayed", error)
+        return Verdict(Outcome.ERROR, "the corpus case cannot be replayed", error, "case_file", line)
     if isinstance(exc, CaseCrashed):
-        return Verdict(Outcome.CRASHED, "a case crashed the process running it", error)
+        return Verdict(Outcome.CRASHED, "a case crashed the process running it", error, error_line=line)
+    if isinstance(exc, MissingKernelError):
+        return Verdict(Outcome.ERROR, f"the backend has no kernel for {exc.kernel.overload} "
+                                      f"({exc.kernel.dispatch_key})", error, "missing_kernel",
+                       exc.kernel.describe(), exc.kernel)
     if isinstance(exc, BackendError):
-        return Verdict(Outcome.ERROR, "the backend raised where the CPU oracle did not", error)
+        return Verdict(Outcome.ERROR, "the backend raised where the CPU oracle did not", error, "backend", line)
     if isinstance(exc, AssertionError):
-        return Verdict(Outcome.FAILED, "the backend's result differs from the CPU oracle's", error)
-    return Verdict(Outcome.ERROR, "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)", error)
+        return Verdict(Outcome.FAILED, "the backend's result differs from the CPU oracle's", error, error_line=line)
+    return Verdict(Outcome.ERROR, "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)", error,
+                   "harness", line)
 
 
 def setup_failure(exc: BaseException, *, show_traceback: bool = False) -> Verdict:
     """The verdict when the item's context could not even be built (its op, its case file)."""
     if isinstance(exc, CaseFileError):
         return classify(exc, show_traceback=show_traceback)
-    return Verdict(Outcome.ERROR, "harness: the item failed during setup", error_text(exc, show_traceback))
+    return Verdict(Outcome.ERROR, "harness: the item failed during setup", error_text(exc, show_traceback), "setup",
+                   first_line(error_text(exc)))
 
 
 def error_text(exc: BaseException, show_traceback: bool = False) -> str:
@@ -81,3 +113,23 @@ def error_text(exc: BaseException, show_traceback: bool = False) -> str:
     if notes:
         text += "\n" + "\n".join(str(n) for n in notes)
     return text[:ERROR_CHARS]
+
+
+# Where a long first line stops saying anything new: the dispatcher's explanation after "Could not run
+# 'aten::X' with arguments from the 'K' backend." (its backend list and "registered at" lines follow).
+_FILLER = re.compile(r"(?<=\.) (This could be because the operator doesn't exist|If you are a Facebook employee)")
+
+
+def first_line(text: str | None) -> str | None:
+    """The first meaningful line of an error text, at most LINE_CHARS characters: the first non-blank line,
+    cut where the dispatcher's explanation starts; for a Python traceback, its last line (the exception)."""
+    if not text:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
+    filler = _FILLER.search(line)
+    if filler is not None:
+        line = line[:filler.start()]
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 3] + "..."

@@ -7,6 +7,8 @@ record, fuzz workers run items with their own seeds and `targeting`, replay runs
 (`isolation.fork`): the child runs it here and sends back its record; a child that dies or
 overruns is a `crashed` or `timed_out` record with the end of its output. Cases of an item a
 CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
+Python warnings raised while an item runs go to its record (`item_warnings`), not the terminal.
+A missing kernel is stored once per overload (`cases.store`), not once per item.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import attrs
 from torchcts import dtypes as dtype_names
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
+from torchcts.engine import item_warnings
 from torchcts.engine.context import CaseContext, item_seed
-from torchcts.engine.outcome import PASSED, Verdict, classify, setup_failure
+from torchcts.engine.outcome import PASSED, Verdict, classify, first_line, setup_failure
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
@@ -68,6 +71,7 @@ class EngineSettings:
     trace_device_ops: bool = False
     show_traceback: bool = False
     case_limits: CaseLimits = CaseLimits()
+    draw: Any = None  # a `hypothesis_profile.DrawSettings`: the profile, verbosity, statistics (None: Hypothesis's current)
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
@@ -96,7 +100,15 @@ def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
 
 def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
              max_examples: int | None = None) -> dict[str, Any]:
-    """Run the item in this process: its record."""
+    """Run the item in this process: its record, with the warnings it raised (`item_warnings`)."""
+    with item_warnings.capture() as log:
+        record = _run_here(item, settings, seed=seed, max_examples=max_examples)
+    record.update(log.record_fields())
+    return record
+
+
+def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
+              max_examples: int | None = None) -> dict[str, Any]:
     started = time.monotonic()
     try:
         context = build_context(item, settings, seed=seed, max_examples=max_examples)
@@ -157,7 +169,7 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
                        max_examples=max_examples or settings.max_examples,
                        seed=item_seed(item.id, settings.run_seed, settings.versions) if seed is None else seed,
                        deadline_ms=settings.deadline_ms, shrink=settings.shrink, targeting=settings.targeting,
-                       case_timeout_s=settings.case_timeout_s, **common)
+                       case_timeout_s=settings.case_timeout_s, draw=settings.draw, **common)
 
 
 def case_isolation(item: Any, settings: EngineSettings) -> Any:
@@ -179,7 +191,7 @@ def property_check(name: str) -> Callable[[CaseContext], None]:
 
 def _record(item: Any, verdict: Verdict, duration_s: float) -> dict[str, Any]:
     return {**item.as_json(), "outcome": verdict.outcome, "reason": verdict.reason, "error": verdict.error,
-            "duration_s": round(duration_s, 4), "counterexample": None}
+            **verdict.record_fields(), "duration_s": round(duration_s, 4), "counterexample": None}
 
 
 def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> dict[str, Any]:
@@ -187,7 +199,8 @@ def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> 
     from torchcts.cases.store import store_failure
 
     return store_failure(context, outcome=str(verdict.outcome), error=verdict.error, corpus_dir=settings.corpus_dir,
-                         found=settings.found, replay_flags=settings.replay_flags)
+                         found=settings.found, replay_flags=settings.replay_flags,
+                         missing_kernel=verdict.missing_kernel)
 
 
 def _run_isolated(item: Any, settings: EngineSettings, reason: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -205,5 +218,5 @@ def ended_record(item: Any, result: ForkResult, reason: str) -> dict[str, Any]:
     """The record of an item whose child died (`crashed`) or overran its timeout (`timed_out`)."""
     outcome = Outcome.CRASHED if result.status == "crashed" else Outcome.TIMED_OUT
     return {**item.as_json(), "outcome": outcome, "reason": result.describe(), "error": result.output_tail,
-            "duration_s": round(result.duration_s, 4), "signal": result.signal_name or None, "isolated": reason,
+            "error_line": first_line(result.describe()), "duration_s": round(result.duration_s, 4), "signal": result.signal_name or None, "isolated": reason,
             "counterexample": None}

@@ -73,10 +73,12 @@ def engine_settings(options: FuzzOptions) -> Any:
     from torchcts.manifest import load_manifest
     from torchcts.manifest.load import import_backend
     from torchcts.plan import registry
+    from torchcts.testing.faulty_autoload import enable_for_device
 
     manifest, _ = load_manifest(options.manifest)
     if manifest.backend_import is not None:  # the parent imported it already: a failure here kills only this worker
         import_backend(manifest.backend_import)
+    enable_for_device(options.device)  # a spawned worker registers the faulty device as its parent did
     with warnings.catch_warnings():  # the parent warned about a suite file registering nothing; workers stay quiet
         warnings.simplefilter("ignore", registry.RegistryWarning)
         registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did

@@ -101,6 +101,12 @@ def choice(names: Sequence[str], what: str) -> Kind:
     return Kind(message=f"unknown {what}", choices=tuple(names))
 
 
+def name_list(names: Sequence[str], what: str) -> Kind:
+    """A list (or tuple) of names from a closed set, normalised to a sorted tuple without repeats."""
+    return Kind(lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) and x in names for x in v),
+                f"must be a list of {what}s", normalise=lambda v: tuple(sorted(set(v))))
+
+
 def _positive(value: object) -> bool:
     return is_number(value) and value > 0
 

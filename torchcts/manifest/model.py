@@ -86,6 +86,20 @@ class HypothesisSettings:
     deadline_ms: float | None = default("hypothesis.deadline")
     derandomize: bool = default("hypothesis.derandomize")
     seed: int | None = default("hypothesis.seed")  # the run's seed when neither --seed nor --derandomize is given
+    verbosity: str = default("hypothesis.verbosity")
+    print_blob: bool = default("hypothesis.print_blob")
+    suppress_health_check: tuple[str, ...] = default("hypothesis.suppress_health_check")
+
+    def as_json(self) -> dict[str, object]:
+        """The settings as plain JSON. Keys added after the first four are left out at their defaults,
+        so the fingerprint of a manifest that does not use them stays what it was."""
+        values: dict[str, object] = {"max_examples": self.max_examples, "deadline_ms": self.deadline_ms,
+                                     "derandomize": self.derandomize, "seed": self.seed}
+        for name in ("verbosity", "print_blob", "suppress_health_check"):
+            value = getattr(self, name)
+            if value != default(f"hypothesis.{name}"):
+                values[name] = list(value) if isinstance(value, tuple) else value
+        return values
 
 
 @attrs.frozen
@@ -170,7 +184,7 @@ class Manifest:
             "custom_container_decoders": dict(sorted(self.custom_container_decoders.items())),
             "custom_test_dirs": [self._relative(p) for p in self.custom_test_dirs],
             "show_traceback": self.show_traceback,
-            "hypothesis": attrs.asdict(self.hypothesis),
+            "hypothesis": self.hypothesis.as_json(),
         }
 
     def _relative(self, folder: Path) -> str:

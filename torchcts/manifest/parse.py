@@ -147,7 +147,11 @@ class _Fields:
         for name, value in self._mapping(section.name).items():
             path = (section.name, name)
             if name not in known:
-                self.log.unknown_key(path, section.what, list(known))
+                owned = vocab.HYPOTHESIS_OWNED.get(name) if section.name == "hypothesis" else None
+                if owned is not None:  # a real Hypothesis setting, but not one a manifest sets
+                    self.log.error(path, f"is not a manifest setting: {owned}", allowed=allowed_list(list(known)))
+                else:
+                    self.log.unknown_key(path, section.what, list(known))
                 continue
             ok, parsed = self._checked(path, known[name], value)
             if ok:

@@ -36,7 +36,9 @@ def summary_lines(manifest: Manifest) -> list[str]:
         f"samples per item: {manifest.max_samples or 'no cap'}, "
         f"show_traceback: {'on' if manifest.show_traceback else 'off'}",
         f"hypothesis: max_examples {settings.max_examples}, deadline {deadline}, "
-        f"derandomize {'on' if settings.derandomize else 'off'}, seed {settings.seed if settings.seed is not None else 'none'}",
+        f"derandomize {'on' if settings.derandomize else 'off'}, seed {settings.seed if settings.seed is not None else 'none'}"
+        + "".join(f", {name} {value}" for name, value in settings.as_json().items()
+                  if name in ("verbosity", "print_blob", "suppress_health_check")),
         f"fingerprint: {manifest.fingerprint()[:16]}",
     ]
     return lines

@@ -114,3 +114,17 @@ TOLERANCE_CATEGORIES: tuple[str, ...] = (
 TOLERANCE_KEYS: tuple[str, ...] = ("atol", "rtol")
 
 MEMORY_MODELS: tuple[str, ...] = ("discrete", "unified")
+
+# The manifest's `hypothesis` block names Hypothesis's verbosities and health checks as strings (the
+# manifest imports no Hypothesis; tests/engine/test_hypothesis_settings.py checks them against Hypothesis).
+HYPOTHESIS_VERBOSITIES: tuple[str, ...] = ("quiet", "normal", "verbose", "debug")
+HYPOTHESIS_HEALTH_CHECKS: tuple[str, ...] = ("data_too_large", "filter_too_much", "too_slow", "large_base_example",
+                                             "function_scoped_fixture", "differing_executors", "nested_given")
+# Hypothesis settings TorchCTS sets itself for every item, and why (a manifest naming one is told this).
+HYPOTHESIS_OWNED: dict[str, str] = {
+    "database": "TorchCTS keeps no example database; failing cases go to the corpus (--corpus-dir)",
+    "phases": "TorchCTS runs every phase; --no-shrink leaves out shrinking",
+    "report_multiple_bugs": "TorchCTS reports one failure per item",
+    "backend": "TorchCTS draws with Hypothesis's own backend, so derandomized runs stay repeatable",
+    "stateful_step_count": "TorchCTS's properties are not stateful tests",
+}

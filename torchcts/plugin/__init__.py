@@ -12,6 +12,7 @@ appended and shown to pytest as a pass, a skip with the reason, or a failure wit
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import warnings
 from pathlib import Path
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 MANIFEST_KEY = pytest.StashKey["Manifest"]()
 SESSION_KEY = pytest.StashKey["RunSession"]()
 SIGNALS_KEY = pytest.StashKey[contextlib.ExitStack]()
+REMOVED_CORPUS = ("--corpus is gone: --corpus-dir DIR is where new counterexamples go; --replay PATH replays "
+                  "corpus cases (torchcts replay PATH from the command line)")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,13 +59,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
     group.addoption("--no-shrink", dest="torchcts_no_shrink", action="store_true",
                     help="TorchCTS: report the first failing case of an item without shrinking it (faster triage).")
-    group.addoption("--corpus", dest="torchcts_corpus", action="append", default=None, metavar="PATH",
+    group.addoption("--replay", dest="torchcts_replay", action="append", default=None, metavar="PATH",
                     help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
                          "new cases; repeatable.")
+    group.addoption("--corpus", dest="torchcts_removed_corpus", default=None, help=argparse.SUPPRESS)  # REMOVED_CORPUS
     from torchcts.cases.limits import byte_count  # attrs only: the plugin stays light
 
     group.addoption("--max-case-bytes", dest="torchcts_max_case_bytes", type=byte_count, default=None, metavar="N",
-                    help="TorchCTS: with --corpus, a case may decode at most N bytes of storages and build at most "
+                    help="TorchCTS: with --replay, a case may decode at most N bytes of storages and build at most "
                          "N bytes of tensors (default 64M; 1G, 512M, or bytes); a case over it is an error "
                          "record naming the limit.")
     group.addoption("--corpus-dir", dest="torchcts_corpus_dir", default=None, metavar="DIR",
@@ -87,7 +91,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: where run folders go (default ./results).")
 
 
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis's plugin loads --hypothesis-profile: the backend module registers it
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("torchcts_removed_corpus") is not None:
+        raise pytest.UsageError(REMOVED_CORPUS)
     device = config.getoption("torchcts_device")
     validation = config.getoption("torchcts_validation")
     manifest_path = config.getoption("torchcts_manifest")
@@ -115,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
                     returncode=0 if audit.ok else pytest.ExitCode.USAGE_ERROR)  # `torchcts run` exits 2
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
+    config.pluginmanager.register(ItemReports(session), "torchcts-item-reports")
     _collect_custom_suites(config, session)
 
 
@@ -197,8 +205,23 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     from torchcts.plugin.session import present
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
-    present(session.run(plan_item))
+    record = session.run(plan_item)
+    if isinstance(record.get("hypothesis_statistics"), dict):  # Hypothesis's plugin prints it (--hypothesis-show-statistics)
+        pyfuncitem.hypothesis_statistics = f"{pyfuncitem.nodeid}:\n\n{record['hypothesis_statistics']['text']}"
+    present(record, session.writer.folder)
     return True
+
+
+class ItemReports:
+    """Hands pytest's report of each item to the run session, whose console then shows its record (outside
+    pytest's capture of the item's output). A registered object: the hook gets no config to find the session by."""
+
+    def __init__(self, session: "RunSession"):
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.session.reported()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -213,6 +236,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(SESSION_KEY, None)
     if run is not None:
         run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
+        if run.nothing_ran and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # a run that tested nothing is not green
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

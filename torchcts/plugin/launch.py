@@ -1,4 +1,5 @@
-"""`torchcts run`: the property suites through pytest with the TorchCTS plugin, in this process."""
+"""`torchcts run`: the property suites through pytest with the TorchCTS plugin, in this process, with the
+quiet console (`plugin.console`) and the report written into the run folder at the end."""
 
 from __future__ import annotations
 
@@ -24,20 +25,23 @@ class RunOptions:
     results_dir: Path = Path("results")
     validation: bool = False
     compile_backend: str | None = None
-    corpus: tuple[str, ...] = ()  # replay these cases instead of drawing
+    replay: tuple[str, ...] = ()  # replay these cases instead of drawing
     corpus_dir: Path | None = None  # where failing items' counterexamples go
+    report: bool = False  # write the report into the run folder at the end (`torchcts run` unless --no-report)
+    no_shrink: bool = False
     isolation_args: tuple[str, ...] = ()  # --subprocess-per-test, --known-segfault-policy, ... as given
+    hypothesis_args: tuple[str, ...] = ()  # --hypothesis-profile, --hypothesis-seed, ... (Hypothesis's pytest options)
     pytest_args: tuple[str, ...] = ()
 
 
 def pytest_arguments(options: RunOptions) -> list[str]:
     """The pytest command line for a run (what `python -m pytest` would need). The plugin adds the
     manifest's `custom_test_dirs` to what pytest collects."""
-    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "-q", "--results-dir", str(options.results_dir)]
+    args = ["--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "--results-dir", str(options.results_dir)]
     if options.manifest is not None:
         args += ["--manifest", str(options.manifest)]
-    for path in options.corpus:
-        args += ["--corpus", str(path)]
+    for path in options.replay:
+        args += ["--replay", str(path)]
     if options.corpus_dir is not None:
         args += ["--corpus-dir", str(options.corpus_dir)]
     if options.device:
@@ -57,27 +61,58 @@ def pytest_arguments(options: RunOptions) -> list[str]:
         args += ["--seed", str(options.seed)]
     if options.max_examples is not None:
         args += ["--max-examples", str(options.max_examples)]
-    return args + list(options.isolation_args) + list(options.pytest_args)
+    if options.no_shrink:
+        args.append("--no-shrink")
+    return args + list(options.isolation_args) + list(options.hypothesis_args) + list(options.pytest_args)
+
+
+EXIT_NOTHING_RAN = 3
 
 
 def run_suites(options: RunOptions) -> int:
-    """Run the suites; 0 when nothing failed, 1 when an item failed or errored, 2 for bad input,
-    128 + the signal's number when Ctrl-C, SIGTERM or SIGHUP stopped the run (130, 143, 129)."""
+    """Run the suites; 0 when nothing failed, 1 when an item failed or errored, 2 for bad input, 3 when
+    the selection executed no item (the console said why), 128 + the signal's number when Ctrl-C,
+    SIGTERM or SIGHUP stopped the run (130, 143, 129)."""
     with interrupts.handling():
         try:
-            code = pytest.main(pytest_arguments(options), plugins=[PytestArgumentErrors()])
+            code = pytest.main(pytest_arguments(options), plugins=[PytestArgumentErrors(), RunCommand(options.report)])
         except KeyboardInterrupt:  # a second signal while pytest was cleaning up after the first
             code = pytest.ExitCode.INTERRUPTED
         signum = interrupts.requested()
     if signum is not None:  # even if the interruption was swallowed and pytest ran to the end
         return interrupts.exit_code(signum)
-    if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+    if code == pytest.ExitCode.OK:
         return 0
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:  # the session said why (or pytest collected nothing at all)
+        return EXIT_NOTHING_RAN
     if code == pytest.ExitCode.TESTS_FAILED:
         return 1
     if code == pytest.ExitCode.INTERRUPTED:
         return 130
     return 2
+
+
+class RunCommand:
+    """What `torchcts run` (and `torchcts replay`) add to their pytest session: the quiet console in place
+    of pytest's terminal output, and (`report`) the report written into the run folder at the end."""
+
+    def __init__(self, report: bool):
+        self.report = report
+
+    @pytest.hookimpl(trylast=True)  # after pytest's terminal reporter and the TorchCTS run session are made
+    def pytest_configure(self, config: pytest.Config) -> None:
+        from torchcts.plugin import SESSION_KEY
+        from torchcts.plugin.console import install_quiet_reporter
+
+        session = config.stash.get(SESSION_KEY, None)
+        if session is None:
+            return
+        session.write_report = self.report
+        screen = install_quiet_reporter(config, session.header)
+        if screen is not None:
+            session.console.screen = screen
+            session.console.findings = session.replaying is None  # a replay prints a verdict per case instead
+            session.console.progress = config.option.verbose == 0  # -v: pytest's line per item; -q: none
 
 
 class PytestArgumentErrors:

@@ -28,11 +28,14 @@ from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
 from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
 from torchcts.crashes.versions import torch_minor
+from torchcts.engine.hypothesis_profile import (
+    DrawSettings, ProfileError, named_profile, register_manifest_profile, resolve)
 from torchcts.engine.run import HARNESS_THREADS
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import fork_safe
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
+from torchcts.manifest.model import HypothesisSettings
 from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
 from torchcts.plan.selection import check_properties
@@ -62,10 +65,11 @@ class RunStart:
     run_seed: int | None  # None: derandomized
     max_examples: int
     level: int
-    replaying: list[ReplayItem] | None  # the corpus cases to replay (--corpus), instead of the plan's items
+    replaying: list[ReplayItem] | None  # the corpus cases to replay (--replay), instead of the plan's items
     isolation: IsolationPolicy
     corpus_dir: Path
     case_limits: CaseLimits
+    draw: Any = None  # `hypothesis_profile.DrawSettings` (None when replaying: no draws)
 
 
 def start_run(config: pytest.Config) -> RunStart:
@@ -80,17 +84,19 @@ def start_run(config: pytest.Config) -> RunStart:
     if validation and device_kind(device) != "cpu":
         raise SessionError(f"--validation runs against CPU itself; it cannot be combined with --device {shown(device)}")
     selection, seed, max_examples = checked_options(option, defer_properties=True)  # before the manifest loads
-    replay_paths = option("torchcts_corpus")
+    seed = hypothesis_seed(config, seed)
+    replay_paths = option("torchcts_replay")
     manifest_path = Path(option("torchcts_manifest") or "manifest.py")
     manifest = _manifest(option, manifest_path, bool(replay_paths))
     selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
     target = Target(device, option("torchcts_compile"))
-    run_seed, derandomize = _run_seed(option, seed, manifest)
+    draw = draw_settings(config, manifest, max_examples)
+    run_seed, derandomize = _run_seed(option, seed, manifest, draw.profile_derandomizes)
     warnings = [w for w in [device_name_warning(manifest, device, validation), hash_seed_warning(derandomize)] if w]
     for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
         print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
-    max_examples = max_examples or (manifest.hypothesis.max_examples if manifest else 1)
+    max_examples = draw.max_examples if manifest else (max_examples or 1)  # a replay draws nothing
     torch.set_num_threads(HARNESS_THREADS)
     limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
     replaying = replay_items(replay_paths, limits) if replay_paths else None  # unreadable files: items that say why
@@ -107,6 +113,7 @@ def start_run(config: pytest.Config) -> RunStart:
         "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
                       "properties": option("torchcts_properties"), "level": selection.level},
         "capabilities": sorted(manifest.capabilities) if manifest else [],
+        "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes] if manifest else None,
         "property_capabilities": registry.capability_map(),
         "capability_also_tested_by": registry.also_proves_map(),  # e.g. special values: ieee754
         "planned_items": len(plan.items) if replaying is None else len(replaying),
@@ -122,15 +129,24 @@ def start_run(config: pytest.Config) -> RunStart:
     isolation = isolation_policy(option, rules, target, results_dir, environment)
     environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
         f"unavailable: {target.device_type} does not survive a fork"
+    shrink = not option("torchcts_no_shrink")
+    settings_used = draw.as_json(derandomize=derandomize, seed=run_seed, shrink=shrink) if replaying is None else None
     try:
-        writer = RunWriter(results_dir, environment)
+        writer = RunWriter(results_dir, environment, hypothesis=settings_used, run_kind=run_kind(config))
     except RunFolderError as exc:
         raise SessionError(f"--results-dir: {exc}") from None
     for entry in plan.accounting:
         writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
     return RunStart(manifest, target, plan, writer, run_seed, max_examples,
                     selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
-                    corpus_dir(option), limits)
+                    corpus_dir(option), limits, draw=draw if replaying is None else None)
+
+
+def run_kind(config: pytest.Config) -> str:
+    """run.json's `run_kind`: "replay" (--replay), "collect_only" (pytest --collect-only) or "run"."""
+    if config.getoption("torchcts_replay"):
+        return "replay"
+    return "collect_only" if config.getoption("collectonly", False) else "run"
 
 
 def corpus_dir(option: Any) -> Path:
@@ -151,6 +167,7 @@ def _manifest(option: Any, manifest_path: Path, replaying: bool) -> Manifest | N
         manifest, _ = load_manifest(manifest_path)
     except ManifestError as exc:
         raise SessionError(f"TorchCTS manifest is invalid:\n{exc.render()}") from None
+    register_manifest_profile(manifest.hypothesis)  # before the backend module, which may build profiles on it
     import_manifest_backend(manifest)
     _load_properties(manifest.custom_test_dirs)
     return manifest
@@ -172,12 +189,17 @@ def _with_properties(selection: Selection, names: list[str] | None) -> Selection
         raise SessionError(str(exc)) from None
 
 
-def _run_seed(option: Any, seed: int | None, manifest: Manifest | None) -> tuple[int | None, bool]:
-    """(the run's seed or None, derandomized): --seed, else the manifest's hypothesis.seed, else random;
-    None with --derandomize or the manifest's hypothesis.derandomize (which ignores its seed)."""
+def _run_seed(option: Any, seed: int | None, manifest: Manifest | None,
+              profile_derandomizes: bool = False) -> tuple[int | None, bool]:
+    """(the run's seed or None, derandomized): --seed (or --hypothesis-seed), else a named profile's
+    derandomize=True, else the manifest's hypothesis.seed, else random; None with --derandomize or the
+    manifest's hypothesis.derandomize (which ignores its seed)."""
     derandomize = option("torchcts_derandomize")
     if derandomize and seed is not None:
-        raise SessionError("--seed and --derandomize exclude each other: derandomized seeds come from item ids")
+        raise SessionError("--seed (or --hypothesis-seed) and --derandomize exclude each other: derandomized "
+                           "seeds come from item ids")
+    if derandomize is None and seed is None and profile_derandomizes:
+        return None, True
     if seed is None and derandomize is None and manifest is not None and not manifest.hypothesis.derandomize:
         seed = manifest.hypothesis.seed  # the manifest's seed (or None) stands in for --seed
     if derandomize is None and manifest is not None:  # an explicit --seed overrides the manifest's
@@ -185,6 +207,39 @@ def _run_seed(option: Any, seed: int | None, manifest: Manifest | None) -> tuple
     if derandomize:
         return None, True
     return (seed if seed is not None else random.SystemRandom().randrange(2**32)), False
+
+
+def hypothesis_seed(config: pytest.Config, seed: int | None) -> int | None:
+    """The run's seed with Hypothesis's `--hypothesis-seed N` (its pytest plugin's option), which acts like
+    `--seed N`: TorchCTS seeds every item from it. Given with another --seed, both must agree."""
+    given = config.getoption("hypothesis_seed", None)  # absent when Hypothesis's pytest plugin is disabled
+    if given is None:
+        return seed
+    try:
+        value = int(str(given))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise SessionError(f"--hypothesis-seed must be an integer from 0 to {MAX_SEED} (TorchCTS seeds every item "
+                           f"from it, like --seed), got {shown(given)}")
+    if seed is not None and seed != value:
+        raise SessionError(f"--seed {seed} and --hypothesis-seed {value} disagree; give one of them")
+    return value
+
+
+def draw_settings(config: pytest.Config, manifest: Manifest | None, max_examples: int | None) -> DrawSettings:
+    """The Hypothesis settings the run's items draw with (`torchcts.engine.hypothesis_profile`): the manifest's
+    block, a profile named by --hypothesis-profile or HYPOTHESIS_PROFILE over it, the flags over both."""
+    block = manifest.hypothesis if manifest is not None else HypothesisSettings()
+    if manifest is None:
+        register_manifest_profile(block)
+    try:
+        profile, named_by = named_profile(config.getoption("hypothesis_profile", None))
+    except ProfileError as exc:
+        raise SessionError(str(exc)) from None
+    return resolve(block, profile=profile, named_by=named_by, max_examples=max_examples,
+                   verbosity=config.getoption("hypothesis_verbosity", None),
+                   show_statistics=bool(config.getoption("hypothesis_show_statistics", False)))
 
 
 def _plan(manifest: Manifest | None, selection: Selection) -> Plan:
@@ -261,7 +316,7 @@ def checked_options(option: Any, *, defer_properties: bool = False) -> tuple[Sel
     if timeout is not None and not timeout >= 1:  # also NaN
         raise SessionError(f"--item-timeout must be at least 1 second, got {timeout}")
     folders = [("--results-dir", option("torchcts_results_dir"))]
-    if not option("torchcts_corpus"):  # a replay writes no counterexamples
+    if not option("torchcts_replay"):  # a replay writes no counterexamples
         given = option("torchcts_corpus_dir")  # the raw string where given: Path("") would read as "."
         folders.append(("--corpus-dir", given if given is not None else str(corpus_dir(option))))
     for name, folder in folders:
@@ -303,7 +358,14 @@ def hash_seed_warning(derandomize: bool) -> str | None:
 
 
 def check_device(device: str) -> None:
-    """`device` parses, and this Python environment can allocate on exactly that device (index included)."""
+    """`device` parses, and this Python environment can allocate on exactly that device (index included).
+    `faulty` registers the test device first: naming it is asking for it (`torchcts.testing.faulty_autoload`)."""
+    from torchcts.testing.faulty_autoload import enable_for_device
+
+    try:
+        enable_for_device(device)
+    except RuntimeError as exc:  # PrivateUse1 is already another backend's (the manifest's backend_import)
+        raise SessionError(f"--device {shown(device)}: {first_line(exc)}") from None
     try:
         wanted = torch.device(device)
     except (RuntimeError, ValueError, TypeError) as exc:

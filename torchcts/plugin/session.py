@@ -4,25 +4,29 @@ The plugin's hooks delegate here. `RunSession.start` checks the options and star
 (`plugin.options`); the session gives each property function its items, runs each item with
 `engine.run.run_item` (which forks it when the isolation policy says so), appends the record,
 presents it to pytest (a pass returns, a not-run outcome skips with its reason, a finding fails
-with its error), prints progress, and closes the run as complete or partial.
+with its error line), shows it on the console (`plugin.console`) once pytest has reported it, and
+closes the run as complete or partial; a conformance run that executed no item says why and
+fails (`nothing_ran`). Under `torchcts run` it also writes the report into the run folder.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
 import pytest
 
 from torchcts.cases.replay_items import ReplayItem, replay_flags
+from torchcts.engine.hypothesis_profile import StatisticsTotals
 from torchcts.engine.run import EngineSettings, run_item, versions
-from torchcts.outcomes import NOT_RUN, PROBLEMS, Outcome
+from torchcts.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
+from torchcts.plugin.console import Console, PlainPytestScreen, error_line
 from torchcts.plugin.options import (  # noqa: F401 - AuditDone, SessionError: the hooks import them from here
     AuditDone, RunStart, SessionError, start_run)
 
-PROGRESS_EVERY_S = 15.0
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
 
 
@@ -36,7 +40,7 @@ class RunSession:
         self.writer = start.writer
         self.run_seed = start.run_seed
         self.level = start.level
-        self.replaying = start.replaying  # replay items when --corpus is given, instead of the plan's
+        self.replaying = start.replaying  # replay items when --replay is given, instead of the plan's
         self.total = len(start.replaying) if start.replaying is not None else len(start.plan.items)
         self.corpus_dir = start.corpus_dir
         self.isolation = start.isolation
@@ -44,9 +48,17 @@ class RunSession:
         self.done = 0
         self.problems = 0
         self.started = time.monotonic()
-        self.last_progress = self.started
         self.finished = False
+        self.console = Console(self.total)  # a tally until a screen is attached (`plugin.launch`, or `reported`)
+        self.last_record: dict[str, Any] | None = None  # the record of the item pytest reports next
+        self.write_report = False  # `torchcts run` writes the report at the end (unless --no-report)
+        self.report_line: str | None = None  # where the report went, or why it did not
+        self.nothing_ran: str | None = None  # why a conformance run executed no item (it then fails)
         self.engine = self._engine_settings(start)
+        self.draw = start.draw
+        self.statistics = StatisticsTotals()  # --hypothesis-show-statistics: the summary line's totals
+        self.probes: dict[str, Any] | None = None  # the probes' summary, once they ran (before the first item)
+        self.probe_lines: list[str] = []  # what they say, shown with the first item's report
 
     @classmethod
     def start(cls, config: pytest.Config) -> "RunSession":
@@ -62,13 +74,14 @@ class RunSession:
             target=target, manifest=manifest, level=start.level, max_examples=start.max_examples,
             run_seed=start.run_seed,
             versions=versions(),
-            deadline_ms=manifest.hypothesis.deadline_ms if manifest is not None else None,
+            deadline_ms=start.draw.deadline_ms if start.draw is not None else None,
             shrink=not self.config.getoption("torchcts_no_shrink"),
             corpus_dir=None if start.replaying is not None else start.corpus_dir,  # a replay stores no new cases
             found=found, replay_flags=flags, isolation=start.isolation,
             # `torchcts selftest` asks the faulty device which aten overloads each item ran
             trace_device_ops=os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty",
-            show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits)
+            show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits,
+            draw=start.draw)
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
@@ -77,6 +90,7 @@ class RunSession:
             return [f"torchcts: replaying {self.total} corpus cases on {self.target.describe()}, manifest {manifest}, "
                     f"results in {self.writer.folder}"]
         return [f"torchcts: device {self.target.describe()}, manifest {manifest}, level {self.level}, {seed}",
+                self.draw.header(derandomize=self.run_seed is None, seed=self.run_seed, shrink=self.engine.shrink),
                 f"torchcts: {len(self.plan.items)} items to run, {len(self.plan.accounting)} not run (recorded "
                 f"with reasons), results in {self.writer.folder}"]
 
@@ -90,28 +104,58 @@ class RunSession:
 
     def run(self, item: PlanItem | ReplayItem) -> dict[str, Any]:
         """Run one item with the engine, append its record, count it; the record."""
+        if self.probes is None and self.replaying is None:
+            self._probe()
         self.writer.mark_started(item.id)
         record = run_item(item, self.engine)
         self.writer.record(record)
         self.new_cases += bool((record.get("counterexample") or {}).get("new"))
         self.done += 1
         self.problems += record["outcome"] in PROBLEMS
-        self._progress()
+        self.statistics.add(record)
+        self.last_record = record
         return record
+
+    def reported(self) -> None:
+        """pytest reported the item just run: show its record on the console (here, outside pytest's
+        capture of the item's output). Under plain pytest, whose reporter shows the items, the console
+        only adds a progress line every 15 s."""
+        record, self.last_record = self.last_record, None
+        if record is None:
+            return
+        if self.console.screen is None:
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                self.console.screen, self.console.findings = PlainPytestScreen(reporter), False
+        self._show_probe_lines()
+        self.console.item(record)
+
+    def _probe(self) -> None:
+        """Before the first item: probe the run's dtypes and declared capabilities on the device
+        (`torchcts.probe`: probes.jsonl, run.json's `probes`), forked where items can be. Probes change
+        no claim, item or outcome; they explain the failures that follow."""
+        from torchcts.isolation.fork import fork_safe
+        from torchcts.probe.records import probe_run
+
+        fork = fork_safe(self.target.device_type) and getattr(self.isolation, "can_fork", True)
+        self.probes = probe_run(self.device, self.manifest, {item.dtype for item in self.plan.items},
+                                self.writer.folder, fork=fork, say=self.probe_lines.append)
+        self.writer.set_probes(self.probes)
+
+    def _show_probe_lines(self) -> None:
+        """The probes' lines, once (outside pytest's capture); plain pytest's screen would hold them back."""
+        lines, self.probe_lines = self.probe_lines, []
+        screen = self.console.screen
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        for line in lines:
+            if screen is not None and not isinstance(screen, PlainPytestScreen):
+                screen.line(line)
+            elif reporter is not None:
+                reporter.write_line(line)
 
     def record_deselected(self, item: PlanItem | ReplayItem, reason: str) -> None:
         self.writer.record({**item.as_json(), "outcome": Outcome.DESELECTED, "reason": reason})
-
-    def _progress(self) -> None:
-        now = time.monotonic()
-        if now - self.last_progress < PROGRESS_EVERY_S:
-            return
-        self.last_progress = now
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        line = (f"torchcts: {self.done}/{self.total} items, {self.problems} failed or errored, "
-                f"{now - self.started:.0f} s elapsed")
-        if reporter is not None:
-            reporter.write_line(line)
+        self.console.total -= 1
 
     # -- end -----------------------------------------------------------------------------------
 
@@ -127,22 +171,92 @@ class RunSession:
             complete = not interrupted and self.done >= self.total
             self.writer.close("complete" if complete else "partial",
                               interrupted={"signal": signal} if interrupted else None)
+        if not interrupted and self.writer.run_kind == "run":
+            self.nothing_ran = nothing_ran(self.plan, self.writer.outcomes, self.done,
+                                           self.config.getoption("torchcts_ops") or ())
+        if self.write_report and self.writer.run_kind != "collect_only":
+            self.report_line = self._write_report()
+
+    def _write_report(self) -> str:
+        """Write the report into the run folder; the line that says where it is, or why it is not there.
+        A report that fails changes neither the results (already closed) nor the exit status."""
+        from torchcts.report.render import write_report
+
+        try:
+            written = write_report(self.writer.folder, results_dir=self.writer.folder.parent)
+        except KeyboardInterrupt:  # a second Ctrl-C (or signal) while it was written
+            return f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` writes it"
+        except Exception as exc:  # noqa: BLE001 - the run's results are kept whatever the report does
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            return (f"torchcts: report not written: {text}; the results are kept "
+                    f"(`torchcts report --from {self.writer.folder}` retries)")
+        folder = next(iter(written.values())).parent if written else self.writer.folder
+        return f"torchcts: report in {folder}/ ({', '.join(path.name for path in written.values())})"
 
     def summary_lines(self) -> list[str]:
+        self.console.end()
         counts = ", ".join(f"{name} {count}" for name, count in sorted(self.writer.outcomes.items()))
         seed = "derandomized" if self.run_seed is None else f"seed {self.run_seed} (--seed {self.run_seed} repeats it)"
         if self.replaying is not None:
             seed = "corpus replay"
-        lines = [f"torchcts: results in {self.writer.folder} ({counts}); {seed}"]
+        lines = [f"torchcts: nothing ran: {self.nothing_ran}"] if self.nothing_ran else []
+        missing = self.console.missing_line()
+        lines += [missing] if missing else []
+        if self.probes is not None:
+            from torchcts.probe.records import end_lines
+
+            lines += end_lines(self.probes, self.writer.folder)
+        lines.append(f"torchcts: results in {self.writer.folder} ({counts}); {seed}")
+        lines += [self.report_line] if self.report_line else []
+        statistics = self.statistics.line()
+        if statistics is not None:
+            lines.append(statistics)
         if self.new_cases:
             lines.append(f"torchcts: {self.new_cases} new counterexample(s) in {self.corpus_dir}; each failing "
                          f"record names its replay command")
         return lines
 
 
-def present(record: dict[str, Any]) -> None:
+def nothing_ran(plan: Any, outcomes: Any, done: int, op_patterns: Any) -> str | None:
+    """Why a conformance run executed no item (which filter left nothing), or None when one executed.
+
+    A run that tests nothing must not look green: `torchcts run` exits 3, pytest fails the session."""
+    if sum(n for outcome, n in outcomes.items() if outcome in EXECUTED):
+        return None
+    if not plan.items:
+        if not plan.accounting:
+            return "the manifest's claims give no item to run (no registered property applies)"
+        ops = sorted({str(entry.item.as_json().get("op")) for entry in plan.accounting})
+        if op_patterns and not any(pattern_matches(p, op) for p in op_patterns for op in ops):
+            return (f"--ops {' '.join(repr(p) for p in op_patterns)} matches none of the {len(ops)} OpInfo and "
+                    f"scenario names (`torchcts show-skips --list` lists them)")
+        reasons: dict[str, int] = {}
+        for entry in plan.accounting:
+            key = f"{entry.outcome}: {entry.reason}"
+            reasons[key] = reasons.get(key, 0) + 1
+        ranked = sorted(reasons.items(), key=lambda kv: -kv[1])
+        shown = "; ".join(f"{key} ({count})" for key, count in ranked[:3])
+        more = f"; and {len(ranked) - 3} more reasons" if len(ranked) > 3 else ""
+        return (f"every one of the {len(plan.accounting)} items is filtered out or not claimed: {shown}{more} "
+                f"(`torchcts show-skips` explains each)")
+    if done == 0:
+        return (f"none of the {len(plan.items)} selected items was run: pytest deselected or did not collect them "
+                f"(-k, -m, --deselect, or test paths after --)")
+    not_run = ", ".join(f"{o} {n}" for o, n in sorted(outcomes.items()) if o not in EXECUTED and n)
+    return f"none of the {done} items run executed a case ({not_run})"
+
+
+def pattern_matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def present(record: dict[str, Any], folder: Any = None) -> None:
     """Show a record to pytest: return for passed, skip with the reason for a not-run outcome, fail
-    (without a Python traceback: the record has the error) for a finding."""
+    (without a Python traceback) for a finding with a short text: the error's first line, the replay
+    command, and where the full detail is (`folder`: the run folder)."""
     outcome = record["outcome"]
     if outcome in NOT_RUN:
         reason = str(record["reason"])
@@ -151,6 +265,13 @@ def present(record: dict[str, Any]) -> None:
         lines = [f"{outcome}: {record['reason']}"]
         if record.get("isolated"):
             lines[0] += f" (isolated: {record['isolated']})"
-        if record.get("error"):
-            lines.append(str(record["error"])[-2000:])
+        line = error_line(record)
+        if line and line != record["reason"]:
+            lines.append(line)
+        replay = (record.get("counterexample") or {}).get("replay")
+        if replay:
+            lines.append(f"replay: {replay}")
+        if folder is not None:
+            lines.append(f"full error: {folder}/records.jsonl (item {record.get('item')}); "
+                         f"report: torchcts report --from {folder}")
         pytest.fail("\n".join(lines), pytrace=False)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import collections
 import datetime
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from torchcts.cases.limits import CaseLimits
 from torchcts.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
-from torchcts.results.files import ResultFileError, read_json_file, read_records, read_summary
+from torchcts.report import grouping
+from torchcts.report.grouping import SCENARIO, family  # noqa: F401 - family: part of this module's interface
+from torchcts.results.files import RUN_KINDS, ResultFileError, read_json_file, read_records, read_summary
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 
 
@@ -38,8 +41,8 @@ EXECUTED_VALUES, PROBLEM_VALUES, DESELECTED_VALUES = (frozenset(o.value for o in
 MAX_CASE_TENSORS = 32  # tensors listed per counterexample; the rest are counted
 MAX_DIMS = 64  # torch's own limit on a tensor's dimensions
 SUPPORT_THRESHOLD = 20  # a support percentage needs a complete run with at least this many executed items
-FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
-SCENARIO = "scenario"  # the variant of a scenario item (plan.registry): its op is a scenario's name, not an OpInfo
+MAX_PROBLEMS_SHOWN = 200  # probe problems and Hypothesis settings a report lists (run.json is untrusted)
+MAX_TEXT = 500  # characters of one such line
 ResultsError = ResultFileError  # a results file that cannot be reported on: which file (and line), what is wrong
 
 
@@ -52,14 +55,6 @@ def load_run(folder: Path | str) -> dict[str, Any]:
     return {"folder": str(folder), "summary": summary, "records": read_records(folder)}
 
 
-def family(op: str) -> str:
-    """The op family of an OpInfo id: its namespace (`linalg`, `nn.functional`, ...) or `core`."""
-    for name in FAMILIES:
-        if op.startswith(name + "."):
-            return name
-    return "core"
-
-
 def find_baseline(results_dir: Path | str, run: dict[str, Any], warn: Warn = warn_on_stderr) -> dict[str, Any] | None:
     """The latest earlier run with the same hardware key, device and torch minor version.
 
@@ -67,7 +62,7 @@ def find_baseline(results_dir: Path | str, run: dict[str, Any], warn: Warn = war
     started = run["summary"].get("started") or ""
     earlier = comparable_runs(results_dir, run["summary"]["environment"], exclude=run["folder"], warn=warn)
     candidates = [(summary.get("started") or "", folder) for folder, summary in earlier
-                  if summary["environment"].get("replay") is None and (summary.get("started") or "") < started]
+                  if is_conformance_run(summary) and (summary.get("started") or "") < started]
     for _, folder in sorted(candidates, reverse=True):
         try:
             return load_run(folder)
@@ -76,9 +71,21 @@ def find_baseline(results_dir: Path | str, run: dict[str, Any], warn: Warn = war
     return None
 
 
+def is_conformance_run(summary: dict[str, Any]) -> bool:
+    """A run that drew cases (run_kind "run", or absent in older folders that are not a replay):
+    not a corpus replay, not a collect-only session. Only these are baselines and default reports."""
+    kind = summary.get("run_kind")
+    if kind is not None:
+        return kind == RUN_KINDS[0]
+    return summary["environment"].get("replay") is None
+
+
 def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
                  warn: Warn = warn_on_stderr) -> dict[str, Any]:
-    """Every section of a report, as data (from a run `load_run` validated)."""
+    """Every section of a report, as data (from a run `load_run` validated).
+
+    `failures` lists every failing item (summary.json carries the full list); `missing_kernels`
+    and `failure_groups` are the grouped views the scorecard, HTML and JUnit lead with."""
     summary, records = run["summary"], run["records"]
     env = summary["environment"]
     counts = collections.Counter(r["outcome"] for r in records)
@@ -87,22 +94,32 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
     support = None
     if complete and executed >= SUPPORT_THRESHOLD:
         support = round(100.0 * counts[Outcome.PASSED] / executed, 2)
+    compared = _baseline(records, baseline) if baseline is not None else None
+    regressed = {b["item"] for b in compared["regressions"]} if compared else set()
+    failures = _failures(records, Path(run["folder"]), warn, regressed)
+    others = grouping.other_failures(failures)
     return {
         "run": _run_section(run),
         "coverage": {
             "groups": [{"name": name, "outcomes": [o.value for o in outcomes],
                         "count": sum(counts[o] for o in outcomes)} for name, outcomes in COVERAGE_GROUPS.items()],
             "total_items": len(records), "executed": executed, "complete": complete,
+            "passed": counts[Outcome.PASSED], "problems": sum(counts[o] for o in PROBLEMS),
             "support_percent": support, "support_threshold": SUPPORT_THRESHOLD,
             "counts": dict(sorted(counts.items())),
             "ops_executed": len({r["op"] for r in records if r["outcome"] in EXECUTED_VALUES}),
             "ops_all_passed": len(_ops_all_passed(records)),
         },
         "capabilities": _capabilities(env, records),
-        "dtype_matrix": _dtype_matrix(records),
+        "dtype_matrix": grouping.dtype_matrix(records, grouping.claimed_dtypes(env, records)),
+        "ops": grouping.op_table(records),
         "levels": _levels(records),
-        "failures": _failures(records, Path(run["folder"]), warn),
-        "baseline": _baseline(records, baseline) if baseline is not None else None,
+        "probes": _probes(summary),
+        "warnings": grouping.warning_totals(records),
+        "missing_kernels": grouping.missing_kernel_groups(failures),
+        "failure_groups": grouping.failure_groups(others),
+        "failures": failures,
+        "baseline": compared,
     }
 
 
@@ -122,7 +139,27 @@ def _run_section(run: dict[str, Any]) -> dict[str, Any]:
             "python": env.get("python"), "started": summary.get("started"), "duration_s": duration,
             "seed": env.get("seed"), "derandomize": env.get("derandomize"), "manifest": env.get("manifest"),
             "manifest_hash": env.get("manifest_hash"), "level": env.get("level"),
-            "validation": env.get("validation"), "selection": env.get("selection")}
+            "validation": env.get("validation"), "selection": env.get("selection"),
+            "run_kind": summary.get("run_kind"), "hypothesis_settings": _settings(summary.get("hypothesis"))}
+
+
+def _settings(settings: dict[str, Any] | None) -> list[dict[str, str]] | None:
+    """run.json's Hypothesis settings as name/value text (values of any JSON type, shown bounded)."""
+    if settings is None:
+        return None
+    return [{"name": str(name)[:100], "value": (value if isinstance(value, str) else json.dumps(value))[:MAX_TEXT]}
+            for name, value in list(settings.items())[:MAX_PROBLEMS_SHOWN]]
+
+
+def _probes(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """run.json's probe summary: how many probes ran and failed, and the problems they found."""
+    probes = summary.get("probes")
+    if probes is None:
+        return None
+    problems = probes["problems"]
+    return {"total": probes["total"], "failed": probes["failed"],
+            "problems": [" ".join(p.split())[:MAX_TEXT] for p in problems[:MAX_PROBLEMS_SHOWN]],
+            "more_problems": max(0, len(problems) - MAX_PROBLEMS_SHOWN)}
 
 
 def _ops_all_passed(records: list[dict[str, Any]]) -> set[str]:
@@ -157,28 +194,6 @@ def _capabilities(env: dict[str, Any], records: list[dict[str, Any]]) -> list[di
     return result
 
 
-def _dtype_matrix(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Op family x dtype: executed items, passed, problems, and not run."""
-    cells: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
-    for r in records:
-        outcome = r["outcome"]
-        kind = "passed" if outcome == PASSED else "problems" if outcome in PROBLEM_VALUES else "not_run"
-        name = "scenarios" if r.get("variant") == SCENARIO else family(r["op"])
-        cells[(name, r["dtype"])][kind] += 1
-    families = sorted({f for f, _ in cells}, key=lambda f: (f != "core", f))
-    dtypes = sorted({d for _, d in cells})
-    rows = []
-    for name in families:
-        row = []
-        for dtype in dtypes:
-            cell = cells.get((name, dtype), collections.Counter())
-            run = cell["passed"] + cell["problems"]
-            row.append({"dtype": dtype, "passed": cell["passed"], "problems": cell["problems"],
-                        "not_run": cell["not_run"], "pass_rate": round(cell["passed"] / run, 4) if run else None})
-        rows.append({"family": name, "cells": row})
-    return {"dtypes": dtypes, "rows": rows}
-
-
 def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per semantic level: items collected, executed, passed, with problems, deselected, not run otherwise."""
     levels: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -198,8 +213,9 @@ def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for level, c in sorted(levels.items())]
 
 
-def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn) -> list[dict[str, Any]]:
-    """Every failing item, with its counterexample described (each case file read once)."""
+def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn, regressed: set[str]) -> list[dict[str, Any]]:
+    """Every failing item, with its counterexample described (each case file read once; a missing
+    kernel's items share one case) and whether it regressed from the baseline."""
     cases: dict[str, dict[str, Any] | None] = {}
 
     def describe(path: str | None) -> dict[str, Any] | None:
@@ -207,15 +223,22 @@ def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn) -> list[d
             cases[path] = _case_details(path, folder, warn)
         return cases[path]
 
-    return [_failure(r, describe) for r in records if r["outcome"] in PROBLEM_VALUES]
+    return [_failure(r, describe, r["item"] in regressed) for r in records if r["outcome"] in PROBLEM_VALUES]
 
 
-def _failure(record: dict[str, Any], describe: Any) -> dict[str, Any]:
+def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[str, Any]:
     reference = record.get("counterexample") or {}
     case = describe(reference.get("path")) if reference else None
     error = record.get("error") or record.get("reason") or ""
-    return {"item": record["item"], "outcome": record["outcome"], "reason": record.get("reason", ""),
-            "message": error.splitlines()[0][:500] if error else "",
+    line = record.get("error_line") or next((text for text in error.splitlines() if text.strip()), "")
+    kernel = record.get("missing_kernel") if record.get("error_kind") == grouping.MISSING_KERNEL else None
+    warnings = record.get("warnings")
+    return {"item": record["item"], "op": record["op"], "outcome": record["outcome"],
+            "reason": record.get("reason", ""), "message": line[:500], "error_kind": record.get("error_kind"),
+            "missing_kernel": {"overload": kernel["overload"][:300], "dispatch_key": (kernel.get("dispatch_key")
+                                                                                      or "")[:100] or None}
+            if kernel else None,
+            "warnings": warnings["count"] if warnings else 0, "regression": regression,
             "max_abs_error": record.get("max_abs_error"), "max_rel_error": record.get("max_rel_error"),
             "max_ulp": record.get("max_ulp"), "replay": reference.get("replay"), "case": case,
             "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error")}

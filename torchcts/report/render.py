@@ -14,6 +14,7 @@ import jinja2
 
 from torchcts.outcomes import EXECUTED, GROUPS, Group, Outcome
 from torchcts.report.data import ResultsError, build_report, find_baseline, load_run
+from torchcts.report.grouping import MISSING_KERNEL, UNNAMED_OVERLOAD, other_failures
 from torchcts.results.history import Warn, warn_on_stderr
 
 FORMATS = ("md", "html", "junit", "json")
@@ -23,6 +24,10 @@ _JUNIT_NOT_RUN = GROUPS[Group.CPU_CONTRACT] + GROUPS[Group.RUNTIME_AVAILABILITY]
 # a JUnit test case's result, per outcome (the outcomes not here are not JUnit test cases)
 _JUNIT_KIND = {**{o: "error" for o in EXECUTED}, Outcome.PASSED: "passed", Outcome.FAILED: "failure",
                **{o: "skipped" for o in _JUNIT_NOT_RUN}}
+# How much of 500 failures a page shows: HTML failure blocks in full, then collapsed pages of them; the
+# scorecard's detailed failures and the rows of its grouped tables (summary.json has every failure).
+HTML_FIRST_FAILURES, HTML_FAILURE_PAGE, HTML_FIRST_REGRESSIONS, HTML_FIRST_KERNELS = 50, 50, 20, 30
+SCORECARD_FAILURES, SCORECARD_ROWS, SCORECARD_KERNELS = 25, 25, 300
 
 # Text from records and cases is untrusted: characters XML cannot carry (controls, lone surrogates,
 # U+FFFE/U+FFFF) become U+FFFD in every format; HTML and XML are autoescaped; Markdown is escaped by
@@ -69,11 +74,6 @@ _MARKDOWN = _environment(autoescape=False, finalize=_markdown)
 _MARKDOWN.filters["code"] = _code
 
 
-def latest_run_folder(results_dir: Path | str) -> Path | None:
-    folders = sorted(p.parent for p in Path(results_dir).glob("*/run.json"))
-    return folders[-1] if folders else None
-
-
 def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
                  results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
                  warn: Warn = warn_on_stderr) -> dict[str, Path]:
@@ -108,26 +108,62 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
 def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
     if name == "json":
         return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"  # ensure_ascii: any str is safe
-    helpers = {"duration": _duration, "heat": _heat}
+    helpers = {"duration": _duration, "heat": _heat, "percent": _percent, "others": other_failures(report["failures"])}
     if name == "md":
-        return _MARKDOWN.get_template("scorecard.md.jinja").render(report=report, **helpers)
+        return _MARKDOWN.get_template("scorecard.md.jinja").render(
+            report=report, first=SCORECARD_FAILURES, rows=SCORECARD_ROWS, kernels=SCORECARD_KERNELS, **helpers)
     if name == "html":
-        return _TEMPLATES.get_template("report.html.jinja").render(report=report, level_chart=_level_chart(report),
-                                                                   **helpers)
-    cases = [_junit_case(r) for r in run["records"] if r["outcome"] in _JUNIT_KIND]  # executed or attempted
+        return _TEMPLATES.get_template("report.html.jinja").render(
+            report=report, level_chart=_level_chart(report), first=HTML_FIRST_FAILURES, page=HTML_FAILURE_PAGE,
+            first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, **helpers)
+    return _junit(report, run["records"])
+
+
+def _junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """One test suite of the run's items, then one per missing kernel (its overload's items), most items first."""
+    regular: list[dict[str, Any]] = []
+    missing: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record["outcome"] not in _JUNIT_KIND:  # executed or attempted: JUnit test cases
+            continue
+        case = _junit_case(record)
+        if case["overload"] is None:
+            regular.append(case)
+        else:
+            missing.setdefault(case["overload"], []).append(case)
+    device = report["run"]["device"]
+    suites = [_suite(f"torchcts.{device}", regular)] + [
+        _suite(f"torchcts.{device}.missing_kernel.{overload}", cases)
+        for overload, cases in sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
     return _TEMPLATES.get_template("junit.xml.jinja").render(
-        report=report, cases=cases, failures=sum(c["kind"] == "failure" for c in cases),
-        errors=sum(c["kind"] == "error" for c in cases), skipped=sum(c["kind"] == "skipped" for c in cases))
+        report=report, suites=suites, **{k: sum(s[k] for s in suites) for k in ("tests", "failures", "errors",
+                                                                                   "skipped")})
+
+
+def _suite(name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "cases": cases, "tests": len(cases), "failures": sum(c["kind"] == "failure" for c in cases),
+            "errors": sum(c["kind"] == "error" for c in cases), "skipped": sum(c["kind"] == "skipped" for c in cases)}
 
 
 def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
+    """A JUnit test case; a missing kernel's says which (its detail is the error's first line: the
+    dispatcher's listing of where the op is registered stays in the record)."""
     error = record.get("error") or ""
+    line = record.get("error_line") or next((text for text in error.splitlines() if text.strip()), "")
     replay = (record.get("counterexample") or {}).get("replay")
-    return {"item": record["item"], "property": record["property"], "outcome": record["outcome"],
-            "kind": _JUNIT_KIND[record["outcome"]],
+    case = {"item": record["item"], "classname": f"torchcts.{record['property']}", "outcome": record["outcome"],
+            "type": record["outcome"], "kind": _JUNIT_KIND[record["outcome"]], "overload": None,
             "reason": record.get("reason", ""), "duration_s": record.get("duration_s"),
-            "message": error.splitlines()[0][:300] if error else record.get("reason", ""),
+            "message": line[:300] if line else record.get("reason", ""),
             "detail": error + (f"\nreplay: {replay}" if replay else "")}
+    if case["kind"] == "error" and record.get("error_kind") == MISSING_KERNEL:
+        kernel = record.get("missing_kernel") or {}
+        overload = kernel.get("overload") or UNNAMED_OVERLOAD
+        key = kernel.get("dispatch_key")
+        case.update(overload=overload, classname=f"torchcts.missing_kernel.{overload}", type=MISSING_KERNEL,
+                    message=f"missing kernel {overload}" + (f" ({key})" if key else ""),
+                    detail=f"{line}\nitem: {record['item']}" + (f"\nreplay: {replay}" if replay else ""))
+    return case
 
 
 def _duration(seconds: float | None) -> str:
@@ -137,11 +173,22 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
 
 
-def _heat(rate: float | None) -> str:
-    """A cell colour: red (nothing passed) through yellow to green (all passed); grey when nothing ran."""
+def _heat(passed: int, problems: int) -> str:
+    """A cell's class: `bad` (red) when any item in it failed, `good` (green) when every executed item
+    passed, `none` (grey) when nothing executed. The pass rate is written in the cell as text."""
+    return "bad" if problems else "good" if passed else "none"
+
+
+def _percent(rate: float | None) -> str:
+    """A pass rate as text: `97%`, never rounded up to 100% (or down to 0%) when it is not."""
     if rate is None:
-        return "#eeeeee"
-    return f"hsl({round(120 * rate)}, 65%, 72%)"
+        return "-"
+    shown = round(100 * rate)
+    if shown == 100 and rate < 1:
+        return ">99%"
+    if shown == 0 and rate > 0:
+        return "<1%"
+    return f"{shown}%"
 
 
 def _level_chart(report: dict[str, Any]) -> str:

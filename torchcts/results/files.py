@@ -118,6 +118,35 @@ def _case(value: Any) -> bool:
                              _opt_str(value.get("unreadable")))
 
 
+def _missing_kernel(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and _str(value.get("overload")) and
+                             _opt_str(value.get("dispatch_key")))
+
+
+def _warnings(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and _count(value.get("count")) and
+                             _opt_str_list(value.get("messages")))
+
+
+def _run_kind(value: Any) -> bool:
+    return value is None or value in RUN_KINDS
+
+
+def _missing_kernels(value: Any) -> bool:
+    """run.json `missing_kernels`: distinct overloads and their items (the report recounts from the records)."""
+    return value is None or (isinstance(value, dict) and _count(value.get("distinct")) and
+                             isinstance(value.get("overloads"), list) and
+                             all(isinstance(o, dict) and _str(o.get("overload")) and _opt_str(o.get("dispatch_key"))
+                                 and _count(o.get("items")) for o in value["overloads"]))
+
+
+def _probes(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and _count(value.get("total")) and
+                             _count(value.get("failed")) and _str_list(value.get("problems")))
+
+
+RUN_KINDS = ("run", "replay", "collect_only")  # run.json `run_kind`; absent in folders older than the field
+
 _Field = tuple[bool, Callable[[Any], bool], str]  # required, check, what is allowed
 
 SUMMARY_FIELDS: dict[str, _Field] = {
@@ -131,6 +160,11 @@ SUMMARY_FIELDS: dict[str, _Field] = {
     "complete": (False, _opt_bool, "true or false"),
     "executed": (False, lambda v: v is None or _count(v), "a non-negative integer"),
     "interrupted": (False, lambda v: v is None or isinstance(v, dict), "null or an object"),
+    "run_kind": (False, _run_kind, f"one of {', '.join(RUN_KINDS)} or null"),
+    "missing_kernels": (False, _missing_kernels, "null or an object with integer distinct and a list of "
+                                                 "overloads ({overload, dispatch_key, items})"),
+    "probes": (False, _probes, "null or an object with integers total and failed and a list of strings problems"),
+    "hypothesis": (False, _opt_dict, "null or an object (the Hypothesis settings used)"),
 }
 ENVIRONMENT_FIELDS: dict[str, _Field] = {
     **{name: (False, _opt_str, "a string or null") for name in (
@@ -147,6 +181,7 @@ ENVIRONMENT_FIELDS: dict[str, _Field] = {
     "capability_also_tested_by": (False, _str_list_map, "an object of capability -> list of properties"),
     "replay": (False, _opt_str_list, "a list of paths or null"),
     "selection": (False, _opt_dict, "an object or null"),
+    "claimed_dtypes": (False, _opt_str_list, "a list of dtype names or null"),
 }
 RECORD_FIELDS: dict[str, _Field] = {
     "item": (True, _str, "a string"),
@@ -168,6 +203,10 @@ RECORD_FIELDS: dict[str, _Field] = {
     "counterexample": (False, _counterexample, "null or an object with string path, replay, fingerprint and "
                                                "integer elements"),
     "case": (False, _case, "null or an object with string path, fingerprint, status and unreadable"),
+    "error_kind": (False, _opt_str, "a string or null (missing_kernel, backend, harness, setup, case_file)"),
+    "error_line": (False, _opt_str, "a string or null"),
+    "missing_kernel": (False, _missing_kernel, "null or an object with string overload and dispatch_key"),
+    "warnings": (False, _warnings, "null or an object with integer count and a list of strings messages"),
 }
 STARTED_FIELDS: dict[str, _Field] = {"item": (True, _str, "a string")}
 

@@ -23,6 +23,8 @@ from torchcts import interrupts
 from torchcts.outcomes import EXECUTED, Outcome
 
 SCHEMA_VERSION = 1
+# "run": a conformance run drawing cases; "replay": a corpus replay; "collect_only": pytest --collect-only
+RUN_KINDS = ("run", "replay", "collect_only")
 
 
 def new_run_id() -> str:
@@ -62,8 +64,13 @@ class RunFolderError(OSError):
 class RunWriter:
     """Writes one run's records and summary under `<results_dir>/<run_id>/`."""
 
-    def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None):
+    def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None,
+                 hypothesis: dict[str, Any] | None = None, run_kind: str = "run"):
         self.run_id = run_id or new_run_id()
+        self.run_kind = run_kind  # RUN_KINDS: what `torchcts report` may pick as the latest run
+        self.missing_kernels: dict[str, Any] | None = None  # grouped from the records when the run closes
+        self.hypothesis = hypothesis  # the Hypothesis settings the items draw with (None: a run without draws)
+        self.probes: dict[str, Any] | None = None  # the probes' summary ({"total", "failed", "problems"}), once run
         self.folder = Path(results_dir) / self.run_id
         self.environment = environment
         self.started = datetime.datetime.now(datetime.timezone.utc)
@@ -75,6 +82,11 @@ class RunWriter:
         except OSError as exc:
             raise RunFolderError(f"cannot write the run folder {self.folder}: {exc.strerror or exc}") from None
         self._last_started: str | None = None
+        self.write_summary("running")
+
+    def set_probes(self, summary: dict[str, Any]) -> None:
+        """Keep the probes' summary for run.json (written now too: a run killed later still has it)."""
+        self.probes = summary
         self.write_summary("running")
 
     def mark_started(self, item_id: str) -> None:
@@ -105,6 +117,10 @@ class RunWriter:
             "counts": dict(sorted(self.outcomes.items())),
             "executed": sum(n for o, n in self.outcomes.items() if o in EXECUTED),
             "interrupted": interrupted,  # null, or what stopped the run early and the item it stopped in
+            "hypothesis": self.hypothesis,
+            "run_kind": self.run_kind,
+            "missing_kernels": self.missing_kernels,
+            "probes": self.probes,  # null when no probe ran (a replay, --collect-only, no item run)
         }
         partial = self.folder / "run.json.partial"
         partial.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
@@ -112,7 +128,9 @@ class RunWriter:
 
     def close(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
         """Write the final run.json. A run that stops early is counted from records.jsonl itself: a
-        signal may fall between an isolated child's record and the parent's count of it."""
+        signal may fall between an isolated child's record and the parent's count of it. The missing
+        kernels are grouped from the records on disk."""
+        self.missing_kernels = missing_kernels(self.folder / "records.jsonl")
         if status != "complete":
             recorded = self._recount()
             if interrupted is not None:
@@ -137,6 +155,26 @@ class RunWriter:
                     recorded.add(record.get("item"))
         self.outcomes = outcomes
         return recorded
+
+
+def missing_kernels(path: Path) -> dict[str, Any]:
+    """run.json's `missing_kernels`: the distinct (overload, dispatch key) of the records whose error is a
+    missing kernel, with the items each broke, most items first."""
+    items: collections.Counter[tuple[str, str]] = collections.Counter()
+    with open(path, "rb") as lines:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:  # a torn last line
+                continue
+            if not isinstance(record, dict) or record.get("error_kind") != "missing_kernel":
+                continue
+            missing = record.get("missing_kernel")
+            if isinstance(missing, dict):
+                items[(str(missing.get("overload")), str(missing.get("dispatch_key")))] += 1
+    ranked = sorted(items.items(), key=lambda entry: (-entry[1], entry[0]))
+    return {"distinct": len(ranked), "overloads": [{"overload": overload, "dispatch_key": key, "items": count}
+                                                   for (overload, key), count in ranked]}
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:

@@ -1,29 +1,59 @@
-"""torch.backends entry point for the faulty device, kept apart from the device's own modules.
+"""When the faulty device registers: only when asked, so PrivateUse1 stays free for a user's backend.
 
-`import torch` calls `autoload()` while torch finishes importing. If that import of torch was
-itself started by `import torchcts.testing.faulty` (whose modules import torch), the device
-package is only half-built: the request is remembered and the package registers the device
-when its import completes. Nothing here imports torch or TorchCTS at module level.
+The device takes PyTorch's single PrivateUse1 slot, so nothing registers it behind a user's back.
+Three ways ask for it:
+- `--device faulty` (torchcts run, fuzz, replay, selftest and the pytest plugin): the command calls
+  `enable_for_device(device)` before it first uses the device, and a fuzz worker does the same;
+- `TORCHCTS_FAULTY=1` in the environment: `autoload()`, the `torch.backends` entry point that
+  plugins/faulty-autoload installs in the development environment, registers it when torch is
+  imported, in any process (a subprocess, an exported script, a plain `python -c`);
+- importing `torchcts.testing.faulty` (or any of its modules): the package registers it.
+
+Nothing here imports torch or the device at module level: the entry point runs inside `import torch`,
+and `enable_for_device` is cheap for every other device.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
-requested = False
+ENV_SWITCH = "TORCHCTS_FAULTY"
+DEVICE_NAME = "faulty"  # the same as torchcts.testing.faulty.DEVICE_NAME (which imports torch)
+
+
+def requested_by_environment() -> bool:
+    """TORCHCTS_FAULTY=1: every torch process of this environment registers the device."""
+    return os.environ.get(ENV_SWITCH) == "1"
+
+
+def names_faulty(device: str | None) -> bool:
+    """Whether a device string names the faulty device (`faulty`, `faulty:0`)."""
+    return device is not None and device.strip().split(":", 1)[0] == DEVICE_NAME
+
+
+def enable_for_device(device: str | None) -> None:
+    """Register the faulty device when `device` names it; RuntimeError when PrivateUse1 is another
+    backend's. Any other device: nothing happens, nothing is imported."""
+    if names_faulty(device):
+        from torchcts.testing import faulty  # importing the package registers the device
+
+        faulty.enable()  # once per process: nothing more when the import registered it
 
 
 def autoload() -> None:
-    """Register the faulty device; never let an error escape into `import torch`."""
-    global requested
+    """The `torch.backends` entry point: register the device when TORCHCTS_FAULTY=1, else nothing.
+    Never lets an error escape into `import torch`."""
+    if not requested_by_environment():
+        return
     package = sys.modules.get("torchcts.testing.faulty")
     if package is not None and not getattr(package, "_ready", False):
-        requested = True  # torchcts.testing.faulty is mid-import; it calls enable() when done
-        return
+        return  # torchcts.testing.faulty is mid-import (it imported torch); it registers the device when done
     try:
         from torchcts.testing import faulty
 
         faulty.enable()
     except Exception as exc:  # noqa: BLE001 - import torch must survive whatever happens here
-        warnings.warn(f"torchcts: the faulty device was not registered: {exc}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"torchcts: {ENV_SWITCH}=1 but the faulty device was not registered: {exc}", RuntimeWarning,
+                      stacklevel=2)

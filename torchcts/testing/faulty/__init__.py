@@ -1,9 +1,11 @@
 """The `faulty` device: a PyTorch backend with seeded bugs, for proving that suites catch bugs.
 
-`enable()` registers the device (PrivateUse1 renamed to `faulty`): tensors with
-`device="faulty"` then behave like a real device's, computing on CPU through one generic path,
-exactly as CPU does until seeded bugs are switched on (`enable_bugs("tile_sum")`, or the
-TORCHCTS_FAULTY_BUGS environment variable). `BUGS` lists every bug: the aten overloads it
+Importing this package (or any of its modules) registers the device (PrivateUse1 renamed to
+`faulty`), and only that does: TorchCTS registers it for `--device faulty`, the development
+environment's autoload entry point for TORCHCTS_FAULTY=1 (`torchcts.testing.faulty_autoload`).
+Tensors with `device="faulty"` then behave like a real device's, computing on CPU through one
+generic path, exactly as CPU does until seeded bugs are switched on (`enable_bugs("tile_sum")`, or
+the TORCHCTS_FAULTY_BUGS environment variable). `BUGS` lists every bug: the aten overloads it
 affects, the condition it needs, what it does. docs/faulty-backend.md explains its use.
 """
 
@@ -37,9 +39,6 @@ def enable() -> None:
     device.register()
 
 
-_ready = True  # the package is fully imported (see torchcts.testing.faulty_autoload)
+_ready = True  # the package is fully imported (torchcts.testing.faulty_autoload waits for this)
 
-from torchcts.testing import faulty_autoload as _autoload  # noqa: E402
-
-if _autoload.requested:  # torch's autoload ran while this package was importing torch
-    enable()
+enable()  # importing the device is asking for it; RuntimeError when PrivateUse1 is another backend's

@@ -5,6 +5,10 @@ special value) and only for its aten overloads, so a suite that never builds tha
 never sees it. All are off by default; switch them on by name with `TORCHCTS_FAULTY_BUGS`
 (comma-separated names, or `all`) or `enable_bugs(...)`. `all` leaves out the crash and hang
 bugs, which exist to test process isolation.
+
+A `missing-kernel` bug makes overloads the device has no kernel for: they raise exactly the
+NotImplementedError the dispatcher raises for a real backend's missing kernel ("Could not run
+'aten::trunc' with arguments from the 'faulty' backend. ..."), before the op runs.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ class Bug:
     description: str
     fires: Callable[[Any, tuple, dict], bool] = attrs.field(repr=False)
     perturb: Callable[[Any, tuple, dict, Any], Any] = attrs.field(repr=False)
-    kind: str = "wrong-result"  # or "crash" / "hang": acts before the op runs
+    kind: str = "wrong-result"  # or "crash" / "hang" / "missing-kernel": acts before the op runs
 
     @property
     def in_all(self) -> bool:
-        return self.kind == "wrong-result"
+        return self.kind in ("wrong-result", "missing-kernel")
 
 
 # -- helpers on the CPU data the device holds ----------------------------------------------------
@@ -165,6 +169,21 @@ def _k_remainder(args) -> int:
     return k % 32 if k > 32 else 0
 
 
+def _no_kernel(func, args, kwargs, result):
+    """Raise what the dispatcher raises for an overload with no kernel for the device's dispatch key."""
+    name = func._schema.name + (f".{func._schema.overload_name}" if func._schema.overload_name else "")
+    backend = torch._C._get_privateuse1_backend_name()
+    raise NotImplementedError(
+        f"Could not run '{name}' with arguments from the '{backend}' backend. This could be because the operator "
+        "doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom "
+        "build). If you are a Facebook employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes for "
+        f"possible resolutions. '{name}' is only available for these backends: [CPU, Meta, BackendSelect, Python].\n\n"
+        "CPU: registered at aten/src/ATen/RegisterCPU.cpp [kernel]\n"
+        "Meta: registered at aten/src/ATen/RegisterMeta.cpp [kernel]\n"
+        "BackendSelect: fallthrough registered at aten/src/ATen/core/BackendSelectFallbackKernel.cpp [backend fallback]\n"
+        "Python: registered at aten/src/ATen/core/PythonFallbackKernel.cpp [backend fallback]\n")
+
+
 def _crash(func, args, kwargs, result):
     os.abort()  # what a native segfault or assertion looks like to the harness: the process dies
 
@@ -253,6 +272,10 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in (
         "drops the partial last tile of the inner dimension in mm",
         lambda f, a, k: _k_remainder(a) > 0,
         lambda f, a, k, r: f(a[0][:, :a[0].size(1) - _k_remainder(a)], a[1][:a[1].size(0) - _k_remainder(a)])),
+    Bug("missing_kernel", ("aten.trunc.default", "aten.trunc_.default", "aten.trunc.out"),
+        "always (any input)",
+        "has no kernel for trunc (functional, in-place, out=): raises the dispatcher's NotImplementedError",
+        lambda f, a, k: True, _no_kernel, kind="missing-kernel"),
     Bug("crash_hypot", ("aten.hypot.default",),
         "the first operand holds 4 or more elements",
         "aborts the process (as a native crash would)",

@@ -1,0 +1,187 @@
+"""Issue 15's done-when: the first run on a new backend, as a backend team would do it.
+
+`tests/backends/tiny_backend.py` is a user-style Python PrivateUse1 backend (13 aten kernels, no
+fallback, one real bug: `neg` forgets the tail of its blocks of 4). Against it, in subprocesses:
+
+1. `torchcts init --template smoke` and `torchcts run`: every missing kernel is one finding (records
+   say `missing_kernel`, the corpus holds one case per overload), the console stays short, the
+   reports group the missing kernels by overload, and the `neg` bug is a `failed` item, not buried;
+2. `torchcts init --probe` writes a draft manifest whose claims avoid the missing kernels, and a run
+   with it has no missing-kernel error and still executes items.
+
+The three commands run once for the module (`first_run`). The environment does not set
+TORCH_DEVICE_BACKEND_AUTOLOAD: the faulty device registers only when asked, so a user's own
+PrivateUse1 backend works in TorchCTS's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from torchcts.results.writer import read_records
+
+BACKENDS = Path(__file__).resolve().parent.parent / "backends"
+# The ops the runs select: the backend's own kernels (abs, neg, add, sub, mul), ops whose composite
+# reaches one missing kernel through several items (aten::zero_ through zeros, zeros_like, new_zeros,
+# nn.functional.dropout's siblings ...), and ops that miss a kernel of their own. A sample of the
+# smoke template that keeps the module to seconds; the whole template behaves the same (measured by
+# benchmarks/bench_first_run.py).
+OPS = r"^(abs|neg|add|sub|mul|zeros_like|new_zeros|zero_|ones_like|full_like|exp|sin|cos|sum|mean|max|clamp" \
+      r"|where|cat|masked_fill|div|pow|sqrt)$"
+# The whole smoke template on this backend prints a few dozen lines (header, progress, one line per
+# failure, the missing-kernel summary); 200 is a generous bound that still fails on a dispatcher
+# listing (~60 lines per missing kernel) or a traceback per item.
+MAX_CONSOLE_LINES = 200
+NEG_ITEM = "forward::neg::function::float32"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # a user's environment: autoload as torch does by default
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BACKENDS), env.get("PYTHONPATH")]))
+    return env
+
+
+def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=_env(), text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900, check=False)
+
+
+def _run(cwd: Path, manifest: Path, name: str) -> dict:
+    results, corpus = cwd / f"results-{name}", cwd / f"corpus-{name}"
+    done = _torchcts(cwd, "run", "--device", "tiny", "--manifest", str(manifest), "--level", "1",
+                     "--dtype", "float32", "--ops", OPS, "--results-dir", str(results), "--corpus-dir", str(corpus))
+    folders = sorted(results.glob("*/run.json"))
+    assert folders, f"no run folder; exit {done.returncode}:\n{done.stdout[-3000:]}"
+    folder = folders[-1].parent
+    return {"exit": done.returncode, "console": done.stdout, "folder": folder, "corpus": corpus,
+            "records": read_records(folder), "run": json.loads((folder / "run.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory) -> dict:
+    """The smoke run, the probe, and the run with the probed manifest (each once)."""
+    cwd = tmp_path_factory.mktemp("first_run")
+    started = time.monotonic()
+    smoke = cwd / "manifest.py"
+    init = _torchcts(cwd, "init", "--template", "smoke", "--device-name", "tiny", "--backend-import", "tiny_backend",
+                     "--output", str(smoke), "--non-interactive")
+    assert init.returncode == 0, init.stdout
+    first = _run(cwd, smoke, "smoke")
+    drafted = cwd / "probed.py"
+    probe = _torchcts(cwd, "init", "--probe", "--device", "tiny", "--backend-import", "tiny_backend",
+                      "--output", str(drafted))
+    probed = _run(cwd, drafted, "probed") if probe.returncode == 0 and drafted.exists() else None
+    return {"smoke": first, "probe": probe, "draft": drafted, "probed": probed,
+            "seconds": time.monotonic() - started}
+
+
+def _missing(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("error_kind") == "missing_kernel"]
+
+
+def _items_per_overload(records: list[dict]) -> Counter:
+    return Counter(r["missing_kernel"]["overload"] for r in _missing(records))
+
+
+def _report_file(folder: Path, name: str) -> str:
+    found = sorted(folder.rglob(name))
+    assert found, f"`torchcts run` wrote no {name} under {folder}"
+    return found[0].read_text(encoding="utf-8")
+
+
+def test_missing_kernels_are_errors_that_name_the_overload(first_run):
+    records = first_run["smoke"]["records"]
+    missing = _missing(records)
+    assert len(missing) >= 5, Counter(r["outcome"] for r in records)
+    for record in missing:
+        assert record["outcome"] == "error"
+        assert record["missing_kernel"]["dispatch_key"] == "PrivateUse1"
+        assert re.fullmatch(r"aten::\w+(\.\w+)?", record["missing_kernel"]["overload"])
+        assert "registered at" not in record.get("error_line", "")
+    # several items meet the same missing kernel: that is what grouping is for
+    assert max(_items_per_overload(records).values()) >= 2
+
+
+def test_the_corpus_holds_one_case_per_missing_overload(first_run):
+    smoke = first_run["smoke"]
+    missing = _missing(smoke["records"])
+    cases = {r["counterexample"]["path"] for r in missing}
+    assert len(cases) == len(_items_per_overload(smoke["records"]))
+    assert all(Path(path).is_file() for path in cases)
+    assert sum(r["counterexample"]["new"] for r in missing) == len(cases)
+    # and no other case file for them: every file in the corpus is a missing kernel's or another failure's
+    others = {r["counterexample"]["path"] for r in smoke["records"]
+              if r.get("counterexample") and r.get("error_kind") != "missing_kernel"}
+    assert {str(p) for p in smoke["corpus"].rglob("*.json")} == cases | others
+
+
+def test_the_wrong_value_bug_is_a_failure_not_buried(first_run):
+    smoke = first_run["smoke"]
+    neg = next(r for r in smoke["records"] if r["item"] == NEG_ITEM)
+    assert neg["outcome"] == "failed" and neg.get("error_kind") is None
+    assert "differs from CPU" in neg["error"]
+    assert smoke["exit"] == 1
+    assert NEG_ITEM in smoke["console"] or "neg" in smoke["console"]
+    assert NEG_ITEM in _report_file(smoke["folder"], "scorecard.md")
+
+
+def test_the_console_stays_short(first_run):
+    console = first_run["smoke"]["console"]
+    lines = console.splitlines()
+    assert len(lines) < MAX_CONSOLE_LINES, console[-5000:]
+    assert not any("registered at" in line for line in lines)
+    distinct = len(_items_per_overload(first_run["smoke"]["records"]))
+    assert re.search(rf"\b{distinct}\b[^\n]*missing kernel", console), console[-3000:]
+
+
+def test_run_json_counts_the_distinct_missing_kernels(first_run):
+    smoke = first_run["smoke"]
+    per_overload = _items_per_overload(smoke["records"])
+    summary = smoke["run"]["missing_kernels"]
+    assert summary["distinct"] == len(per_overload)
+    assert {o["overload"]: o["items"] for o in summary["overloads"]} == dict(per_overload)
+    assert [o["items"] for o in summary["overloads"]] == sorted(per_overload.values(), reverse=True)
+    assert all(o["dispatch_key"] == "PrivateUse1" for o in summary["overloads"])
+
+
+@pytest.mark.parametrize("report", ["scorecard.md", "report.html", "junit.xml"])
+def test_the_reports_group_missing_kernels_by_overload_most_items_first(first_run, report):
+    smoke = first_run["smoke"]
+    text = _report_file(smoke["folder"], report)
+    per_overload = _items_per_overload(smoke["records"])
+    first_mention = {}
+    for overload, items in per_overload.items():
+        position = text.find(overload)
+        assert position >= 0, f"{report} does not name {overload}"
+        first_mention[overload] = position
+        if report != "junit.xml":
+            line = text[text.rfind("\n", 0, position) + 1:text.find("\n", position)]
+            assert re.search(rf"\b{items}\b", line), f"{report}: {overload} without its {items} items: {line[:300]}"
+    in_order = sorted(per_overload, key=first_mention.get)
+    assert [per_overload[o] for o in in_order] == sorted(per_overload.values(), reverse=True)
+
+
+def test_a_probed_draft_manifest_runs_without_missing_kernels(first_run):
+    probe = first_run["probe"]
+    assert probe.returncode == 0, probe.stdout[-3000:]
+    draft = first_run["draft"].read_text(encoding="utf-8")
+    assert "draft" in draft.lower() and "aten::" in draft  # claims withdrawn, each naming its missing kernel
+    probed = first_run["probed"]
+    assert probed is not None
+    records = probed["records"]
+    assert _missing(records) == []
+    assert probed["run"]["missing_kernels"]["distinct"] == 0
+    executed = [r for r in records if r["outcome"] in ("passed", "failed")]
+    assert any(r["outcome"] == "passed" for r in executed), Counter(r["outcome"] for r in records)
+    assert next(r for r in records if r["item"] == NEG_ITEM)["outcome"] == "failed"
+

@@ -1,0 +1,143 @@
+"""Running probes guarded: every exception is a result, and a crash or hang costs one probe, not the run.
+
+`run_probes` runs a list of probes (dtype names, capability names) on a device. Where the device
+survives a fork (the run's isolation can fork), the probes run one after another in a forked child
+that appends each result to a file as it finishes; a child that dies or overruns the batch timeout
+makes the probe it was in a `failed` result naming the step it was at ("crashed: the process
+running it died (killed by SIGSEGV)"), and the rest continue in a fresh child. Where forking is
+impossible (CUDA), they run in this process, each on a few elements only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+
+from torchcts import dtypes as dtype_names
+from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts.probe.capabilities import CAPABILITY_PROBES, ProbeEnv
+from torchcts.probe.dtypes import probe_dtype
+from torchcts.probe.result import FAILED, NO_PROBE, OK, NoProbe, ProbeResult, StepFailed, Steps, error_line
+
+BATCH_TIMEOUT_S = 120.0  # probes take milliseconds; a batch still running after this has a hung probe
+
+Probe = tuple[str, str]  # (kind, name): ("dtype", "bfloat16"), ("capability", "training")
+
+
+def probes_for(manifest: Any, dtypes: Iterable[torch.dtype] | None = None) -> list[Probe]:
+    """The probes a run of `manifest` makes: one per dtype it claims (only `dtypes`, when given: the ones
+    its plan runs), then one per capability it declares, in the vocabulary's order."""
+    claimed = list(manifest.claimed_dtypes) if manifest is not None else [torch.float32]
+    wanted = set(dtypes) if dtypes is not None else None
+    probes = [("dtype", dtype_names.canonical_name(d)) for d in dtype_names.CLAIMABLE_DTYPES
+              if d in claimed and (wanted is None or d in wanted)]
+    declared = manifest.capabilities if manifest is not None else ()
+    probes += [("capability", name) for name in CAPABILITIES if name in declared]
+    return probes
+
+
+def value_dtype(manifest: Any) -> torch.dtype:
+    """The float dtype capability probes compute in: float32, unless the manifest claims other floats only."""
+    claimed = manifest.claimed_dtypes if manifest is not None else ()
+    if not claimed or torch.float32 in claimed:
+        return torch.float32
+    floats = [d for d in claimed if d.is_floating_point and d not in dtype_names.FLOAT8_DTYPES]
+    return floats[0] if floats else torch.float32
+
+
+def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path | None = None) -> ProbeResult:
+    """One probe, guarded: ok, failed at a step, or no_probe; never raises (interrupts excepted)."""
+    kind, name = probe
+    steps = Steps(announce=announce)
+    started = time.monotonic()
+    status, step, error = OK, None, None
+    try:
+        if kind == "dtype":
+            probe_dtype(device, dtype_names.lookup(name), steps)
+        else:
+            check = CAPABILITY_PROBES.get(name)
+            if check is None:
+                raise NoProbe(f"TorchCTS has no probe for {name!r}")
+            check(ProbeEnv(device=device, dtype=value_dtype(manifest), steps=steps, manifest=manifest))
+    except StepFailed as failure:
+        status, step, error = FAILED, failure.step, failure.error
+    except NoProbe as reason:
+        status, error = NO_PROBE, f"no probe: {reason}"
+    except Exception as exc:  # noqa: BLE001 - outside any step (a probe's own setup): still a result
+        status, step, error = FAILED, "probe", error_line(exc)
+    return ProbeResult(kind, name, status, step, error, time.monotonic() - started)
+
+
+def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: bool = True,
+               batch_timeout_s: float = BATCH_TIMEOUT_S,
+               on_result: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]:
+    """Every probe's result, in order: in forked children when `fork`, else in this process."""
+    report = on_result or (lambda result: None)
+    if not fork:
+        results = []
+        for probe in probes:
+            results.append(run_probe(device, probe, manifest))
+            report(results[-1])
+        return results
+    from torchcts.isolation.fork import run_forked
+
+    results: list[ProbeResult] = []
+    remaining = list(probes)
+    while remaining:
+        with tempfile.TemporaryDirectory(prefix="torchcts-probes-") as folder:
+            lines, steps_file = Path(folder) / "results.jsonl", Path(folder) / "step"
+            batch = list(remaining)
+            ended = run_forked(lambda: _run_batch(device, batch, manifest, lines, steps_file), batch_timeout_s)
+            done = _read_results(lines)
+            step = _step_at(steps_file)
+        for result in done:
+            report(result)
+        results += done
+        remaining = remaining[len(done):]
+        if remaining:  # the child ended before its last probe: the one it was in died or hung
+            kind, name = remaining.pop(0)
+            spent = max(0.0, ended.duration_s - sum(r.duration_s for r in done))
+            how = "the probe's process ended without its result" if ended.status == "finished" else \
+                f"{ended.status.replace('_', ' ')}: {ended.describe()}"
+            results.append(ProbeResult(kind, name, FAILED, step, how, spent))
+            report(results[-1])
+    return results
+
+
+def _run_batch(device: str, probes: list[Probe], manifest: Any, lines: Path, steps_file: Path) -> int:
+    """In the forked child: each probe's result appended to `lines` as soon as it is known (and each
+    step's name written to `steps_file` before it runs)."""
+    with open(lines, "a", encoding="utf-8") as out:
+        for probe in probes:
+            out.write(json.dumps(run_probe(device, probe, manifest, announce=steps_file).as_json()) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+    return len(probes)
+
+
+def _read_results(lines: Path) -> list[ProbeResult]:
+    results = []
+    try:
+        text = lines.read_text(encoding="utf-8")
+    except OSError:
+        return results
+    for line in text.splitlines():
+        try:
+            results.append(ProbeResult.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError):  # a line torn by the crash: that probe did not finish
+            break
+    return results
+
+
+def _step_at(steps_file: Path) -> str:
+    """The step a dead child was in: the last name it wrote before running a step."""
+    try:
+        return steps_file.read_text(encoding="utf-8").strip() or "probe"
+    except OSError:
+        return "probe"

@@ -1,0 +1,178 @@
+"""The report's views of many items at once: the dtype matrix of claimed dtypes, the per-op table,
+missing kernels grouped by overload, and the other failures grouped by op and by error line.
+
+A backend in development fails hundreds of items, most of them for a few hundred missing kernels;
+these views keep a report readable at that size (docs/reports.md). Plain dicts and lists, like the
+rest of `report.data`; no torch.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
+
+PASSED = Outcome.PASSED.value
+EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
+PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
+# dtypes with only these outcomes are not claimed by the manifest (for runs whose run.json predates claimed_dtypes)
+UNCLAIMED_VALUES = frozenset((Outcome.DTYPE_NOT_SUPPORTED.value, Outcome.DTYPE_NOT_LISTED.value))
+DESELECTED = Outcome.DESELECTED.value
+MISSING_KERNEL = "missing_kernel"  # a record's error_kind for an error from a kernel the backend lacks
+UNNAMED_OVERLOAD = "(overload not named)"  # a missing-kernel record without its `missing_kernel` field
+FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
+SCENARIO = "scenario"  # the variant of a scenario item (plan.registry): its op is a scenario's name, not an OpInfo
+# The order failures are shown in: wrong values first (silent in a user's program), then crashes and hangs.
+OUTCOME_ORDER = {name: rank for rank, name in enumerate(("failed", "crashed", "timed_out", "error"))}
+
+
+def family(op: str) -> str:
+    """The op family of an OpInfo id: its namespace (`linalg`, `nn.functional`, ...) or `core`."""
+    for name in FAMILIES:
+        if op.startswith(name + "."):
+            return name
+    return "core"
+
+
+def row_family(record: dict[str, Any]) -> str:
+    return "scenarios" if record.get("variant") == SCENARIO else family(record["op"])
+
+
+def is_missing_kernel(record: dict[str, Any]) -> bool:
+    return record["outcome"] in PROBLEM_VALUES and record.get("error_kind") == MISSING_KERNEL
+
+
+def claimed_dtypes(environment: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
+    """The dtypes the manifest claims: run.json's `claimed_dtypes`, or (older runs) every dtype with an
+    item the manifest's dtype claims did not rule out."""
+    claimed = environment.get("claimed_dtypes")
+    if claimed is not None:
+        return sorted(set(claimed))
+    return sorted({r["dtype"] for r in records if r["outcome"] not in UNCLAIMED_VALUES})
+
+
+def dtype_matrix(records: list[dict[str, Any]], claimed: list[str]) -> dict[str, Any]:
+    """Op family x dtype over the claimed dtypes: executed items, passed, problems, and not run.
+
+    Columns: the claimed dtypes the run selected, and any other dtype with an executed item. The
+    rest are summarised: `unclaimed` (with the items not run for them) and `not_selected` (claimed,
+    but every item deselected, e.g. by --dtype)."""
+    cells: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
+    per_dtype: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in records:
+        outcome = r["outcome"]
+        kind = "passed" if outcome == PASSED else "problems" if outcome in PROBLEM_VALUES else "not_run"
+        cells[(row_family(r), r["dtype"])][kind] += 1
+        per_dtype[r["dtype"]]["deselected" if outcome == DESELECTED else kind] += 1
+    claimed_set = set(claimed)
+
+    def shown(dtype: str) -> bool:
+        counts = per_dtype[dtype]
+        executed = counts["passed"] + counts["problems"]
+        return executed > 0 or (dtype in claimed_set and counts["not_run"] > 0)
+
+    dtypes = sorted(d for d in per_dtype if shown(d))
+    families = sorted({f for f, d in cells if d in dtypes}, key=lambda f: (f != "core", f))
+    rows = []
+    for name in families:
+        row = []
+        for dtype in dtypes:
+            cell = cells.get((name, dtype), collections.Counter())
+            run = cell["passed"] + cell["problems"]
+            row.append({"dtype": dtype, "passed": cell["passed"], "problems": cell["problems"],
+                        "not_run": cell["not_run"], "pass_rate": round(cell["passed"] / run, 4) if run else None})
+        rows.append({"family": name, "cells": row})
+    hidden = sorted(d for d in per_dtype if d not in dtypes)
+    return {"dtypes": dtypes, "rows": rows, "claimed": sorted(claimed_set),
+            "unclaimed": [{"dtype": d, "count": sum(per_dtype[d].values())} for d in hidden if d not in claimed_set],
+            "not_selected": [{"dtype": d, "count": sum(per_dtype[d].values())} for d in hidden if d in claimed_set]}
+
+
+def op_table(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per op with an executed item: items executed, passed, failing (missing kernels among them),
+    not run; grouped by family, failing ops first. Ops with nothing executed are only counted."""
+    ops: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    families: dict[str, str] = {}
+    for r in records:
+        counter = ops[r["op"]]
+        families.setdefault(r["op"], row_family(r))
+        outcome = r["outcome"]
+        if outcome in EXECUTED_VALUES:
+            counter["executed"] += 1
+            counter["passed" if outcome == PASSED else "problems"] += 1
+            counter["missing_kernels"] += is_missing_kernel(r)
+        else:
+            counter["not_run"] += 1
+    groups: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for op, c in ops.items():
+        if c["executed"]:
+            groups[families[op]].append({"op": op, "executed": c["executed"], "passed": c["passed"],
+                                         "problems": c["problems"], "missing_kernels": c["missing_kernels"],
+                                         "not_run": c["not_run"], "pass_rate": round(c["passed"] / c["executed"], 4)})
+    result = []
+    for name in sorted(groups, key=lambda f: (f != "core", f)):
+        rows = sorted(groups[name], key=lambda row: (-row["problems"], row["pass_rate"], row["op"]))
+        result.append({"family": name, "ops": len(rows), "failing_ops": sum(1 for row in rows if row["problems"]),
+                       "rows": rows})
+    return {"families": result, "ops_not_executed": sum(1 for c in ops.values() if not c["executed"])}
+
+
+def missing_kernel_groups(failures: list[dict[str, Any]]) -> dict[str, Any]:
+    """The failures from a missing kernel, one group per aten overload, most items first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in failures:
+        if f["error_kind"] != MISSING_KERNEL:
+            continue
+        kernel = f.get("missing_kernel") or {}
+        overload = kernel.get("overload") or UNNAMED_OVERLOAD
+        group = groups.setdefault(overload, {"overload": overload, "dispatch_keys": set(), "count": 0,
+                                             "item_ids": [], "ops": set(), "replay": None})
+        if kernel.get("dispatch_key"):
+            group["dispatch_keys"].add(kernel["dispatch_key"])
+        group["count"] += 1
+        group["item_ids"].append(f["item"])
+        group["ops"].add(f["op"])
+        group["replay"] = group["replay"] or f["replay"]
+    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["overload"]))
+    for group in ordered:
+        keys = sorted(group.pop("dispatch_keys"))
+        group["dispatch_key"] = ", ".join(keys) if keys else None
+        group["ops"] = sorted(group["ops"])
+    return {"distinct": len(ordered), "count": sum(g["count"] for g in ordered), "groups": ordered}
+
+
+def other_failures(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failures that are not missing kernels, in the order a reader wants them: regressions first,
+    then wrong values, crashes, hangs, errors; by op within each."""
+    others = [f for f in failures if f["error_kind"] != MISSING_KERNEL]
+    return sorted(others, key=lambda f: (not f.get("regression"), OUTCOME_ORDER.get(f["outcome"], 9), f["op"],
+                                         f["item"]))
+
+
+def failure_groups(others: list[dict[str, Any]]) -> dict[str, Any]:
+    """The other failures counted per op and per error line (their first meaningful line), largest first."""
+    by_op: dict[str, dict[str, Any]] = {}
+    by_line: dict[str, dict[str, Any]] = {}
+    for f in others:
+        op = by_op.setdefault(f["op"], {"op": f["op"], "count": 0, "outcomes": collections.Counter(),
+                                        "message": f["message"]})
+        op["count"] += 1
+        op["outcomes"][f["outcome"]] += 1
+        line = by_line.setdefault(f["message"], {"message": f["message"], "count": 0, "ops": set(),
+                                                 "first_item": f["item"]})
+        line["count"] += 1
+        line["ops"].add(f["op"])
+    ops = sorted(by_op.values(), key=lambda g: (-g["count"], g["op"]))
+    for group in ops:
+        group["outcomes"] = dict(sorted(group["outcomes"].items()))
+    lines = sorted(by_line.values(), key=lambda g: (-g["count"], g["message"]))
+    for group in lines:
+        group["ops"] = len(group["ops"])
+    return {"by_op": ops, "by_message": lines}
+
+
+def warning_totals(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Python warnings raised while items ran (the records keep each item's distinct messages)."""
+    with_warnings = [r["warnings"] for r in records if r.get("warnings")]
+    return {"with_warnings": len(with_warnings), "count": sum(w["count"] for w in with_warnings)}

@@ -23,13 +23,12 @@ $(STAMP): pyproject.toml plugins/faulty-autoload/pyproject.toml
 
 # The main job on the embedded default: a derandomized validation run of the harness against
 # CPU itself (level 2, float32), from a freshly initialised manifest; results and the report
-# (scorecard.md, report.html, junit.xml, summary.json) in $(RUN_DIR)/<run-id>/.
+# (scorecard.md, report.html, junit.xml, summary.json, written by `run` itself) in $(RUN_DIR)/<run-id>/report/.
 run: $(STAMP)
 	$(PY) -m torchcts init --template minimal --device-name cpu --non-interactive --force --output $(RUN_DIR)/manifest.py
 	$(PY) -m torchcts check-manifest --manifest $(RUN_DIR)/manifest.py
 	$(PY) -m torchcts run --validation --derandomize --level 2 --dtype float32 --max-examples 10 \
-		--manifest $(RUN_DIR)/manifest.py --results-dir $(RUN_DIR) --corpus $(RUN_DIR)/corpus
-	$(PY) -m torchcts report --results-dir $(RUN_DIR)
+		--manifest $(RUN_DIR)/manifest.py --results-dir $(RUN_DIR) --corpus-dir $(RUN_DIR)/corpus
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

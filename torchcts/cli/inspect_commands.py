@@ -57,8 +57,14 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
 @click.option("--backend-import", help="Module to import before a run, to register the backend.")
 @click.option("--force", is_flag=True, help="Overwrite an existing manifest.")
 @click.option("--non-interactive", is_flag=True, help="Never prompt; a missing --template is an error.")
+@click.option("--probe", is_flag=True, help="Probe --device first and write a DRAFT manifest whose claims match what "
+                                            "works there (dtypes, capabilities, skip_ops for missing kernels).")
+@click.option("--device", "probe_device", metavar="D", help="With --probe: the device to probe (tiny, cuda, ...).")
+@click.option("--ops", "probe_ops", multiple=True, metavar="REGEX",
+              help="With --probe: probe only the ops whose OpInfo id matches (repeatable); default all.")
 def init(template: str | None, output: Path, device_name: str | None, backend_import: str | None,
-         force: bool, non_interactive: bool) -> None:
+         force: bool, non_interactive: bool, probe: bool, probe_device: str | None,
+         probe_ops: tuple[str, ...]) -> None:
     """Write a starting manifest from a template.
 
     \b
@@ -70,11 +76,21 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
       complete   every dtype and single-device capability, level 8
 
     Without --template, asks for one when run on a terminal.
+
+    With --probe --device D [--backend-import M], imports M, probes which dtypes and capabilities
+    work on D, runs the template's items once (derandomized, as `torchcts run` would) and writes a
+    draft marked for review: dtypes and capabilities that failed their probe are dropped, ops whose
+    items hit a missing kernel go into skip_ops ("no kernel for aten::X"). The template defaults to
+    smoke. A derandomized run of the draft with the same versions hits no missing kernel.
     """
     from torchcts.manifest.template_names import TEMPLATE_NAMES
     from torchcts.manifest.templates import render_template, template_purpose
 
-    interactive = not non_interactive and sys.stdin.isatty()
+    if probe != (probe_device is not None) or (probe_ops and not probe):
+        raise click.UsageError("--probe needs --device D (the device to probe), and --device and --ops need --probe")
+    interactive = not non_interactive and sys.stdin.isatty() and not probe
+    if probe and template is None:
+        template = "smoke"
     if template is None:
         if not interactive:
             reason = "with --non-interactive" if non_interactive else "when stdin is not a terminal"
@@ -82,11 +98,16 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
         for name in TEMPLATE_NAMES:
             click.echo(f"  {template_purpose(name)}")
         template = click.prompt("Template", type=click.Choice(TEMPLATE_NAMES), default="smoke")
+    if device_name is None and probe:
+        device_name = probe_device.split(":", 1)[0]
     if device_name is None:
         device_name = click.prompt("Device name", default="auto") if interactive else "auto"
     if output.exists() and not force:
         fail(f"{output}: already exists; pass --force to overwrite it")
-    text = render_template(template, device_name=device_name, backend_import=backend_import)
+    if probe:
+        text = _probed_draft(template, probe_device, device_name, backend_import, output, probe_ops)
+    else:
+        text = render_template(template, device_name=device_name, backend_import=backend_import)
     _validate_rendered(output, text)
     partial = output.with_name(f".{output.name}.partial")
     try:
@@ -95,8 +116,83 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
         os.replace(partial, output)
     except OSError as exc:  # checked when --output was parsed; a full disk or a race remains
         fail(f"--output {output}: cannot write it: {exc.strerror or exc}")
+    if probe:
+        click.echo(f"wrote the DRAFT manifest {output} (template {template}, probed on {probe_device}): review it")
+        click.echo(f"next: torchcts run --manifest {output} --device {probe_device}")
+        return
     click.echo(f"wrote {output} from template {template_purpose(template)}")
     click.echo(f"next: torchcts check-manifest --manifest {output}")
+
+
+def _probed_draft(template: str, device: str, device_name: str, backend_import: str | None, output: Path,
+                  ops: tuple[str, ...]) -> str:
+    """`init --probe`: import the backend, check the device, probe it (`torchcts.probe.draft`) with progress on
+    stderr; the draft's text. Ctrl-C or SIGTERM stops it with nothing written (exit 128 + signal)."""
+    from torchcts import interrupts
+    from torchcts.isolation.fork import fork_safe
+    from torchcts.manifest.load import BackendImportError, import_backend
+    from torchcts.plan.selection import Selection, SelectionError
+    from torchcts.plugin.options import SessionError, check_device, device_kind
+    from torchcts.probe.draft import DraftError, make_draft
+
+    try:
+        Selection(op_patterns=ops)
+    except SelectionError as exc:
+        fail(str(exc))
+    if backend_import is not None:
+        try:
+            import_backend(backend_import)
+        except BackendImportError as exc:
+            fail(f"--backend-import {backend_import}: {exc}")
+    try:
+        check_device(device)
+    except SessionError as exc:
+        fail(str(exc))
+    progress = _ProbeProgress()
+    with interrupts.handling():
+        try:
+            draft = make_draft(template, device, device_name=device_name, backend_import=backend_import,
+                               output=output, op_patterns=ops, fork=fork_safe(device_kind(device)),
+                               say=lambda line: click.echo(f"torchcts init: {line}", err=True), progress=progress)
+        except KeyboardInterrupt:
+            progress.end()
+            signum = interrupts.requested() or 2
+            click.echo(f"torchcts init: interrupted; {output} not written", err=True)
+            sys.exit(interrupts.exit_code(signum))
+        except DraftError as exc:
+            fail(f"torchcts init --probe: the draft does not validate:\n{exc}")
+    progress.end()
+    for line in draft.summary_lines():
+        click.echo(f"torchcts init: {line}", err=True)
+    return draft.text
+
+
+class _ProbeProgress:
+    """`init --probe`'s progress on stderr: a line rewritten in place on a terminal, else one per tenth of the items."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.tty = sys.stderr.isatty()
+        self.open = False
+        self.shown = 0
+
+    def __call__(self, done: int, total: int, missing: int, ops: int) -> None:
+        line = (f"torchcts init: {done}/{total} items, {missing} missing kernels in {ops} ops, "
+                f"{self.clock() - self.started:.0f} s")
+        if self.tty:
+            click.echo(f"\r{line}\x1b[K", nl=False, err=True)
+            self.open = True
+        elif done == total or done * 10 // max(total, 1) > self.shown:
+            self.shown = done * 10 // max(total, 1)
+            click.echo(line, err=True)
+
+    def end(self) -> None:
+        if self.open:
+            click.echo("", err=True)
+            self.open = False
 
 
 def _validate_rendered(output: Path, text: str) -> None:

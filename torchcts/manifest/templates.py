@@ -1,14 +1,18 @@
 """`torchcts init` templates: render a starting manifest from manifests/templates/.
 
 Each template is a few claims (purpose, level, dtypes, capabilities) on top of one shared layout,
-so every template lists every key and every capability in the same order.
+so every template lists every key and every capability in the same order. `torchcts init --probe`
+renders the same layout with `DraftClaims` in place of the template's dtype and capability claims,
+its `skip_ops`, and a header that marks the file as a draft to review.
 """
 
 from __future__ import annotations
 
 import json
 from importlib import resources
+from typing import Mapping
 
+import attrs
 import jinja2
 
 from torchcts import dtypes
@@ -56,12 +60,41 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_template(name: str, device_name: str = "auto", backend_import: str | None = None) -> str:
-    """The text of `manifest.py` for template `name`."""
+@attrs.frozen
+class DraftClaims:
+    """What a probe found, in place of a template's claims: dtype -> True, False or an op regex; the
+    capabilities claimed; a comment per dtype or capability the probe dropped; `skip_ops` op -> reason;
+    the comment lines of the draft's header (without "# ")."""
+
+    header: tuple[str, ...]
+    dtype_claims: Mapping[str, bool | str]
+    capabilities: tuple[str, ...]
+    skip_ops: Mapping[str, str] = attrs.field(factory=dict)
+    dtype_notes: Mapping[str, str] = attrs.field(factory=dict)
+    capability_notes: Mapping[str, str] = attrs.field(factory=dict)
+
+    def for_template(self) -> dict[str, object]:
+        return {"header": [line.replace("\n", " ") for line in self.header],
+                "dtype_claims": {name: _Regex(value) if isinstance(value, str) else value
+                                 for name, value in self.dtype_claims.items()},
+                "capabilities": list(self.capabilities), "skip_ops": dict(sorted(self.skip_ops.items())),
+                "dtype_notes": {k: _comment(v) for k, v in self.dtype_notes.items()},
+                "capability_notes": {k: _comment(v) for k, v in self.capability_notes.items()}}
+
+
+def _comment(text: str) -> str:
+    """Text that stays inside one `#` comment line."""
+    return " ".join(str(text).split())
+
+
+def render_template(name: str, device_name: str = "auto", backend_import: str | None = None,
+                    draft: DraftClaims | None = None) -> str:
+    """The text of `manifest.py` for template `name` (with `draft`: the probe's claims instead of the template's)."""
     if name not in TEMPLATE_NAMES:
         raise ValueError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATE_NAMES)}")
     template = _environment().get_template(f"{name}.py.jinja")
-    return template.render(template=name, device_name=device_name, backend_import=backend_import)
+    return template.render(template=name, device_name=device_name, backend_import=backend_import,
+                           draft=draft.for_template() if draft is not None else None)
 
 
 def template_purpose(name: str) -> str:

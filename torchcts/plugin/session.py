@@ -11,6 +11,7 @@ fails (`nothing_ran`). Under `torchcts run` it also writes the report into the r
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import time
@@ -57,7 +58,8 @@ class RunSession:
         self.engine = self._engine_settings(start)
         self.draw = start.draw
         self.statistics = StatisticsTotals()  # --hypothesis-show-statistics: the summary line's totals
-        self.probes: dict[str, Any] | None = None  # the probes' summary, once they ran (before the first item)
+        self.probed = False  # the probes run once, before the first item (not in a replay)
+        self.probes: dict[str, Any] | None = None  # their summary (None: none ran)
         self.probe_lines: list[str] = []  # what they say, shown with the first item's report
 
     @classmethod
@@ -104,7 +106,7 @@ class RunSession:
 
     def run(self, item: PlanItem | ReplayItem) -> dict[str, Any]:
         """Run one item with the engine, append its record, count it; the record."""
-        if self.probes is None and self.replaying is None:
+        if not self.probed and self.replaying is None:
             self._probe()
         self.writer.mark_started(item.id)
         record = run_item(item, self.engine)
@@ -137,10 +139,12 @@ class RunSession:
         from torchcts.isolation.fork import fork_safe
         from torchcts.probe.records import probe_run
 
+        self.probed = True
         fork = fork_safe(self.target.device_type) and getattr(self.isolation, "can_fork", True)
         self.probes = probe_run(self.device, self.manifest, {item.dtype for item in self.plan.items},
                                 self.writer.folder, fork=fork, say=self.probe_lines.append)
-        self.writer.set_probes(self.probes)
+        if self.probes is not None:  # None: TORCHCTS_PROBES=off
+            self.writer.set_probes(self.probes)
 
     def _show_probe_lines(self) -> None:
         """The probes' lines, once (outside pytest's capture); plain pytest's screen would hold them back."""
@@ -172,8 +176,9 @@ class RunSession:
             self.writer.close("complete" if complete else "partial",
                               interrupted={"signal": signal} if interrupted else None)
         if not interrupted and self.writer.run_kind == "run":
-            self.nothing_ran = nothing_ran(self.plan, self.writer.outcomes, self.done,
-                                           self.config.getoption("torchcts_ops") or ())
+            option = self.config.getoption
+            self.nothing_ran = nothing_ran(self.plan, self.writer.outcomes, self.done, option("torchcts_ops") or (),
+                                           option("torchcts_dtypes") or (), option("torchcts_properties") or ())
         if self.write_report and self.writer.run_kind != "collect_only":
             self.report_line = self._write_report()
 
@@ -217,33 +222,41 @@ class RunSession:
         return lines
 
 
-def nothing_ran(plan: Any, outcomes: Any, done: int, op_patterns: Any) -> str | None:
+def nothing_ran(plan: Any, outcomes: Any, done: int, op_patterns: Any = (), dtypes: Any = (),
+                properties: Any = ()) -> str | None:
     """Why a conformance run executed no item (which filter left nothing), or None when one executed.
 
-    A run that tests nothing must not look green: `torchcts run` exits 3, pytest fails the session."""
+    `op_patterns`, `dtypes`, `properties`: the command line's selection, to name the reasons of the items
+    it asked for. A run that tests nothing must not look green: `torchcts run` exits 3, pytest fails."""
     if sum(n for outcome, n in outcomes.items() if outcome in EXECUTED):
         return None
     if not plan.items:
         if not plan.accounting:
             return "the manifest's claims give no item to run (no registered property applies)"
-        ops = sorted({str(entry.item.as_json().get("op")) for entry in plan.accounting})
+        ops = sorted({str(getattr(entry.item, "op", "")) for entry in plan.accounting})
         if op_patterns and not any(pattern_matches(p, op) for p in op_patterns for op in ops):
             return (f"--ops {' '.join(repr(p) for p in op_patterns)} matches none of the {len(ops)} OpInfo and "
                     f"scenario names (`torchcts show-skips --list` lists them)")
-        reasons: dict[str, int] = {}
-        for entry in plan.accounting:
-            key = f"{entry.outcome}: {entry.reason}"
-            reasons[key] = reasons.get(key, 0) + 1
-        ranked = sorted(reasons.items(), key=lambda kv: -kv[1])
+        asked = [entry for entry in plan.accounting if _asked_for(entry.item, op_patterns, dtypes, properties)]
+        reasons = collections.Counter(f"{entry.outcome}: {entry.reason}" for entry in asked or plan.accounting)
+        ranked = reasons.most_common()
         shown = "; ".join(f"{key} ({count})" for key, count in ranked[:3])
         more = f"; and {len(ranked) - 3} more reasons" if len(ranked) > 3 else ""
-        return (f"every one of the {len(plan.accounting)} items is filtered out or not claimed: {shown}{more} "
+        return (f"every item of the selection is filtered out or not claimed: {shown}{more} "
                 f"(`torchcts show-skips` explains each)")
     if done == 0:
         return (f"none of the {len(plan.items)} selected items was run: pytest deselected or did not collect them "
                 f"(-k, -m, --deselect, or test paths after --)")
     not_run = ", ".join(f"{o} {n}" for o, n in sorted(outcomes.items()) if o not in EXECUTED and n)
     return f"none of the {done} items run executed a case ({not_run})"
+
+
+def _asked_for(item: Any, op_patterns: Any, dtypes: Any, properties: Any) -> bool:
+    """Whether the command line's --ops, --dtype and --property keep `item` (the manifest may still not)."""
+    names = {part.strip().removeprefix("torch.") for value in dtypes or () for part in str(value).split(",")}
+    return ((not op_patterns or any(pattern_matches(p, str(getattr(item, "op", ""))) for p in op_patterns))
+            and (not names or str(getattr(item, "dtype", "")) in names)
+            and (not properties or getattr(item, "property", None) in properties))
 
 
 def pattern_matches(pattern: str, name: str) -> bool:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from torchcts import dtypes as dtype_names
 from torchcts.probe.result import FAILED, NO_PROBE, ProbeResult, error_line
 from torchcts.probe.runner import probes_for, run_probes
 
 FILE_NAME = "probes.jsonl"
+MODE_ENV = "TORCHCTS_PROBES"  # "off": no probes; "in-process": never forked (unset: forked where the device allows)
+MODES = ("", "off", "in-process")
 SUMMARY_PROBLEMS = 100  # run.json lists at most this many problem lines (probes.jsonl has them all)
 CONSOLE_PROBLEMS = 5  # the console shows at most this many, then "... and N more"
 
@@ -66,10 +68,18 @@ def end_lines(summary: dict[str, Any] | None, folder: Path, limit: int = 3) -> l
 
 
 def probe_run(device: str, manifest: Any, plan_dtypes: Iterable[Any], folder: Path, *, fork: bool,
-              say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+              say: Callable[[str], None] = lambda line: None,
+              environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
     """Probe the run's dtypes (the names or dtypes its plan runs) and declared capabilities on `device`,
-    write probes.jsonl into `folder`, say what failed; run.json's summary. Never raises (interrupts
+    write probes.jsonl into `folder`, say what failed; run.json's summary (None when TORCHCTS_PROBES=off).
+    In forked children when `fork` (TORCHCTS_PROBES=in-process: here). Never raises (interrupts
     excepted): probes that cannot run at all are one problem in the summary."""
+    mode = environ.get(MODE_ENV, "")
+    if mode not in MODES:
+        say(f"torchcts: warning: {MODE_ENV}={mode!r} is not one of {', '.join(m for m in MODES if m)}; probes run as usual")
+    if mode == "off":
+        return None
+    fork = fork and mode != "in-process"
     try:
         probes = probes_for(manifest, {dtype_names.lookup(d) for d in plan_dtypes})
         dtypes = sum(kind == "dtype" for kind, _ in probes)

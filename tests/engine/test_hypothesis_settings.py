@@ -1,0 +1,245 @@
+"""Hypothesis settings are honoured: the manifest's block is a profile, a named profile goes over it, flags
+over both, and what decides the cases (seed, database, phases) stays TorchCTS's (docs/harness.md)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import hypothesis
+import pytest
+from hypothesis import HealthCheck, Phase, Verbosity
+
+from torchcts.engine import hypothesis_profile as hp
+from torchcts.manifest import vocabulary as vocab
+from torchcts.manifest.model import HypothesisSettings
+from torchcts.results.writer import read_records
+
+SMALL = ["--validation", "--ops", "^abs$", "--level", "1", "--dtype", "float32", "--property", "forward"]
+ITEM = "forward::abs::function::float32"
+PROFILES = """\
+from hypothesis import HealthCheck, Verbosity, settings
+
+settings.register_profile("cts-three", settings.get_profile("default"), max_examples=3)
+settings.register_profile("cts-loud", verbosity=Verbosity.verbose, print_blob=True,
+                          suppress_health_check=[HealthCheck.filter_too_much])
+settings.register_profile("cts-derandomized", derandomize=True)
+settings.register_profile("cts-on-manifest", parent=settings.get_profile("torchcts-manifest"), max_examples=4)
+"""
+
+
+@pytest.fixture
+def project(tmp_path, write_manifest):
+    """A folder with a manifest whose backend_import module registers profiles; (folder, manifest path)."""
+    (tmp_path / "cts_profiles.py").write_text(PROFILES)
+    manifest = write_manifest('manifest = dict(BASE, backend_import="cts_profiles", hypothesis={"max_examples": 5})\n')
+    return tmp_path, manifest
+
+
+def run(cwd, manifest, *args, results, env=None, command="run"):
+    """`torchcts run` (or `pytest --pyargs torchcts.properties`) in a subprocess; (result, run.json, records by item)."""
+    environ = {k: v for k, v in os.environ.items() if k != hp.PROFILE_ENV}
+    environ.update(PYTHONPATH=str(cwd), PYTHONHASHSEED="0", **(env or {}))
+    front = [sys.executable, "-m", "torchcts", "run"] if command == "run" else \
+        [sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider"]
+    result = subprocess.run([*front, "--manifest", str(manifest), "--results-dir", results, *args],
+                            capture_output=True, text=True, cwd=cwd, env=environ, timeout=600)
+    folders = list((cwd / results).glob("*/run.json"))
+    if not folders:
+        return result, None, {}
+    folder = folders[0].parent
+    return result, json.loads((folder / "run.json").read_text()), {r["item"]: r for r in read_records(folder)}
+
+
+def output(result) -> str:
+    return result.stdout + result.stderr
+
+
+# -- what a run uses, end to end ----------------------------------------------------------------------
+
+
+def test_a_named_profile_goes_over_the_manifest_and_the_command_line_over_both(project):
+    cwd, manifest = project
+    result, summary, records = run(cwd, manifest, *SMALL, results="manifest")
+    assert result.returncode == 0, output(result)[-3000:]
+    assert records[ITEM]["examples"] == 5
+    used = summary["hypothesis"]
+    assert used["profile"] == hp.MANIFEST_PROFILE and used["named_by"] is None
+    assert (used["max_examples"], used["max_examples_from"]) == (5, "manifest")
+    assert used["database"] is None and used["phases"] == [p.name for p in Phase]
+
+    result, summary, records = run(cwd, manifest, *SMALL, "--hypothesis-profile", "cts-three", results="profile")
+    assert result.returncode == 0, output(result)[-3000:]
+    assert records[ITEM]["examples"] == 3  # no --max-examples: the profile's
+    used = summary["hypothesis"]
+    assert (used["profile"], used["named_by"]) == ("cts-three", "--hypothesis-profile")
+    assert (used["max_examples"], used["max_examples_from"]) == (3, "profile cts-three")
+    assert used["deadline_ms"] is None and used["deadline_from"] == "manifest"  # Hypothesis's 200 ms is no choice
+    assert summary["environment"]["max_examples"] == 3
+    assert ("torchcts: hypothesis profile cts-three (--hypothesis-profile, over torchcts-manifest): max_examples 3 "
+            "(profile cts-three), deadline none (manifest)") in result.stdout
+
+    result, summary, records = run(cwd, manifest, *SMALL, "--max-examples", "2", "--no-shrink", results="flag",
+                                   env={hp.PROFILE_ENV: "cts-on-manifest"})
+    assert result.returncode == 0, output(result)[-3000:]
+    assert records[ITEM]["examples"] == 2
+    used = summary["hypothesis"]
+    assert (used["profile"], used["named_by"]) == ("cts-on-manifest", hp.PROFILE_ENV)
+    assert (used["max_examples"], used["max_examples_from"]) == (2, "--max-examples")
+    assert used["phases"] == ["explicit", "generate"]  # --no-shrink: TorchCTS's phases, whatever the profile
+
+
+def test_a_profile_that_is_not_registered_is_one_line_naming_the_registered_ones(project):
+    cwd, manifest = project
+    for args, env, named in (((("--hypothesis-profile", "nightly")), None, "--hypothesis-profile 'nightly'"),
+                             ((), {hp.PROFILE_ENV: "nightly"}, "HYPOTHESIS_PROFILE 'nightly'")):
+        result, summary, _ = run(cwd, manifest, *SMALL, *args, results="unknown", env=env)
+        assert result.returncode == 2, output(result)[-3000:]
+        lines = [line for line in output(result).splitlines() if "nightly" in line]
+        assert len(lines) == 1 and f"{named} is not a registered Hypothesis settings profile" in lines[0]
+        assert "cts-three" in lines[0] and hp.MANIFEST_PROFILE in lines[0] and "Traceback" not in output(result)
+        assert summary is None  # nothing was written
+
+
+def test_hypothesis_seed_is_the_runs_seed(project):
+    cwd, manifest = project
+    first, summary, records = run(cwd, manifest, *SMALL, "--max-examples", "3", "--hypothesis-seed", "11",
+                                  results="hypothesis_seed")
+    assert first.returncode == 0, output(first)[-3000:]
+    assert summary["environment"]["seed"] == 11 and summary["hypothesis"]["seed"] == 11
+    assert not summary["hypothesis"]["derandomize"]
+    again, _, records_again = run(cwd, manifest, *SMALL, "--max-examples", "3", "--seed", "11", results="seed")
+    assert records[ITEM]["fingerprints"] == records_again[ITEM]["fingerprints"] and records[ITEM]["fingerprints"]
+    other, _, records_other = run(cwd, manifest, *SMALL, "--max-examples", "3", "--seed", "12", results="other")
+    assert records_other[ITEM]["fingerprints"] != records[ITEM]["fingerprints"]
+    clash, _, _ = run(cwd, manifest, *SMALL, "--hypothesis-seed", "11", "--derandomize", results="clash")
+    assert clash.returncode == 2 and "--hypothesis-seed) and --derandomize exclude each other" in output(clash)
+
+
+def test_a_derandomized_run_draws_the_same_cases_whatever_profile_is_loaded(project):
+    """The release guarantee: a profile may change what Hypothesis prints, never which cases run or how
+    they shrink. The faulty device's noncontiguous_add bug makes an item fail, so shrinking is compared too."""
+    cwd, manifest = project
+    args = ["--device", "faulty", "--ops", "^add$", "--level", "2", "--dtype", "float32", "--property", "layout",
+            "--derandomize", "--max-examples", "8"]
+    env = {"TORCHCTS_FAULTY_BUGS": "noncontiguous_add"}
+    plain, summary, records = run(cwd, manifest, *args, results="plain", env=env)
+    loud, loud_summary, loud_records = run(cwd, manifest, *args, "--hypothesis-profile", "cts-loud", results="loud",
+                                           env=env)
+    assert plain.returncode == loud.returncode == 1, output(plain)[-3000:] + output(loud)[-3000:]
+    assert loud_summary["hypothesis"]["verbosity"] == "verbose" and loud_summary["hypothesis"]["print_blob"]
+    assert "filter_too_much" in loud_summary["hypothesis"]["suppress_health_check"]
+    executed = {item: r for item, r in records.items() if "duration_s" in r}
+    assert any(r["outcome"] == "failed" for r in executed.values())
+    for item, record in executed.items():
+        other = loud_records[item]
+        assert (other["outcome"], other["examples"], other["fingerprints"]) == \
+            (record["outcome"], record["examples"], record["fingerprints"]), item
+        assert (other.get("counterexample") or {}).get("fingerprint") == \
+            (record.get("counterexample") or {}).get("fingerprint")
+
+
+def test_a_profile_with_derandomize_derandomizes_the_run_unless_a_seed_is_given(project):
+    cwd, manifest = project
+    result, summary, _ = run(cwd, manifest, *SMALL, "--max-examples", "1", results="derandomized",
+                             env={hp.PROFILE_ENV: "cts-derandomized"})
+    assert result.returncode == 0, output(result)[-3000:]
+    assert summary["environment"]["derandomize"] and summary["hypothesis"]["seed"] is None
+    result, summary, _ = run(cwd, manifest, *SMALL, "--max-examples", "1", "--seed", "3", results="seeded",
+                             env={hp.PROFILE_ENV: "cts-derandomized"})
+    assert not summary["environment"]["derandomize"] and summary["hypothesis"]["seed"] == 3
+
+
+def test_statistics_are_recorded_per_item_and_shown_under_plain_pytest(project):
+    cwd, manifest = project
+    result, summary, records = run(cwd, manifest, *SMALL, "--max-examples", "2", "--hypothesis-show-statistics",
+                                   "--hypothesis-profile", "cts-three", results="stats", command="pytest")
+    assert result.returncode == 0, output(result)[-3000:]
+    stats = records[ITEM]["hypothesis_statistics"]
+    assert stats["phases"]["generate"]["test_cases"] == records[ITEM]["examples"] == 2
+    assert stats["stopped_because"] == "settings.max_examples=2" and "2 passing" in stats["text"]
+    assert summary["hypothesis"]["show_statistics"] and summary["hypothesis"]["max_examples_from"] == "--max-examples"
+    assert "torchcts: Hypothesis statistics: 1 items, 2 test cases (2 passing, 0 failing, 0 invalid)" in result.stdout
+    section = result.stdout.split("Hypothesis Statistics", 1)[1]
+    assert f"test_forward[{ITEM}]" in section and "2 passing, 0 failing" in section
+    quiet, _, records = run(cwd, manifest, *SMALL, "--max-examples", "1", results="no_stats")
+    assert "hypothesis_statistics" not in records[ITEM] and "Hypothesis statistics" not in quiet.stdout
+
+
+def test_the_manifests_verbosity_print_blob_and_health_checks_are_used(tmp_path, write_manifest):
+    manifest = write_manifest('manifest = dict(BASE, hypothesis={"verbosity": "quiet", "print_blob": True, '
+                              '"suppress_health_check": ["filter_too_much"], "deadline": 5000})\n')
+    result, summary, _ = run(tmp_path, manifest, *SMALL, "--max-examples", "1", results="block")
+    assert result.returncode == 0, output(result)[-3000:]
+    used = summary["hypothesis"]
+    assert used["verbosity"] == "quiet" and used["print_blob"] and used["deadline_ms"] == 5000
+    assert set(used["suppress_health_check"]) == set(hp.HEALTH_CHECKS_OFF) | {"filter_too_much"}
+
+
+# -- the rules, directly ----------------------------------------------------------------------------
+
+
+def test_resolve_takes_a_profiles_changed_values_over_the_manifests():
+    defaults = hypothesis.settings.get_profile("default")  # not this process's profile (tests/conftest.py's)
+    hypothesis.settings.register_profile("cts-unit", defaults, max_examples=7, deadline=None,
+                                         verbosity=Verbosity.verbose)
+    hypothesis.settings.register_profile("cts-unit-plain", defaults, print_blob=True)
+    block = HypothesisSettings(max_examples=20, deadline_ms=300.0, verbosity="quiet")
+    mine = hp.resolve(block)
+    assert (mine.max_examples, mine.deadline_ms, mine.verbosity) == (20, 300.0, "quiet")
+    named = hp.resolve(block, profile="cts-unit", named_by="--hypothesis-profile")
+    assert (named.max_examples, named.max_examples_from) == (7, "profile cts-unit")
+    assert (named.deadline_ms, named.verbosity) == (None, "verbose")
+    plain = hp.resolve(block, profile="cts-unit-plain", named_by=hp.PROFILE_ENV)
+    assert (plain.max_examples, plain.deadline_ms, plain.verbosity, plain.print_blob) == (20, 300.0, "quiet", True)
+    flags = hp.resolve(block, profile="cts-unit", max_examples=3, verbosity="debug")
+    assert (flags.max_examples, flags.max_examples_from, flags.verbosity) == (3, "--max-examples", "debug")
+
+
+def test_an_items_settings_keep_what_torchcts_owns_whatever_the_profile():
+    hypothesis.settings.register_profile(
+        "cts-hostile", hypothesis.settings.get_profile("default"), derandomize=True, phases=[Phase.generate], report_multiple_bugs=True, max_examples=1000,
+        suppress_health_check=[HealthCheck.nested_given])
+    draw = hp.resolve(HypothesisSettings(), profile="cts-hostile", named_by="--hypothesis-profile")
+    settings = hp.item_settings(draw, max_examples=4, deadline_ms=None, shrink=True)
+    assert (settings.max_examples, settings.database, settings.derandomize) == (4, None, False)
+    assert settings.phases == tuple(Phase) and not settings.report_multiple_bugs and settings.backend == "hypothesis"
+    assert HealthCheck.nested_given in settings.suppress_health_check
+    assert HealthCheck.too_slow in settings.suppress_health_check
+    assert draw.profile_derandomizes
+    quick = hp.item_settings(draw, max_examples=4, deadline_ms=250.0, shrink=False)
+    assert quick.phases == (Phase.explicit, Phase.generate)
+    assert quick.deadline == datetime.timedelta(milliseconds=250)
+
+
+def test_the_manifest_block_is_registered_as_a_profile():
+    hp.register_manifest_profile(HypothesisSettings(max_examples=9, deadline_ms=None, derandomize=True,
+                                                    verbosity="verbose", suppress_health_check=("filter_too_much",)))
+    profile = hypothesis.settings.get_profile(hp.MANIFEST_PROFILE)
+    assert (profile.max_examples, profile.deadline, profile.derandomize) == (9, None, True)
+    assert profile.verbosity is Verbosity.verbose
+    assert tuple(profile.suppress_health_check) == (HealthCheck.filter_too_much,)
+
+
+def test_the_manifest_vocabulary_names_hypothesiss_own_settings():
+    assert vocab.HYPOTHESIS_VERBOSITIES == tuple(v.name for v in Verbosity)
+    assert set(vocab.HYPOTHESIS_HEALTH_CHECKS) == {c.name for c in HealthCheck}
+    owned = set(vocab.HYPOTHESIS_OWNED)
+    assert owned <= set(hypothesis.settings.__init__.__kwdefaults__)
+    from torchcts.manifest import schema
+
+    section = {key.name for key in schema.SECTION_KEYS["hypothesis"].keys}
+    assert section | owned | {"deadline"} >= set(hypothesis.settings.__init__.__kwdefaults__)
+    assert not section & owned
+
+
+def test_settings_torchcts_owns_are_a_manifest_error_with_the_reason(tmp_path, write_manifest):
+    manifest = write_manifest('manifest = dict(BASE, hypothesis={"database": None})\n')
+    result = subprocess.run([sys.executable, "-m", "torchcts", "check-manifest", "--manifest", str(manifest)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert "hypothesis.database: is not a manifest setting: TorchCTS keeps no example database" in result.stdout + \
+        result.stderr

@@ -41,7 +41,7 @@ def reaching_ops(out: Path, manifest: Path) -> dict[str, set[str]]:
         env = dict(os.environ, TORCHCTS_TRACE_DEVICE_OPS="1", **{ENV_VAR: ""})
         subprocess.run([PY, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
                         "--level", "2", "--max-examples", "3", "--derandomize", "--results-dir", str(results),
-                        "--corpus", str(out / "clean-corpus"), *sum((["--dtype", d] for d in DTYPES), [])],
+                        "--corpus-dir", str(out / "clean-corpus"), *sum((["--dtype", d] for d in DTYPES), [])],
                        env=env, capture_output=True, text=True)
     reached: dict[str, set[str]] = {}
     for line in next(results.glob("*/records.jsonl")).read_text().splitlines():
@@ -55,7 +55,7 @@ def hunt(bug, ops: set[str], out: Path, manifest: Path, budget: str) -> dict:
     folder = out / bug.name
     pattern = "^(" + "|".join(re.escape(o) for o in sorted(ops)) + ")$"
     result = cli(["fuzz", "--device", "faulty", "--manifest", str(manifest), "--budget", budget, "--ops", pattern,
-                  "--level", "2", "--corpus", str(folder / "corpus"), "--results-dir", str(folder / "results"),
+                  "--level", "2", "--corpus-dir", str(folder / "corpus"), "--results-dir", str(folder / "results"),
                   "--task-timeout", "30", "--seed", "1", *sum((["--dtype", d] for d in DTYPES), [])], bug.name)
     summary = json.loads(next((folder / "results").glob("fuzz-*/fuzz.json")).read_text())
     cases = [case for item in summary["items"] for case in item["new_cases"]]

@@ -1,5 +1,6 @@
 """Settings and fixtures for TorchCTS's own tests: Hypothesis derandomized, no database, no deadline."""
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("torchcts-tests", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("torchcts-tests")
+
+# The faulty device registers only when a test asks (--device faulty, importing it, or TORCHCTS_FAULTY=1 in a
+# subprocess's environment): a developer's exported TORCHCTS_FAULTY=1 would take PrivateUse1 from the user-style
+# backends (tests/backends) in every subprocess and hide a path that forgets to ask.
+os.environ.pop("TORCHCTS_FAULTY", None)
 
 # A small valid manifest; tests derive bad ones from it (`dict(BASE, key=value)`).
 BASE_MANIFEST_SOURCE = '''\

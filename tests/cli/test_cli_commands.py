@@ -74,7 +74,7 @@ def test_a_default_corpus_that_cannot_be_written_is_a_one_line_error(tmp_path, m
     (tmp_path / "corpus").write_text("a file where the default corpus folder would be\n")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["run", "--validation", "--manifest", "missing.py"])
-    assert result.exit_code == 2 and "--corpus" in result.stderr and "corpus is a file" in result.stderr, result.output
+    assert result.exit_code == 2 and "--corpus-dir" in result.stderr and "corpus is a file" in result.stderr, result.output
     assert isinstance(result.exception, SystemExit)
 
 

@@ -1,6 +1,6 @@
 """Issue 14, item 6: a run never writes new cases into the curated corpus shipped with TorchCTS by default.
 
-Without --corpus, `run`, `fuzz` and `replay` use ./corpus, unless ./corpus is the package's own
+Without --corpus-dir, `run`, `fuzz` and `replay` use ./corpus, unless ./corpus is the package's own
 curated corpus (a TorchCTS source checkout): then RESULTS_DIR/corpus.
 """
 
@@ -44,7 +44,7 @@ def test_in_a_source_checkout_new_cases_go_under_the_results_folder(tmp_path, mo
 def test_run_fuzz_and_replay_share_the_default_and_say_it(tmp_path, monkeypatch):
     monkeypatch.chdir(builtin_corpus().parent)
     assert resolve_corpus(None, tmp_path / "r") == tmp_path / "r" / "corpus"
-    assert resolve_corpus(tmp_path / "mine", tmp_path / "r") == tmp_path / "mine"  # a given --corpus is kept
+    assert resolve_corpus(tmp_path / "mine", tmp_path / "r") == tmp_path / "mine"  # a given --corpus-dir is kept
     for command in ("run", "fuzz"):
         shown = CliRunner().invoke(cli, [command, "--help"], terminal_width=1000).output
         assert CORPUS_DEFAULT in shown

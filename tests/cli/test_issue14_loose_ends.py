@@ -19,7 +19,7 @@ def test_fuzz_with_an_unreadable_ledger_next_to_the_manifest_is_a_one_line_error
     result = CliRunner().invoke(cli, ["fuzz", "--device", "cpu", "--manifest", str(tmp_path / "manifest.py"),
                                       "--ops", "^abs$", "--dtype", "float32", "--max-visits", "1",
                                       "--results-dir", str(tmp_path / "results"),
-                                      "--corpus", str(tmp_path / "corpus")])
+                                      "--corpus-dir", str(tmp_path / "corpus")])
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("known-crash ledger: ") and "known_crashes.json" in lines[0]

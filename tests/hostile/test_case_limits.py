@@ -328,7 +328,7 @@ def test_pytest_front_end_records_unreadable_files_without_tracebacks(tmp_path):
     (folder / "medium.json").write_text(json.dumps(mutated(view(sizes=[1000], strides=[0]))))  # 4 kB of view
     expected["medium.json"] = "inputs.input.sizes: 1000 elements x 4 bytes = 4.0 kB exceeds --max-case-bytes 1024"
     result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p",
-                             "no:cacheprovider", "--corpus", str(folder), "--device", "cpu", "--results-dir",
+                             "no:cacheprovider", "--replay", str(folder), "--device", "cpu", "--results-dir",
                              str(tmp_path / "results"), "--max-case-bytes", "1K"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     output = result.stdout + result.stderr

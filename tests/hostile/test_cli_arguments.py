@@ -29,9 +29,9 @@ from torchcts.manifest.templates import render_template
 
 # a run that got past its checks stays tiny: one op, one dtype, level 1, one example
 CHEAP = ["--ops", "^add$", "--dtype", "float32", "--level", "1", "--max-examples", "1"]
-RUN = ["run", "--manifest", "{tmp}/manifest.py", "--results-dir", "{tmp}/results", "--corpus", "{tmp}/corpus", *CHEAP]
+RUN = ["run", "--manifest", "{tmp}/manifest.py", "--results-dir", "{tmp}/results", "--corpus-dir", "{tmp}/corpus", *CHEAP]
 VALIDATION = [*RUN, "--validation"]
-FUZZ = ["fuzz", "--manifest", "{tmp}/manifest.py", "--results-dir", "{tmp}/results", "--corpus", "{tmp}/corpus",
+FUZZ = ["fuzz", "--manifest", "{tmp}/manifest.py", "--results-dir", "{tmp}/results", "--corpus-dir", "{tmp}/corpus",
         "--max-visits", "1", "--budget", "5s", *CHEAP[:6]]
 INIT = ["init", "--template", "smoke", "--non-interactive"]
 
@@ -49,8 +49,8 @@ ARGUMENT_ERRORS = [
     ([*VALIDATION, "--results-dir", "{tmp}/file"], "--results-dir"),
     ([*VALIDATION, "--results-dir", "/proc/torchcts-results"], "--results-dir"),
     ([*VALIDATION, "--results-dir", ""], "--results-dir"),
-    ([*VALIDATION, "--corpus", "{tmp}/file/corpus"], "--corpus"),
-    ([*FUZZ, "--device", "cpu", "--corpus", "/proc/torchcts-corpus"], "--corpus"),
+    ([*VALIDATION, "--corpus-dir", "{tmp}/file/corpus"], "--corpus-dir"),
+    ([*FUZZ, "--device", "cpu", "--corpus-dir", "/proc/torchcts-corpus"], "--corpus-dir"),
     ([*FUZZ, "--device", "cpu", "--results-dir", "{tmp}/file/r"], "--results-dir"),
     (["replay", "--device", "cpu", "--results-dir", "/proc/torchcts-results"], "--results-dir"),
     (["selftest", "--results-dir", "{tmp}/file/selftest"], "--results-dir"),

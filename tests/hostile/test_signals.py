@@ -306,7 +306,7 @@ def test_a_second_sigterm_during_cleanup_still_leaves_a_partial_run(cwd):
 @linux_only
 def test_sigterm_ends_a_fuzz_hunt_and_its_workers(cwd):
     process = _start(cwd, "fuzz", "--device", "faulty", "--ops", "^add$", "--dtype", "float32", "--budget", "1h",
-                     "--results-dir", "results", "--corpus", "corpus")
+                     "--results-dir", "results", "--corpus-dir", "corpus")
     deadline = time.monotonic() + SAFETY_NET_S
     while time.monotonic() < deadline and process.poll() is None and \
             not any(b"spawn_main" in _cmdline(pid) for pid in _group(process.pid)):

@@ -73,7 +73,7 @@ def test_a_crash_that_comes_after_a_quiet_moment_keeps_its_signal():
 def hunt(cwd, name, *args):
     result = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--dtype", "float32",
                              "--property", "forward", "--level", "2", "--examples-per-task", "3",
-                             "--task-timeout", "1800", "--corpus", f"{name}/corpus", "--results-dir", f"{name}/results",
+                             "--task-timeout", "1800", "--corpus-dir", f"{name}/corpus", "--results-dir", f"{name}/results",
                              *args],
                             capture_output=True, text=True, cwd=cwd, timeout=1800,
                             env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))

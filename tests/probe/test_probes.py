@@ -37,6 +37,17 @@ CPU_LACKS = {"pinned_memory", "events", "multi_device"}
 # -- the probes themselves ---------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def harness_threads():
+    """One intra-op thread, as every TorchCTS front end sets: forked probes then never meet a busy OpenMP pool."""
+    from torchcts.engine.run import HARNESS_THREADS
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(HARNESS_THREADS)
+    yield
+    torch.set_num_threads(before)
+
+
 def test_every_capability_of_the_vocabulary_has_a_probe():
     assert list(capability_probes.CAPABILITY_PROBES) == list(CAPABILITIES)
 

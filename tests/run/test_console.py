@@ -219,7 +219,8 @@ def test_plain_pytest_keeps_its_output_with_short_failure_text(faulty_manifest):
         capture_output=True, text=True, cwd=faulty_manifest, env=dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG),
         timeout=900)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    block = result.stdout.split("= FAILURES =", 1)[1].split("torchcts: ", 1)[0].strip().splitlines()
+    section = result.stdout.split(" FAILURES ", 1)[1].split("\n", 1)[1]
+    block = section.split("torchcts: ", 1)[0].strip().splitlines()
     assert block[0].startswith("_") and FAILING in block[0]  # pytest's own section, kept
     assert block[1] == "failed: the backend's result differs from the CPU oracle's"
     assert block[2].startswith("faulty differs from CPU") and block[3].startswith("replay: torchcts replay ")

@@ -79,7 +79,7 @@ def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_pa
     (corpus / "broken.json").write_text('{"schema_version": 1, "property": "forw')
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
     result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
-                             "--corpus", str(corpus), "--device", "faulty", "--results-dir", str(tmp_path / "r")],
+                             "--replay", str(corpus), "--device", "faulty", "--results-dir", str(tmp_path / "r")],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 1
     records = read_records(next((tmp_path / "r").glob("*/run.json")).parent)

@@ -139,7 +139,8 @@ class Console:
     def progress_line(self) -> str:
         now = self.clock()
         elapsed = now - self.started
-        line = f"torchcts: {self.done}/{self.total} items, {self.problems} failed or errored, {duration(elapsed)} elapsed"
+        line = (f"torchcts: {self.done}/{self.total} items, {self.problems} failed or errored, "
+                f"{duration(elapsed)} elapsed")
         if 0 < self.done < self.total:
             line += f", ~{duration(elapsed / self.done * (self.total - self.done))} left"
         return line
@@ -169,7 +170,8 @@ class Console:
         if not self.missing:
             return None
         ranked = sorted(self.missing.items(), key=lambda entry: (-entry[1], entry[0]))
-        shown = ", ".join(f"{overload} {count} item{'s' * (count != 1)}" for (overload, _), count in ranked[:TOP_MISSING])
+        shown = ", ".join(f"{overload} {count} item{'s' * (count != 1)}"
+                          for (overload, _), count in ranked[:TOP_MISSING])
         more = f" (top {TOP_MISSING}; full list in the report and run.json)" if len(ranked) > TOP_MISSING else ""
         return (f"torchcts: {len(ranked)} distinct kernel{'s' * (len(ranked) != 1)} missing "
                 f"({sum(self.missing.values())} items): {shown}{more}")

@@ -190,7 +190,8 @@ class RunSession:
         try:
             written = write_report(self.writer.folder, results_dir=self.writer.folder.parent)
         except KeyboardInterrupt:  # a second Ctrl-C (or signal) while it was written
-            return f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` writes it"
+            return (f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` "
+                    f"writes it")
         except Exception as exc:  # noqa: BLE001 - the run's results are kept whatever the report does
             text = " ".join(str(exc).split())[:300] or type(exc).__name__
             return (f"torchcts: report not written: {text}; the results are kept "

@@ -65,6 +65,9 @@ def make_draft(template: str, device: str, *, device_name: str, backend_import: 
     import torchcts
     from torchcts.manifest.templates import DraftClaims, render_template
 
+    from torchcts.engine.run import HARNESS_THREADS
+
+    torch.set_num_threads(HARNESS_THREADS)  # as in a run; also keeps forked probes clear of a running OpenMP pool
     base = parse_text(render_template(template, device_name=device_name, backend_import=backend_import), output)
     say(f"probing {len(dtype_names.CLAIMABLE_DTYPES)} dtypes and {len(base.capabilities)} capabilities on {device}")
     dtypes = run_probes(device, [("dtype", dtype_names.canonical_name(d)) for d in dtype_names.CLAIMABLE_DTYPES],

@@ -77,7 +77,9 @@ def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path
 def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: bool = True,
                batch_timeout_s: float = BATCH_TIMEOUT_S,
                on_result: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]:
-    """Every probe's result, in order: in forked children when `fork`, else in this process."""
+    """Every probe's result, in order: in forked children when `fork`, else in this process. Forking, the
+    caller runs with the harness's one intra-op thread, as for forked items: a child forked while an
+    OpenMP pool is busy in its parent can deadlock in its first parallel op."""
     report = on_result or (lambda result: None)
     if not fork:
         results = []

@@ -57,7 +57,8 @@ def dtype_matrix(records: list[dict[str, Any]], claimed: list[str]) -> dict[str,
 
     Columns: the claimed dtypes the run selected, and any other dtype with an executed item. The
     rest are summarised: `unclaimed` (with the items not run for them) and `not_selected` (claimed,
-    but every item deselected, e.g. by --dtype)."""
+    but every item deselected, e.g. by --dtype). Rows: the families with an executed item in those
+    columns; the others are named in `families_not_executed` (all of them when nothing executed)."""
     cells: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
     per_dtype: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in records:
@@ -73,7 +74,9 @@ def dtype_matrix(records: list[dict[str, Any]], claimed: list[str]) -> dict[str,
         return executed > 0 or (dtype in claimed_set and counts["not_run"] > 0)
 
     dtypes = sorted(d for d in per_dtype if shown(d))
-    families = sorted({f for f, d in cells if d in dtypes}, key=lambda f: (f != "core", f))
+    present = {f for f, d in cells if d in dtypes}
+    executed = {f for (f, d), c in cells.items() if d in dtypes and c["passed"] + c["problems"]}
+    families = sorted(executed or present, key=lambda f: (f != "core", f))
     rows = []
     for name in families:
         row = []
@@ -85,6 +88,7 @@ def dtype_matrix(records: list[dict[str, Any]], claimed: list[str]) -> dict[str,
         rows.append({"family": name, "cells": row})
     hidden = sorted(d for d in per_dtype if d not in dtypes)
     return {"dtypes": dtypes, "rows": rows, "claimed": sorted(claimed_set),
+            "families_not_executed": sorted(present - set(families), key=lambda f: (f != "core", f)),
             "unclaimed": [{"dtype": d, "count": sum(per_dtype[d].values())} for d in hidden if d not in claimed_set],
             "not_selected": [{"dtype": d, "count": sum(per_dtype[d].values())} for d in hidden if d in claimed_set]}
 

@@ -67,7 +67,8 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
     """The records of one run, and whether it completed."""
     args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
             "--level", str(level), "--derandomize", "--max-examples", str(max_examples),
-            "--results-dir", str(results_dir), "--corpus", str(results_dir / "corpus"), "--", "--no-shrink"]
+            "--results-dir", str(results_dir), "--corpus-dir", str(results_dir / "corpus"), "--no-report",
+            "--no-shrink"]
     for dtype in dtypes:
         args[4:4] = ["--dtype", dtype]
     for pattern in ops:

@@ -41,7 +41,8 @@ def main() -> None:
     bare = [timed([sys.executable, "-c", "pass"], base) for _ in range(REPEAT)]
     print(f"python -c pass: median {statistics.median(bare) * 1000:.0f} ms")
     for name, line in CASES.items():
-        env = dict(base, _TORCHCTS_COMPLETE="bash_complete", COMP_WORDS=line, COMP_CWORD=str(len(line.split(" ")) - 1))
+        env = dict(base, _TORCHCTS_COMPLETE="bash_complete", COMP_WORDS=line,
+                   COMP_CWORD=str(len(line.split(" ")) - 1))
         times = [timed(command, env) for _ in range(REPEAT)]
         print(f"{name:14} {line!r:40} median {statistics.median(times) * 1000:4.0f} ms, slowest {max(times) * 1000:4.0f} ms")
 

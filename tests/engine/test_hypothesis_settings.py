@@ -65,20 +65,13 @@ def output(result) -> str:
 
 
 def test_a_named_profile_goes_over_the_manifest_and_the_command_line_over_both(project):
-    cwd, manifest = project
-    result, summary, records = run(cwd, manifest, *SMALL, results="manifest")
-    assert result.returncode == 0, output(result)[-3000:]
-    assert records[ITEM]["examples"] == 5
-    used = summary["hypothesis"]
-    assert used["profile"] == hp.MANIFEST_PROFILE and used["named_by"] is None
-    assert (used["max_examples"], used["max_examples_from"]) == (5, "manifest")
-    assert used["database"] is None and used["phases"] == [p.name for p in Phase]
-    assert "hypothesis_statistics" not in records[ITEM] and "Hypothesis statistics" not in result.stdout
-
+    cwd, manifest = project  # the manifest says max_examples 5
     result, summary, records = run(cwd, manifest, *SMALL, "--hypothesis-profile", "cts-three", results="profile")
     assert result.returncode == 0, output(result)[-3000:]
     assert records[ITEM]["examples"] == 3  # no --max-examples: the profile's
     used = summary["hypothesis"]
+    assert used["database"] is None and used["phases"] == [p.name for p in Phase]
+    assert "hypothesis_statistics" not in records[ITEM] and "Hypothesis statistics" not in result.stdout
     assert (used["profile"], used["named_by"]) == ("cts-three", "--hypothesis-profile")
     assert (used["max_examples"], used["max_examples_from"]) == (3, "profile cts-three")
     assert used["deadline_ms"] is None and used["deadline_from"] == "manifest"  # Hypothesis's 200 ms is no choice
@@ -146,9 +139,13 @@ def test_a_derandomized_run_draws_the_same_cases_whatever_profile_is_loaded(proj
 
 def test_a_profile_with_derandomize_derandomizes_the_run(project):
     cwd, manifest = project
-    result, summary, _ = run(cwd, manifest, *SMALL, "--max-examples", "1", results="derandomized",
-                             env={hp.PROFILE_ENV: "cts-derandomized"})
+    result, summary, records = run(cwd, manifest, *SMALL, results="derandomized",
+                                   env={hp.PROFILE_ENV: "cts-derandomized"})
     assert result.returncode == 0, output(result)[-3000:]
+    assert records[ITEM]["examples"] == 5  # the profile sets no max_examples: the manifest's
+    used = summary["hypothesis"]
+    assert (used["profile"], used["named_by"]) == ("cts-derandomized", hp.PROFILE_ENV)
+    assert (used["max_examples"], used["max_examples_from"]) == (5, "manifest")
     assert summary["environment"]["derandomize"] and summary["hypothesis"]["seed"] is None
     assert "derandomized (seeds from item ids)" in result.stdout
 

@@ -88,6 +88,15 @@ def test_a_torch_dispatch_backend_returning_not_implemented_is_a_missing_kernel(
     assert missing_kernels.find(out) == MissingKernel("aten::add.out", "Python")
 
 
+def test_an_overrideable_op_left_to_the_backend_is_a_missing_kernel_of_the_device():
+    x, weight = torch.ones(1, 1, 4), torch.ones(1, 1, 2)
+    exc = raised(lambda: torch.ops.aten.convolution_overrideable(x, weight, None, [1], [0], [1], False, [0], 1))
+    assert type(exc) is NotImplementedError  # torch's own default kernel, run for real
+    assert missing_kernels.find(exc, "xla") == MissingKernel("aten::convolution_overrideable", "XLA")
+    assert missing_kernels.find(exc) is None  # its message names no key: without the device, not a finding
+    assert missing_kernels.device_key("cuda") == "CUDA" and missing_kernels.device_key("meta") == "Meta"
+
+
 # The dispatcher's and MPS's messages as torch 2.13 prints them (c10 OperatorEntry::reportError,
 # aten/src/ATen/mps/MPSFallback.mm); the PrivateUse1 form is produced for real in the tiny backend test.
 DISPATCHER = ("Could not run 'aten::{op}' with arguments from the '{key}' backend. This could be because the operator "
@@ -128,7 +137,8 @@ def test_overload_and_key_spellings():
 
 
 def test_error_line_is_the_first_meaningful_line_without_the_dispatcher_listing():
-    text = "BackendError: tiny raised NotImplementedError where CPU did not: " + DISPATCHER.format(op="zero_", key="tiny")
+    text = ("BackendError: tiny raised NotImplementedError where CPU did not: "
+            + DISPATCHER.format(op="zero_", key="tiny"))
     assert first_line(text) == ("BackendError: tiny raised NotImplementedError where CPU did not: Could not run "
                                 "'aten::zero_' with arguments from the 'tiny' backend.")
     assert first_line("\n\n  Traceback (most recent call last):\n  File x\nValueError: deep") == "ValueError: deep"
@@ -335,9 +345,9 @@ def test_a_user_privateuse1_backend_groups_missing_kernels(tmp_path):
                TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     env.pop("TORCHCTS_FAULTY", None)
     command = [sys.executable, "-m", "torchcts", "run", "--device", "tiny", "--manifest", str(manifest),
-               "--level", "3", "--dtype", "float32", "--ops", "^(zero_|sin|floor|trunc)$", "--property", "forward",
-               "--property", "out", "--max-examples", "3", "--derandomize", "--results-dir", str(tmp_path / "results"),
-               "--corpus-dir", str(tmp_path / "corpus"), "--no-report"]
+               "--level", "3", "--dtype", "float32", "--ops", "^(zero_|sin|floor|trunc|nn.functional.conv1d)$",
+               "--property", "forward", "--property", "out", "--max-examples", "3", "--derandomize",
+               "--results-dir", str(tmp_path / "results"), "--corpus-dir", str(tmp_path / "corpus"), "--no-report"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     (folder,) = [p for p in (tmp_path / "results").iterdir() if (p / "records.jsonl").exists()]
@@ -350,12 +360,16 @@ def test_a_user_privateuse1_backend_groups_missing_kernels(tmp_path):
         assert record["error_line"] == f"missing kernel {record['missing_kernel']['overload']} (PrivateUse1)"
         assert "registered at" not in record["error"]
     assert sum(r["counterexample"]["new"] for r in zero) == 1 and len({r["counterexample"]["path"] for r in zero}) == 1
+    conv = records["forward::nn.functional.conv1d::function::float32"]  # torch's default for other backends
+    assert conv["missing_kernel"] == {"overload": "aten::convolution_overrideable", "dispatch_key": "PrivateUse1"}
     overloads = {r["missing_kernel"]["overload"] for r in missing}
     corpus = sorted(p.name for p in (tmp_path / "corpus").glob("missing-kernel-*.json"))
     assert len(corpus) == len(overloads) and "missing-kernel-tiny-PrivateUse1-aten.zero_.json" in corpus
     floor = records["forward::floor::function::float32"]
     assert floor["error_kind"] == "backend" and "missing_kernel" not in floor
-    assert floor["error_line"] == "tiny raised NotImplementedError where CPU did not: tiny: floor is not implemented yet"
+    assert floor["error_line"] == ("tiny raised NotImplementedError where CPU did not: "
+                                   "tiny: floor is not implemented yet")
     trunc = records["forward::trunc::function::float32"]
-    assert trunc["outcome"] == "passed" and trunc["warnings"]["messages"] == ["UserWarning: tiny: trunc runs on the host"]
+    assert trunc["outcome"] == "passed"
+    assert trunc["warnings"]["messages"] == ["UserWarning: tiny: trunc runs on the host"]
     assert "tiny: trunc runs on the host" not in done.stdout + done.stderr

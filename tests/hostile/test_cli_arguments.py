@@ -228,7 +228,7 @@ def _options(tmp_path, **given):
     values = {"torchcts_level": None, "torchcts_dtypes": None, "torchcts_ops": None, "torchcts_properties": None,
               "torchcts_seed": None, "torchcts_max_examples": None, "torchcts_item_timeout": None,
               "torchcts_results_dir": str(tmp_path / "results"), "torchcts_corpus_dir": str(tmp_path / "corpus"),
-              "torchcts_corpus": None, "torchcts_known_crashes": None}
+              "torchcts_replay": None, "torchcts_known_crashes": None}
     values.update({f"torchcts_{k}": v for k, v in given.items()})
     return values.__getitem__
 
@@ -252,7 +252,7 @@ def test_session_options_are_checked_before_anything_loads(tmp_path, given, frag
 
 
 def test_a_replay_does_not_need_a_writable_corpus_dir(tmp_path):
-    selection, seed, examples = checked_options(_options(tmp_path, corpus=["cases"], corpus_dir="/proc/x", seed=7))
+    selection, seed, examples = checked_options(_options(tmp_path, replay=["cases"], corpus_dir="/proc/x", seed=7))
     assert seed == 7 and examples is None and selection == Selection()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,7 +202,10 @@ def _run_folder(results: Path) -> Path:
 
 def test_a_validation_run_writes_probes_that_all_pass(tmp_path):
     manifest = tmp_path / "manifest.py"
-    manifest.write_text(render_template("training", device_name="cpu"))
+    text = render_template("training", device_name="cpu")
+    for name in CPU_LACKS:  # the training template claims pinned memory, which a CPU-only torch cannot pin
+        text = re.sub(rf'("{name}":\s+)True', r"\1False", text)
+    manifest.write_text(text)
     done = _torchcts(tmp_path, "run", "--manifest", str(manifest), "--validation", "--dtype", "float32", "--ops",
                      "^abs$", "--max-examples", "2", "--level", "1", "--results-dir", "results", "--no-report")
     assert done.returncode == 0, done.stdout[-3000:]
@@ -237,7 +241,7 @@ def tiny_runs(tmp_path_factory):
     for mode in ("default", "in-process", "off"):
         results = cwd / f"results-{mode}"
         done = _torchcts(cwd, "run", "--manifest", str(manifest), "--device", "tiny", "--ops",
-                         "^(abs|neg|sum|zeros_like)$", "--max-examples", "3", "--results-dir", str(results),
+                         "^(abs|add|sum|zeros_like)$", "--max-examples", "3", "--results-dir", str(results),
                          "--corpus-dir", str(cwd / f"corpus-{mode}"), "--no-report",
                          probes=None if mode == "default" else mode)
         folder = _run_folder(results)
@@ -266,9 +270,9 @@ def test_failing_probes_change_neither_the_plan_nor_the_outcomes(tiny_runs):
 
     off = tiny_runs["off"]
     assert off["run"].get("probes") is None and not (off["folder"] / FILE_NAME).exists()
-    assert any(o[0] == "failed" for o in outcomes(off).values())  # the neg bug
+    assert {o[0] for o in outcomes(off).values()} >= {"passed", "error", "deselected"}
     assert any(o[3] == "missing_kernel" for o in outcomes(off).values())
     for mode in ("default", "in-process"):
         assert outcomes(tiny_runs[mode]) == outcomes(off), mode
         assert tiny_runs[mode]["run"]["counts"] == off["run"]["counts"]
-        assert tiny_runs[mode]["done"].returncode == off["done"].returncode == 1
+        assert tiny_runs[mode]["done"].returncode == off["done"].returncode == 1  # the missing kernels

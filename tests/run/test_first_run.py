@@ -54,10 +54,11 @@ def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900, check=False)
 
 
-def _run(cwd: Path, manifest: Path, name: str) -> dict:
+def _run(cwd: Path, manifest: Path, name: str, ops: str = OPS) -> dict:
     results, corpus = cwd / f"results-{name}", cwd / f"corpus-{name}"
     done = _torchcts(cwd, "run", "--device", "tiny", "--manifest", str(manifest), "--level", "1",
-                     "--dtype", "float32", "--ops", OPS, "--results-dir", str(results), "--corpus-dir", str(corpus))
+                     "--dtype", "float32", "--ops", ops, "--results-dir", str(results), "--corpus-dir", str(corpus))
+    (cwd / f"console-{name}.log").write_text(done.stdout, encoding="utf-8")
     folders = sorted(results.glob("*/run.json"))
     assert folders, f"no run folder; exit {done.returncode}:\n{done.stdout[-3000:]}"
     folder = folders[-1].parent
@@ -77,8 +78,9 @@ def first_run(tmp_path_factory) -> dict:
     first = _run(cwd, smoke, "smoke")
     drafted = cwd / "probed.py"
     probe = _torchcts(cwd, "init", "--probe", "--device", "tiny", "--backend-import", "tiny_backend",
-                      "--output", str(drafted))
-    probed = _run(cwd, drafted, "probed") if probe.returncode == 0 and drafted.exists() else None
+                      "--ops", OPS, "--output", str(drafted))
+    # neg's failure (shrunk, the slowest item) is already covered by the first run
+    probed = _run(cwd, drafted, "probed", OPS.replace("|neg", "")) if probe.returncode == 0 and drafted.exists() else None
     return {"smoke": first, "probe": probe, "draft": drafted, "probed": probed,
             "seconds": time.monotonic() - started}
 
@@ -182,5 +184,9 @@ def test_a_probed_draft_manifest_runs_without_missing_kernels(first_run):
     assert probed["run"]["missing_kernels"]["distinct"] == 0
     executed = [r for r in records if r["outcome"] in ("passed", "failed")]
     assert any(r["outcome"] == "passed" for r in executed), Counter(r["outcome"] for r in records)
-    assert next(r for r in records if r["item"] == NEG_ITEM)["outcome"] == "failed"
+    # the ops whose kernels are missing are left out by the draft's claims, each with its reason
+    excluded = {r["op"]: r["reason"] for r in records if r["property"] == "forward" and r["dtype"] == "float32"
+                and r["outcome"] not in ("passed", "failed", "error", "deselected")}
+    for op in ("zeros_like", "new_zeros", "zero_", "exp", "sum", "where", "cat"):
+        assert "aten::" in excluded.get(op, ""), (op, excluded.get(op))
 

@@ -84,7 +84,7 @@ def test_the_switch_with_privateuse1_taken_warns_and_import_torch_survives():
     assert "TORCHCTS_FAULTY=1 but the faulty device was not registered" in result.stderr and "'mine'" in result.stderr
 
 
-def test_device_faulty_registers_it_and_refuses_in_one_line_when_privateuse1_is_taken():
+def test_device_faulty_registers_it_and_refuses_in_one_line_when_privateuse1_is_taken_or_a_bug_is_unknown():
     check = "from torchcts.plugin.options import SessionError, check_device; "
     asked = python(check + f"check_device('faulty'); {NAME}")
     assert asked.returncode == 0, asked.stderr
@@ -94,6 +94,11 @@ def test_device_faulty_registers_it_and_refuses_in_one_line_when_privateuse1_is_
     assert taken.returncode == 0, taken.stderr
     assert taken.stdout.strip().startswith("--device 'faulty': PrivateUse1 is already taken by the 'tiny' backend")
     assert len(taken.stdout.strip().splitlines()) == 1
+    bad_bug = python(check + "\ntry:\n    check_device('faulty')\nexcept SessionError as exc:\n    print(exc)",
+                     TORCHCTS_FAULTY_BUGS="tile_sun")
+    assert bad_bug.returncode == 0, bad_bug.stderr
+    assert bad_bug.stdout.startswith("--device 'faulty': TORCHCTS_FAULTY_BUGS: unknown faulty bug 'tile_sun'; known:")
+    assert len(bad_bug.stdout.strip().splitlines()) == 1
 
 
 def test_a_spawned_fuzz_worker_registers_it_from_its_options(tmp_path):

@@ -239,7 +239,7 @@ class CaseContext:
         try:
             placed = self.place_for(sample, self.target)
         except Exception as exc:  # noqa: BLE001 - copying the case to the device can need a kernel it lacks
-            kernel = missing_kernels.find(exc)
+            kernel = missing_kernels.find(exc, self.target.device_type)
             if kernel is None:
                 raise
             raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__} (copying the case to the "
@@ -269,7 +269,7 @@ class CaseContext:
             why = self.target.unavailable(exc)
             if why:
                 raise CaseUnavailable(why) from exc
-            kernel = missing_kernels.find(exc)
+            kernel = missing_kernels.find(exc, self.target.device_type)
             if kernel is not None:
                 raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did "
                                          f"not: {_first_line(exc)}", kernel) from exc

@@ -4,9 +4,10 @@ DESIGN.md says outcomes come from exception types, and this module keeps to that
 decided by the type (the dispatcher raises `NotImplementedError` for an overload with no kernel
 for the dispatch key it reached; a Python backend's `__torch_dispatch__` that returns
 `NotImplemented` makes torch raise `TypeError`). The message text is read here, and only here, to
-name the kernel (which overload, which dispatch key): the one place TorchCTS parses message text.
-The forms torch produces are data (`PATTERNS`), one row each; a message no row matches is not a
-missing kernel (an unrelated `NotImplementedError` a kernel raises stays a backend error).
+name the kernel (which overload, which dispatch key); besides this, only `targets.unavailable` reads
+messages (meta's data-dependent outputs). The forms torch produces are data (`PATTERNS`), one row
+each; a message no row matches is not a missing kernel (an unrelated `NotImplementedError` a kernel
+raises stays a backend error). Forms that do not name their dispatch key take the device's.
 
 Where the dispatcher can be asked cheaply, the finding is checked against it: an overload that has
 a kernel registered for that very dispatch key (`torch._C._dispatch_has_kernel_for_dispatch_key`)
@@ -38,9 +39,10 @@ class MissingKernel:
 @attrs.frozen
 class Pattern:
     """One form of torch's missing-kernel error: the exception types that carry it, and a regex with groups
-    `overload` and `key` (or a fixed `dispatch_key`). `packet_name`: the overload is printed the Python
-    way (`aten.zero_.default`) and is rewritten the dispatcher's way (`aten::zero_`). `verify` False:
-    the error comes from a kernel registered for the key on purpose (checking for one proves nothing)."""
+    `overload` and `key` (or a fixed `dispatch_key`, or `DEVICE_KEY`: the device's own key).
+    `packet_name`: the overload is printed the Python way (`aten.zero_.default`) and is rewritten the
+    dispatcher's way (`aten::zero_`). `verify` False: the error comes from a kernel registered for the
+    key on purpose (checking for one proves nothing)."""
 
     name: str
     types: tuple[type, ...]
@@ -51,6 +53,7 @@ class Pattern:
 
 
 _OVERLOAD = r"(?P<overload>[A-Za-z_][\w]*::[\w.]+)"
+DEVICE_KEY = "<device>"  # a form that does not name its dispatch key: it is the device's (`device_key`)
 
 PATTERNS: tuple[Pattern, ...] = (
     # the dispatcher (c10 OperatorEntry::reportError): CUDA, XLA, HPU, PrivateUse1 (named as renamed), Sparse*, ...
@@ -68,6 +71,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("custom_op_fake", (RuntimeError,),
             re.compile(rf"There was no fake impl registered for <CustomOpDef\({_OVERLOAD}\)>"), dispatch_key="Meta",
             verify=False),
+    # the default of an op torch leaves to out-of-tree backends (aten/src/ATen/native/Convolution.cpp:
+    # convolution_overrideable, convolution_backward_overrideable), not overridden by the backend
+    Pattern("overrideable", (NotImplementedError,),
+            re.compile(r"^(?P<overload>\w+_overrideable) not implemented\. You are likely triggering this with tensor "
+                       r"backend other than CPU/CUDA/MKLDNN"), dispatch_key=DEVICE_KEY),
     # a Python backend whose __torch_dispatch__ returned NotImplemented (torch/_tensor / python_arg_parser)
     Pattern("torch_dispatch", (TypeError,),
             re.compile(r"Multiple dispatch failed for '(?:torch\._ops\.)?(?P<overload>[A-Za-z_]\w*\.[\w.]+)'; "
@@ -76,16 +84,17 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-def find(exc: BaseException) -> MissingKernel | None:
-    """The missing kernel `exc` (or an exception it was raised from) reports, or None."""
+def find(exc: BaseException, device_type: str | None = None) -> MissingKernel | None:
+    """The missing kernel `exc` (or an exception it was raised from) reports, or None. `device_type`: the
+    device that raised it, for the forms that do not name their dispatch key."""
     for link in _chain(exc):
-        found = parse(link)
+        found = parse(link, device_type)
         if found is not None:
             return found
     return None
 
 
-def parse(exc: BaseException) -> MissingKernel | None:
+def parse(exc: BaseException, device_type: str | None = None) -> MissingKernel | None:
     """The missing kernel one exception reports: a `PATTERNS` row whose types and regex match, not
     contradicted by the dispatcher; None otherwise."""
     message = str(exc)
@@ -98,7 +107,14 @@ def parse(exc: BaseException) -> MissingKernel | None:
         overload = match.group("overload")
         if pattern.packet_name:
             overload = dispatcher_name(overload)
-        key = pattern.dispatch_key or canonical_key(match.group("key"))
+        elif "::" not in overload:
+            overload = f"aten::{overload}"
+        if pattern.dispatch_key == DEVICE_KEY:
+            if device_type is None:
+                continue
+            key = device_key(device_type)
+        else:
+            key = pattern.dispatch_key or canonical_key(match.group("key"))
         if pattern.verify and has_own_kernel(overload, key):
             return None  # a registered kernel raised this text itself: not a missing kernel
         return MissingKernel(overload, key)
@@ -117,14 +133,25 @@ def canonical_key(name: str) -> str:
     ("tiny", "Sparsetiny"); those are mapped back to "PrivateUse1", "SparsePrivateUse1"."""
     import torch
 
-    if _parses_as_key(name):
-        return name
+    known = _key_name(name)
+    if known is not None:
+        return known
     renamed = torch._C._get_privateuse1_backend_name()
     if renamed and renamed in name:
-        candidate = name.replace(renamed, "PrivateUse1")
-        if _parses_as_key(candidate):
-            return candidate
+        known = _key_name(name.replace(renamed, "PrivateUse1"))
+        if known is not None:
+            return known
     return name
+
+
+def device_key(device_type: str) -> str:
+    """The backend dispatch key of a device type: `cuda` -> CUDA, `meta` -> Meta, a renamed PrivateUse1
+    backend -> PrivateUse1 (the device type itself when torch knows no such key)."""
+    for candidate in (device_type.upper(), device_type.capitalize()):
+        known = _key_name(candidate)
+        if known is not None:
+            return known
+    return canonical_key(device_type)
 
 
 def has_own_kernel(overload: str, key: str) -> bool:
@@ -138,13 +165,15 @@ def has_own_kernel(overload: str, key: str) -> bool:
         return False
 
 
-def _parses_as_key(name: str) -> bool:
+def _key_name(name: str) -> str | None:
+    """The name of the dispatch key torch parses `name` as ("TINY" is PrivateUse1 renamed), or None."""
     import torch
 
     try:
-        return torch._C._parse_dispatch_key(name) is not None  # None for a name torch does not know
+        key = torch._C._parse_dispatch_key(name)  # None for a name torch does not know
     except Exception:  # noqa: BLE001 - older torch raises instead
-        return False
+        return None
+    return None if key is None else key.name
 
 
 def _chain(exc: BaseException, limit: int = 8) -> Iterator[BaseException]:

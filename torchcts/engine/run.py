@@ -218,5 +218,5 @@ def ended_record(item: Any, result: ForkResult, reason: str) -> dict[str, Any]:
     """The record of an item whose child died (`crashed`) or overran its timeout (`timed_out`)."""
     outcome = Outcome.CRASHED if result.status == "crashed" else Outcome.TIMED_OUT
     return {**item.as_json(), "outcome": outcome, "reason": result.describe(), "error": result.output_tail,
-            "error_line": first_line(result.describe()), "duration_s": round(result.duration_s, 4), "signal": result.signal_name or None, "isolated": reason,
-            "counterexample": None}
+            "error_line": first_line(result.describe()), "duration_s": round(result.duration_s, 4),
+            "signal": result.signal_name or None, "isolated": reason, "counterexample": None}

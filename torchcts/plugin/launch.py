@@ -121,13 +121,16 @@ class PytestArgumentErrors:
     @pytest.hookimpl(wrapper=True)
     def pytest_cmdline_parse(self, pluginmanager: pytest.PytestPluginManager, args: list[str]):
         try:
-            return (yield)
+            config = yield
         except pytest.UsageError as exc:
             raise pytest.UsageError(f"pytest arguments after --: {one_line_usage_error(str(exc))}") from None
+        self.check_output_files(config)
+        return config
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        """Files pytest writes (the JUnit XML, the log file) go where they can be written, checked before the run."""
+    @staticmethod
+    def check_output_files(config: pytest.Config) -> None:
+        """Files pytest writes (the JUnit XML, the log file) go where they can be written, checked once the
+        arguments are parsed: before any plugin's pytest_configure starts the run."""
         from torchcts.arguments import output_file_problem
 
         for flag, name in (("--junitxml", "xmlpath"), ("--log-file", "log_file")):

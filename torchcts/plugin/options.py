@@ -364,8 +364,8 @@ def check_device(device: str) -> None:
 
     try:
         enable_for_device(device)
-    except RuntimeError as exc:  # PrivateUse1 is already another backend's (the manifest's backend_import)
-        raise SessionError(f"--device {shown(device)}: {first_line(exc)}") from None
+    except (RuntimeError, ValueError) as exc:  # PrivateUse1 is another backend's; an unknown TORCHCTS_FAULTY_BUGS name
+        raise SessionError(f"--device {shown(device)}: {first_line(exc, limit=600)}") from None
     try:
         wanted = torch.device(device)
     except (RuntimeError, ValueError, TypeError) as exc:

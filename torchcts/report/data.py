@@ -19,7 +19,6 @@ from typing import Any
 from torchcts.cases.limits import CaseLimits
 from torchcts.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
 from torchcts.report import grouping
-from torchcts.report.grouping import SCENARIO, family  # noqa: F401 - family: part of this module's interface
 from torchcts.results.files import RUN_KINDS, ResultFileError, read_json_file, read_records, read_summary
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 

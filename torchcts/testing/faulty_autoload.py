@@ -35,11 +35,16 @@ def names_faulty(device: str | None) -> bool:
 
 def enable_for_device(device: str | None) -> None:
     """Register the faulty device when `device` names it; RuntimeError when PrivateUse1 is another
-    backend's. Any other device: nothing happens, nothing is imported."""
-    if names_faulty(device):
+    backend's, ValueError naming TORCHCTS_FAULTY_BUGS when it names an unknown bug. Any other device:
+    nothing happens, nothing is imported."""
+    if not names_faulty(device):
+        return
+    try:
         from torchcts.testing import faulty  # importing the package registers the device
 
         faulty.enable()  # once per process: nothing more when the import registered it
+    except ValueError as exc:  # the only ValueError of registering: a bug name the device does not know
+        raise ValueError(f"TORCHCTS_FAULTY_BUGS: {exc}") from None
 
 
 def autoload() -> None:

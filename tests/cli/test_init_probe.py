@@ -153,3 +153,21 @@ def test_an_interrupted_probe_writes_nothing(tmp_path):
     assert process.returncode == 130, err[-2000:]
     assert "not written" in err
     assert not output.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_the_op_probe_reads_missing_kernels_from_records_and_groups_them_by_op():
+    from torchcts.probe.ops import OpProbe, missing_overload
+
+    named = {"outcome": "error", "error_kind": "missing_kernel",
+             "missing_kernel": {"overload": "aten::zero_", "dispatch_key": "PrivateUse1"}}
+    assert missing_overload(named) == "aten::zero_"
+    assert missing_overload({**named, "outcome": "failed"}) is None
+    assert missing_overload({"outcome": "error", "error_kind": "backend", "error": "Could not run 'aten::x' with "
+                             "arguments from the 'tiny' backend"}) is None  # the engine said: not a missing kernel
+    older = {"outcome": "error", "error": "NotImplementedError: Could not run 'aten::sum.IntList_out' with arguments "
+                                          "from the 'tiny' backend. This could be because ..."}
+    assert missing_overload(older) == "aten::sum.IntList_out"  # a record from before error_kind
+    probe = OpProbe(items=3, missing={"zeros_like": ("aten::zero_",), "std": ("aten::mean.out", "aten::sub.out")},
+                    outcomes={"error": 3}, duration_s=1.0, settings="derandomized")
+    assert probe.skip_ops() == {"std": "no kernel for aten::mean.out, aten::sub.out",
+                                "zeros_like": "no kernel for aten::zero_"}

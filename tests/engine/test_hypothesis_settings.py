@@ -14,9 +14,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, Verbosity
 
 from torchcts.engine import hypothesis_profile as hp
-from torchcts.manifest import vocabulary as vocab
+from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.targets import Target
 from torchcts.manifest import parse_manifest, validate
+from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.model import HypothesisSettings
+from torchcts.plan.build import PlanItem
 from torchcts.results.writer import read_records
 
 SMALL = ["--validation", "--ops", "^abs$", "--level", "1", "--dtype", "float32", "--property", "forward"]
@@ -43,7 +46,8 @@ def project(tmp_path, write_manifest):
 
 
 def run(cwd, manifest, *args, results, env=None, command="run"):
-    """`torchcts run` (or `pytest --pyargs torchcts.properties`) in a subprocess; (result, run.json, records by item)."""
+    """`torchcts run` (or `pytest --pyargs torchcts.properties`) in a subprocess: (result, run.json, records
+    by item)."""
     environ = {k: v for k, v in os.environ.items() if k != hp.PROFILE_ENV}
     environ.update(PYTHONPATH=str(cwd), PYTHONHASHSEED="0", **(env or {}))
     front = [sys.executable, "-m", "torchcts", "run"] if command == "run" else \
@@ -114,54 +118,60 @@ def test_hypothesis_seed_is_the_runs_seed(project):
     assert records[ITEM]["fingerprints"] == records_again[ITEM]["fingerprints"] and records[ITEM]["fingerprints"]
 
 
-def test_a_derandomized_run_draws_the_same_cases_whatever_profile_is_loaded(project):
+def test_a_derandomized_item_draws_and_shrinks_the_same_cases_whatever_profile_is_loaded(tmp_path):
     """The release guarantee: a profile may change what Hypothesis prints, never which cases run or how
-    they shrink. The faulty device's noncontiguous_add bug makes an item fail, so shrinking is compared too."""
-    cwd, manifest = project
-    args = ["--device", "faulty", "--ops", "^add$", "--level", "2", "--dtype", "float32", "--property", "layout",
-            "--derandomize", "--max-examples", "8"]
-    env = {"TORCHCTS_FAULTY_BUGS": "noncontiguous_add"}
-    plain, summary, records = run(cwd, manifest, *args, results="plain", env=env)
-    loud, loud_summary, loud_records = run(cwd, manifest, *args, "--hypothesis-profile", "cts-loud", results="loud",
-                                           env=env)
-    assert plain.returncode == loud.returncode == 1, output(plain)[-3000:] + output(loud)[-3000:]
-    assert loud_summary["hypothesis"]["verbosity"] == "verbose" and loud_summary["hypothesis"]["print_blob"]
-    assert "filter_too_much" in loud_summary["hypothesis"]["suppress_health_check"]
-    executed = {item: r for item, r in records.items() if "duration_s" in r}
-    assert any(r["outcome"] == "failed" for r in executed.values())
-    for item, record in executed.items():
-        other = loud_records[item]
-        assert (other["outcome"], other["examples"], other["fingerprints"]) == \
-            (record["outcome"], record["examples"], record["fingerprints"]), item
-        assert (other.get("counterexample") or {}).get("fingerprint") == \
-            (record.get("counterexample") or {}).get("fingerprint")
+    they shrink. The faulty device's noncontiguous_add bug makes the item fail, so shrinking is compared too.
+    (End to end, a profile reaches the engine as `DrawSettings`: the tests above.)"""
+    from torchcts.testing import faulty
+
+    defaults = hypothesis.settings.get_profile("default")
+    hypothesis.settings.register_profile("cts-loud-unit", defaults, verbosity=Verbosity.verbose, print_blob=True,
+                                         suppress_health_check=[HealthCheck.filter_too_much])
+    manifest, _ = parse_manifest(dict(BASE, semantic_level=2))
+    item = PlanItem("layout", "add", "function", "float32", 2)
+
+    def record(draw, corpus):
+        settings = EngineSettings(target=Target("faulty"), manifest=manifest, level=2, max_examples=8,
+                                  versions=versions(), corpus_dir=tmp_path / corpus, draw=draw)
+        return run_item(item, settings)
+
+    faulty.enable_bugs("noncontiguous_add")
+    try:
+        plain = record(hp.resolve(manifest.hypothesis), "plain")
+        loud = record(hp.resolve(manifest.hypothesis, profile="cts-loud-unit", named_by=hp.PROFILE_ENV), "loud")
+    finally:
+        faulty.disable_bugs()
+    assert plain["outcome"] == "failed", plain
+    compared = ("outcome", "examples", "fingerprints", "cpu_contract_cases", "max_abs_error", "max_ulp")
+    assert {k: loud[k] for k in compared} == {k: plain[k] for k in compared}
+    assert loud["counterexample"]["fingerprint"] == plain["counterexample"]["fingerprint"]
 
 
-def test_a_profile_with_derandomize_derandomizes_the_run(project):
+def test_a_derandomized_run_draws_the_same_cases_under_any_profile_and_shows_statistics(project):
     cwd, manifest = project
     result, summary, records = run(cwd, manifest, *SMALL, results="derandomized",
                                    env={hp.PROFILE_ENV: "cts-derandomized"})
     assert result.returncode == 0, output(result)[-3000:]
+    assert summary["environment"]["derandomize"] and summary["hypothesis"]["seed"] is None  # the profile's
+    assert "derandomized (seeds from item ids)" in result.stdout
     assert records[ITEM]["examples"] == 5  # the profile sets no max_examples: the manifest's
     used = summary["hypothesis"]
     assert (used["profile"], used["named_by"]) == ("cts-derandomized", hp.PROFILE_ENV)
     assert (used["max_examples"], used["max_examples_from"]) == (5, "manifest")
-    assert summary["environment"]["derandomize"] and summary["hypothesis"]["seed"] is None
-    assert "derandomized (seeds from item ids)" in result.stdout
 
-
-def test_statistics_are_recorded_per_item_and_shown_under_plain_pytest(project):
-    cwd, manifest = project
-    result, summary, records = run(cwd, manifest, *SMALL, "--max-examples", "2", "--hypothesis-show-statistics",
-                                   "--hypothesis-profile", "cts-three", results="stats", command="pytest")
+    # plain pytest, another profile (verbose, print_blob), statistics on: the same cases
+    result, summary, stats_records = run(cwd, manifest, *SMALL, "--derandomize", "--hypothesis-show-statistics",
+                                         "--hypothesis-profile", "cts-loud", results="stats", command="pytest")
     assert result.returncode == 0, output(result)[-3000:]
-    stats = records[ITEM]["hypothesis_statistics"]
-    assert stats["phases"]["generate"]["test_cases"] == records[ITEM]["examples"] == 2
-    assert stats["stopped_because"] == "settings.max_examples=2" and "2 passing" in stats["text"]
-    assert summary["hypothesis"]["show_statistics"] and summary["hypothesis"]["max_examples_from"] == "--max-examples"
-    assert "torchcts: Hypothesis statistics: 1 items, 2 test cases (2 passing, 0 failing, 0 invalid)" in result.stdout
+    assert summary["hypothesis"]["verbosity"] == "verbose" and summary["hypothesis"]["print_blob"]
+    assert stats_records[ITEM]["fingerprints"] == records[ITEM]["fingerprints"]
+    stats = stats_records[ITEM]["hypothesis_statistics"]
+    assert stats["phases"]["generate"]["test_cases"] == stats_records[ITEM]["examples"] == 5
+    assert stats["stopped_because"] == "settings.max_examples=5" and "5 passing" in stats["text"]
+    assert summary["hypothesis"]["show_statistics"]
+    assert "torchcts: Hypothesis statistics: 1 items, 5 test cases (5 passing, 0 failing, 0 invalid)" in result.stdout
     section = result.stdout.split("Hypothesis Statistics", 1)[1]
-    assert f"test_forward[{ITEM}]" in section and "2 passing, 0 failing" in section
+    assert f"test_forward[{ITEM}]" in section and "5 passing, 0 failing" in section
 
 
 def test_the_manifests_verbosity_print_blob_and_health_checks_are_used():
@@ -199,7 +209,8 @@ def test_resolve_takes_a_profiles_changed_values_over_the_manifests():
 
 def test_an_items_settings_keep_what_torchcts_owns_whatever_the_profile():
     hypothesis.settings.register_profile(
-        "cts-hostile", hypothesis.settings.get_profile("default"), derandomize=True, phases=[Phase.generate], report_multiple_bugs=True, max_examples=1000,
+        "cts-hostile", hypothesis.settings.get_profile("default"), derandomize=True, phases=[Phase.generate],
+        report_multiple_bugs=True, max_examples=1000,
         suppress_health_check=[HealthCheck.nested_given])
     draw = hp.resolve(HypothesisSettings(), profile="cts-hostile", named_by="--hypothesis-profile")
     settings = hp.item_settings(draw, max_examples=4, deadline_ms=None, shrink=True)

@@ -112,6 +112,9 @@ def test_the_error_line_drops_the_dispatcher_paragraph_and_terminal_colours():
         "'aten::zero_' is only available for these backends: [CPU, Meta, ...].\n\nCPU: registered at ...")
     assert error_line(dispatcher) == "NotImplementedError: Could not run 'aten::zero_' with arguments from the 'tiny' backend."
     assert error_line(RuntimeError("\x1b[1mbold\x1b[0m text")) == "RuntimeError: bold text"
+    unpickling = RuntimeError("Weights only load failed. Two options, \x1b[1mif you trust it\x1b[0m.\n\t(1) advice\n"
+                              "\tWeightsUnpickler error: Unsupported global: GLOBAL my.Tensor was not allowed. Please ...")
+    assert error_line(unpickling) == "RuntimeError: Weights only load failed: Unsupported global: GLOBAL my.Tensor was not allowed"
     assert len(error_line(ValueError("x" * 1000))) == 300
 
 

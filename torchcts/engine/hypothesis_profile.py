@@ -29,6 +29,8 @@ PROFILE_ENV = "HYPOTHESIS_PROFILE"
 HEALTH_CHECKS_OFF = ("too_slow", "data_too_large", "large_base_example", "differing_executors")
 NO_SHRINK_PHASES = (Phase.explicit, Phase.generate)
 STATISTICS_TEXT_CHARS = 4000
+# Hypothesis's own engine (a profile's `backend`, e.g. crosshair, would draw other cases); older Hypothesis has one only
+_OWN_BACKEND = {"backend": "hypothesis"} if "backend" in (hypothesis.settings.__init__.__kwdefaults__ or {}) else {}
 
 
 class ProfileError(Exception):
@@ -80,10 +82,6 @@ class DrawSettings:
     profile_derandomizes: bool = False  # the named profile says derandomize=True
     show_statistics: bool = False
 
-    def settings(self, *, max_examples: int, deadline_ms: float | None, shrink: bool) -> hypothesis.settings:
-        """One item's settings: on the run's profile, with what TorchCTS owns set (`item_settings`)."""
-        return item_settings(self, max_examples=max_examples, deadline_ms=deadline_ms, shrink=shrink)
-
     def as_json(self, *, derandomize: bool, seed: int | None, shrink: bool) -> dict[str, Any]:
         """run.json's `hypothesis`: the settings actually used."""
         return {"profile": self.profile, "named_by": self.named_by, "max_examples": self.max_examples,
@@ -95,7 +93,8 @@ class DrawSettings:
 
     def header(self, *, derandomize: bool, seed: int | None, shrink: bool) -> str:
         """The session header's line: the settings actually used."""
-        profile = self.profile if self.named_by is None else f"{self.profile} ({self.named_by}, over {MANIFEST_PROFILE})"
+        profile = self.profile if self.named_by is None else \
+            f"{self.profile} ({self.named_by}, over {MANIFEST_PROFILE})"
         deadline = "none" if self.deadline_ms is None else f"{self.deadline_ms:g} ms"
         draws = "derandomized (seeds from item ids)" if derandomize else f"seed {seed}"
         return (f"torchcts: hypothesis profile {profile}: max_examples {self.max_examples} ({self.max_examples_from}), "
@@ -145,7 +144,7 @@ def item_settings(draw: DrawSettings | None, *, max_examples: int, deadline_ms: 
     checks = set(draw.suppress_health_check if draw is not None else HEALTH_CHECKS_OFF)
     return hypothesis.settings(
         parent, max_examples=max_examples, deadline=_deadline(deadline_ms), database=None, derandomize=False,
-        phases=phases(shrink), report_multiple_bugs=False, backend="hypothesis",
+        phases=phases(shrink), report_multiple_bugs=False, **_OWN_BACKEND,
         suppress_health_check=sorted((HealthCheck[c] for c in checks), key=lambda c: c.name),
         **({"print_blob": False} if draw is None else chosen))
 

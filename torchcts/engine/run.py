@@ -71,7 +71,7 @@ class EngineSettings:
     trace_device_ops: bool = False
     show_traceback: bool = False
     case_limits: CaseLimits = CaseLimits()
-    draw: Any = None  # a `hypothesis_profile.DrawSettings`: the profile, verbosity, statistics (None: Hypothesis's current)
+    draw: Any = None  # `hypothesis_profile.DrawSettings`: profile, verbosity, statistics (None: Hypothesis's current)
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,

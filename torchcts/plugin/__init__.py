@@ -206,7 +206,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
     record = session.run(plan_item)
-    if isinstance(record.get("hypothesis_statistics"), dict):  # Hypothesis's plugin prints it (--hypothesis-show-statistics)
+    if isinstance(record.get("hypothesis_statistics"), dict):  # Hypothesis's plugin prints them in its summary
         pyfuncitem.hypothesis_statistics = f"{pyfuncitem.nodeid}:\n\n{record['hypothesis_statistics']['text']}"
     present(record, session.writer.folder)
     return True

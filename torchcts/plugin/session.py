@@ -155,6 +155,8 @@ class RunSession:
             if screen is not None and not isinstance(screen, PlainPytestScreen):
                 screen.line(line)
             elif reporter is not None:
+                if getattr(reporter._tw, "width_of_current_line", 0):  # after pytest's progress characters
+                    reporter.write("\n")
                 reporter.write_line(line)
 
     def record_deselected(self, item: PlanItem | ReplayItem, reason: str) -> None:

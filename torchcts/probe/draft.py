@@ -124,7 +124,8 @@ def header_lines(facts: dict[str, Any], dtypes: list[ProbeResult], capabilities:
         lines += [f"  {line}" for line in dropped]
     lines += [
         f"Ops: {ops.items} items run once ({ops.settings}) in {ops.duration_s:.0f} s: "
-        f"{ops.outcomes.get('passed', 0)} passed, {ops.outcomes.get('error', 0)} errors, "
+        f"{ops.outcomes.get('passed', 0)} passed, {ops.outcomes.get('error', 0)} errors ({ops.missing_items} of "
+        f"them missing kernels), "
         f"{ops.outcomes.get('failed', 0)} failed" + (f", {others}" if others else "") + ".",
         f"skip_ops: {len(ops.missing)} ops whose items hit {len(overloads)} missing kernels"
         + (f" ({', '.join(overloads[:8])}{', ...' if len(overloads) > 8 else ''})" if overloads else "") + ".",

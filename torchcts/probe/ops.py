@@ -35,6 +35,7 @@ class OpProbe:
     outcomes: dict[str, int]  # outcome -> items
     duration_s: float
     settings: str  # the draw settings, as the draft's header says them
+    missing_items: int = 0  # items whose error is a missing kernel
 
     def skip_ops(self) -> dict[str, str]:
         """The draft's `skip_ops`: each op with a missing kernel -> "no kernel for aten::X[, aten::Y]"."""
@@ -70,6 +71,7 @@ def probe_ops(manifest: Any, device: str, *, op_patterns: tuple[str, ...] = (), 
     started = time.monotonic()
     missing: dict[str, set[str]] = collections.defaultdict(set)
     outcomes: collections.Counter[str] = collections.Counter()
+    missing_items = 0
     for done, item in enumerate(plan.items, 1):
         interrupts.check()
         record = run_item(item, settings)
@@ -77,9 +79,11 @@ def probe_ops(manifest: Any, device: str, *, op_patterns: tuple[str, ...] = (), 
         overload = missing_overload(record)
         if overload is not None:
             missing[item.op].add(overload)
+            missing_items += 1
         progress(done, len(plan.items), len(set().union(*missing.values())) if missing else 0, len(missing))
     return OpProbe(items=len(plan.items), missing={op: tuple(sorted(o)) for op, o in missing.items()},
-                   outcomes=dict(sorted(outcomes.items())), duration_s=time.monotonic() - started, settings=described)
+                   outcomes=dict(sorted(outcomes.items())), duration_s=time.monotonic() - started, settings=described,
+                   missing_items=missing_items)
 
 
 def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> tuple[Any, str]:

@@ -18,6 +18,7 @@ OK, FAILED, NO_PROBE = "ok", "failed", "no_probe"
 STATUSES = (OK, FAILED, NO_PROBE)
 KINDS = ("dtype", "capability")
 ERROR_LINE_CHARS = 300
+_CAUSE_MARKERS = ("WeightsUnpickler error: ",)  # torch.load(weights_only=True): the cause after two paragraphs
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours some torch errors carry
 
 
@@ -131,5 +132,10 @@ def error_line(exc: BaseException) -> str:
     cut = line.find(" This could be because")  # the dispatcher's missing-kernel paragraph
     if cut > 0:
         line = line[:cut]
+    for marker in _CAUSE_MARKERS:  # errors whose first line is advice and whose cause comes later
+        at = text.find(marker)
+        if at >= 0:
+            cause = text[at + len(marker):].splitlines()[0]
+            line = f"{line.split('.')[0]}: {cause.split('. ')[0]}"
     line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
     return line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS - 3] + "..."

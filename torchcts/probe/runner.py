@@ -11,9 +11,9 @@ impossible (CUDA), they run in this process, each on a few elements only.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -57,20 +57,22 @@ def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path
     steps = Steps(announce=announce)
     started = time.monotonic()
     status, step, error = OK, None, None
-    try:
-        if kind == "dtype":
-            probe_dtype(device, dtype_names.lookup(name), steps)
-        else:
-            check = CAPABILITY_PROBES.get(name)
-            if check is None:
-                raise NoProbe(f"TorchCTS has no probe for {name!r}")
-            check(ProbeEnv(device=device, dtype=value_dtype(manifest), steps=steps, manifest=manifest))
-    except StepFailed as failure:
-        status, step, error = FAILED, failure.step, failure.error
-    except NoProbe as reason:
-        status, error = NO_PROBE, f"no probe: {reason}"
-    except Exception as exc:  # noqa: BLE001 - outside any step (a probe's own setup): still a result
-        status, step, error = FAILED, "probe", error_line(exc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a probe's warnings (prototype APIs, deprecations) are not the run's
+        try:
+            if kind == "dtype":
+                probe_dtype(device, dtype_names.lookup(name), steps)
+            else:
+                check = CAPABILITY_PROBES.get(name)
+                if check is None:
+                    raise NoProbe(f"TorchCTS has no probe for {name!r}")
+                check(ProbeEnv(device=device, dtype=value_dtype(manifest), steps=steps, manifest=manifest))
+        except StepFailed as failure:
+            status, step, error = FAILED, failure.step, failure.error
+        except NoProbe as reason:
+            status, error = NO_PROBE, f"no probe: {reason}"
+        except Exception as exc:  # noqa: BLE001 - outside any step (a probe's own setup): still a result
+            status, step, error = FAILED, "probe", error_line(exc)
     return ProbeResult(kind, name, status, step, error, time.monotonic() - started)
 
 
@@ -117,9 +119,9 @@ def _run_batch(device: str, probes: list[Probe], manifest: Any, lines: Path, ste
     step's name written to `steps_file` before it runs)."""
     with open(lines, "a", encoding="utf-8") as out:
         for probe in probes:
+            steps_file.write_text("probe", encoding="utf-8")  # until its first step: a crash in its setup
             out.write(json.dumps(run_probe(device, probe, manifest, announce=steps_file).as_json()) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+            out.flush()  # in the kernel's hands: a crash later does not lose it
     return len(probes)
 
 

@@ -5,7 +5,8 @@ range, a negative weight); where CPU accepts the same input with other values, t
 `runtime_unavailable` there, not a finding. A rejection that metadata alone decides stays one.
 """
 
-from torchcts.engine.context import CpuRejects
+from torchcts.engine import missing_kernels
+from torchcts.engine.context import CpuRejects, MissingKernelError
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import OpInfoItems, register_property
 
@@ -30,8 +31,13 @@ def test_errors(cts):
             raise CpuRejects("CPU accepts this error input")
         try:
             result = cts.device_call(sample)
-        except Exception:  # noqa: BLE001 - any exception is the backend refusing the input
-            return
+        except Exception as exc:  # noqa: BLE001 - any exception is the backend refusing the input...
+            kernel = missing_kernels.find(exc, cts.target.device_type)
+            if kernel is None:
+                return
+            # ...except a missing kernel: the device cannot run the op at all, so the refusal proves nothing
+            raise MissingKernelError(f"{cts.target.describe()} has no kernel for this error input where CPU "
+                                     f"raised as the OpInfo says: {kernel.describe()}", kernel) from exc
         if not cts.target.compares_values and cts.rejected_for_values(sample):
             raise CaseUnavailable(f"{cts.device} sees no values; CPU rejects this input for its values "
                                   f"({error_input.error_type.__name__}: {error_input.error_regex!r})")

@@ -105,7 +105,7 @@ def test_unknown_bug_names_are_refused():
 
 
 def run_python(code: str, bugs: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
+    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bugs)  # a plain python process asks for the device
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -129,7 +129,7 @@ def test_hang_bug_sleeps_past_any_timeout_only_under_its_condition():
             "print(torch.logaddexp(x, x).cpu().sum().item())")
     assert run_python(code.format(n=2), "hang_logaddexp").returncode == 0
     hung = subprocess.Popen([sys.executable, "-c", code.format(n=4)], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, TORCHCTS_FAULTY_BUGS="hang_logaddexp"))
+                            env=dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS="hang_logaddexp"))
     try:
         assert select.select([hung.stdout], [], [], 600)[0] and hung.stdout.readline() == "calling\n"
         with pytest.raises(subprocess.TimeoutExpired):

@@ -31,6 +31,7 @@ import time
 from typing import Any, Callable, Protocol
 
 import pytest
+from _pytest import timing
 from _pytest.terminal import TerminalReporter
 
 from torchcts.outcomes import PROBLEMS
@@ -255,8 +256,6 @@ class QuietReporter(TerminalReporter):
             self.write_line(line)
 
     def _start(self, session: pytest.Session) -> None:
-        from _pytest import timing
-
         self._session = session
         self._session_start = timing.Instant()
 

@@ -17,8 +17,15 @@ from torchcts.results.files import ResultFileError, read_summary
 Warn = Callable[[str], None]
 
 
+_warned: set[str] = set()
+
+
 def warn_on_stderr(message: str) -> None:
-    """The default for `warn`: one line on stderr."""
+    """The default for `warn`: one line on stderr, once per process (a run's crash history and its report's
+    baseline search walk the same earlier runs: a corrupt one is said once)."""
+    if message in _warned:
+        return
+    _warned.add(message)
     print(f"torchcts: warning: {message}", file=sys.stderr)
 
 

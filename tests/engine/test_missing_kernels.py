@@ -59,6 +59,13 @@ def test_a_meta_tensor_op_without_a_meta_kernel_is_a_missing_kernel():
             raise RuntimeError("backend wrapper failed") from inner
     except RuntimeError as outer:
         assert missing_kernels.find(outer) == GEQRF
+    try:  # a backend that handles the missing kernel and rejects the input itself has refused it properly
+        try:
+            geqrf_on_meta()
+        except NotImplementedError:
+            raise ValueError("geqrf: the input must be a batch of matrices")  # noqa: B904 - implicit context
+    except ValueError as rejection:
+        assert rejection.__context__ is not None and missing_kernels.find(rejection) is None
 
 
 def test_torch_library_ops_without_device_kernels_are_missing_kernels():

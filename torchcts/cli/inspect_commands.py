@@ -160,6 +160,7 @@ def _probed_draft(template: str, device: str, device_name: str, backend_import: 
             click.echo(f"torchcts init: interrupted; {output} not written", err=True)
             sys.exit(interrupts.exit_code(signum))
         except DraftError as exc:
+            progress.end()  # the error goes on a line of its own, not after the progress line
             fail(f"torchcts init --probe: the draft does not validate:\n{exc}")
     progress.end()
     for line in draft.summary_lines():

@@ -177,10 +177,12 @@ def _key_name(name: str) -> str | None:
 
 
 def _chain(exc: BaseException, limit: int = 8) -> Iterator[BaseException]:
-    """`exc`, then what it was raised from (`__cause__`, else `__context__`), at most `limit` links."""
+    """`exc`, then what it was explicitly raised from (`raise ... from`: a wrapper such as torch.compile's), at
+    most `limit` links. The implicit `__context__` is not followed: a backend that catches a missing kernel and
+    raises its own rejection (a ValueError for a bad input) has handled it."""
     seen: set[int] = set()
     link: Any = exc
     while link is not None and id(link) not in seen and len(seen) < limit:
         seen.add(id(link))
         yield link
-        link = link.__cause__ if link.__cause__ is not None else link.__context__
+        link = link.__cause__

@@ -9,6 +9,7 @@ its `skip_ops`, and a header that marks the file as a draft to review.
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from typing import Mapping
 
@@ -21,6 +22,8 @@ from torchcts.manifest.template_names import TEMPLATE_NAMES
 
 # Capabilities that need more than one device or a backend-specific decoder stay out of `complete`.
 _NOT_IN_COMPLETE = ("multi_device", "custom_quantized_decode")
+# What ends a Python source line (\r alone does) or makes compile() refuse the text (NUL): never inside a comment.
+_LINE_BREAKS = re.compile("[\x00\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 class _Regex(str):
@@ -28,7 +31,7 @@ class _Regex(str):
 
 
 def _python_literal(value: object) -> str:
-    if isinstance(value, _Regex) and '"' not in value and not value.endswith("\\"):
+    if isinstance(value, _Regex) and '"' not in value and not value.endswith("\\") and not _LINE_BREAKS.search(value):
         return f'r"{value}"'
     if isinstance(value, str):
         return json.dumps(value)
@@ -74,7 +77,7 @@ class DraftClaims:
     capability_notes: Mapping[str, str] = attrs.field(factory=dict)
 
     def for_template(self) -> dict[str, object]:
-        return {"header": [line.replace("\n", " ") for line in self.header],
+        return {"header": [_LINE_BREAKS.sub(" ", str(line)) for line in self.header],
                 "dtype_claims": {name: _Regex(value) if isinstance(value, str) else value
                                  for name, value in self.dtype_claims.items()},
                 "capabilities": list(self.capabilities), "skip_ops": dict(sorted(self.skip_ops.items())),
@@ -84,7 +87,7 @@ class DraftClaims:
 
 def _comment(text: str) -> str:
     """Text that stays inside one `#` comment line."""
-    return " ".join(str(text).split())
+    return " ".join(_LINE_BREAKS.sub(" ", str(text)).split())
 
 
 def render_template(name: str, device_name: str = "auto", backend_import: str | None = None,

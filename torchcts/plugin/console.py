@@ -27,6 +27,7 @@ lines come from here.
 from __future__ import annotations
 
 import collections
+import re
 import time
 from typing import Any, Callable, Protocol
 
@@ -43,6 +44,7 @@ TTY_EVERY_S = 0.2  # on a terminal: the progress line is rewritten at most 5 tim
 TOP_MISSING = 10  # missing overloads named in the summary (all of them are in run.json and the report)
 ERROR_LINE_CHARS = 300
 DEFAULT_REPORT_CHARS = "fE"  # pytest's default -r: a different value was asked for
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # terminal colours and cursor moves an error text may carry
 
 
 class Screen(Protocol):
@@ -64,7 +66,8 @@ def error_line(record: dict[str, Any]) -> str:
     if not line:
         text = str(record.get("error") or "")
         line = next((part.strip() for part in text.splitlines() if part.strip()), "") or str(record.get("reason") or "")
-    line = " ".join(str(line).split())
+    line = " ".join(_ANSI.sub("", str(line)).split())
+    line = "".join(char if char.isprintable() else "?" for char in line)  # no escape reaches the terminal
     return line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS - 3] + "..."
 
 

@@ -138,4 +138,5 @@ def error_line(exc: BaseException) -> str:
             cause = text[at + len(marker):].splitlines()[0]
             line = f"{line.split('.')[0]}: {cause.split('. ')[0]}"
     line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+    line = "".join(char if char.isprintable() else "?" for char in line)  # no escape reaches a terminal
     return line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS - 3] + "..."

@@ -21,10 +21,10 @@ import torch
 
 from torchcts import interrupts
 from torchcts.outcomes import EXECUTED, Outcome
+# run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
+from torchcts.results.files import RUN_KINDS
 
 SCHEMA_VERSION = 1
-# "run": a conformance run drawing cases; "replay": a corpus replay; "collect_only": pytest --collect-only
-RUN_KINDS = ("run", "replay", "collect_only")
 
 
 def new_run_id() -> str:
@@ -67,7 +67,9 @@ class RunWriter:
     def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None,
                  hypothesis: dict[str, Any] | None = None, run_kind: str = "run"):
         self.run_id = run_id or new_run_id()
-        self.run_kind = run_kind  # RUN_KINDS: what `torchcts report` may pick as the latest run
+        if run_kind not in RUN_KINDS:
+            raise ValueError(f"run_kind {run_kind!r} is not one of {', '.join(RUN_KINDS)}")
+        self.run_kind = run_kind  # what `torchcts report` may pick as the latest run
         self.missing_kernels: dict[str, Any] | None = None  # grouped from the records when the run closes
         self.hypothesis = hypothesis  # the Hypothesis settings the items draw with (None: a run without draws)
         self.probes: dict[str, Any] | None = None  # the probes' summary ({"total", "failed", "problems"}), once run

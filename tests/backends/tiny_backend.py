@@ -10,6 +10,9 @@ Data model: a device tensor is a `TinyTensor`, a wrapper whose sizes, strides an
 are those of the CPU tensor holding its elements (`_data`); views are CPU views of the same data,
 so writes through a view reach its base. The wrapper's `__torch_dispatch__` only forwards each op,
 unchanged, to the dispatcher below it: the PrivateUse1 kernels registered here, or the error.
+A C++ composite that makes an alias itself (`_unsafe_view`, reached by reshaping a non-contiguous
+tensor) yields a device tensor without data, which `unwrap` refuses with a RuntimeError: another
+gap of a first draft, left in (the smoke template meets it in 5 items).
 
 The deliberate bug: `neg` processes elements in blocks of 4 and forgets the tail, so the last
 `numel % 4` elements come back unchanged (`torch.tensor([1.0], device="tiny").neg()` is 1.0).

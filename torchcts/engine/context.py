@@ -10,7 +10,7 @@ item if no case got past the oracle); the device raising where CPU did not is a 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NoReturn
 
 import attrs
 import hypothesis
@@ -269,12 +269,17 @@ class CaseContext:
             why = self.target.unavailable(exc)
             if why:
                 raise CaseUnavailable(why) from exc
-            kernel = missing_kernels.find(exc, self.target.device_type)
-            if kernel is not None:
-                raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did "
-                                         f"not: {_first_line(exc)}", kernel) from exc
-            raise BackendError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did not: "
-                               f"{_first_line(exc)}") from exc
+            self._raise_backend(exc, what)
+
+    def _raise_backend(self, exc: Exception, what: str = "") -> NoReturn:
+        """The device raised `exc` where CPU did not: MissingKernelError when it names a missing kernel, else
+        BackendError."""
+        kernel = missing_kernels.find(exc, self.target.device_type)
+        if kernel is not None:
+            raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did "
+                                     f"not: {_first_line(exc)}", kernel) from exc
+        raise BackendError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did not: "
+                           f"{_first_line(exc)}") from exc
 
     def device_call(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample, letting its exceptions through (error parity)."""
@@ -319,7 +324,10 @@ class CaseContext:
                                self.target.device_type).widened(widen)
         if inputs is not None and oracle.category(name) != "elementwise":
             tol = oracle.normwise_floor(tol, expected)
-        result = oracle.compare(actual, expected, tol, values=values, strides=strides)
+        try:
+            result = oracle.compare(actual, expected, tol, values=values, strides=strides)
+        except Exception as exc:  # noqa: BLE001 - reading the device's result (metadata, copy to CPU) raised
+            self._raise_backend(exc, " (reading its result back to CPU)")
         if not result.ok:
             self.failing_comparison = result
             prefix = f"{what}: " if what else ""

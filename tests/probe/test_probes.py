@@ -279,3 +279,16 @@ def test_failing_probes_change_neither_the_plan_nor_the_outcomes(tiny_runs):
         assert outcomes(tiny_runs[mode]) == outcomes(off), mode
         assert tiny_runs[mode]["run"]["counts"] == off["run"]["counts"]
         assert tiny_runs[mode]["done"].returncode == off["done"].returncode == 1  # the missing kernels
+
+
+def test_a_probe_that_fails_only_because_it_was_forked_runs_again_in_process():
+    """After a backward on a second device type in the parent, torch refuses autograd in forked children
+    (a limit of fork, not of the device): the training probe must still say ok, not failed."""
+    code = ("import torch, torchcts.testing.faulty\n"
+            "x = torch.ones(2, device='faulty', requires_grad=True); (x * x).sum().backward()\n"
+            "from torchcts.probe.runner import run_probes\n"
+            "result = run_probes('cpu', [('capability', 'training')], fork=True)[0]\n"
+            "print(result.status, result.error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == OK, done.stdout

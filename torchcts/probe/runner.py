@@ -26,6 +26,9 @@ from torchcts.probe.dtypes import probe_dtype
 from torchcts.probe.result import FAILED, NO_PROBE, OK, NoProbe, ProbeResult, StepFailed, Steps, error_line
 
 BATCH_TIMEOUT_S = 120.0  # probes take milliseconds; a batch still running after this has a hung probe
+# torch's refusal to run autograd in a child forked after the parent started autograd's device threads: a
+# limit of forking, not of the device; such a probe runs again in this process
+AUTOGRAD_AFTER_FORK = "autograd's threading in combination with fork"
 
 Probe = tuple[str, str]  # (kind, name): ("dtype", "bfloat16"), ("capability", "training")
 
@@ -98,7 +101,7 @@ def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: 
             lines, steps_file = Path(folder) / "results.jsonl", Path(folder) / "step"
             batch = list(remaining)
             ended = run_forked(lambda: _run_batch(device, batch, manifest, lines, steps_file), batch_timeout_s)
-            done = _read_results(lines)
+            done = [_unforked(result, device, manifest) for result in _read_results(lines)]
             step = _step_at(steps_file)
         for result in done:
             report(result)
@@ -112,6 +115,13 @@ def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: 
             results.append(ProbeResult(kind, name, FAILED, step, how, spent))
             report(results[-1])
     return results
+
+
+def _unforked(result: ProbeResult, device: str, manifest: Any) -> ProbeResult:
+    """A forked probe's result, or the probe run again in this process where only the fork made it fail."""
+    if result.status == FAILED and AUTOGRAD_AFTER_FORK in (result.error or ""):
+        return run_probe(device, (result.kind, result.name), manifest)
+    return result
 
 
 def _run_batch(device: str, probes: list[Probe], manifest: Any, lines: Path, steps_file: Path) -> int:

@@ -139,6 +139,10 @@ def test_meta_compares_metadata_and_calls_data_dependent_cases_unavailable(tmp_p
     for name in ("forward::nonzero::function::float32", "forward::masked_select::function::float32"):
         assert items[name]["outcome"] == "runtime_unavailable"
         assert "data-dependent" in items[name]["reason"] and "meta" in items[name]["reason"]
+    # no Meta kernel for masked_select's data-dependent output: its error inputs are unavailable, not a missing kernel
+    assert items["errors::masked_select::function::float32"]["outcome"] == "runtime_unavailable"
+    probes = [json.loads(line) for line in (folder / "probes.jsonl").read_text().splitlines()]
+    assert probes and all(p["status"] == "no_probe" and "meta" in p["error"] for p in probes)  # meta holds no data
     assert result.returncode == 0, result.stdout[-3000:]
 
 

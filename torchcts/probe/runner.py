@@ -57,6 +57,9 @@ def value_dtype(manifest: Any) -> torch.dtype:
 def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path | None = None) -> ProbeResult:
     """One probe, guarded: ok, failed at a step, or no_probe; never raises (interrupts excepted)."""
     kind, name = probe
+    if torch.device(device).type == "meta":  # every probe reads values back: meta holds none
+        return ProbeResult(kind, name, NO_PROBE, None, "no probe: the meta device holds no data, and probes compare "
+                                                        "values with CPU", 0.0)
     steps = Steps(announce=announce)
     started = time.monotonic()
     status, step, error = OK, None, None

@@ -33,7 +33,7 @@ from typing import Any, Callable, Protocol
 
 import pytest
 from _pytest import timing
-from _pytest.terminal import TerminalReporter
+from pytest import TerminalReporter
 
 from torchcts.outcomes import PROBLEMS
 
@@ -260,7 +260,8 @@ class QuietReporter(TerminalReporter):
 
     def _start(self, session: pytest.Session) -> None:
         self._session = session
-        self._session_start = timing.Instant()
+        instant = getattr(timing, "Instant", None)  # pytest >= 8.4 times the session with an Instant, older ones a float
+        self._session_start = instant() if instant is not None else timing.time()
 
     def pytest_collection(self) -> None:
         if not self.quiet:

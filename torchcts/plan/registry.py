@@ -85,6 +85,9 @@ class ScenarioItems:
 
     scenarios: tuple[str, ...] = attrs.field(converter=_names("scenarios"))
     dtypes: tuple[str, ...] = attrs.field(converter=_names("dtypes"))
+    # scenario -> its torch-only program (`torchcts.engine.programs`), for suites whose check runs one;
+    # export writes the program's source into the reproduction script. Empty: not exportable.
+    programs: Any = attrs.field(factory=dict, converter=lambda value: dict(value or {}), eq=False, hash=False)
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
@@ -101,6 +104,14 @@ class ScenarioItems:
         if not value or any(d not in dtype_names.CLAIMABLE_DTYPES for d in found) or len(set(found)) != len(found):
             raise RegistryError(f"ScenarioItems.dtypes: distinct names of dtypes a manifest can claim (float32, "
                                 f"bfloat16, ...), at least one, got {value!r}")
+
+    @programs.validator
+    def _check_programs(self, _: Any, value: dict[str, Any]) -> None:
+        stray = [name for name in value if name not in self.scenarios]
+        bad = [name for name, program in value.items() if not callable(program)]
+        if stray or bad:
+            raise RegistryError(f"ScenarioItems.programs: a callable per scenario name; not scenarios: {stray}, "
+                                f"not callable: {bad}")
 
 
 @attrs.frozen

@@ -17,27 +17,11 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
-import attrs
 import torch
 
+from torchcts.testing.faulty.bug_model import Bug
+
 ENV_VAR = "TORCHCTS_FAULTY_BUGS"
-
-
-@attrs.frozen
-class Bug:
-    """One seeded bug: the aten overloads it affects, when it fires, what it does."""
-
-    name: str
-    ops: tuple[str, ...]  # overloads as str(func) prints them: "aten.add.Tensor"
-    condition: str
-    description: str
-    fires: Callable[[Any, tuple, dict], bool] = attrs.field(repr=False)
-    perturb: Callable[[Any, tuple, dict, Any], Any] = attrs.field(repr=False)
-    kind: str = "wrong-result"  # or "crash" / "hang" / "missing-kernel": acts before the op runs
-
-    @property
-    def in_all(self) -> bool:
-        return self.kind in ("wrong-result", "missing-kernel")
 
 
 # -- helpers on the CPU data the device holds ----------------------------------------------------
@@ -193,7 +177,7 @@ def _hang(func, args, kwargs, result):
     return result
 
 
-BUGS: dict[str, Bug] = {bug.name: bug for bug in (
+CORE_BUGS: tuple[Bug, ...] = (
     Bug("noncontiguous_add", ("aten.add.Tensor", "aten.sub.Tensor"),
         "an operand is non-contiguous (transposed, stepped), without zero strides",
         "reads non-contiguous operands as if they were contiguous",
@@ -284,7 +268,22 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in (
         "the first operand holds 4 or more elements",
         "sleeps for an hour (as a deadlocked kernel would)",
         lambda f, a, k: a[0].numel() >= 4, _hang, kind="hang"),
-)}
+)
+
+
+def _all_bugs() -> dict[str, Bug]:
+    """The core bugs and every suite's (`suite_bugs.SUITE_BUGS`), by name; a name used twice is a programming error."""
+    from torchcts.testing.faulty.suite_bugs import SUITE_BUGS
+
+    table: dict[str, Bug] = {}
+    for bug in (*CORE_BUGS, *SUITE_BUGS):
+        if bug.name in table:
+            raise RuntimeError(f"faulty bug {bug.name!r} is defined twice")
+        table[bug.name] = bug
+    return table
+
+
+BUGS: dict[str, Bug] = _all_bugs()
 
 _by_op: dict[str, tuple[Bug, ...]] = {}
 

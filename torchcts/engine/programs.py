@@ -6,12 +6,15 @@ the case's SampleInput (tensors placed on the target's device, plain values as t
 what it observes: tensors (compared in dtype, shape, strides where asked, and values within the
 tolerance) and plain values (metadata such as strides, `_is_view()`, storage equality: compared
 exactly). Because the program is the whole scenario, a stored case replays by running it again, and
-`torchcts replay --export-script` writes its source into a torch-only script.
+`torchcts replay --export-script` writes its source into a torch-only script. Under
+`--compile B` the device side runs the program through torch.compile(backend=B).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from torchcts.engine.targets import compiled_program
 
 Program = Callable[..., Any]
 
@@ -20,7 +23,8 @@ def run_program(program: Program) -> Callable[[Any, Any, Any], Any]:
     """`run(cts, sample, target)`: the program on a fresh copy of the sample placed on the target."""
     def run(cts: Any, sample: Any, target: Any) -> Any:
         placed = cts.place_for(sample, target).value
-        return program(placed.input, *placed.args, **placed.kwargs)
+        run_ = program if target.compile_backend is None else compiled_program(program, target.compile_backend)
+        return run_(placed.input, *placed.args, **placed.kwargs)
 
     return run
 

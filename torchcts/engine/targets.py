@@ -74,6 +74,15 @@ ORACLE = Target(ORACLE_DEVICE)  # eager CPU: what every target is compared with
 _compiled_functions: dict[tuple[str, str, str], Any] = {}
 
 
+def compiled_program(program: Any, backend: str) -> Any:
+    """A scenario program (`torchcts.engine.programs`) under torch.compile(backend=...), compiled once per process."""
+    key = (f"{program.__module__}.{program.__qualname__}", "program", backend)
+    if key not in _compiled_functions:
+        _raise_recompile_limits()
+        _compiled_functions[key] = torch.compile(program, backend=backend)
+    return _compiled_functions[key]
+
+
 def _compiled(op: Any, variant: str, backend: str):
     key = (op_id(op), variant, backend)
     if key not in _compiled_functions:
@@ -82,6 +91,15 @@ def _compiled(op: Any, variant: str, backend: str):
 
 
 def _compile(op: Any, variant: str, backend: str):
+    _raise_recompile_limits()
+
+    def run(input, *args, **kwargs):
+        return call_variant(op, variant, types.SimpleNamespace(input=input, args=args, kwargs=kwargs))
+
+    return torch.compile(run, backend=backend)
+
+
+def _raise_recompile_limits() -> None:
     import torch._dynamo
 
     for name in ("recompile_limit", "cache_size_limit"):
@@ -90,8 +108,3 @@ def _compile(op: Any, variant: str, backend: str):
     if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
         torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit,
                                                                _RECOMPILE_LIMIT * 16)
-
-    def run(input, *args, **kwargs):
-        return call_variant(op, variant, types.SimpleNamespace(input=input, args=args, kwargs=kwargs))
-
-    return torch.compile(run, backend=backend)

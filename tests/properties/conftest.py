@@ -1,0 +1,67 @@
+"""Fixtures for the suites' tests: `run_suite(prop, scenario, dtype, device=..., bugs=...)` runs one suite item
+in this process (cpu, meta or the faulty device with chosen seeded bugs on, derandomized, optionally storing
+its counterexample in a corpus folder) and returns its record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.targets import Target
+from torchcts.manifest import load_manifest
+from torchcts.manifest.templates import render_template
+from torchcts.plan import registry
+from torchcts.plan.build import PlanItem
+
+_MANIFESTS: dict[str, Any] = {}
+
+
+def complete_manifest(tmp_root: Path, device: str = "cpu") -> Any:
+    """The `complete` template's manifest (every dtype and capability, level 8) for `device`, loaded once."""
+    if device not in _MANIFESTS:
+        path = Path(tmp_root) / f"complete-{device}.py"
+        path.write_text(render_template("complete", device_name=device))
+        _MANIFESTS[device] = load_manifest(path)[0]
+    return _MANIFESTS[device]
+
+
+def item_for(prop: str, scenario: str, dtype: str) -> PlanItem:
+    registry.load()
+    spec = registry.get(prop)
+    return PlanItem(prop, scenario, spec.variant, dtype, spec.level)
+
+
+def run_suite_item(tmp_root: Path, prop: str, scenario: str, dtype: str = "float32", *, device: str = "cpu",
+                   bugs: tuple[str, ...] = (), max_examples: int = 20, corpus_dir: Path | None = None,
+                   compile_backend: str | None = None, shrink: bool = True) -> dict[str, Any]:
+    """The record of one item (`prop`, `scenario`, `dtype`) run derandomized on `device` with `bugs` on."""
+    if device == "faulty" or bugs:
+        from torchcts.testing import faulty
+
+        faulty.disable_bugs()
+        if bugs:
+            faulty.enable_bugs(*bugs)
+    try:
+        settings = EngineSettings(target=Target(device, compile_backend), manifest=complete_manifest(tmp_root, device),
+                                  level=8, max_examples=max_examples, versions=versions(), shrink=shrink,
+                                  corpus_dir=corpus_dir)
+        return run_item(item_for(prop, scenario, dtype), settings)
+    finally:
+        if bugs:
+            from torchcts.testing import faulty
+
+            faulty.disable_bugs()
+
+
+@pytest.fixture(scope="session")
+def run_suite(tmp_path_factory):
+    """`run_suite(prop, scenario, dtype="float32", device="cpu", bugs=(), max_examples=20, corpus_dir=None, ...)`."""
+    root = tmp_path_factory.mktemp("suites")
+
+    def run(prop: str, scenario: str, dtype: str = "float32", **options: Any) -> dict[str, Any]:
+        return run_suite_item(root, prop, scenario, dtype, **options)
+
+    return run

@@ -1,8 +1,11 @@
 """`torchcts selftest`: do the suites catch bugs? Run them against the faulty device, clean and per bug.
 
-The clean run records, for every item, which aten overloads it ran on the device. Each seeded
-bug is then tested by rerunning (with only that bug on) the ops whose items reached one of the
-bug's overloads: an item that never runs an overload cannot see its bug. A bug is detected when
+Two phases, each a clean run and then one run per seeded bug: the OpInfo properties at `--level`
+in the given dtypes, and the scenario suites (views, copies, ieee754, sparse, ...: every property
+whose items are scenarios) at their own levels in every dtype they list. The clean run records, for
+every item, which aten overloads it ran on the device. Each seeded bug is then tested by rerunning
+(with only that bug on) the ops or scenarios whose items reached one of the bug's overloads, in
+the phase that reached them: an item that never runs an overload cannot see its bug. A bug is detected when
 some item that passes on the clean backend fails or errors with the bug on; the clean run must
 have no failure, except on ops where the faulty device is documented to differ from CPU
 (`agreement.EXPLAINED`, e.g. scaled_dot_product_attention: math kernel vs CPU's fused kernel),
@@ -37,8 +40,9 @@ DETECTS = (Outcome.FAILED, Outcome.ERROR)  # a seeded bug is detected by an item
 class BugResult:
     name: str
     description: str
-    reached_ops: tuple[str, ...]  # OpInfo ids whose items ran one of the bug's overloads
+    reached_ops: tuple[str, ...]  # OpInfo ids (or scenario names) whose items ran one of the bug's overloads
     failing_items: tuple[str, ...]
+    suite: str = "opinfo"  # the suite the bug was written for (`Bug.suite`)
 
     @property
     def detected(self) -> bool:
@@ -62,17 +66,46 @@ class SelftestReport:
         return not self.clean_failures and not self.incomplete_runs and all(b.detected for b in self.bugs)
 
 
-def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...], max_examples: int,
-         bugs: str, ops: tuple[str, ...] = ()) -> tuple[list[dict], bool]:
-    """The records of one run, and whether it completed."""
+@attrs.frozen
+class Phase:
+    """One part of the selftest: these properties, at this level, in these dtypes (empty: every one claimed)."""
+
+    name: str
+    properties: tuple[str, ...]
+    level: int
+    dtypes: tuple[str, ...] = ()
+
+
+def phases(level: int, dtypes: tuple[str, ...], specs: Iterable[Any] | None = None) -> tuple[Phase, ...]:
+    """The OpInfo properties at `level` in `dtypes`, and the scenario suites at their own levels in all their dtypes."""
+    if specs is None:
+        from torchcts.plan import registry
+
+        specs = registry.load()
+    specs = list(specs)
+    opinfo = tuple(p.name for p in specs if not p.scenario and p.level <= level)
+    suites = tuple(p.name for p in specs if p.scenario)
+    found = []
+    if opinfo:
+        found.append(Phase("opinfo", opinfo, level, tuple(dtypes)))
+    if suites:
+        found.append(Phase("suites", suites, max(p.level for p in specs if p.scenario)))
+    return tuple(found)
+
+
+def _run(results_dir: Path, manifest: Path, phase: Phase, max_examples: int, bugs: str,
+         ops: tuple[str, ...] = ()) -> tuple[list[dict], bool]:
+    """The records of one run of a phase, and whether it completed."""
     args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
-            "--level", str(level), "--derandomize", "--max-examples", str(max_examples),
+            "--level", str(phase.level), "--derandomize", "--max-examples", str(max_examples),
             "--results-dir", str(results_dir), "--corpus-dir", str(results_dir / "corpus"), "--no-report",
             "--no-shrink"]
-    for dtype in dtypes:
-        args[4:4] = ["--dtype", dtype]
+    for dtype in phase.dtypes:
+        args += ["--dtype", dtype]
+    for name in phase.properties:
+        args += ["--property", name]
     for pattern in ops:
-        args[4:4] = ["--ops", pattern]
+        args += ["--ops", pattern]
     env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
     before = run_folders(results_dir)
     subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -85,40 +118,61 @@ def _run(results_dir: Path, manifest: Path, level: int, dtypes: tuple[str, ...],
 
 
 def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_examples: int = 10,
-                 results_dir: Path = Path("results/selftest"), progress: Callable[[str], None] = print) -> SelftestReport:
+                 results_dir: Path = Path("results/selftest"), progress: Callable[[str], None] = print,
+                 only_bugs: tuple[str, ...] = ()) -> SelftestReport:
+    """Every phase clean, then once per seeded bug (or per bug of `only_bugs`) where its overloads are reached."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     manifest = results_dir / "manifest.py"
     manifest.write_text(render_template("complete", device_name="faulty"))
-    progress("selftest: clean run against the faulty device ...")
-    clean, clean_complete = _run(results_dir / "clean", manifest, level, dtypes, max_examples, bugs="")
-    incomplete = [] if clean_complete else ["clean"]
-    failing_clean = [r for r in clean if r["outcome"] in PROBLEMS]
-    failed = tuple(r["item"] for r in failing_clean)
-    explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
-    reached: dict[str, set[str]] = {}
-    for record in clean:
-        for overload in record.get("device_ops", ()):
-            reached.setdefault(overload, set()).add(record["op"])
-    results = []
-    for bug in (b for b in BUGS.values() if b.in_all):
-        ops = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
-        failing: tuple[str, ...] = ()
-        if ops:
-            progress(f"selftest: {bug.name} ({len(ops)} ops reach it) ...")
+    chosen = [b for b in BUGS.values() if b.in_all and (not only_bugs or b.name in only_bugs)]
+    clean_records: list[dict] = []
+    incomplete: list[str] = []
+    failing: dict[str, list[str]] = {bug.name: [] for bug in chosen}
+    reached_by_bug: dict[str, set[str]] = {bug.name: set() for bug in chosen}
+    planned = phases(level, dtypes)
+    for phase in planned:
+        progress(f"selftest: clean run of the {phase.name} phase against the faulty device ...")
+        clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="")
+        clean_records += clean
+        if not clean_complete:
+            incomplete.append(f"{phase.name}/clean")
+        failed = {r["item"] for r in clean if r["outcome"] in PROBLEMS}
+        reached: dict[str, set[str]] = {}
+        for record in clean:
+            for overload in record.get("device_ops", ()):
+                reached.setdefault(overload, set()).add(record["op"])
+        for bug in chosen:
+            ops = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
+            if not ops:
+                continue
+            reached_by_bug[bug.name].update(ops)
+            progress(f"selftest: {phase.name}: {bug.name} ({len(ops)} ops or scenarios reach it) ...")
             pattern = "^(" + "|".join(re.escape(op) for op in ops) + ")$"
-            records, complete = _run(results_dir / bug.name, manifest, level, dtypes, max_examples, bugs=bug.name,
-                                     ops=(pattern,))
+            records, complete = _run(results_dir / phase.name / bug.name, manifest, phase, max_examples,
+                                     bugs=bug.name, ops=(pattern,))
             if not complete:
-                incomplete.append(bug.name)
+                incomplete.append(f"{phase.name}/{bug.name}")
             # only items the clean backend passes can show a bug
-            failing = tuple(r["item"] for r in records if r["outcome"] in DETECTS and r["item"] not in failed
-                            and _detects(bug, r))
-        else:
+            failing[bug.name] += [r["item"] for r in records if r["outcome"] in DETECTS and r["item"] not in failed
+                                  and _detects(bug, r)]
+    for bug in chosen:
+        if not reached_by_bug[bug.name]:
             progress(f"selftest: {bug.name}: no item runs {', '.join(bug.ops)}")
-        results.append(BugResult(bug.name, bug.description, tuple(ops), failing))
-    return SelftestReport(tuple(item for item in failed if item not in explained), tuple(results), tuple(incomplete),
-                          explained, unexercised_properties(clean, level))
+    results = tuple(BugResult(bug.name, bug.description, tuple(sorted(reached_by_bug[bug.name])),
+                              tuple(failing[bug.name]), bug.suite) for bug in chosen)
+    failing_clean = [r for r in clean_records if r["outcome"] in PROBLEMS]
+    failed_items = tuple(r["item"] for r in failing_clean)
+    explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
+    return SelftestReport(tuple(item for item in failed_items if item not in explained), results, tuple(incomplete),
+                          explained, unexercised_properties(clean_records, 8, _specs_of(planned)))
+
+
+def _specs_of(planned: Iterable[Phase]) -> list[Any]:
+    from torchcts.plan import registry
+
+    names = {name for phase in planned for name in phase.properties}
+    return [spec for spec in registry.load() if spec.name in names]
 
 
 def _detects(bug: Any, record: dict[str, Any]) -> bool:
@@ -147,14 +201,21 @@ def _documented_disagreement(op: str) -> bool:
 def print_report(report: SelftestReport, echo: Callable[[str], None] = print) -> None:
     detected = [b for b in report.bugs if b.detected]
     echo(f"seeded bugs detected: {len(detected)}/{len(report.bugs)} ({report.detection_rate:.0%})")
+    echo("")
+    echo("| suite | bugs | detected |")
+    echo("| --- | --- | --- |")
+    for suite in sorted({b.suite for b in report.bugs}):
+        mine = [b for b in report.bugs if b.suite == suite]
+        echo(f"| {suite} | {len(mine)} | {sum(b.detected for b in mine)} |")
+    echo("")
     for bug in report.bugs:
         if bug.detected:
             shown = ", ".join(bug.failing_items[:4]) + (" ..." if len(bug.failing_items) > 4 else "")
-            echo(f"  detected {bug.name}: {len(bug.failing_items)} failing items ({shown})")
+            echo(f"  detected {bug.name} [{bug.suite}]: {len(bug.failing_items)} failing items ({shown})")
     for bug in report.bugs:
         if not bug.detected:
             why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
-            echo(f"  MISSED   {bug.name}: {bug.description} ({why})")
+            echo(f"  MISSED   {bug.name} [{bug.suite}]: {bug.description} ({why})")
     if report.unexercised_properties:
         echo("registered properties no clean item executed (bugs only they could see go unseen): "
              + ", ".join(report.unexercised_properties))

@@ -1,0 +1,52 @@
+"""selftest's plan: the OpInfo properties at --level in --dtype, the scenario suites at their own levels in
+every dtype they list; a detection table per suite; --bug names a seeded bug or is a one-line error."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from torchcts.cli.main import cli
+from torchcts.plan import registry
+from torchcts.testing.selftest import BugResult, SelftestReport, phases, print_report
+
+
+def _spec(name, level, scenario):
+    items = registry.ScenarioItems([name], ["float32"]) if scenario else registry.OpInfoItems()
+    return registry.PropertySpec(name, "inference", level, items, lambda cts: None)
+
+
+def test_opinfo_properties_run_at_the_level_asked_and_suites_at_their_own():
+    specs = [_spec("forward", 1, False), _spec("inplace", 3, False), _spec("views", 3, True),
+             _spec("sparse", 4, True)]
+    opinfo, suites = phases(2, ("float32", "int32"), specs)
+    assert (opinfo.properties, opinfo.level, opinfo.dtypes) == (("forward",), 2, ("float32", "int32"))
+    assert (suites.properties, suites.level, suites.dtypes) == (("views", "sparse"), 4, ())
+
+
+def test_the_installed_suites_are_a_phase_of_their_own():
+    names = {p.name for p in registry.load() if p.scenario}
+    found = {phase.name: phase for phase in phases(2, ("float32",))}
+    assert {"views", "copies", "ieee754", "sparse", "nested", "foreach", "fp8", "channels_last"} <= names
+    assert set(found["suites"].properties) == names and found["suites"].dtypes == ()
+    assert not names & set(found["opinfo"].properties)
+
+
+def test_the_report_prints_a_table_per_suite_and_names_missed_bugs():
+    report = SelftestReport((), (BugResult("a", "does a", ("abs",), ("forward-abs",), "opinfo"),
+                                 BugResult("b", "does b", ("transpose_write",), (), "views"),
+                                 BugResult("c", "does c", (), (), "views")))
+    lines = []
+    print_report(report, lines.append)
+    assert lines[0] == "seeded bugs detected: 1/3 (33%)"
+    assert "| opinfo | 1 | 1 |" in lines and "| views | 2 | 0 |" in lines
+    assert "  MISSED   b [views]: does b (1 ops reach it)" in lines
+    assert "  MISSED   c [views]: does c (no item reaches its ops)" in lines
+    assert not report.ok
+
+
+def test_an_unknown_bug_is_a_one_line_error(tmp_path):
+    result = CliRunner().invoke(cli, ["selftest", "--bug", "tile_sun", "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert result.output.startswith("--bug 'tile_sun': not a seeded bug selftest runs; known: ")
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()

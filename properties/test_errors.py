@@ -1,14 +1,79 @@
-"""Error parity: where CPU raises for an OpInfo error input, the backend raises too.
+"""Error parity: where CPU raises for an OpInfo error input, the backend raises the same error.
+
+The rule:
+
+- **Type.** The device's exception must be an instance of the type CPU raised (CPU's
+  `IndexError` needs an `IndexError`; CPU's `torch.linalg.LinAlgError` needs one). One refinement
+  is allowed: where CPU raises torch's generic error (`RuntimeError`, C++ `c10::Error`), the
+  device may raise one of torch's specific errors, which derive from it in C++ (`IndexError`,
+  `ValueError`, `TypeError`): CUDA raises `IndexError` for `narrow_copy`'s out-of-range dimension
+  where CPU's kernel raises `RuntimeError`, and the OpInfo accepts both.
+- **Message.** Where the OpInfo's error regex is stable across backends, the device's message
+  must match it too (`re.search`, as `assertRaisesRegex`). A regex is stable when it matches
+  CPU's message and names no device or backend (`cpu`, `cuda`, `device`, `meta`, ...) and no C++
+  internals (`static_cast`, "to be true, but got false"): those are one kernel's wording.
+- A missing kernel (the dispatcher's NotImplementedError) is not a rejection: outcome `error`
+  naming the kernel. A target that cannot run the case by design (meta and data-dependent
+  outputs) makes the case `runtime_unavailable`.
 
 A target that sees no values (`meta`) cannot reject an input for its data (an index out of
 range, a negative weight); where CPU accepts the same input with other values, the case is
 `runtime_unavailable` there, not a finding. A rejection that metadata alone decides stays one.
 """
 
+from __future__ import annotations
+
+import re
+
 from torchcts.engine import missing_kernels
 from torchcts.engine.context import CpuRejects, MissingKernelError
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import OpInfoItems, register_property
+
+# words that tie an error message to one backend: such a regex says nothing about another device
+_DEVICE_WORDS = re.compile(r"\b(cpu|cuda|gpu|device|devices|backend|mps|xpu|hip|rocm|meta|mkldnn|cudnn|onednn|"
+                           r"triton|jiterator)\b", re.IGNORECASE)
+# C++ internals of one kernel's check (TORCH_CHECK's condition text, source file names)
+_KERNEL_INTERNALS = re.compile(r"static_cast|to be true, but got false|INTERNAL ASSERT|\.cpp\b|\.cu\b|\.mm\b",
+                               re.IGNORECASE)
+# torch's specific errors: C++ subclasses of c10::Error, which Python sees as RuntimeError
+REFINEMENTS_OF_RUNTIME_ERROR = (IndexError, ValueError, TypeError)
+
+
+def stable_regex(regex: str, cpu_message: str) -> bool:
+    """Whether an OpInfo error regex holds on any backend: it matches CPU's message and names no device,
+    backend or C++ internals (then a conforming device's message matches it too)."""
+    if not regex or _DEVICE_WORDS.search(regex) or _KERNEL_INTERNALS.search(regex):
+        return False
+    try:
+        return re.search(regex, cpu_message) is not None
+    except re.error:
+        return False
+
+
+def type_conforms(cpu_error: BaseException, device_error: BaseException) -> bool:
+    """Whether the device's exception is of CPU's type, or one of torch's specific errors where CPU
+    raised its generic RuntimeError."""
+    if isinstance(device_error, type(cpu_error)):
+        return True
+    return type(cpu_error) is RuntimeError and isinstance(device_error, REFINEMENTS_OF_RUNTIME_ERROR)
+
+
+def parity_problem(cpu_error: BaseException, device_error: BaseException, regex: str) -> str | None:
+    """What differs between the device's rejection and CPU's (None: the device conforms)."""
+    if not type_conforms(cpu_error, device_error):
+        return (f"it raised {type(device_error).__name__} where CPU raises {type(cpu_error).__name__}"
+                + (" (or one of torch's specific errors: IndexError, ValueError, TypeError)"
+                   if type(cpu_error) is RuntimeError else ""))
+    if stable_regex(regex, str(cpu_error)) and re.search(regex, str(device_error)) is None:
+        return f"its message does not match the OpInfo's error regex {regex!r}, which CPU's does"
+    return None
+
+
+def _shown(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    line = text[0] if text else ""
+    return f"{type(error).__name__}: {line[:200]}"
 
 
 def _has_error_inputs(op) -> bool:
@@ -25,26 +90,30 @@ def test_errors(cts):
         sample = error_input.sample_input
         try:
             cts.on_cpu(sample)
-        except CpuRejects:
-            pass  # the oracle raises, as the error input says it should: the device must too
+        except CpuRejects as rejected:  # the oracle raises, as the error input says it should: the device must too
+            cpu_error = rejected.__cause__ if rejected.__cause__ is not None else rejected
         else:
             raise CpuRejects("CPU accepts this error input")
         try:
             result = cts.device_call(sample)
-        except Exception as exc:  # noqa: BLE001 - any exception is the backend refusing the input...
+        except Exception as exc:  # noqa: BLE001 - the device's rejection: compared with CPU's below
             kernel = missing_kernels.find(exc, cts.target.device_type)
-            if kernel is None:
-                return
-            why = cts.target.unavailable(exc)  # meta: no kernel for an op whose output size depends on data
+            why = cts.target.unavailable(exc)  # meta: an output size or a result that depends on data
             if why:
                 raise CaseUnavailable(why) from exc
-            # ...except a missing kernel: the device cannot run the op at all, so the refusal proves nothing
-            raise MissingKernelError(f"{cts.target.describe()} has no kernel for this error input where CPU "
-                                     f"raised as the OpInfo says: {kernel.describe()}", kernel) from exc
+            if kernel is not None:  # the device cannot run the op at all: the refusal proves nothing
+                raise MissingKernelError(f"{cts.target.describe()} has no kernel for this error input where CPU "
+                                         f"raised as the OpInfo says: {kernel.describe()}", kernel) from exc
+            problem = parity_problem(cpu_error, exc, error_input.error_regex)
+            if problem is None:
+                return
+            raise AssertionError(f"{cts.device} rejects an input CPU rejects, but differently: {problem}; "
+                                 f"{cts.device}: {_shown(exc)}; CPU: {_shown(cpu_error)}") from exc
         if not cts.target.compares_values and cts.rejected_for_values(sample):
             raise CaseUnavailable(f"{cts.device} sees no values; CPU rejects this input for its values "
                                   f"({error_input.error_type.__name__}: {error_input.error_regex!r})")
-        raise AssertionError(f"{cts.device} accepted an input CPU rejects ({error_input.error_type.__name__}: "
-                             f"{error_input.error_regex!r}); it returned {type(result).__name__}")
+        raise AssertionError(f"{cts.device} accepted an input CPU rejects ({_shown(cpu_error)}; OpInfo: "
+                             f"{error_input.error_type.__name__}: {error_input.error_regex!r}); "
+                             f"it returned {type(result).__name__}")
 
     cts.run_each(error_inputs, check)

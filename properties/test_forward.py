@@ -1,7 +1,9 @@
 """OpInfo forward: the backend's outputs equal the CPU oracle's on drawn cases.
 
 Dtype, shape and values always; the memory order of the output too where CPU defines it
-(elementwise ops keep their input's memory format).
+(elementwise ops keep their input's memory format). Then the ULP rule (docs/oracle.md): where CPU
+rounds correctly (add, mul, div, sqrt, casts, min/max, copies) the device may not be less accurate
+than CPU against a float64 reference; for other ops both errors go to the record.
 """
 
 from torchcts.engine.oracle import strides_defined
@@ -16,5 +18,6 @@ def test_forward(cts):
         actual = cts.on_device(case.sample)
         cts.assert_matches(actual, expected, strides="significant" if strides_defined(cts.op.name) else False,
                            inputs=case.sample)
+        cts.assert_ulp(actual, expected, case.sample)  # correctly rounded ops: no less accurate than CPU
 
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level), check)

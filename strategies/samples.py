@@ -1,11 +1,14 @@
 """Cases drawn from an OpInfo's own sample inputs, re-laid-out and with special values mixed in.
 
 `opinfo_samples` picks one of the op's samples (shrinking toward the first), then, per dense
-tensor in it, may re-lay it out in memory and (where special values are claimed) put NaN, inf,
--0.0 and friends into floating tensors, and division-safe integer extremes into an integer
-input. Other integer tensors (indices, sizes) keep their values, so they stay in range; a tensor
-the variant writes to never gets an overlapping layout. From semantic level 2, data tensors may
-also get ties or broadcast (stride-0) dimensions, and the sample a size change
+tensor in it -- the input and every operand in args and kwargs, inside lists too: conditions,
+masks, indices, weights -- may re-lay it out in memory and (where special values are claimed) put
+NaN, inf, -0.0 and friends into floating tensors, and division-safe integer extremes into an
+integer input. Other integer tensors (indices, sizes) keep their values at level 1, so they stay
+in range; a tensor the op writes to never gets an overlapping layout. From semantic level 2, data
+tensors may also get ties, any operand the op does not write a broadcast (stride-0) dimension
+(integer and bool operands too: constant along a dimension keeps indices in range and masks
+masks, except where the op needs distinct indices), and the sample a size change
 (`torchcts.strategies.sample_sizes`).
 
 With `validate=True` a transformed case the CPU rejects falls back to the sample as given
@@ -46,15 +49,28 @@ from torchcts.strategies.variants import call_variant  # noqa: F401
 # oracle -- reads a non-contiguous argument wrongly (found by TorchCTS's validation run with
 # torch 2.13: native_group_norm reads a strided weight as if contiguous, into the gaps).
 LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
-TRANSFORM_SLOTS = 4  # tensors per sample that may be transformed (the first four, in input/args/kwargs order)
+# Ops whose integer operands must hold distinct values: with a repeated index, which write wins is
+# unspecified (scatter, index_put, index_copy and put without accumulation). Their integer operands
+# never get a broadcast (stride-0) dimension, which would repeat an index.
+DISTINCT_INDICES_OPS = re.compile(r"(^|\.)(scatter|index_put|index_copy|put|_unsafe_index_put)_?$")
+# Ops that write an operand although their name has no trailing underscore: (op pattern, the operands
+# written, the keyword that makes them write). Written operands never get overlapping layouts.
+_WRITTEN_OPERANDS = (
+    (re.compile(r"^nn\.functional\.embedding$"), ("input",), "max_norm"),  # renormalises the weight rows
+    (re.compile(r"batch_norm|instance_norm"), ("args[0]", "args[1]", "kwargs.running_mean", "kwargs.running_var"),
+     None),  # running statistics, updated in training mode
+)
+# Transform slots per sample, one per tensor in input/args/kwargs order; every tensor past the last slot shares
+# it (lists of many tensors: stack, multi_dot), so every operand can be transformed and the draw has a fixed length.
+TRANSFORM_SLOTS = 6
 # Semantic level (2: normal correctness on common surfaces) from which cases may change values
 # or shapes: ties, broadcast, empty and tile-boundary sizes, 4-d channels_last. Where repeated
 # values would make a result unspecified or ill-conditioned, ties, broadcast and growth are off
 # (`value_transforms.repeats_are_safe`).
 VALUE_CHANGES_LEVEL = 2
 
-# What happens to each of the first TRANSFORM_SLOTS tensors: one small integer each, a bit per
-# transform. Shrinking takes it to 0 (untouched), then to the fewest bits that still fail.
+# What happens to each tensor: one small integer per slot, a bit per transform. Shrinking takes it
+# to 0 (untouched), then to the fewest bits that still fail.
 _KIND_RELAYOUT, _KIND_SPECIAL, _KIND_TIE, _KIND_BROADCAST = 1, 2, 4, 8
 _NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST
 _SLOT_KINDS = st.tuples(*[st.integers(0, 15)] * TRANSFORM_SLOTS)
@@ -100,6 +116,7 @@ class _Drawing:
     writes_input: bool
     changes_values: bool
     integers_kept: bool
+    integer_broadcast: bool  # integer and bool operands may get a broadcast (stride-0) dimension
     validate: bool
 
     @property
@@ -138,7 +155,9 @@ def opinfo_samples(op: Any, dtype: torch.dtype, device: str | torch.device | Non
     how = _Drawing(op, variant, dtype, level, max_samples=manifest.max_samples if manifest is not None else 0,
                    allowed=allowed, layout_free=layout_free, writes_input=variant == "inplace" or op.name.endswith("_"),
                    changes_values=changes_values, validate=validate,
-                   integers_kept=bool(value_transforms.INTEGER_VALUES_KEPT.search(op.name)))
+                   integers_kept=bool(value_transforms.INTEGER_VALUES_KEPT.search(op.name)),
+                   integer_broadcast=not (value_transforms.INTEGER_VALUES_KEPT.search(op.name)
+                                          or DISTINCT_INDICES_OPS.search(op.name)))
     draw_seed = seed_of("draw", *how.pool_key)
 
     @st.composite
@@ -169,14 +188,14 @@ def _draw_case(draw, how: _Drawing) -> Case:
         start, note = size_changed(op, how.variant, dtype, original, size_change, repeats_safe, how.layout_free)
         notes.extend([note] if note else [])
     counter = iter(range(10**6))
+    written_operands = _written_operands(op.name, start)
 
     def transform(where: str, t: torch.Tensor, written: bool) -> torch.Tensor:
         if not is_dense(t):
             return t
         t = copy_exact(t)
-        slot = next(counter)
-        if slot >= TRANSFORM_SLOTS:
-            return t
+        slot = min(next(counter), TRANSFORM_SLOTS - 1)  # the last slot covers every further tensor
+        written = written or where in written_operands
         kind = kinds[slot] & how.allowed  # each bit one transform (see _KIND_*); 0, the shrink target: none
         if not repeats_safe:
             kind &= ~(_KIND_TIE | _KIND_BROADCAST)
@@ -190,6 +209,12 @@ def _draw_case(draw, how: _Drawing) -> Case:
             and original_runs(op, how.variant, original, (how.pool_key, how.variant, index)):
         case = Case(op_id(op), how.variant, dtype, copied(original), index, ("transforms dropped: CPU rejects them",))
     return case
+
+
+def _written_operands(op_name: str, sample: Any) -> tuple[str, ...]:
+    """Where (`map_sample` names) the op writes operands other than an in-place variant's input."""
+    return tuple(where for pattern, operands, keyword in _WRITTEN_OPERANDS if pattern.search(op_name)
+                 and (keyword is None or sample.kwargs.get(keyword) is not None) for where in operands)
 
 
 def _transformed(draw, how: _Drawing, where: str, t: torch.Tensor, written: bool,
@@ -206,7 +231,7 @@ def _transformed(draw, how: _Drawing, where: str, t: torch.Tensor, written: bool
         t, note = _with_specials(draw, where, t, how.integers_kept)
         changes.append(note)
     t = value_transforms.in_layout_of(laid_out, t)  # value changes keep the drawn layout
-    if kind & _KIND_BROADCAST and data and not written:
+    if kind & _KIND_BROADCAST and (data or how.integer_broadcast) and not written:
         t, note = value_transforms.broadcast_along(t, choice)
         changes.append(note)
     elif kind & _KIND_RELAYOUT:

@@ -258,11 +258,11 @@ def sparse_forms(dense: torch.Tensor, layouts=SPARSE_LAYOUTS) -> st.SearchStrate
 
 
 def sparse_tensors(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, max_dims: int = 3, max_side: int = 6,
-                   density: float = 0.25) -> st.SearchStrategy[torch.Tensor]:
+                   density: float = 0.25, special: bool = True) -> st.SearchStrategy[torch.Tensor]:
     """Sparse tensors of `dtype`: a drawn shape, at most `density` of it nonzero, in a form from `sparse_forms`.
 
     The nonzero positions are drawn, and their values come from `values` (special values
-    included). Shapes are at least 2-d when only compressed layouts are asked for. Shrinks toward
+    included unless `special` is False). Shapes are at least 2-d when only compressed layouts are asked for. Shrinks toward
     few dims of side 1 (sides of 0 come later), few nonzeros and small-integer values, and the
     simplest form (see `sparse_forms`). The dense twin is `s.to_dense()` (or, keeping -0.0, the
     coalesced values put in place: torch's to_dense turns -0.0 into +0.0).
@@ -293,7 +293,91 @@ def sparse_tensors(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, max_dims: int 
                                   unique=True), label="nonzero positions")
         dense = torch.zeros(shape, dtype=dtype)
         if positions:
-            dense.view(-1)[torch.tensor(positions)] = draw(values((len(positions),), dtype), label="nonzeros")
+            dense.view(-1)[torch.tensor(positions)] = draw(values((len(positions),), dtype, special=special), label="nonzeros")
         return draw(sparse_forms(dense, usable))
 
     return tensors()
+
+
+# -- a sparse tensor as its parts: what a case holds when the program builds the tensor itself -------
+
+def sparse_parts_of(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, tuple[int, ...],
+                                               torch.layout]:
+    """(indices, plain indices or None, values, size, layout) of a sparse tensor, as contiguous dense copies.
+
+    COO: its indices as stored (`_indices()`, duplicates and order kept) and None. CSR/BSR: crow and
+    col indices; CSC/BSC: ccol and row indices. `torch.sparse_coo_tensor(indices, values, size)` or
+    `torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)` builds it again.
+    """
+    if not isinstance(s, torch.Tensor) or s.layout not in SPARSE_LAYOUTS:
+        raise InvalidArgument(f"s must be a sparse tensor of one of {SPARSE_LAYOUTS}, got {s!r}")
+    if s.layout == torch.sparse_coo:
+        parts = (s._indices(), None, s._values())
+    elif s.layout in _ROW_COMPRESSED:
+        parts = (s.crow_indices(), s.col_indices(), s.values())
+    else:
+        parts = (s.ccol_indices(), s.row_indices(), s.values())
+    copies = tuple(p.detach().contiguous().clone() if p is not None else None for p in parts)
+    return (*copies, tuple(s.shape), s.layout)
+
+
+@st.composite
+def coo_with_duplicates(draw, dtype: torch.dtype, shape: tuple[int, ...], *, max_nnz: int = 6,
+                        special: bool = True) -> torch.Tensor:
+    """An uncoalesced COO tensor of `shape` whose entries repeat and come in any order, each with its own value.
+
+    Unlike `sparse_forms` (whose duplicates add a neutral zero, so the sum is exact), every stored
+    entry holds a drawn value, so a kernel that drops or reorders duplicates gives another answer.
+    The first `sparse_dim` dims (drawn, >= 1) are sparse, the rest dense (hybrid). Shrinks toward
+    few entries, all at the first position (duplicates of one index), no dense dims, small values.
+    """
+    ndim = len(shape)
+    sparse_dim = ndim - draw(st.integers(0, max(ndim - 1, 0)), label="dense dims") if ndim else 0
+    grid = tuple(shape[:sparse_dim])
+    cells = math.prod(grid)
+    nnz = draw(st.integers(0, max_nnz if cells else 0), label="stored entries")
+    flat = draw(st.lists(st.integers(0, max(cells - 1, 0)), min_size=nnz, max_size=nnz), label="entry positions")
+    indices = torch.zeros((sparse_dim, nnz), dtype=torch.long)
+    if nnz:
+        rest = torch.tensor(flat, dtype=torch.long)
+        for d in reversed(range(sparse_dim)):
+            indices[d] = rest % grid[d]
+            rest = rest // grid[d]
+    vals = draw(values((nnz, *shape[sparse_dim:]), dtype, special=special), label="entry values")
+    return torch.sparse_coo_tensor(indices, vals, shape, is_coalesced=False)
+
+
+def sparse_parts(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, min_dims: int = 1, max_dims: int = 3,
+                 max_side: int = 4, special: bool = True):
+    """Parts (see `sparse_parts_of`) of a sparse tensor of `dtype` in one of `layouts`, for a case.
+
+    COO: `coo_with_duplicates` (uncoalesced, real duplicate values). Compressed layouts:
+    `sparse_tensors` in those layouts (batched, hybrid and blocked forms; at least 2-d).
+    Shrinks toward the first of `layouts`, then as those strategies do.
+    """
+    usable = supported_layouts(dtype, layouts)
+    if not usable:
+        raise InvalidArgument(f"torch {torch.__version__} cannot densify {dtype} tensors of any of {layouts}")
+    for name, value in (("min_dims", min_dims), ("max_dims", max_dims), ("max_side", max_side)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+    compressed = tuple(layout for layout in usable if layout != torch.sparse_coo)
+    if compressed and max_dims < 2:
+        raise InvalidArgument(f"compressed layouts {compressed} need max_dims >= 2, got {max_dims}")
+    if min_dims > max_dims:
+        raise InvalidArgument(f"min_dims={min_dims} is above max_dims={max_dims}")
+    side = st.integers(0, max_side).map(lambda k: (k + 1) % (max_side + 1))  # shrinks toward 1, then 0
+
+    @st.composite
+    def parts(draw):
+        layout = draw(st.sampled_from(usable), label="layout")
+        if layout == torch.sparse_coo:
+            ndim = draw(st.integers(min_dims, max_dims), label="dims")
+            shape = tuple(draw(side, label="side") for _ in range(ndim))
+            s = draw(coo_with_duplicates(dtype, shape, special=special))
+        else:
+            found = sparse_tensors(dtype, layouts=(layout,), max_dims=max_dims, max_side=max_side, special=special)
+            s = draw(found if min_dims <= 2 else found.filter(lambda t: t.dim() >= min_dims))
+        return sparse_parts_of(s)
+
+    return parts()

@@ -4,8 +4,8 @@ For a bug report: the script holds the case's storages (base64), rebuilds every 
 sizes, strides and offset, runs the op as the property did on the device and on CPU (or on the
 device twice, for layout invariance), compares, and exits 1 when the failure reproduces. The
 script's frame is a jinja2 template (`script_templates/case_script.py.jinja`); this module only
-writes the case-specific expressions. A scenario property (suite code, not a torch call) and a
-property whose check it cannot re-create are refused naming the property.
+writes the case-specific expressions. A scenario property without a program (suite code, not a torch
+call) and a property whose check it cannot re-create are refused naming the property.
 
 A case file is untrusted data, so nothing in it reaches the script as code. The template never
 sees the case: it gets docstring text (`_inert`: printable ASCII, every quote, backslash and other
@@ -15,6 +15,11 @@ floats as literals, dtypes, layouts and memory formats by name from torch's own 
 the OpInfo catalog, the compile backend and device names from their allowed forms. Anything else is a `CaseFileError`
 naming the file and the field. As a second line of defense the rendered script is parsed and must
 use only its own vocabulary of names, attributes and imports.
+
+A scenario property's case exports where its suite states the scenario as a program
+(`ScenarioItems.programs`): the script (`script_templates/scenario_script.py.jinja`) holds the
+program's checked source (`cases.export_program`), runs it on CPU and on the device and compares
+the results; its vocabulary is the template's plus the names the program's own source uses.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import jinja2
 
 from torchcts import dtypes as dtype_names
 from torchcts.cases.files import CaseFileError, CorpusCase
+from torchcts.cases.export_program import SCRIPT_ATTRIBUTES, SCRIPT_IMPORTS, SCRIPT_NAMES, scenario_code
 from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import checked_case, holds_error_input
@@ -83,27 +89,31 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
     if case.backend is not None and case.backend not in COMPILE_BACKENDS:
         writer.fail("backend", f"{_show(case.backend)}; allowed: null, {', '.join(COMPILE_BACKENDS)}")
     kind = _script_kind(case)
-    op = find_op(case.op)
+    template, names, imports = "case_script.py.jinja", frozenset(), frozenset()
     try:
-        code = _code(case, kind, op, device or case.device_type, writer)
+        if kind == "scenario":  # the suite's program, pasted from its checked source (`cases.export_program`)
+            code, program = scenario_code(registry.get(case.property), case, device or case.device_type, writer)
+            template, names = "scenario_script.py.jinja", SCRIPT_NAMES | program.names
+            writer.names.update(SCRIPT_ATTRIBUTES | program.attributes)
+            imports = SCRIPT_IMPORTS | {(None, module) for module in program.modules}
+        else:
+            code = _code(case, kind, find_op(case.op), device or case.device_type, writer)
         case.sample(limits)  # the replay's own checks too: sizes within limits, views within storages, sparse
     except RecursionError:
         writer.fail("inputs", "nested too deeply")
-    script = _TEMPLATES.get_template("case_script.py.jinja").render(text=_text(case, device), code=code)
-    problem = _vocabulary_problem(script, writer.names)
+    script = _TEMPLATES.get_template(template).render(text=_text(case, device), code=code)
+    problem = _vocabulary_problem(script, writer.names, names, imports)
     if problem:  # a case value got past the checks: refuse rather than hand out code
         writer.fail("(script)", f"{problem}; not exported")
     return script
 
 
 def _script_kind(case: CorpusCase) -> str:
-    """What the script runs for the case's property: inplace, out, errors, or a name in `_NAMED_CHECKS`."""
+    """What the script runs for the case's property: scenario, inplace, out, errors, or a name in `_NAMED_CHECKS`."""
     spec = registry.get(case.property)
     where = case.path or case.short_id
-    if spec.scenario:
-        raise CaseFileError(where, "property", f"{case.property} is a scenario property: its check is suite "
-                                               "code, not a torch call; reproduce it with "
-                                               "torchcts replay FILE --device D --manifest M")
+    if spec.scenario:  # exportable where the suite states the scenario as a program (`program_source` refuses)
+        return "scenario"
     if spec.variant in ("inplace", "out"):
         return spec.variant
     if holds_error_input(case):
@@ -246,8 +256,12 @@ def _verdict() -> list[str]:
             "print(f'not reproduced on {DEVICE}: results agree')"]
 
 
-def _vocabulary_problem(script: str, extra: set[str]) -> str | None:
-    """What in `script` is not the template's own code (imports, names, attributes; `extra` also allowed)."""
+def _vocabulary_problem(script: str, extra: set[str], names: frozenset[str] = frozenset(),
+                        imports: frozenset[tuple[str | None, str]] = frozenset()) -> str | None:
+    """What in `script` is not the template's own code (imports, names, attributes; `extra` attributes also
+    allowed). `names` and `imports`, when given, are the scenario template's and its program's instead."""
+    allowed_names, allowed_imports = names or _NAMES, imports or _IMPORTS
+    allowed_attributes = frozenset() if names else _ATTRIBUTES
     try:
         tree = ast.parse(script)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -255,10 +269,10 @@ def _vocabulary_problem(script: str, extra: set[str]) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found = {(getattr(node, "module", None), alias.name) for alias in node.names}
-            if not found <= _IMPORTS:
+            if not found <= allowed_imports:
                 return f"it would import {_show(sorted(name for _, name in found))}, which the template does not"
-        elif isinstance(node, ast.Name) and node.id not in _NAMES:
+        elif isinstance(node, ast.Name) and node.id not in allowed_names:
             return f"it would use the name {_show(node.id)}, which the template does not"
-        elif isinstance(node, ast.Attribute) and node.attr not in _ATTRIBUTES and node.attr not in extra:
+        elif isinstance(node, ast.Attribute) and node.attr not in allowed_attributes and node.attr not in extra:
             return f"it would use the attribute {_show(node.attr)}, which the template does not"
     return None

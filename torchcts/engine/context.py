@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 from hypothesis import strategies as st
 
 from torchcts import interrupts
-from torchcts.engine import missing_kernels, oracle
+from torchcts.engine import missing_kernels, oracle, ulp_oracle
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
@@ -101,6 +101,7 @@ class CaseContext:
     phase: Any = None  # in a case's child: a shared byte saying whether the CPU oracle is running
     draw: Any = None  # the run's `hypothesis_profile.DrawSettings` (None: Hypothesis's current profile)
     statistics: dict[str, Any] | None = None  # Hypothesis's statistics, when the run asks for them
+    ulp: ulp_oracle.UlpTally = attrs.field(factory=ulp_oracle.UlpTally)  # the ULP rule's evidence (docs/oracle.md)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -337,6 +338,41 @@ class CaseContext:
         if self.targeting and self.in_hypothesis:
             hypothesis.target(float(min(result.max_ulp, 2**60)), label=f"ulp {what}")
 
+    def assert_ulp(self, actual: Any, expected: Any, sample: Any, *, run: Callable[[Any, Any, Target], Any] | None = None,
+                   rule: ulp_oracle.UlpRule | None = None, what: str = "") -> None:
+        """After `assert_matches` passed: hold both results to the float64 reference (`ulp_oracle`, docs/oracle.md).
+
+        The reference is `run` (default: the item's op, as `on_cpu` runs it) on CPU with the sample's floating
+        tensors upcast to float64; `rule` defaults to the op's in `ulp_oracle.RULES`. AssertionError where a
+        correctly rounded op is less accurate on the device than on CPU; the errors of both go to the record.
+        Nothing for targets that show no values, random ops, integer items, or a reference CPU cannot compute."""
+        name = self.op.name if self.op is not None else self.item.op
+        if not (self.target.compares_values and oracle.values_comparable(name) and ulp_oracle.measurable(self.dtype)):
+            return
+        if rule is None:
+            from torchcts.plan.catalog import op_id
+
+            rule = ulp_oracle.rule_for(op_id(self.op) if self.op is not None else self.item.op, self.dtype)
+        if rule.applies is not None and not rule.applies(sample):
+            rule = ulp_oracle.RECORD_ONLY
+        if not ulp_oracle.needs_reference_run(self.dtype):  # float64 items: CPU's result is the reference
+            if rule.kind != ulp_oracle.CORRECTLY_ROUNDED:
+                return
+            reference = expected
+        else:
+            run = run or (lambda cts, s, target: target.call(self.op, self.item.variant, self.place_for(s, target).value))
+            try:
+                reference = self.on_cpu_call(run, ulp_oracle.float64_sample(sample))
+            except CpuRejects:  # the op rejects float64 (or the upcast sample): no reference for this case
+                return
+        result = ulp_oracle.compare(actual, expected, reference, rule, call=what)
+        self.ulp.add(rule, result)
+        if not result.ok:
+            self.failing_comparison = oracle.Comparison(False, result.message)
+            raise AssertionError(f"{self.target.describe()} differs from CPU: {result.message}")
+        if self.targeting and self.in_hypothesis and result.measured:
+            hypothesis.target(min(result.device_error - result.cpu_error, 2.0**60), label=f"ulp excess {what}")
+
     def failing_case_storable(self) -> bool:
         """Whether the kept failing case can be written as a corpus case (an OpInfo sample or error input)."""
         case = self.failing_case
@@ -358,6 +394,7 @@ class CaseContext:
             "max_abs_error": self.worst.max_abs_error,
             "max_rel_error": self.worst.max_rel_error,
             "max_ulp": self.worst.max_ulp,
+            **self.ulp.record_fields(),
             **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
         }
 

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
+from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
+
 from torchcts.testing.faulty import bugs
 
 DEVICE_NAME = "faulty"
@@ -66,8 +68,13 @@ class FaultyTensor(torch.Tensor):
             suffix += ", requires_grad=True"
         return text[:-1] + suffix + ")" if text.endswith(")") else text + suffix
 
+    def tolist(self) -> Any:  # torch refuses tolist() on wrapper subclasses; jagged nested ops call it on offsets
+        return _to_cpu(self).tolist()
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if any(issubclass(t, _NestedTensor) for t in types):  # a jagged nested tensor's own ops handle it first
+            return NotImplemented
         if func is torch.ops.prim.layout.default:
             return args[0]._data.layout
         return run_on_cpu(func, args, kwargs or {})

@@ -1,0 +1,208 @@
+"""Channels-last semantics: convolution, pooling, normalization, interpolation and elementwise
+chains on channels_last (4-d) and channels_last_3d (5-d) inputs give CPU's values and CPU's output
+memory format.
+
+Each scenario is a torch-only program (`torchcts.engine.programs`) taking the input image and the
+module's parameters (weights as tensors, hyperparameters as ints and tuples). Inputs are stored
+channels_last (the shrink target), as a stepped or offset channels_last view, or contiguous (then a
+convolution's weight may be channels_last: mixed formats). Output strides are compared on the
+dimensions longer than 1 (`strides="significant"`): at ambiguous sizes (C=1, H=W=1, N=1) several
+formats describe the same tensor and only those strides are defined. Kernels that accumulate
+(convolution, norms, average pooling, linear and cubic interpolation) may sum in another order or
+precision: below 32 bits their tolerance is the dtype's default widened 4x, on top of the engine's
+accumulation widening and norm-wise floor (`inputs=`). See docs/suites/channels_last.md.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.channels_last_cases import SCENARIO_CASES, WIDENED_BELOW_32_BITS
+from torchcts.strategies import Case
+
+
+# -- programs: torch-only, module level; each returns what it observes ---------------------------
+
+def conv1d(input, weight, bias, stride, padding, dilation, groups):
+    return torch.nn.functional.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias, stride, padding, dilation, groups):
+    return torch.nn.functional.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias, stride, padding, dilation, groups):
+    return torch.nn.functional.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation):
+    return torch.nn.functional.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation):
+    return torch.nn.functional.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    return torch.nn.functional.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                                          return_indices=True)
+
+
+def max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    return torch.nn.functional.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                                          return_indices=True)
+
+
+def avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return torch.nn.functional.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                          divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return torch.nn.functional.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                          divisor_override)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return torch.nn.functional.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return torch.nn.functional.adaptive_avg_pool3d(input, output_size)
+
+
+def adaptive_max_pool2d(input, output_size):
+    return torch.nn.functional.adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d(input, output_size):
+    return torch.nn.functional.adaptive_max_pool3d(input, output_size, return_indices=True)
+
+
+def batch_norm2d(input, running_mean, running_var, weight, bias, training, momentum, eps):
+    out = torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return out, running_mean, running_var  # training updates the running statistics in place
+
+
+def batch_norm3d(input, running_mean, running_var, weight, bias, training, momentum, eps):
+    out = torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return out, running_mean, running_var
+
+
+def group_norm(input, num_groups, weight, bias, eps):
+    return torch.nn.functional.group_norm(input, num_groups, weight, bias, eps)
+
+
+def layer_norm(input, normalized_shape, weight, bias, eps):
+    return torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def upsample_nearest2d(input, size, scale_factor, mode):
+    return torch.nn.functional.interpolate(input, size=size, scale_factor=scale_factor, mode=mode)
+
+
+def upsample_nearest3d(input, size, scale_factor, mode):
+    return torch.nn.functional.interpolate(input, size=size, scale_factor=scale_factor, mode=mode)
+
+
+def upsample_bilinear(input, size, scale_factor, align_corners, antialias):
+    return torch.nn.functional.interpolate(input, size=size, scale_factor=scale_factor, mode="bilinear",
+                                           align_corners=align_corners, antialias=antialias)
+
+
+def upsample_bicubic(input, size, scale_factor, align_corners, antialias):
+    return torch.nn.functional.interpolate(input, size=size, scale_factor=scale_factor, mode="bicubic",
+                                           align_corners=align_corners, antialias=antialias)
+
+
+def upsample_trilinear(input, size, scale_factor, align_corners):
+    return torch.nn.functional.interpolate(input, size=size, scale_factor=scale_factor, mode="trilinear",
+                                           align_corners=align_corners)
+
+
+def elementwise_chain(input, other, steps):
+    """Each step in turn on the running result (`other`: a second operand, same shape or per channel)."""
+    x = input
+    for step in steps:
+        if step == "add":
+            x = x + other
+        elif step == "sub":
+            x = x - other
+        elif step == "mul":
+            x = x * other
+        elif step == "where":
+            x = torch.where(x > 0, x, other)
+        elif step == "relu":
+            x = torch.relu(x)
+        elif step == "sigmoid":
+            x = torch.sigmoid(x)
+        elif step == "tanh":
+            x = torch.tanh(x)
+        elif step == "silu":
+            x = torch.nn.functional.silu(x)
+        elif step == "hardswish":
+            x = torch.nn.functional.hardswish(x)
+        elif step == "gelu":
+            x = torch.nn.functional.gelu(x)
+        elif step == "clamp":
+            x = torch.clamp(x, -1.0, 1.0)
+        elif step == "add_":
+            x = x.add_(other)  # in place: the first step writes the (fresh, placed) input itself
+        elif step == "relu_":
+            x = torch.relu_(x)
+    return x
+
+
+PROGRAMS = {program.__name__: program for program in (
+    conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d,
+    max_pool2d, max_pool3d, avg_pool2d, avg_pool3d, adaptive_avg_pool2d, adaptive_avg_pool3d,
+    adaptive_max_pool2d, adaptive_max_pool3d,
+    batch_norm2d, batch_norm3d, group_norm, layer_norm,
+    upsample_nearest2d, upsample_nearest3d, upsample_bilinear, upsample_bicubic, upsample_trilinear,
+    elementwise_chain)}
+assert set(PROGRAMS) == set(SCENARIO_CASES), "every scenario has a program and a case strategy"
+
+DTYPES = ("float32", "float64", "bfloat16", "float16")
+
+
+def widening(scenario: str, dtype: torch.dtype) -> float:
+    """4x the dtype's tolerance for accumulating kernels below 32 bits (another summation order or
+    accumulator precision is legitimate there); 1x otherwise."""
+    low_precision = dtype.is_floating_point and dtype.itemsize < 4
+    return 4.0 if low_precision and scenario in WIDENED_BELOW_32_BITS else 1.0
+
+
+def channels_last_check(cts, program):
+    """The program on the device gives CPU's result: values, dtypes, shapes, and strides of every
+    dimension longer than 1 (the memory format where it is defined)."""
+    run = run_program(program)
+    widen = widening(program.__name__, cts.dtype)
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({program.__name__})")
+        cts.assert_matches(actual, expected, what=f"{program.__name__}: {'; '.join(case.transforms)}",
+                           strides="significant", widen=widen, inputs=case.sample)
+
+    return check
+
+
+def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy:
+    """Cases of one scenario: a SampleInput drawn by its strategy, with a description of what was drawn."""
+    def as_case(drawn):
+        (input, args, kwargs), transforms = drawn
+        return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args), kwargs=dict(kwargs)), 0,
+                    transforms=tuple(transforms))
+
+    return SCENARIO_CASES[scenario](dtype).map(as_case)
+
+
+@register_property("channels_last", capability="channels_last", level=4,
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS))
+def test_channels_last(cts):
+    scenario = cts.item.op
+    cts.run(scenario_cases(scenario, cts.dtype), channels_last_check(cts, PROGRAMS[scenario]))

@@ -1,0 +1,356 @@
+"""Foreach: the device's `torch._foreach_*` ops give CPU's results, list by list, tensor by tensor.
+
+Each scenario is a program (`torchcts.engine.programs`) that calls one foreach overload family and
+returns what it gives: the result list (out-of-place) or the mutated input list (in-place). CPU's
+foreach kernels are the slow path, a loop of the per-tensor op over the list, so CPU's result is the
+per-tensor oracle; a multi-tensor (chunked, fused) device kernel must agree with it for lists of
+mixed sizes (0-dim, empty, up to 4-d), non-contiguous members, lengths across the chunk boundaries
+of CUDA-like `multi_tensor_apply` (tensors per launch 24..110, 65536 elements per chunk), scalar
+lists, 0-dim tensor scalars and mixed dtypes. Values, dtypes and the memory order of every tensor
+(dimensions longer than 1) are compared; see docs/suites/foreach.md.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case, claimed_dtypes, tensors
+from torchcts.strategies.values import Fill, fill_tensor
+
+
+# -- programs: torch only; each returns what the foreach call gives ----------------------------------
+
+def foreach_binary(input, other, op, alpha, inplace):
+    """`torch._foreach_<op>(input, other[, alpha=])` or its in-place form; `other` is a tensor list,
+    a Python scalar, a list of scalars or a 0-dim tensor: Python's binding picks the overload."""
+    functions = {
+        "add": (torch._foreach_add, torch._foreach_add_), "sub": (torch._foreach_sub, torch._foreach_sub_),
+        "mul": (torch._foreach_mul, torch._foreach_mul_), "div": (torch._foreach_div, torch._foreach_div_),
+        "maximum": (torch._foreach_maximum, torch._foreach_maximum_),
+        "minimum": (torch._foreach_minimum, torch._foreach_minimum_),
+        "clamp_min": (torch._foreach_clamp_min, torch._foreach_clamp_min_),
+        "clamp_max": (torch._foreach_clamp_max, torch._foreach_clamp_max_),
+        "pow": (torch._foreach_pow, torch._foreach_pow_),
+    }
+    function = functions[op][1 if inplace else 0]
+    result = function(input, other) if alpha is None else function(input, other, alpha=alpha)
+    return input if inplace else result
+
+
+def foreach_pointwise(input, tensor1, tensor2, op, value, inplace):
+    """`torch._foreach_addcmul/addcdiv(input, tensor1, tensor2, value)`: value None (the default 1),
+    a scalar, a list of scalars, or ("tensor", [...]): a 1-d CPU tensor of scalars (the .Tensor overload)."""
+    functions = {"addcmul": (torch._foreach_addcmul, torch._foreach_addcmul_),
+                 "addcdiv": (torch._foreach_addcdiv, torch._foreach_addcdiv_)}
+    function = functions[op][1 if inplace else 0]
+    if value is None:
+        result = function(input, tensor1, tensor2)
+    elif isinstance(value, tuple):
+        result = function(input, tensor1, tensor2, torch.tensor(value[1], dtype=torch.float64))
+    else:
+        result = function(input, tensor1, tensor2, value)
+    return input if inplace else result
+
+
+def foreach_unary(input, op, inplace):
+    """`torch._foreach_<op>(input)` or `torch._foreach_<op>_(input)` for a unary op."""
+    functions = {
+        "abs": (torch._foreach_abs, torch._foreach_abs_), "neg": (torch._foreach_neg, torch._foreach_neg_),
+        "sign": (torch._foreach_sign, torch._foreach_sign_), "ceil": (torch._foreach_ceil, torch._foreach_ceil_),
+        "floor": (torch._foreach_floor, torch._foreach_floor_), "round": (torch._foreach_round, torch._foreach_round_),
+        "trunc": (torch._foreach_trunc, torch._foreach_trunc_), "exp": (torch._foreach_exp, torch._foreach_exp_),
+        "sqrt": (torch._foreach_sqrt, torch._foreach_sqrt_), "log": (torch._foreach_log, torch._foreach_log_),
+        "sin": (torch._foreach_sin, torch._foreach_sin_), "cos": (torch._foreach_cos, torch._foreach_cos_),
+        "tanh": (torch._foreach_tanh, torch._foreach_tanh_),
+        "sigmoid": (torch._foreach_sigmoid, torch._foreach_sigmoid_),
+        "reciprocal": (torch._foreach_reciprocal, torch._foreach_reciprocal_),
+        "expm1": (torch._foreach_expm1, torch._foreach_expm1_), "log1p": (torch._foreach_log1p, torch._foreach_log1p_),
+        "erf": (torch._foreach_erf, torch._foreach_erf_), "rsqrt": (torch._foreach_rsqrt, torch._foreach_rsqrt_),
+        "frac": (torch._foreach_frac, torch._foreach_frac_), "atan": (torch._foreach_atan, torch._foreach_atan_),
+    }
+    function = functions[op][1 if inplace else 0]
+    result = function(input)
+    return input if inplace else result
+
+
+def foreach_lerp(input, end, weight, inplace):
+    """`torch._foreach_lerp(input, end, weight)`: weight a scalar, a list of scalars or a tensor list."""
+    if inplace:
+        torch._foreach_lerp_(input, end, weight)
+        return input
+    return torch._foreach_lerp(input, end, weight)
+
+
+def foreach_norm(input, ord, dtype):
+    """`torch._foreach_norm(input, ord[, dtype=])`: one 0-dim norm per tensor."""
+    if dtype is None:
+        return torch._foreach_norm(input, ord)
+    return torch._foreach_norm(input, ord, dtype=dtype)
+
+
+def foreach_zero(input):
+    """`torch._foreach_zero_(input)`: every tensor of the list zeroed in place."""
+    torch._foreach_zero_(input)
+    return input
+
+
+def foreach_copy(input, src, non_blocking):
+    """`torch._foreach_copy_(input, src)`: each tensor takes its source's values (converting dtypes)."""
+    torch._foreach_copy_(input, src, non_blocking=non_blocking)
+    return input
+
+
+def foreach_long_list(input, other, scalars, op):
+    """One foreach op over a list long enough to span several multi-tensor launches."""
+    if op == "add_list":
+        return torch._foreach_add(input, other, alpha=2)
+    if op == "add_list_inplace":
+        torch._foreach_add_(input, other)
+        return input
+    if op == "mul_scalar_list":
+        return torch._foreach_mul(input, scalars)
+    if op == "addcmul_scalar_list":
+        return torch._foreach_addcmul(input, other, other, scalars)
+    if op == "exp":
+        return torch._foreach_exp(input)
+    return torch._foreach_norm(input)
+
+
+PROGRAMS = {
+    "binary_list": foreach_binary, "binary_scalar": foreach_binary, "binary_scalar_list": foreach_binary,
+    "binary_tensor": foreach_binary, "mixed_dtypes": foreach_binary, "pointwise": foreach_pointwise,
+    "unary": foreach_unary, "zero": foreach_zero, "copy": foreach_copy, "long_lists": foreach_long_list,
+}
+FLOATING_PROGRAMS = {"lerp": foreach_lerp, "norm": foreach_norm}
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+FLOATING_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+# -- the ops each overload family draws, in shrink order -----------------------------------------------
+
+_INTEGER_SAFE = ("add", "sub", "mul", "maximum", "minimum", "clamp_min", "clamp_max")  # keep an integer dtype
+_BINARY_OPS = {
+    "binary_list": ("add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow"),
+    "binary_scalar": ("add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow"),
+    "binary_scalar_list": ("add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow"),
+    "binary_tensor": ("add", "mul", "div"),
+    "mixed_dtypes": ("add", "mul", "sub", "div"),
+}
+_UNARY_OPS = ("abs", "neg", "exp", "sqrt", "sign", "ceil", "floor", "round", "trunc", "log", "sin", "cos", "tanh",
+              "sigmoid", "reciprocal", "expm1", "log1p", "erf", "rsqrt", "frac", "atan")
+_UNARY_INTEGER_INPLACE = ("abs", "neg", "sign", "ceil", "floor", "round", "trunc")
+# CUDA's multi_tensor_apply launches at most 110/64/48/36/30 tensors (1..5 lists) and 65536 elements a chunk.
+_LONG_LENGTHS = (24, 25, 30, 31, 36, 37, 48, 49, 64, 65, 110, 111, 23, 29, 35, 47, 63, 109)
+_LONG_OPS = ("add_list", "mul_scalar_list", "exp", "norm", "add_list_inplace", "addcmul_scalar_list")
+_CHUNK_ELEMENTS = 65536
+
+# -- strategies ------------------------------------------------------------------------------------------
+
+
+def _integer(dtype: torch.dtype) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex)
+
+
+def tensor_lists(dtype: torch.dtype, *, writable: bool, max_len: int = 5) -> st.SearchStrategy[list[torch.Tensor]]:
+    """Lists of 1..`max_len` CPU tensors of `dtype`, each of its own shape (0-dim, empty, up to 3-d) and
+    layout; `writable` leaves out overlapping layouts (an in-place op's targets). Shrinks toward one
+    contiguous 0-dim tensor of a small integer."""
+    member = tensors(dtype, max_dims=3, max_side=4, allow_overlap=not writable)
+    return st.lists(member, min_size=1, max_size=max_len)
+
+
+def matching(tensors_: list[torch.Tensor], dtype: torch.dtype | None = None, *,
+             dtypes: tuple[torch.dtype, ...] = ()) -> st.SearchStrategy[list[torch.Tensor]]:
+    """A list of tensors with the shapes of `tensors_`, each of `dtype` (default: its partner's) or of
+    one of `dtypes` (mixed), each in its own layout."""
+    def member(t: torch.Tensor) -> st.SearchStrategy[torch.Tensor]:
+        if dtypes:
+            return st.sampled_from(dtypes).flatmap(lambda d: tensors(d, shape=tuple(t.shape)))
+        return tensors(dtype or t.dtype, shape=tuple(t.shape))
+
+    return st.tuples(*(member(t) for t in tensors_)).map(list)
+
+
+def scalars(dtype: torch.dtype, op: str) -> st.SearchStrategy[int | float]:
+    """A Python scalar operand: ints for integer dtypes (a float would change the result dtype, which
+    in-place forms reject), small floats and ties otherwise; non-negative for pow."""
+    if _integer(dtype):
+        return st.integers(0, 3) if op == "pow" else st.sampled_from((1, 2, -1, 0, 3, -4))
+    choices = (2.0, 0.5, -1.0, 1.0, 0.0, -2.5, 3.0, 1e-3) if op != "pow" else (2.0, 0.5, 1.0, 0.0, 3.0, -1.0)
+    return st.sampled_from(choices)
+
+
+def _case(scenario: str, dtype: torch.dtype, call: str, input: object, *args: object, drawn: str = "") -> Case:
+    members = input if isinstance(input, list) else []
+    shapes = ", ".join("x".join(map(str, t.shape)) or "0-dim" for t in members[:8]) + (" ..." if len(members) > 8 else "")
+    described = (call, f"{len(members)} tensors [{shapes}]") + ((drawn,) if drawn else ())
+    return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args)), 0, transforms=described)
+
+
+@st.composite
+def binary_cases(draw, scenario: str, dtype: torch.dtype, manifest: object) -> Case:
+    integer = _integer(dtype)
+    ops = [op for op in _BINARY_OPS[scenario] if not (integer and op == "pow" and scenario == "binary_list")]
+    op = draw(st.sampled_from(ops), label="op")
+    inplace_ok = not (integer and op not in _INTEGER_SAFE)
+    inplace = draw(st.booleans(), label="in-place") and inplace_ok
+    input = draw(tensor_lists(dtype, writable=inplace), label="input")
+    alpha = None
+    if op in ("add", "sub") and scenario in ("binary_list", "mixed_dtypes") and draw(st.booleans(), label="alpha?"):
+        alpha = draw(st.sampled_from((2, -1, 3) if integer else (2.0, -1.0, 0.5)), label="alpha")
+    if scenario in ("binary_list", "mixed_dtypes"):
+        partners = ()
+        if scenario == "mixed_dtypes":
+            partners = _partners(dtype, manifest, same_kind=inplace or integer)
+        other = draw(matching(input, dtype, dtypes=partners), label="other")
+    elif scenario == "binary_scalar":
+        other = draw(scalars(dtype, op), label="scalar")
+    elif scenario == "binary_scalar_list":
+        other = draw(st.lists(scalars(dtype, op), min_size=len(input), max_size=len(input)), label="scalars")
+    else:
+        other = draw(tensors(dtype, shape=(), relayout=False), label="0-dim tensor")
+    name = f"torch._foreach_{op}{'_' if inplace else ''}"
+    call = f"{name}(input, {type(other).__name__} other{'' if alpha is None else f', alpha={alpha}'})"
+    return _case(scenario, dtype, call, input, other, op, alpha, inplace)
+
+
+def _partners(dtype: torch.dtype, manifest: object, *, same_kind: bool) -> tuple[torch.dtype, ...]:
+    """The dtypes mixed into a list with `dtype`: those the manifest claims among the foreach dtypes,
+    of the same kind (floating or integer) where the in-place result must keep `dtype`."""
+    wanted = [getattr(torch, name) for name in DTYPES]
+    claimed = [d for d in claimed_dtypes(manifest) if d in wanted] or [dtype]
+    if same_kind:
+        claimed = [d for d in claimed if _integer(d) == _integer(dtype)]
+    return tuple(dict.fromkeys([dtype, *claimed]))
+
+
+@st.composite
+def pointwise_cases(draw, dtype: torch.dtype) -> Case:
+    op = "addcmul" if _integer(dtype) else draw(st.sampled_from(("addcmul", "addcdiv")), label="op")
+    inplace = draw(st.booleans(), label="in-place")
+    input = draw(tensor_lists(dtype, writable=inplace), label="input")
+    tensor1 = draw(matching(input), label="tensor1")
+    tensor2 = draw(matching(input), label="tensor2")
+    kind = draw(st.sampled_from(("none", "scalar", "scalar_list", "tensor")), label="value kind")
+    value = None
+    if kind == "scalar":
+        value = draw(scalars(dtype, op), label="value")
+    elif kind in ("scalar_list", "tensor"):
+        value = draw(st.lists(scalars(dtype, op), min_size=len(input), max_size=len(input)), label="values")
+        value = ("tensor", [float(v) for v in value]) if kind == "tensor" and not _integer(dtype) else value
+    call = f"torch._foreach_{op}{'_' if inplace else ''}(input, tensor1, tensor2, {kind} value)"
+    return _case("pointwise", dtype, call, input, tensor1, tensor2, op, value, inplace)
+
+
+@st.composite
+def unary_cases(draw, dtype: torch.dtype) -> Case:
+    op = draw(st.sampled_from(_UNARY_OPS[:-2] if _integer(dtype) else _UNARY_OPS), label="op")  # no int frac/atan
+    inplace = draw(st.booleans(), label="in-place") and (not _integer(dtype) or op in _UNARY_INTEGER_INPLACE)
+    input = draw(tensor_lists(dtype, writable=inplace), label="input")
+    return _case("unary", dtype, f"torch._foreach_{op}{'_' if inplace else ''}(input)", input, op, inplace)
+
+
+@st.composite
+def lerp_cases(draw, dtype: torch.dtype) -> Case:
+    inplace = draw(st.booleans(), label="in-place")
+    input = draw(tensor_lists(dtype, writable=inplace), label="input")
+    end = draw(matching(input), label="end")
+    kind = draw(st.sampled_from(("scalar", "tensor_list", "scalar_list")), label="weight kind")
+    weights = st.sampled_from((0.5, 0.0, 1.0, 0.25, -0.5, 1.5))
+    if kind == "scalar":
+        weight = draw(weights, label="weight")
+    elif kind == "scalar_list":
+        weight = draw(st.lists(weights, min_size=len(input), max_size=len(input)), label="weights")
+    else:
+        weight = draw(matching(input), label="weight tensors")
+    call = f"torch._foreach_lerp{'_' if inplace else ''}(input, end, {kind} weight)"
+    return _case("lerp", dtype, call, input, end, weight, inplace)
+
+
+@st.composite
+def norm_cases(draw, dtype: torch.dtype) -> Case:
+    input = draw(tensor_lists(dtype, writable=False), label="input")
+    ord = draw(st.sampled_from((2, 1, float("inf"), 3.0, 0)), label="ord")
+    wider = torch.float64 if dtype == torch.float64 else torch.float32
+    result_dtype = draw(st.sampled_from((None, wider)), label="dtype")
+    return _case("norm", dtype, f"torch._foreach_norm(input, {ord}, dtype={result_dtype})", input, ord, result_dtype)
+
+
+@st.composite
+def zero_cases(draw, dtype: torch.dtype) -> Case:
+    input = draw(tensor_lists(dtype, writable=True), label="input")
+    return _case("zero", dtype, "torch._foreach_zero_(input)", input)
+
+
+@st.composite
+def copy_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
+    input = draw(tensor_lists(dtype, writable=True), label="input")
+    src = draw(matching(input, dtypes=_partners(dtype, manifest, same_kind=False)), label="src")
+    non_blocking = draw(st.booleans(), label="non_blocking")
+    return _case("copy", dtype, f"torch._foreach_copy_(input, src, non_blocking={non_blocking})", input, src,
+                 non_blocking)
+
+
+def _plain_list(sizes: list[int], dtype: torch.dtype, seed: int) -> list[torch.Tensor]:
+    """Contiguous 1-d tensors of the given sizes, values from one seed (cheap for long lists)."""
+    return [fill_tensor((size,), dtype, Fill.NORMAL, seed + i) for i, size in enumerate(sizes)]
+
+
+@st.composite
+def long_list_cases(draw, dtype: torch.dtype) -> Case:
+    length = draw(st.sampled_from(_LONG_LENGTHS), label="list length")
+    ops = _LONG_OPS if not _integer(dtype) else ("add_list", "mul_scalar_list", "add_list_inplace")
+    op = draw(st.sampled_from(ops), label="op")
+    sides = st.integers(0, 6).map(lambda k: (k + 1) % 7)  # 1..6, then empty; shrinks toward 1
+    sizes = draw(st.lists(sides, min_size=length, max_size=length), label="sizes")
+    big = draw(st.sampled_from((None, -1, 0, length // 2)), label="tensor past one chunk")
+    if big is not None:
+        sizes[big] = draw(st.sampled_from((_CHUNK_ELEMENTS + 1, 2 * _CHUNK_ELEMENTS + 3)), label="its size")
+    seed = draw(st.integers(0, 2**16), label="seed")
+    input = _plain_list(sizes, dtype, seed)
+    other = _plain_list(sizes, dtype, seed + length)
+    factors = draw(st.lists(st.sampled_from((2, 3, -1, 1)), min_size=length, max_size=length), label="scalars")
+    return _case("long_lists", dtype, f"torch._foreach ({op}) over {length} tensors", input, other, factors, op)
+
+
+def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchStrategy[Case]:
+    if scenario in _BINARY_OPS:
+        return binary_cases(scenario, dtype, manifest)
+    builders = {"pointwise": pointwise_cases, "unary": unary_cases, "lerp": lerp_cases, "norm": norm_cases,
+                "zero": zero_cases, "long_lists": long_list_cases}
+    if scenario == "copy":
+        return copy_cases(dtype, manifest)
+    return builders[scenario](dtype)
+
+
+def foreach_check(cts, program):
+    """The device's foreach result equals CPU's (values, dtype, memory order of dimensions longer than 1);
+    below 32 bits, transcendental results may differ by the last bit of a differently ordered evaluation,
+    so the tolerance doubles."""
+    run = run_program(program)
+    widen = 2.0 if cts.dtype.is_floating_point and cts.dtype.itemsize < 4 else 1.0
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
+        cts.assert_matches(actual, expected, what=case.transforms[0], strides="significant", widen=widen,
+                           inputs=case.sample)
+
+    return check
+
+
+@register_property("foreach", capability="foreach", level=3, also_proves=("ieee754",),
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS))
+def test_foreach(cts):
+    scenario = cts.item.op
+    cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, PROGRAMS[scenario]))
+
+
+@register_property("foreach_floating", capability="foreach", level=3, also_proves=("ieee754",),
+                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS))
+def test_foreach_floating(cts):
+    scenario = cts.item.op
+    cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, FLOATING_PROGRAMS[scenario]))

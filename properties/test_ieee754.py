@@ -1,0 +1,305 @@
+"""IEEE-754 semantics: NaN propagation, signed zero, infinities, subnormals and rounding, exactly as on CPU.
+
+Each scenario is a torch-only program (`torchcts.engine.programs`) run on CPU and on the device.
+The inputs are short lists of elements exactly representable in the dtype (small integers,
+halves, ±0, ±inf, NaN, subnormals, powers of two), chosen so every observed result is defined
+bit for bit: the ops are correctly rounded (add, sub, mul, div, casts, round, floor, ...), sums
+of small integers are exact in any order, and where a result is not exact (atan2's multiples of
+pi) the program observes an exact function of it. The comparison is therefore exact: NaN where
+CPU gives NaN, the sign of every zero and infinity (`signbit`), and equal values; there is no
+tolerance to hide a flushed subnormal or a lost -0.0. Under `meta` only dtypes and shapes are
+compared. Element lists shrink toward fewer, simpler elements (small integers first), so a
+failure shrinks to the one or two special values that matter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+MAX_ELEMENTS = 8
+
+
+# -- the programs (module-level, torch and math only: export writes their source into a script) --
+
+def nan_minmax(x, y):
+    """min/max family with NaN operands; `+ 0.0` makes the sign of a tied ±0 pair irrelevant."""
+    return (torch.maximum(x, y) + 0.0, torch.minimum(x, y) + 0.0, torch.fmax(x, y) + 0.0, torch.fmin(x, y) + 0.0,
+            torch.max(x) + 0.0, torch.min(x) + 0.0, torch.amax(x, -1) + 0.0, torch.amin(x, -1) + 0.0,
+            torch.max(x, -1).values + 0.0, torch.min(x, -1).values + 0.0, torch.isnan(torch.max(x, -1).values))
+
+
+def nan_sort(x, k):
+    """Stable sorts put NaN last (first descending); topk treats NaN as the largest value."""
+    ascending = torch.sort(x, dim=-1, stable=True)
+    descending = torch.sort(x, dim=-1, descending=True, stable=True)
+    return (ascending.values, ascending.indices, descending.values, descending.indices,
+            torch.argsort(x, dim=-1, stable=True), torch.topk(x, k, dim=-1).values + 0.0)
+
+
+def special_reductions(x):
+    """Reductions of small integers, halves, ±0, ±inf and NaN: exact in any summation order."""
+    return (torch.sum(x), torch.sum(x, -1), torch.prod(x, -1), torch.mean(x, -1), torch.cumsum(x, -1),
+            torch.cumprod(x, -1), torch.nansum(x, -1))
+
+
+def signed_zero(x, y):
+    """The sign of zero through reciprocals, copysign, atan2, negation and sums of -0.0."""
+    negative_zeros = torch.zeros_like(x).neg()
+    quarter_turns = torch.round(torch.atan2(x, y) * (4.0 / math.pi))  # atan2 of 0/inf operands: multiples of pi/4
+    return (torch.reciprocal(x), 1.0 / x, torch.ones_like(x) / x, torch.copysign(torch.ones_like(x), x),
+            torch.copysign(y, x), torch.atan2(x, y).signbit(), quarter_turns, x + y, x - y, x * y, -x, torch.abs(x),
+            negative_zeros + negative_zeros, torch.sum(negative_zeros), torch.max(negative_zeros),
+            torch.min(negative_zeros), torch.amax(negative_zeros, -1), torch.cumsum(negative_zeros, -1),
+            torch.where(x == 0, x, y))
+
+
+def inf_arithmetic(x, y):
+    """±inf and NaN through the four operations, tensor-tensor and tensor-scalar (inf - inf, inf * 0, x / 0)."""
+    return (x + y, x - y, x * y, x / y, x - x, x * 0.0, x / 0.0, x * math.inf, x - math.inf, x / math.inf,
+            torch.reciprocal(x))
+
+
+def subnormal_arithmetic(x, y):
+    """Subnormal operands and results (products, quotients, sums, differences): gradual underflow, no flush."""
+    return (x + y, x - y, x * y, x / y, x * 0.5, x / 4.0, -x, torch.abs(x), x == 0, torch.signbit(x),
+            x.to(torch.float64) if x.dtype != torch.float64 else x.to(torch.float32))
+
+
+def subnormal_casts(source, target_dtype, values):
+    """A cast into the target's subnormal range (rounding half to even), and the dtype's subnormals widened."""
+    return source.to(target_dtype), values.to(source.dtype), values.to(target_dtype)
+
+
+def rounding(x, quarters, decimals):
+    """round (half to even, decimals=), floor, ceil, trunc, with their signed zeros."""
+    return (torch.round(x), torch.floor(x), torch.ceil(x), torch.trunc(x), torch.round(quarters, decimals=decimals))
+
+
+def division_modes(x, y):
+    """Division rounding modes and remainders with negatives, zeros and specials."""
+    return (torch.div(x, y, rounding_mode="floor"), torch.div(x, y, rounding_mode="trunc"), torch.floor_divide(x, y),
+            torch.remainder(x, y), torch.fmod(x, y))
+
+
+PROGRAMS = {program.__name__: program for program in (
+    nan_minmax, nan_sort, special_reductions, signed_zero, inf_arithmetic, subnormal_arithmetic, subnormal_casts,
+    rounding, division_modes)}
+
+
+# -- elements: Python floats exactly representable in the dtype, simplest first ------------------
+
+SPECIALS = (math.nan, math.inf, -math.inf, -0.0, 0.0)
+
+
+def _float_dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def small_integers(bound: int = 4) -> st.SearchStrategy[float]:
+    return st.integers(-bound, bound).map(float)
+
+
+def halves(bound: int = 8) -> st.SearchStrategy[float]:
+    return st.integers(-2 * bound, 2 * bound).map(lambda k: k / 2)
+
+
+def specials() -> st.SearchStrategy[float]:
+    return st.sampled_from(SPECIALS)
+
+
+def subnormals(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """±k times the smallest subnormal, k up to the widest subnormal mantissa (shrinks toward the smallest)."""
+    info = torch.finfo(dtype)
+    tiny, largest = info.smallest_normal * info.eps, round(1 / info.eps) - 1
+    return st.tuples(st.booleans(), st.integers(1, largest)).map(lambda p: (-1.0 if p[0] else 1.0) * p[1] * tiny)
+
+
+def near_smallest_normal(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """±(1 + j eps) 2^e times the smallest normal: products and differences of these underflow."""
+    info = torch.finfo(dtype)
+    return st.tuples(st.booleans(), st.integers(0, 15), st.integers(0, 4)).map(
+        lambda p: (-1.0 if p[0] else 1.0) * (1 + p[1] * info.eps) * math.ldexp(info.smallest_normal, p[2]))
+
+
+def powers_of_two(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """±2^e with |e| up to the mantissa width plus a few: scale factors that move values into the subnormals."""
+    span = round(-math.log2(torch.finfo(dtype).eps)) + 3
+    return st.tuples(st.booleans(), st.integers(-span, span)).map(lambda p: (-1.0 if p[0] else 1.0) * 2.0 ** p[1])
+
+
+def rounding_edges(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """Values naive rounding gets wrong: 0.5 - ulp (floor(x + 0.5) gives 1), the largest halves, the first integers."""
+    eps = torch.finfo(dtype).eps
+    top = 2.0 ** round(-math.log2(eps))  # from here on every value is an integer
+    edges = (0.5 - eps / 4, top / 2 - 0.5, top / 2 + 0.5, top - 1, top, top + 2, 1.5 - eps)
+    return st.sampled_from(edges).flatmap(lambda v: st.sampled_from((v, -v)))
+
+
+# -- tensors: a list of elements shaped (rows, columns) ---------------------------------------------
+
+def shaped(flat: list, dtype: torch.dtype, two_rows: bool, power_of_two_columns: bool = False) -> torch.Tensor:
+    """`flat` as a tensor of `dtype`: two rows when asked and the length allows, else one; with
+    `power_of_two_columns`, cut to the longest power-of-two row (a mean then divides exactly)."""
+    rows = 2 if two_rows and len(flat) % 2 == 0 else 1
+    columns = len(flat) // rows
+    if power_of_two_columns:
+        columns = 2 ** int(math.log2(columns))
+    return exact_tensor(flat[: rows * columns], dtype).reshape(rows, columns)
+
+
+def grids(elements: st.SearchStrategy, dtype: torch.dtype, *, power_of_two_columns: bool = False
+          ) -> st.SearchStrategy[torch.Tensor]:
+    """A (rows, columns) tensor of `dtype` from 1 to MAX_ELEMENTS drawn elements. Shrinks by deleting
+    elements (down to one) and simplifying those left, and toward one row."""
+    return st.tuples(st.lists(elements, min_size=1, max_size=MAX_ELEMENTS), st.booleans()).map(
+        lambda drawn: shaped(drawn[0], dtype, drawn[1], power_of_two_columns))
+
+
+def exact_tensor(values: list[float], dtype: torch.dtype) -> torch.Tensor:
+    """`values` (each exactly representable in `dtype`, or a cast under test) as a tensor of `dtype`."""
+    return torch.tensor(values, dtype=torch.float64).to(dtype)
+
+
+def pairs(elements: st.SearchStrategy[float], dtype: torch.dtype, other: st.SearchStrategy[float] | None = None
+          ) -> st.SearchStrategy[tuple[torch.Tensor, torch.Tensor]]:
+    """Two tensors of one shape, x from `elements` and y from `other` (or `elements`), drawn as a list
+    of (x, y) element pairs so shrinking deletes a position from both at once."""
+    return st.tuples(st.lists(st.tuples(elements, other or elements), min_size=1, max_size=MAX_ELEMENTS),
+                     st.booleans()).map(
+        lambda drawn: (shaped([x for x, _ in drawn[0]], dtype, drawn[1]),
+                       shaped([y for _, y in drawn[0]], dtype, drawn[1])))
+
+
+def _case(scenario: str, dtype: torch.dtype, sample: SampleInput, drawn: str) -> Case:
+    return Case(scenario, "scenario", dtype, sample, 0, transforms=(drawn,))
+
+
+def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]:
+    """The cases of one scenario for one floating dtype."""
+    ordinary = small_integers() | halves()
+    with_specials = small_integers() | specials() | halves()
+    if scenario in ("nan_minmax", "inf_arithmetic", "signed_zero", "division_modes"):
+        elements = {"signed_zero": small_integers(2) | st.sampled_from((-0.0, 0.0, math.inf, -math.inf))}.get(
+            scenario, with_specials)
+        return pairs(elements, dtype).map(
+            lambda xy: _case(scenario, dtype, SampleInput(xy[0], args=(xy[1],)), "x and y: exact elements"))
+    if scenario == "nan_sort":
+        return st.tuples(grids(with_specials, dtype), st.integers(1, MAX_ELEMENTS)).map(
+            lambda xk: _case(scenario, dtype, SampleInput(xk[0], args=(min(xk[1], xk[0].shape[-1]),)),
+                             "x: exact elements; k"))
+    if scenario == "special_reductions":
+        reduced = small_integers(2) | specials() | st.sampled_from((0.5, -0.5, 1.5, -1.5))
+        return grids(reduced, dtype, power_of_two_columns=True).map(
+            lambda x: _case(scenario, dtype, SampleInput(x), "x: small integers, halves and specials"))
+    if scenario == "subnormal_arithmetic":
+        tiny = subnormals(dtype) | near_smallest_normal(dtype)
+        return pairs(tiny, dtype, tiny | powers_of_two(dtype) | ordinary).map(
+            lambda xy: _case(scenario, dtype, SampleInput(xy[0], args=(xy[1],)), "x: tiny values; y: tiny or scales"))
+    if scenario == "subnormal_casts":
+        return subnormal_cast_cases(dtype)
+    if scenario == "rounding":
+        return st.tuples(grids(halves(16) | rounding_edges(dtype) | specials() | st.integers(-64, 64).map(
+            lambda k: k / 4), dtype), grids(st.integers(-64, 64).map(lambda k: k / 4) | specials(), dtype), st.integers(-2, 3)).map(
+            lambda t: _case(scenario, dtype, SampleInput(t[0], args=(t[1],), kwargs={"decimals": t[2]}),
+                            "x: halves and edges; quarters; decimals"))
+    raise ValueError(f"unknown ieee754 scenario {scenario!r}")
+
+
+_CAST_SOURCE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float64,
+                torch.float64: torch.float32}
+
+
+def subnormal_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
+    """A wider source (narrower for float64) holding values around the target's subnormal range, with
+    two extra mantissa bits so the cast rounds (ties included), and subnormals of the item's dtype."""
+    source = _CAST_SOURCE[dtype]
+    narrow = dtype if dtype != torch.float64 else torch.float32  # the dtype whose subnormal range is crossed
+    info = torch.finfo(narrow)
+    tiny, bits = info.smallest_normal * info.eps, round(-math.log2(info.eps))
+    around = st.tuples(st.booleans(), st.integers(1, 2 ** (bits + 3)), st.integers(-3, 1)).map(
+        lambda p: (-1.0 if p[0] else 1.0) * math.ldexp(p[1] * tiny, p[2]))
+    own = subnormals(dtype) | near_smallest_normal(dtype)
+    return st.tuples(grids(around | specials(), source), grids(own, dtype)).map(
+        lambda t: _case("subnormal_casts", dtype, SampleInput(t[0], args=(dtype, t[1])),
+                        f"source {source}: around the {narrow} subnormals; values: {dtype} subnormals"))
+
+
+# -- the property ---------------------------------------------------------------------------------
+
+@register_property("ieee754", capability="ieee754", level=3,
+                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS))
+def test_ieee754(cts):
+    """The device gives CPU's result bit for bit: NaN where NaN, every zero's sign, infinities, subnormals."""
+    scenario = cts.item.op
+    program = PROGRAMS[scenario]
+    run = run_program(program)
+
+    def check(case: Case) -> None:
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({scenario})")
+        if not cts.target.compares_values:
+            cts.assert_matches(actual, expected, what=scenario)
+            return
+        assert_exactly_equal(actual, expected, call=_call_text(scenario, case.sample), what=cts.target.describe())
+
+    cts.run(scenario_cases(scenario, cts.dtype), check)
+
+
+def assert_exactly_equal(actual, expected, *, call: str, what: str) -> None:
+    """AssertionError naming the output, the multi-index and both values unless `actual` is `expected` bit for
+    bit: same structure, dtypes and shapes, NaN at the same places, equal values with equal signs."""
+    got, want = _leaves(actual), _leaves(expected)
+    if len(got) != len(want):
+        raise AssertionError(f"{what} differs from CPU: {len(got)} outputs, CPU gives {len(want)}, in {call}")
+    for number, (a, e) in enumerate(zip(got, want)):
+        where = f"output {number} of {call}"
+        if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor):
+            if a != e or type(a) is not type(e):
+                raise AssertionError(f"{what} differs from CPU: {where} is {a!r}, CPU gives {e!r}")
+            continue
+        a = a.detach().cpu()
+        if (a.dtype, a.shape) != (e.dtype, e.shape):
+            raise AssertionError(f"{what} differs from CPU: {where} has dtype {a.dtype} shape {tuple(a.shape)}, "
+                                 f"CPU gives {e.dtype} {tuple(e.shape)}")
+        differs = _bitwise_differs(a, e)
+        if bool(differs.any()):
+            index = tuple(int(i) for i in differs.nonzero()[0])
+            raise AssertionError(f"{what} differs from CPU: {where}: out{list(index)} = {_show(a[index])}, "
+                                 f"expected {_show(e[index])} ({int(differs.sum())} of {e.numel()} elements differ)")
+
+
+def _leaves(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _bitwise_differs(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    if not (e.is_floating_point() or e.is_complex()):
+        return a != e
+    if e.is_complex():
+        return _bitwise_differs(torch.view_as_real(a), torch.view_as_real(e)).any(-1)
+    nan = e.isnan()
+    return (a.isnan() != nan) | (~nan & ((a != e) | (a.signbit() != e.signbit())))
+
+
+def _show(element: torch.Tensor) -> str:
+    value = element.item()
+    return f"{value!r}" if not isinstance(value, float) or value != 0 else ("-0.0" if math.copysign(1, value) < 0 else "0.0")
+
+
+def _call_text(scenario: str, sample: SampleInput) -> str:
+    def show(value):
+        return f"tensor({value.tolist()}, dtype={value.dtype})" if isinstance(value, torch.Tensor) else repr(value)
+
+    parts = [show(sample.input), *map(show, sample.args), *(f"{k}={show(v)}" for k, v in sample.kwargs.items())]
+    return f"{scenario}({', '.join(parts)})"

@@ -1,0 +1,210 @@
+"""Sparse tensors on the device: COO/CSR/CSC/BSR/BSC built from their parts, round trips, coalescing, sparse-dense ops.
+
+Every scenario is a torch-only program (`torchcts.engine.programs`): the case holds the sparse
+tensor's parts as dense tensors (indices, plain indices, values, size, layout: see
+`strategies.sparse.sparse_parts`), the program builds the sparse tensor on the device itself and
+returns dense forms (`to_dense()`, indices, values) and invariants (nnz, `is_coalesced()`, index
+dtypes, whether indices are sorted); the device must give CPU's result. Sparse leaves compare by
+layout, dtype and shape only, so every value goes through a dense form. COO parts repeat indices
+with their own values (uncoalesced), so kernels that drop, keep one of, or reorder duplicates are
+seen. What CPU itself refuses for a dtype and layout (CSR `mm` of int64, any bool `mm`) is
+`cpu_contract` for that case.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case, values
+from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_parts, sparse_tensors
+
+DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
+_COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc
+
+
+# -- the programs: each builds its sparse tensor from the parts, then observes ------------------------
+
+def construct(indices, plain, values, size, layout):
+    """The tensor built from its parts: itself (layout, dtype, shape), dense form, nnz, dims, index dtypes."""
+    if layout == torch.sparse_coo:
+        s = torch.sparse_coo_tensor(indices, values, size)
+        index_dtypes = (s._indices().dtype,)
+    else:
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+        row_major = layout in (torch.sparse_csr, torch.sparse_bsr)
+        compressed = s.crow_indices() if row_major else s.ccol_indices()
+        index_dtypes = (compressed.dtype, (s.col_indices() if row_major else s.row_indices()).dtype)
+    return s, s.to_dense(), s._nnz(), s.sparse_dim(), s.dense_dim(), index_dtypes
+
+
+def coalesce(indices, plain, values, size, layout):
+    """Coalescing duplicates: the sum per index, indices unique and sorted (row-major), flags and nnz."""
+    s = torch.sparse_coo_tensor(indices, values, size)
+    c = s.coalesce()
+    idx = c.indices()
+    key = idx.new_zeros(idx.shape[1])  # each entry's row-major position in the sparse dims
+    for d in range(idx.shape[0]):
+        key = key * size[d] + idx[d]
+    strictly_sorted = bool((key[1:] > key[:-1]).all())
+    return (c.to_dense(), idx, c.values(), c._nnz(), c.is_coalesced(), strictly_sorted, s.is_coalesced(),
+            s.to_dense())
+
+
+def to_sparse_round_trip(input, layout, blocksize, dense_dim):
+    """dense -> `to_sparse(layout=...)` -> parts, sortedness, dense again, and COO of it."""
+    s = input.to_sparse(layout=layout, blocksize=blocksize, dense_dim=dense_dim)
+    if layout == torch.sparse_coo:
+        c = s.coalesce()
+        parts = (c.indices(), c.values())
+        ordered = s.is_coalesced()
+    else:
+        row_major = layout in (torch.sparse_csr, torch.sparse_bsr)
+        compressed = s.crow_indices() if row_major else s.ccol_indices()
+        plain = s.col_indices() if row_major else s.row_indices()
+        counts = compressed.diff(dim=-1)
+        # plain indices strictly increasing within each compressed row (or column), of each batch
+        owner = torch.repeat_interleave(torch.arange(counts.numel(), device=counts.device), counts.reshape(-1))
+        key = owner * 2**31 + plain.reshape(-1)
+        ordered = bool((counts >= 0).all()) and bool((compressed[..., 0] == 0).all()) and \
+            bool((key[1:] > key[:-1]).all())
+        parts = (compressed, plain, s.values())
+        c = s.to_sparse_coo().coalesce()
+    return s, parts, ordered, s._nnz(), s.to_dense(), c.indices(), c.values()
+
+
+def sparse_mm(indices, plain, values, size, layout, other, bias, alpha, beta):
+    """sparse (m, k) @ dense (k, n): mm and addmm(bias, s, other, beta, alpha)."""
+    if layout == torch.sparse_coo:
+        s = torch.sparse_coo_tensor(indices, values, size)
+    else:
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+    return torch.mm(s, other), torch.addmm(bias, s, other, beta=beta, alpha=alpha)
+
+
+def sparse_elementwise(indices, plain, values, size, layout, other, scalar):
+    """dense + sparse, sparse * dense, sparse * scalar (and COO sparse + sparse), in dense form."""
+    if layout == torch.sparse_coo:
+        s = torch.sparse_coo_tensor(indices, values, size)
+        extra = ((s + s).to_dense(), (s * other).to_dense())
+    else:
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+        extra = ((s * other).to_dense(),) if layout == torch.sparse_csr else ()
+    return (other + s, (s * scalar).to_dense()) + extra
+
+
+def sparse_sum(indices, plain, values, size, layout, dims):
+    """Full sums (`torch.sparse.sum`, `sum`) and, for COO, `torch.sparse.sum` over `dims`, in dense form."""
+    if layout == torch.sparse_coo:
+        s = torch.sparse_coo_tensor(indices, values, size)
+        part = torch.sparse.sum(s, dim=dims)
+        return torch.sparse.sum(s), s.sum(), part.to_dense() if part.layout == torch.sparse_coo else part
+    s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+    return (s.sum(),)
+
+
+PROGRAMS = {program.__name__: program for program in
+            (construct, coalesce, to_sparse_round_trip, sparse_mm, sparse_elementwise, sparse_sum)}
+_ACCUMULATING = ("coalesce", "sparse_mm", "sparse_sum")  # sums of several values: another order rounds otherwise
+
+
+# -- the cases -------------------------------------------------------------------------------------
+
+def _case(cts, parts_or_input, args, what):
+    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(parts_or_input, args=tuple(args)), 0,
+                transforms=(what,))
+
+
+def _special(dtype):
+    # CPU densifies complex inf/NaN entries as 1 * v (inf+0j -> inf+nanj): a CPU quirk, not a contract
+    return not dtype.is_complex
+
+
+def _construct_cases(cts):
+    return sparse_parts(cts.dtype, special=_special(cts.dtype)).map(
+        lambda p: _case(cts, p[0], p[1:], f"{p[4]} of size {p[3]}"))
+
+
+def _coalesce_cases(cts):
+    return sparse_parts(cts.dtype, layouts=(_COO,), special=_special(cts.dtype)).map(
+        lambda p: _case(cts, p[0], p[1:], f"COO of size {p[3]}, {p[0].shape[1]} stored entries"))
+
+
+@st.composite
+def _round_trip_cases(draw, cts):
+    layout = draw(st.sampled_from(SPARSE_LAYOUTS), label="target layout")
+    s = draw(sparse_tensors(cts.dtype, layouts=(layout,), max_dims=3, max_side=4, special=_special(cts.dtype)))
+    dense = s.to_dense()
+    ndim = dense.dim()
+    blocksize = None
+    if layout in (torch.sparse_bsr, torch.sparse_bsc):
+        rows, cols = dense.shape[-2:] if ndim >= 2 else (1, 1)
+        blocksize = tuple(draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0] or [1]), label="block")
+                          for n in (rows, cols))
+    most = ndim - 1 if layout == _COO else ndim - 2
+    dense_dim = draw(st.integers(0, max(most, 0)), label="dense dims") if ndim else 0
+    return _case(cts, dense, (layout, blocksize, dense_dim), f"{ndim}-d dense to {layout}, blocksize {blocksize}, "
+                 f"{dense_dim} dense dims")
+
+
+@st.composite
+def _mm_cases(draw, cts):
+    parts = draw(sparse_parts(cts.dtype, layouts=(_COO, _CSR, _CSC), min_dims=2, max_dims=2,
+                              special=_special(cts.dtype)))
+    m, k = parts[3]
+    n = draw(st.integers(1, 3), label="columns of the dense operand")
+    other = draw(_dense((k, n), cts.dtype), label="dense operand")
+    bias = draw(_dense((m, n), cts.dtype), label="bias")
+    alpha, beta = draw(st.sampled_from((1, 2, -1)), label="alpha"), draw(st.sampled_from((1, 0, 2)), label="beta")
+    if cts.dtype == torch.bool:
+        alpha, beta = True, True
+    return _case(cts, parts[0], (*parts[1:], other, bias, alpha, beta),
+                 f"{parts[4]} {tuple(parts[3])} @ dense ({k}, {n}), alpha {alpha}, beta {beta}")
+
+
+@st.composite
+def _elementwise_cases(draw, cts):
+    # compressed: 2-d only; dense + hybrid CSR/CSC is wrong on CPU (torch 2.13) and can crash it
+    coo = sparse_parts(cts.dtype, layouts=(_COO,), special=_special(cts.dtype))
+    compressed = sparse_parts(cts.dtype, layouts=(_CSR, _CSC), max_dims=2, special=_special(cts.dtype))
+    parts = draw(st.one_of(coo, compressed), label="sparse operand")
+    other = draw(_dense(parts[3], cts.dtype), label="dense operand")
+    scalar = True if cts.dtype == torch.bool else draw(st.sampled_from((2, -1, 0)), label="scalar")
+    return _case(cts, parts[0], (*parts[1:], other, scalar), f"{parts[4]} of size {parts[3]} with dense and {scalar}")
+
+
+@st.composite
+def _sum_cases(draw, cts):
+    parts = draw(sparse_parts(cts.dtype, special=_special(cts.dtype)))
+    ndim = len(parts[3])
+    dims = tuple(sorted(draw(st.sets(st.integers(0, ndim - 1), min_size=1, max_size=ndim), label="summed dims"))) \
+        if ndim else ()
+    return _case(cts, parts[0], (*parts[1:], dims), f"{parts[4]} of size {parts[3]}, sum over {dims}")
+
+
+def _dense(shape, dtype):
+    return values(tuple(shape), dtype, special=_special(dtype))
+
+
+_CASES = {"construct": _construct_cases, "coalesce": _coalesce_cases, "to_sparse_round_trip": _round_trip_cases,
+          "sparse_mm": _mm_cases, "sparse_elementwise": _elementwise_cases, "sparse_sum": _sum_cases}
+
+
+@register_property("sparse", capability="sparse", level=4,
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS))
+def test_sparse(cts):
+    name = cts.item.op
+    run = run_program(PROGRAMS[name])
+    low_precision = cts.dtype in (torch.float16, torch.bfloat16)
+    widen = 4.0 if name in _ACCUMULATING and low_precision else 1.0
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({name})")
+        cts.assert_matches(actual, expected, what=f"{name} of {case.transforms[0]}", widen=widen,
+                           inputs=case.sample if name in _ACCUMULATING else None)
+
+    cts.run(_CASES[name](cts), check)

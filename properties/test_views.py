@@ -1,0 +1,243 @@
+"""Views and strides: the device's views alias, report and restride exactly as CPU's.
+
+Every scenario is a torch-only program (`torchcts.engine.programs`) run on CPU and on the device;
+the device must return CPU's result bit for bit (`exact_check`): views move no bits, so any
+difference is a bug, tolerance or not.
+
+- chains of view ops (`view_steps`: reshape/view/flatten/unflatten/squeeze/unsqueeze; transpose/
+  permute/movedim/t/swapaxes; narrow/select/split/chunk/unbind; expand/broadcast_to; unfold/
+  diagonal/as_strided), each on an input in a drawn layout (offset, stepped, permuted): the view's
+  sizes, strides, offset, `_is_view()` and `_base`, its values, then a write through it, seen in
+  the base, in a sibling view and in the whole reachable storage (writes must land where the view
+  says, nowhere else);
+- `contiguous()` / `clone(memory_format=...)` / `empty_like` strides and identity;
+- `resize_` (sizes, strides, the kept elements) and `set_` (metadata, aliasing);
+- overlapping-memory rules: in-place writes into expanded or partly overlapping tensors raise as
+  CPU's do (the program returns the error type it caught), allowed ones give CPU's values;
+- storage sharing (`untyped_storage().data_ptr()` of a view equals its base's, a clone's does not),
+  on devices whose storages have data pointers.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.engine.targets import CaseUnavailable
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.exact_check import exact_program_check
+from torchcts.properties.view_steps import apply_steps, view_chains
+from torchcts.strategies import Case, describe_layout, is_overlapping, tensors
+
+
+# -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
+
+def view_chain_write(input, steps, write, reader):
+    """View `input` through `steps`; report the view; write through it; read the base, a sibling view, the storage."""
+    view = input
+    for name, args, pick in steps:
+        view = getattr(view, name)(*args)
+        if pick is not None:
+            view = view[pick]
+    root = input._base if input._is_view() else input
+    seen = (tuple(view.shape), view.stride(), view.storage_offset(), view._is_view(), view._base is root)
+    before = view.clone(memory_format=torch.contiguous_format)
+    if write == "fill":  # an overlapping view: every element gets the same value
+        view.fill_(1)
+    else:
+        marks = torch.arange(view.numel(), device=view.device).remainder(5).add(1).reshape(view.shape)
+        view.copy_(marks == 1 if view.dtype == torch.bool else marks)
+    sibling = input
+    for name, args, pick in reader:
+        sibling = getattr(sibling, name)(*args)
+        if pick is not None:
+            sibling = sibling[pick]
+    span = input.storage_offset() + sum((n - 1) * s for n, s in zip(input.shape, input.stride())) + 1
+    storage = torch.as_strided(input, (span if input.numel() else 0,), (1,), 0)
+    return seen, before, view, input, sibling, storage
+
+
+def contiguous_clone(input, memory_format):
+    """`contiguous()`, `clone(memory_format=)`, `contiguous(memory_format=)`, `empty_like`: values, strides, identity."""
+    plain = input.contiguous()
+    cloned = input.clone(memory_format=memory_format)
+    formatted = plain if memory_format == torch.preserve_format else input.contiguous(memory_format=memory_format)
+    empty = torch.empty_like(input, memory_format=memory_format)
+    return (plain, plain is input, cloned, cloned._is_view(), formatted, formatted is input,
+            tuple(empty.shape), empty.stride())
+
+
+def resize_set(input, shape, memory_format):
+    """`resize_` of a contiguous clone (sizes, strides, the elements kept) and `set_` onto the input (aliasing)."""
+    resized = input.clone(memory_format=torch.contiguous_format)
+    old = resized.numel()
+    resized.resize_(shape, memory_format=memory_format)
+    kept = torch.as_strided(resized, (min(old, resized.numel()),), (1,), resized.storage_offset())
+    alias = torch.empty(0, dtype=input.dtype, device=input.device)
+    alias.set_(input)
+    seen = (tuple(alias.shape), alias.stride(), alias.storage_offset(), alias._is_view())
+    marks = torch.arange(alias.numel(), device=alias.device).remainder(3).reshape(alias.shape)
+    alias.copy_(marks == 1 if alias.dtype == torch.bool else marks)
+    return tuple(resized.shape), resized.stride(), kept, seen, input
+
+
+def overlap_rules(input, kind):
+    """An in-place write into overlapping memory: the error type CPU raises (or ""), and the tensor after it."""
+    work = input.clone()
+    error = ""
+    try:
+        if kind == "expand_add_":
+            work[..., :1].expand_as(work).add_(1)
+        elif kind == "expand_copy_":
+            work[..., :1].expand_as(work).copy_(input)
+        elif kind == "expand_fill_":
+            work[..., :1].expand_as(work).fill_(1)
+        elif kind == "shifted_copy_":
+            work[1:].copy_(work[:-1])
+        elif kind == "shifted_add_out":
+            torch.add(work[:-1], 1, out=work[1:])
+        elif kind == "transposed_copy_":
+            work.copy_(work.transpose(0, 1))
+        elif kind == "self_copy_":
+            work.copy_(work)
+    except RuntimeError as exc:  # CPU's rejection; other exception types are the device's own errors
+        error = type(exc).__name__
+    return error, work
+
+
+def storage_shared(input, steps):
+    """Whether a view's storage is its base's (data pointers equal) and a clone's is not."""
+    view = input
+    for name, args, pick in steps:
+        view = getattr(view, name)(*args)
+        if pick is not None:
+            view = view[pick]
+    try:
+        base = input.untyped_storage().data_ptr()
+        shared = view.untyped_storage().data_ptr() == base
+        cloned = input.clone().untyped_storage().data_ptr() == base
+    except RuntimeError:  # a Python wrapper-subclass device: its storages have no data pointer
+        return "no data pointer"
+    return shared, cloned
+
+
+PROGRAMS = {
+    "reshape_views": view_chain_write,
+    "transpose_views": view_chain_write,
+    "slice_views": view_chain_write,
+    "expand_views": view_chain_write,
+    "strided_views": view_chain_write,
+    "contiguous_clone": contiguous_clone,
+    "resize_set": resize_set,
+    "overlap_rules": overlap_rules,
+    "storage_shared": storage_shared,
+}
+_CHAIN_FAMILIES = {"reshape_views": ("reshape",), "transpose_views": ("transpose",), "slice_views": ("slice",),
+                   "expand_views": ("expand",), "strided_views": ("strided",)}
+VIEW_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16",
+               "bfloat16", "float32", "float64", "complex64", "complex128")
+OVERLAP_KINDS = ("expand_add_", "expand_copy_", "expand_fill_", "shifted_copy_", "shifted_add_out",
+                 "transposed_copy_", "self_copy_")
+
+
+# -- cases ------------------------------------------------------------------------------------------
+
+def _case(cts, input, args, *what) -> Case:
+    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=args), 0,
+                transforms=(describe_layout(input), *what))
+
+
+def _written(dtype) -> st.SearchStrategy[torch.Tensor]:
+    """Inputs the program writes through: any layout but overlapping ones, small."""
+    return tensors(dtype, max_dims=4, max_side=4, allow_overlap=False)
+
+
+def chain_cases(cts, families):
+    @st.composite
+    def draw(draw_):
+        t = draw_(_written(cts.dtype), label="input")
+        steps = draw_(view_chains(t, families), label="view steps")
+        write = "fill" if is_overlapping(apply_steps(t, steps)) else "distinct"
+        reader = draw_(view_chains(t, families, min_steps=0, max_steps=2), label="sibling steps")
+        return _case(cts, t, (steps, write, reader), f"steps {steps}", f"write {write}", f"sibling {reader}")
+
+    return draw()
+
+
+def contiguous_cases(cts):
+    @st.composite
+    def draw(draw_):
+        t = draw_(tensors(cts.dtype, max_dims=5, max_side=3), label="input")
+        formats = [torch.preserve_format, torch.contiguous_format]
+        formats += [torch.channels_last] if t.dim() == 4 else [torch.channels_last_3d] if t.dim() == 5 else []
+        memory_format = draw_(st.sampled_from(formats), label="memory format")
+        return _case(cts, t, (memory_format,), str(memory_format))
+
+    return draw()
+
+
+def resize_cases(cts):
+    @st.composite
+    def draw(draw_):
+        t = draw_(_written(cts.dtype), label="input")
+        shape = tuple(draw_(st.lists(st.integers(0, 4), max_size=4), label="new shape"))
+        formats = [torch.contiguous_format] + ([torch.channels_last] if len(shape) == 4 else [])
+        memory_format = draw_(st.sampled_from(formats), label="memory format")
+        return _case(cts, t, (shape, memory_format), f"resize_ to {shape} ({memory_format})")
+
+    return draw()
+
+
+def overlap_cases(cts):
+    @st.composite
+    def draw(draw_):
+        kind = draw_(st.sampled_from(OVERLAP_KINDS), label="kind")
+        side = draw_(st.integers(1, 4), label="side")
+        rest = tuple(draw_(st.lists(st.integers(1, 4), max_size=1), label="trailing sizes"))
+        t = draw_(tensors(cts.dtype, (side, side, *rest), allow_overlap=False), label="input")
+        return _case(cts, t, (kind,), kind)
+
+    return draw()
+
+
+def storage_cases(cts):
+    @st.composite
+    def draw(draw_):
+        t = draw_(tensors(cts.dtype, max_dims=3, max_side=4, allow_empty=False, allow_overlap=False), label="input")
+        steps = draw_(view_chains(t, ("reshape", "transpose", "slice", "expand", "strided"), max_steps=2),
+                      label="view steps")
+        return _case(cts, t, (steps,), f"steps {steps}")
+
+    return draw()
+
+
+def _storage_check(cts):
+    """Exact comparison, except that a device without data pointers cannot show storage sharing (unavailable)."""
+    exact = exact_program_check(cts, storage_shared)
+    run = run_program(storage_shared)
+
+    def check(case):
+        if cts.on_device_call(run, case.sample, what=" (storage_shared)") == "no data pointer":
+            raise CaseUnavailable("the device's storages have no data pointer (a Python wrapper-subclass "
+                                  "backend): storage sharing cannot be observed")
+        exact(case)
+
+    return check
+
+
+_CASES = {"contiguous_clone": contiguous_cases, "resize_set": resize_cases, "overlap_rules": overlap_cases,
+          "storage_shared": storage_cases}
+
+
+@register_property("views", capability="inference", level=3,
+                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS))
+def test_views(cts):
+    scenario = cts.item.op
+    if scenario in _CHAIN_FAMILIES:
+        cases = chain_cases(cts, _CHAIN_FAMILIES[scenario])
+    else:
+        cases = _CASES[scenario](cts)
+    check = _storage_check(cts) if scenario == "storage_shared" else exact_program_check(cts, PROGRAMS[scenario])
+    cts.run(cases, check)

@@ -301,18 +301,20 @@ def _plain_list(sizes: list[int], dtype: torch.dtype, seed: int) -> list[torch.T
 
 @st.composite
 def long_list_cases(draw, dtype: torch.dtype) -> Case:
+    """A list of 23..111 tensors (lengths at the launch boundaries), optionally one past a 65536-element chunk.
+    Sizes (1..6, some empty), values and scalars come from one seed, so a case is a few choices."""
     length = draw(st.sampled_from(_LONG_LENGTHS), label="list length")
     ops = _LONG_OPS if not _integer(dtype) else ("add_list", "mul_scalar_list", "add_list_inplace")
     op = draw(st.sampled_from(ops), label="op")
-    sides = st.integers(0, 6).map(lambda k: (k + 1) % 7)  # 1..6, then empty; shrinks toward 1
-    sizes = draw(st.lists(sides, min_size=length, max_size=length), label="sizes")
+    seed = draw(st.integers(0, 2**16), label="seed")
+    generator = torch.Generator().manual_seed(seed)
+    sizes = ((torch.randint(0, 7, (length,), generator=generator) + 1) % 7).tolist()
+    factors = [(2, 3, -1, 1)[i] for i in torch.randint(0, 4, (length,), generator=generator).tolist()]
     big = draw(st.sampled_from((None, -1, 0, length // 2)), label="tensor past one chunk")
     if big is not None:
         sizes[big] = draw(st.sampled_from((_CHUNK_ELEMENTS + 1, 2 * _CHUNK_ELEMENTS + 3)), label="its size")
-    seed = draw(st.integers(0, 2**16), label="seed")
     input = _plain_list(sizes, dtype, seed)
     other = _plain_list(sizes, dtype, seed + length)
-    factors = draw(st.lists(st.sampled_from((2, 3, -1, 1)), min_size=length, max_size=length), label="scalars")
     return _case("long_lists", dtype, f"torch._foreach ({op}) over {length} tensors", input, other, factors, op)
 
 

@@ -31,10 +31,10 @@ _COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc
 def construct(indices, plain, values, size, layout):
     """The tensor built from its parts: itself (layout, dtype, shape), dense form, nnz, dims, index dtypes."""
     if layout == torch.sparse_coo:
-        s = torch.sparse_coo_tensor(indices, values, size)
+        s = torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
         index_dtypes = (s._indices().dtype,)
     else:
-        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout, check_invariants=True)
         row_major = layout in (torch.sparse_csr, torch.sparse_bsr)
         compressed = s.crow_indices() if row_major else s.ccol_indices()
         index_dtypes = (compressed.dtype, (s.col_indices() if row_major else s.row_indices()).dtype)
@@ -43,7 +43,7 @@ def construct(indices, plain, values, size, layout):
 
 def coalesce(indices, plain, values, size, layout):
     """Coalescing duplicates: the sum per index, indices unique and sorted (row-major), flags and nnz."""
-    s = torch.sparse_coo_tensor(indices, values, size)
+    s = torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
     c = s.coalesce()
     idx = c.indices()
     key = idx.new_zeros(idx.shape[1])  # each entry's row-major position in the sparse dims
@@ -79,19 +79,19 @@ def to_sparse_round_trip(input, layout, blocksize, dense_dim):
 def sparse_mm(indices, plain, values, size, layout, other, bias, alpha, beta):
     """sparse (m, k) @ dense (k, n): mm and addmm(bias, s, other, beta, alpha)."""
     if layout == torch.sparse_coo:
-        s = torch.sparse_coo_tensor(indices, values, size)
+        s = torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
     else:
-        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout, check_invariants=True)
     return torch.mm(s, other), torch.addmm(bias, s, other, beta=beta, alpha=alpha)
 
 
 def sparse_elementwise(indices, plain, values, size, layout, other, scalar):
     """dense + sparse, sparse * dense, sparse * scalar (and COO sparse + sparse), in dense form."""
     if layout == torch.sparse_coo:
-        s = torch.sparse_coo_tensor(indices, values, size)
+        s = torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
         extra = ((s + s).to_dense(), (s * other).to_dense())
     else:
-        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+        s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout, check_invariants=True)
         extra = ((s * other).to_dense(),) if layout == torch.sparse_csr else ()
     return (other + s, (s * scalar).to_dense()) + extra
 
@@ -99,10 +99,10 @@ def sparse_elementwise(indices, plain, values, size, layout, other, scalar):
 def sparse_sum(indices, plain, values, size, layout, dims):
     """Full sums (`torch.sparse.sum`, `sum`) and, for COO, `torch.sparse.sum` over `dims`, in dense form."""
     if layout == torch.sparse_coo:
-        s = torch.sparse_coo_tensor(indices, values, size)
+        s = torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
         part = torch.sparse.sum(s, dim=dims)
         return torch.sparse.sum(s), s.sum(), part.to_dense() if part.layout == torch.sparse_coo else part
-    s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout)
+    s = torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout, check_invariants=True)
     return (s.sum(),)
 
 

@@ -29,7 +29,7 @@ from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.properties.view_steps import apply_steps, view_chains
-from torchcts.strategies import Case, describe_layout, is_overlapping, tensors
+from torchcts.strategies import Case, describe_layout, is_overlapping, shapes, tensors
 
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
@@ -169,9 +169,14 @@ def chain_cases(cts, families):
 def contiguous_cases(cts):
     @st.composite
     def draw(draw_):
-        t = draw_(tensors(cts.dtype, max_dims=5, max_side=3), label="input")
+        rank = draw_(st.sampled_from((4, 5, 0, 1, 2, 3)), label="rank")  # memory formats first
+        t = draw_(tensors(cts.dtype, shapes(min_dims=rank, max_dims=rank, max_side=3)), label="input")
         formats = [torch.preserve_format, torch.contiguous_format]
-        formats += [torch.channels_last] if t.dim() == 4 else [torch.channels_last_3d] if t.dim() == 5 else []
+        channels_last = {4: torch.channels_last, 5: torch.channels_last_3d}.get(rank)
+        if channels_last is not None:
+            formats.append(channels_last)
+            if draw_(st.booleans(), label="channels-last input"):  # rarely drawn by a re-layout alone
+                t = t.contiguous(memory_format=channels_last)
         memory_format = draw_(st.sampled_from(formats), label="memory format")
         return _case(cts, t, (memory_format,), str(memory_format))
 

@@ -37,7 +37,7 @@ from torchcts.strategies.opinfo_pool import pool_key, sample_pool
 from torchcts.strategies.sample_sizes import SIZE_CHANGE, size_changed
 from torchcts.strategies.sample_walk import copied, is_dense, map_sample
 from torchcts.strategies.seeding import seed_of, seeded_globals
-from torchcts.strategies.values import apply_special_picks, apply_special_table, is_float_like, special_picks
+from torchcts.strategies.values import draw_special_values, is_float_like
 from torchcts.strategies.variants import VARIANTS, variant_exists
 
 # Names other modules and tests import from here (tests clear the pool cache through `samples._pools`)
@@ -75,7 +75,6 @@ _KIND_RELAYOUT, _KIND_SPECIAL, _KIND_TIE, _KIND_BROADCAST = 1, 2, 4, 8
 _NEEDS_CHOICE = _KIND_TIE | _KIND_BROADCAST
 _SLOT_KINDS = st.tuples(*[st.integers(0, 15)] * TRANSFORM_SLOTS)
 _CHOICE = st.integers(0, 2**16)
-_SPREAD = st.integers(0, 4)  # 0: a few special values at drawn positions; s > 0: the whole table from s - 1
 
 
 class NoSamples(InvalidArgument):
@@ -248,8 +247,4 @@ def _with_specials(draw, where: str, t: torch.Tensor, integers_kept: bool) -> tu
     """
     if not is_float_like(t.dtype) and (where != "input" or integers_kept or t.dtype == torch.bool):
         return t, ""
-    safe = not is_float_like(t.dtype)
-    spread = draw(_SPREAD, label=f"{where} special spread")
-    if spread:
-        return apply_special_table(t, spread - 1, division_safe=safe)
-    return apply_special_picks(t, draw(special_picks(2), label=f"{where} special values"), division_safe=safe)
+    return draw_special_values(draw, t, where, division_safe=not is_float_like(t.dtype))  # shrinks to few specials

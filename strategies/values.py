@@ -170,20 +170,58 @@ def apply_special_picks(t: torch.Tensor, picks: list[tuple[int, int]], division_
     return out, ", ".join(f"{labels[k]!r} at {p}" for p, k in chosen.items())
 
 
-def apply_special_table(t: torch.Tensor, start: int, division_safe: bool = False) -> tuple[torch.Tensor, str]:
-    """A contiguous copy of `t` holding the whole special-value table, in order, from flat `start`.
+def apply_special_table(t: torch.Tensor, start: int, division_safe: bool = False,
+                        kept: tuple[int, ...] | None = None) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` holding the special-value table, in order, from flat `start`.
 
     One case then meets every special value at once; two operands spread from the same start
-    meet them pairwise (inf with inf, NaN with NaN, -0.0 with -0.0).
+    meet them pairwise (inf with inf, NaN with NaN, -0.0 with -0.0). `kept` (one number per table
+    entry, 0 = left out) selects entries: `special_table` draws it so shrinking drops the entries a
+    failure does not need, leaving the one or two special values that matter.
     """
     if not t.numel() or t.dtype == torch.bool:
         return t, ""
     table = _specials_tensor(t.dtype, division_safe)
+    labels = division_safe_specials(t.dtype) if division_safe else special_values(t.dtype)
     start = start % t.numel()
     count = min(len(table), t.numel() - start)
+    entries = [k for k in range(count) if kept is None or (k < len(kept) and kept[k])]
+    if not entries:
+        return t, ""
     out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
-    put_elements(out, torch.arange(start, start + count), table[:count])
-    return out, f"special values {count} of {len(table)} from {start}"
+    put_elements(out, torch.tensor([start + k for k in entries]), table[torch.tensor(entries)])
+    if len(entries) == count:
+        return out, f"special values {count} of {len(table)} from {start}"
+    return out, "special values " + ", ".join(f"{labels[k]!r} at {start + k}" for k in entries)
+
+
+# Per table entry: 0 (the shrink target) leaves it out, 1..7 keeps it; a fresh draw keeps most entries.
+_KEEP = st.integers(0, 7)
+
+
+@functools.cache
+def special_table_mask(size: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """`size` numbers, one per table entry, each shrinking to 0 (entry left out): the mask
+    `apply_special_table(kept=...)` takes. A fixed number of draws, whatever the tensor's size."""
+    return st.tuples(*[_KEEP] * size)
+
+
+# 0: a few special values at drawn positions (`special_picks`); s > 0: the table from s - 1 (`special_table`).
+_SPREAD = st.integers(0, 4)
+
+
+def draw_special_values(draw, t: torch.Tensor, where: str = "input", *, max_picks: int = 2,
+                        division_safe: bool = False) -> tuple[torch.Tensor, str]:
+    """Special values in `t`, drawn: up to `max_picks` at drawn positions, or the table (masked) from
+    a drawn start. Every part shrinks toward fewer special elements: the picks list toward empty,
+    each table entry toward left out; a failure caused by one NaN keeps that NaN alone."""
+    spread = draw(_SPREAD, label=f"{where} special spread")
+    if spread:
+        size = len(division_safe_specials(t.dtype) if division_safe else special_values(t.dtype))
+        kept = draw(special_table_mask(size), label=f"{where} special table entries")
+        return apply_special_table(t, spread - 1, division_safe=division_safe, kept=kept)
+    return apply_special_picks(t, draw(special_picks(max_picks), label=f"{where} special values"),
+                               division_safe=division_safe)
 
 
 def draw_values(draw, shape: tuple[int, ...], dtype: torch.dtype, special: bool = True,

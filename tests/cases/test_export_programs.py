@@ -37,8 +37,13 @@ def add_transposed(input, other, alpha=1, label="sum"):
     return total, view.stride(), view._is_view(), {label: math.floor(2.5) + len(view.shape)}
 
 
-def uses_getattr(input):
-    return getattr(input, "clone")()
+def uses_open(input):
+    with open("PWNED", "w"):
+        return getattr(input, "clone")()  # getattr is fine: it stays inside Python
+
+
+def uses_a_dunder(input):
+    return input.__class__.__subclasses__()
 
 
 def uses_import(input):
@@ -63,7 +68,7 @@ def closure_program():
     return scaled
 
 
-SCENARIOS = {"add_transposed": add_transposed, "uses_getattr": uses_getattr, "uses_import": uses_import,
+SCENARIOS = {"add_transposed": add_transposed, "uses_open": uses_open, "uses_a_dunder": uses_a_dunder, "uses_import": uses_import,
              "uses_a_global": uses_a_global, "a_closure": closure_program(), "a_lambda": lambda input: input + 1}
 
 
@@ -160,7 +165,8 @@ def test_a_failing_scenario_case_exports_a_script_that_reproduces(probe_property
 
 
 @pytest.mark.parametrize("scenario, why", [
-    ("uses_getattr", "uses the name getattr"),
+    ("uses_open", "uses the name open"),
+    ("uses_a_dunder", "uses the attribute __"),
     ("uses_import", "uses import"),
     ("uses_a_global", "uses the name PAYLOAD_SCALE"),
     ("a_closure", "not a module-level function"),

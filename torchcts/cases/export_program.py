@@ -4,8 +4,9 @@ A scenario property states each scenario as a torch-only program (`torchcts.engi
 registered in `ScenarioItems.programs`. The exporter pastes the program's own source into the
 reproduction script, so the program must be what it claims: a plain module-level function (no
 closure, no decorator, not a lambda or a method) whose source is one `def`, that imports nothing,
-declares no globals, touches no dunder attribute, and whose free names are `torch`, `math` (bound
-to those modules where it was defined) and harmless builtins. Anything else is refused naming the
+declares no globals, touches no dunder attribute but `__name__`, and whose free names are `torch`,
+`math` (bound to those modules where it was defined) and builtins other than those reaching files,
+imports, code or namespaces (`UNSAFE_BUILTINS`). Anything else is refused naming the
 property and the scenario. The program is installed, trusted code; this check keeps the pasted
 source honest (it runs as the script's code) and gives the script's vocabulary check its names.
 The case's values never pass through here: they reach the script through `ValueWriter` only.
@@ -14,6 +15,7 @@ The case's values never pass through here: they reach the script through `ValueW
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import math
 import textwrap
@@ -25,13 +27,15 @@ import torch
 from torchcts.cases.files import CaseFileError
 
 MODULES = {"torch": torch, "math": math}
-# Builtins a program may call: pure functions and types, nothing that reaches files, imports,
-# code objects or arbitrary attributes (no getattr/setattr, eval, exec, open, __import__, globals).
-SAFE_BUILTINS = frozenset({
-    "None", "True", "False", "Ellipsis", "abs", "all", "any", "bool", "complex", "dict", "divmod", "enumerate",
-    "float", "int", "isinstance", "len", "list", "max", "min", "range", "reversed", "round", "slice", "sorted",
-    "str", "sum", "tuple", "zip", "ValueError", "RuntimeError", "TypeError", "IndexError", "Exception",
-    "AssertionError", "NotImplementedError"})
+# Builtins a program may not use: those that reach files, the terminal, imports, code objects or the
+# interpreter's namespaces (every other builtin is pure Python: types, exceptions, getattr, len, ...).
+UNSAFE_BUILTINS = frozenset({
+    "__build_class__", "__import__", "__loader__", "__spec__", "breakpoint", "compile", "copyright", "credits",
+    "delattr", "eval", "exec", "exit", "globals", "help", "input", "license", "locals", "memoryview", "open",
+    "print", "quit", "setattr", "vars"})
+SAFE_BUILTINS = frozenset(name for name in dir(builtins) if name not in UNSAFE_BUILTINS
+                          and not (name.startswith("__") and name != "__name__"))
+SAFE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})  # type(exc).__name__: an error's kind
 _REFUSED_NODES = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef, ast.AsyncFunctionDef,
                   ast.Await, ast.Yield, ast.YieldFrom)
 
@@ -89,9 +93,9 @@ def _code_problem(function: ast.FunctionDef, program: Any) -> str | None:
     for node in ast.walk(function):
         if isinstance(node, _REFUSED_NODES):
             return f"{program.__name__} uses {type(node).__name__.lower()} (line {node.lineno})"
-        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr not in SAFE_DUNDER_ATTRIBUTES:
             return f"{program.__name__} uses the attribute {node.attr} (line {node.lineno})"
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
+        if isinstance(node, ast.Name) and node.id.startswith("__") and node.id != "__name__":
             return f"{program.__name__} uses the name {node.id} (line {node.lineno})"
     for name in sorted(_free_names(function)):
         if name in MODULES:
@@ -99,7 +103,7 @@ def _code_problem(function: ast.FunctionDef, program: Any) -> str | None:
                 return f"{program.__name__} uses {name}, which is not the {name} module where it is defined"
         elif name not in SAFE_BUILTINS:
             return (f"{program.__name__} uses the name {name}, which is neither a local, torch, math nor a "
-                    f"builtin programs may use")
+                    f"builtin that stays inside Python (no files, imports, code or namespaces)")
     return None
 
 

@@ -1,0 +1,169 @@
+"""Copies and transfers: `to(device)`, `cpu()`, `copy_` and dtype-converting copies give CPU's bits and strides.
+
+Every scenario is a torch-only program run on CPU and on the device (on CPU the "device" is cpu,
+so each program is valid on both sides); the device must return CPU's result bit for bit
+(`exact_check`): a copy computes nothing, so a value one ulp off, a lost -0.0 or a misplaced
+element is a bug whatever the tolerance.
+
+- `transfers`: device -> host, host -> device and device -> device copies (`to(..., copy=True)`,
+  `cpu()`), with `non_blocking=True` followed by a synchronization, of inputs in any layout
+  (non-contiguous, offset, channels_last, expanded, overlapping, empty): values and the strides
+  `to` gives (preserve format);
+- `copy_into`: `dst.copy_(src)` into a destination in a drawn layout (offset, stepped, permuted,
+  channels_last) from a source that may broadcast (zero strides, fewer dimensions) or overlap,
+  device -> device, device -> host and host -> device, maybe of another dtype, maybe
+  `non_blocking`: the destination's values and the whole storage it reaches (a copy must not
+  write outside the destination view);
+- `converting_copy`: `to(dtype)`, `to("cpu", dtype=...)`, `copy_` into `empty_like(dtype=...)`:
+  float -> int (truncation), int -> float (rounding), narrowing floats (float64 -> float16,
+  float32 -> bfloat16), to and from bool, real -> complex.
+
+Float -> integer conversions whose result C++ leaves undefined (NaN, infinities, values out of
+the target's range) are not generated: CPU's own answer there is platform-defined (the dtype
+semantics suite records it). Complex -> real copies (which drop the imaginary part with a
+warning) are not generated either.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts import dtypes as dtype_names
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.exact_check import exact_program_check
+from torchcts.strategies import Case, broadcastable_shapes, describe_layout, relayouts, shapes, tensors
+
+
+# -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
+
+def transfers(input, non_blocking):
+    """Device -> host, host -> device and device -> device copies of `input`: values and strides."""
+    host = input.to("cpu", copy=True, non_blocking=non_blocking)
+    if non_blocking and input.device.type != "cpu":  # wait for the copy before reading `host`
+        module = getattr(torch, input.device.type, None)
+        if module is not None and hasattr(module, "synchronize"):
+            module.synchronize()
+        else:
+            torch.accelerator.synchronize()
+    back = host.to(input.device, copy=True, non_blocking=non_blocking)
+    twin = input.to(input.device, copy=True)
+    plain = input.cpu().clone(memory_format=torch.contiguous_format)  # cpu() of a CPU tensor is itself: values only
+    return host, back, twin, plain
+
+
+def copy_into(input, dst, where, non_blocking):
+    """`copy_` of `input` into `dst`'s layout (on the device, or a host twin of it): the values and the storage."""
+    span = dst.storage_offset() + sum((n - 1) * s for n, s in zip(dst.shape, dst.stride())) + 1 if dst.numel() else 0
+    if where == "to_host":  # device -> host, into a host tensor laid out as `dst`
+        storage = torch.as_strided(dst, (span,), (1,), 0).to("cpu", copy=True)
+        target = storage.as_strided(dst.shape, dst.stride(), dst.storage_offset())
+        target.copy_(input, non_blocking=non_blocking)
+    elif where == "from_host":  # host -> device
+        target = dst
+        target.copy_(input.to("cpu", copy=True), non_blocking=non_blocking)
+    else:  # device -> device
+        target = dst
+        target.copy_(input, non_blocking=non_blocking)
+    if non_blocking and input.device.type != "cpu":
+        module = getattr(torch, input.device.type, None)
+        if module is not None and hasattr(module, "synchronize"):
+            module.synchronize()
+        else:
+            torch.accelerator.synchronize()
+    return target, torch.as_strided(target, (span,), (1,), 0)
+
+
+def converting_copy(input, dtype, how):
+    """`input` converted to `dtype` by `to`, by a transfer to the host, or by `copy_` into `empty_like`."""
+    if how == "to":
+        return input.to(dtype)
+    if how == "to_host":
+        return input.to("cpu", dtype=dtype, copy=True)
+    out = torch.empty_like(input, dtype=dtype)
+    out.copy_(input)
+    return out
+
+
+PROGRAMS = {"transfers": transfers, "copy_into": copy_into, "converting_copy": converting_copy}
+COPY_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16",
+               "bfloat16", "float32", "float64", "complex64", "complex128")
+_TARGETS = tuple(dtype_names.lookup(name) for name in COPY_DTYPES)
+
+
+# -- cases ------------------------------------------------------------------------------------------
+
+def _case(cts, input, args, *what) -> Case:
+    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=args), 0,
+                transforms=(describe_layout(input), *what))
+
+
+def conversion_targets(source: torch.dtype) -> tuple[torch.dtype, ...]:
+    """Dtypes a copy from `source` converts to, `source` first (the shrink target); no complex -> real."""
+    targets = [d for d in _TARGETS if not source.is_complex or d.is_complex]
+    return (source, *[d for d in targets if d != source])
+
+
+def defined_for(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
+    """`t` with the elements a conversion to `target` leaves undefined in C++ set to 0.
+
+    A float -> integer conversion is undefined for NaN, infinities and values whose truncation
+    the integer type cannot hold; everything else is defined (int -> int wraps, -> bool tests != 0)."""
+    if not (t.is_floating_point() and not (target.is_floating_point or target.is_complex or target == torch.bool)):
+        return t
+    info = torch.iinfo(target)
+    wide = t.to(torch.float64)
+    undefined = ~wide.isfinite() | (wide <= float(info.min) - 1) | (wide >= float(info.max) + 1)
+    return t.masked_fill(undefined, 0)
+
+
+def transfer_cases(cts):
+    @st.composite
+    def draw(draw_):
+        t = draw_(tensors(cts.dtype, max_dims=4, max_side=4), label="input")
+        non_blocking = draw_(st.booleans(), label="non_blocking")
+        return _case(cts, t, (non_blocking,), f"non_blocking={non_blocking}")
+
+    return draw()
+
+
+def _source(draw_, dtype, shape, target):
+    """A source of `shape` whose values convert to `target` with a defined result, in any layout (overlap too)."""
+    t = draw_(tensors(dtype, shape, relayout=False), label="source values")
+    return draw_(relayouts(defined_for(t, target)), label="source layout")
+
+
+def copy_into_cases(cts):
+    @st.composite
+    def draw(draw_):
+        dst_shape = draw_(shapes(max_dims=4, max_side=4), label="destination shape")
+        dst_dtype = draw_(st.sampled_from(conversion_targets(cts.dtype)), label="destination dtype")
+        dst = draw_(tensors(dst_dtype, dst_shape, allow_overlap=False), label="destination")
+        src = _source(draw_, cts.dtype, draw_(broadcastable_shapes(dst_shape), label="source shape"), dst_dtype)
+        where = draw_(st.sampled_from(("device", "to_host", "from_host")), label="direction")
+        non_blocking = draw_(st.booleans(), label="non_blocking")
+        return _case(cts, src, (dst, where, non_blocking), f"into {describe_layout(dst)} {dst_dtype}", where,
+                     f"non_blocking={non_blocking}")
+
+    return draw()
+
+
+def converting_cases(cts):
+    @st.composite
+    def draw(draw_):
+        target = draw_(st.sampled_from(conversion_targets(cts.dtype)[1:] or (cts.dtype,)), label="target dtype")
+        src = _source(draw_, cts.dtype, draw_(shapes(max_dims=3, max_side=5), label="shape"), target)
+        how = draw_(st.sampled_from(("to", "to_host", "copy_")), label="how")
+        return _case(cts, src, (target, how), f"to {target} by {how}")
+
+    return draw()
+
+
+_CASES = {"transfers": transfer_cases, "copy_into": copy_into_cases, "converting_copy": converting_cases}
+
+
+@register_property("copies", capability="inference", level=2,
+                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS))
+def test_copies(cts):
+    cts.run(_CASES[cts.item.op](cts), exact_program_check(cts, PROGRAMS[cts.item.op]))

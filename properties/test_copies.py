@@ -33,7 +33,9 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts import dtypes as dtype_names
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
-from torchcts.strategies import Case, broadcastable_shapes, describe_layout, relayouts, shapes, tensors
+from torchcts.strategies import Case, describe_layout, shapes, tensors
+from torchcts.strategies.layouts import draw_relayout
+from torchcts.strategies.values import draw_values
 
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
@@ -119,9 +121,11 @@ def defined_for(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
 
 
 def transfer_cases(cts):
+    inputs = tensors(cts.dtype, max_dims=4, max_side=4)
+
     @st.composite
     def draw(draw_):
-        t = draw_(tensors(cts.dtype, max_dims=4, max_side=4), label="input")
+        t = draw_(inputs, label="input")
         non_blocking = draw_(st.booleans(), label="non_blocking")
         return _case(cts, t, (non_blocking,), f"non_blocking={non_blocking}")
 
@@ -130,17 +134,25 @@ def transfer_cases(cts):
 
 def _source(draw_, dtype, shape, target):
     """A source of `shape` whose values convert to `target` with a defined result, in any layout (overlap too)."""
-    t = draw_(tensors(dtype, shape, relayout=False), label="source values")
-    return draw_(relayouts(defined_for(t, target)), label="source layout")
+    return draw_relayout(draw_, defined_for(draw_values(draw_, shape, dtype), target))
+
+
+def _broadcast_source_shape(draw_, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to `shape`: leading dimensions dropped, others maybe 1; shrinks to `shape`."""
+    kept = shape[draw_(st.integers(0, len(shape)), label="leading dims dropped"):] if shape else ()
+    return tuple(1 if draw_(st.booleans(), label=f"broadcast dim {d}") else side for d, side in enumerate(kept))
 
 
 def copy_into_cases(cts):
+    dst_shapes = shapes(max_dims=4, max_side=4)
+    dst_dtypes = st.sampled_from(conversion_targets(cts.dtype))
+
     @st.composite
     def draw(draw_):
-        dst_shape = draw_(shapes(max_dims=4, max_side=4), label="destination shape")
-        dst_dtype = draw_(st.sampled_from(conversion_targets(cts.dtype)), label="destination dtype")
-        dst = draw_(tensors(dst_dtype, dst_shape, allow_overlap=False), label="destination")
-        src = _source(draw_, cts.dtype, draw_(broadcastable_shapes(dst_shape), label="source shape"), dst_dtype)
+        dst_shape = draw_(dst_shapes, label="destination shape")
+        dst_dtype = draw_(dst_dtypes, label="destination dtype")
+        dst = draw_relayout(draw_, draw_values(draw_, dst_shape, dst_dtype), allow_overlap=False)
+        src = _source(draw_, cts.dtype, _broadcast_source_shape(draw_, dst_shape), dst_dtype)
         where = draw_(st.sampled_from(("device", "to_host", "from_host")), label="direction")
         non_blocking = draw_(st.booleans(), label="non_blocking")
         return _case(cts, src, (dst, where, non_blocking), f"into {describe_layout(dst)} {dst_dtype}", where,
@@ -150,10 +162,13 @@ def copy_into_cases(cts):
 
 
 def converting_cases(cts):
+    targets = st.sampled_from(conversion_targets(cts.dtype)[1:] or (cts.dtype,))
+    source_shapes = shapes(max_dims=3, max_side=5)
+
     @st.composite
     def draw(draw_):
-        target = draw_(st.sampled_from(conversion_targets(cts.dtype)[1:] or (cts.dtype,)), label="target dtype")
-        src = _source(draw_, cts.dtype, draw_(shapes(max_dims=3, max_side=5), label="shape"), target)
+        target = draw_(targets, label="target dtype")
+        src = _source(draw_, cts.dtype, draw_(source_shapes, label="shape"), target)
         how = draw_(st.sampled_from(("to", "to_host", "copy_")), label="how")
         return _case(cts, src, (target, how), f"to {target} by {how}")
 

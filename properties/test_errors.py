@@ -7,7 +7,9 @@ The rule:
   is allowed: where CPU raises torch's generic error (`RuntimeError`, C++ `c10::Error`), the
   device may raise one of torch's specific errors, which derive from it in C++ (`IndexError`,
   `ValueError`, `TypeError`): CUDA raises `IndexError` for `narrow_copy`'s out-of-range dimension
-  where CPU's kernel raises `RuntimeError`, and the OpInfo accepts both.
+  where CPU's kernel raises `RuntimeError`, and the OpInfo accepts both. A `NotImplementedError`
+  (Python makes it a RuntimeError) counts only where CPU's is one: "not implemented for 'Half'"
+  says the device cannot run the op, not that it checked the input.
 - **Message.** Where the OpInfo's error regex is stable across backends, the device's message
   must match it too (`re.search`, as `assertRaisesRegex`). A regex is stable when it matches
   CPU's message and names no device or backend (`cpu`, `cuda`, `device`, `meta`, ...) and no C++
@@ -54,6 +56,8 @@ def stable_regex(regex: str, cpu_message: str) -> bool:
 def type_conforms(cpu_error: BaseException, device_error: BaseException) -> bool:
     """Whether the device's exception is of CPU's type, or one of torch's specific errors where CPU
     raised its generic RuntimeError."""
+    if isinstance(device_error, NotImplementedError) and not isinstance(cpu_error, NotImplementedError):
+        return False  # "not implemented" (a dtype, a layout) is no rejection, though Python's NotImplementedError is a RuntimeError
     if isinstance(device_error, type(cpu_error)):
         return True
     return type(cpu_error) is RuntimeError and isinstance(device_error, REFINEMENTS_OF_RUNTIME_ERROR)

@@ -79,9 +79,14 @@ def subnormal_casts(source, target_dtype, values):
     return source.to(target_dtype), values.to(source.dtype), values.to(target_dtype)
 
 
-def rounding(x, quarters, decimals):
-    """round (half to even, decimals=), floor, ceil, trunc, with their signed zeros."""
-    return (torch.round(x), torch.floor(x), torch.ceil(x), torch.trunc(x), torch.round(quarters, decimals=decimals))
+def rounding(x):
+    """round (half to even), floor, ceil, trunc, with their signed zeros."""
+    return torch.round(x), torch.floor(x), torch.ceil(x), torch.trunc(x)
+
+
+def round_decimals(x, decimals):
+    """round(decimals=) of quarters: x * 10**decimals is exact, so half-to-even decides the result."""
+    return torch.round(x, decimals=decimals)
 
 
 def division_modes(x, y):
@@ -92,7 +97,7 @@ def division_modes(x, y):
 
 PROGRAMS = {program.__name__: program for program in (
     nan_minmax, nan_sort, special_reductions, signed_zero, inf_arithmetic, subnormal_arithmetic, subnormal_casts,
-    rounding, division_modes)}
+    rounding, round_decimals, division_modes)}
 
 
 # -- elements: Python floats exactly representable in the dtype, simplest first ------------------
@@ -110,6 +115,10 @@ def small_integers(bound: int = 4) -> st.SearchStrategy[float]:
 
 def halves(bound: int = 8) -> st.SearchStrategy[float]:
     return st.integers(-2 * bound, 2 * bound).map(lambda k: k / 2)
+
+
+def quarters(bound: int = 16) -> st.SearchStrategy[float]:
+    return st.integers(-4 * bound, 4 * bound).map(lambda k: k / 4)
 
 
 def specials() -> st.SearchStrategy[float]:
@@ -207,10 +216,11 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]
     if scenario == "subnormal_casts":
         return subnormal_cast_cases(dtype)
     if scenario == "rounding":
-        return st.tuples(grids(halves(16) | rounding_edges(dtype) | specials() | st.integers(-64, 64).map(
-            lambda k: k / 4), dtype), grids(st.integers(-64, 64).map(lambda k: k / 4) | specials(), dtype), st.integers(-2, 3)).map(
-            lambda t: _case(scenario, dtype, SampleInput(t[0], args=(t[1],), kwargs={"decimals": t[2]}),
-                            "x: halves and edges; quarters; decimals"))
+        return grids(halves(16) | rounding_edges(dtype) | specials() | quarters(), dtype).map(
+            lambda x: _case(scenario, dtype, SampleInput(x), "x: halves, quarters, specials and rounding edges"))
+    if scenario == "round_decimals":
+        return st.tuples(grids(quarters() | specials(), dtype), st.integers(-2, 3)).map(
+            lambda xd: _case(scenario, dtype, SampleInput(xd[0], kwargs={"decimals": xd[1]}), "x: quarters; decimals"))
     raise ValueError(f"unknown ieee754 scenario {scenario!r}")
 
 

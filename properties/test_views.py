@@ -28,8 +28,10 @@ from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
-from torchcts.properties.view_steps import apply_steps, view_chains
+from torchcts.properties.view_steps import apply_steps, draw_view_chain
 from torchcts.strategies import Case, describe_layout, is_overlapping, shapes, tensors
+from torchcts.strategies.layouts import draw_relayout
+from torchcts.strategies.values import draw_values
 
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
@@ -155,22 +157,26 @@ def _written(dtype) -> st.SearchStrategy[torch.Tensor]:
 
 
 def chain_cases(cts, families):
+    inputs = _written(cts.dtype)
+
     @st.composite
     def draw(draw_):
-        t = draw_(_written(cts.dtype), label="input")
-        steps = draw_(view_chains(t, families), label="view steps")
+        t = draw_(inputs, label="input")
+        steps = draw_view_chain(draw_, t, families)
         write = "fill" if is_overlapping(apply_steps(t, steps)) else "distinct"
-        reader = draw_(view_chains(t, families, min_steps=0, max_steps=2), label="sibling steps")
+        reader = draw_view_chain(draw_, t, families, min_steps=0, max_steps=2)
         return _case(cts, t, (steps, write, reader), f"steps {steps}", f"write {write}", f"sibling {reader}")
 
     return draw()
 
 
 def contiguous_cases(cts):
+    by_rank = {rank: tensors(cts.dtype, shapes(min_dims=rank, max_dims=rank, max_side=3)) for rank in range(6)}
+
     @st.composite
     def draw(draw_):
         rank = draw_(st.sampled_from((4, 5, 0, 1, 2, 3)), label="rank")  # memory formats first
-        t = draw_(tensors(cts.dtype, shapes(min_dims=rank, max_dims=rank, max_side=3)), label="input")
+        t = draw_(by_rank[rank], label="input")
         formats = [torch.preserve_format, torch.contiguous_format]
         channels_last = {4: torch.channels_last, 5: torch.channels_last_3d}.get(rank)
         if channels_last is not None:
@@ -184,9 +190,11 @@ def contiguous_cases(cts):
 
 
 def resize_cases(cts):
+    inputs = _written(cts.dtype)
+
     @st.composite
     def draw(draw_):
-        t = draw_(_written(cts.dtype), label="input")
+        t = draw_(inputs, label="input")
         shape = tuple(draw_(st.lists(st.integers(0, 4), max_size=4), label="new shape"))
         formats = [torch.contiguous_format] + ([torch.channels_last] if len(shape) == 4 else [])
         memory_format = draw_(st.sampled_from(formats), label="memory format")
@@ -201,18 +209,19 @@ def overlap_cases(cts):
         kind = draw_(st.sampled_from(OVERLAP_KINDS), label="kind")
         side = draw_(st.integers(1, 4), label="side")
         rest = tuple(draw_(st.lists(st.integers(1, 4), max_size=1), label="trailing sizes"))
-        t = draw_(tensors(cts.dtype, (side, side, *rest), allow_overlap=False), label="input")
+        t = draw_relayout(draw_, draw_values(draw_, (side, side, *rest), cts.dtype), allow_overlap=False)
         return _case(cts, t, (kind,), kind)
 
     return draw()
 
 
 def storage_cases(cts):
+    inputs = tensors(cts.dtype, max_dims=3, max_side=4, allow_empty=False, allow_overlap=False)
+
     @st.composite
     def draw(draw_):
-        t = draw_(tensors(cts.dtype, max_dims=3, max_side=4, allow_empty=False, allow_overlap=False), label="input")
-        steps = draw_(view_chains(t, ("reshape", "transpose", "slice", "expand", "strided"), max_steps=2),
-                      label="view steps")
+        t = draw_(inputs, label="input")
+        steps = draw_view_chain(draw_, t, ("reshape", "transpose", "slice", "expand", "strided"), max_steps=2)
         return _case(cts, t, (steps,), f"steps {steps}")
 
     return draw()

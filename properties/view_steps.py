@@ -154,21 +154,18 @@ FAMILIES: dict[str, Callable] = {
 }
 
 
-def view_chains(t: torch.Tensor, families: tuple[str, ...], *, min_steps: int = 1,
-                max_steps: int = 3) -> st.SearchStrategy[tuple[Step, ...]]:
-    """Chains of `min_steps` to `max_steps` view steps from `families`, each valid where the chain stands."""
+def draw_view_chain(draw, t: torch.Tensor, families: tuple[str, ...], *, min_steps: int = 1,
+                    max_steps: int = 3) -> tuple[Step, ...]:
+    """A chain of `min_steps` to `max_steps` view steps from `families`, each valid where the chain stands.
+
+    A plain function of `draw` (no strategy object per call: building one per draw is slow)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown or not families:
-        raise ValueError(f"view_chains: families from {sorted(FAMILIES)}, got {families!r}")
-
-    @st.composite
-    def draw_chain(draw) -> tuple[Step, ...]:
-        steps, current = [], t
-        for index in range(draw(st.integers(min_steps, max_steps), label="steps")):
-            family = draw(st.sampled_from(families), label=f"family {index}")
-            step = FAMILIES[family](draw, current)
-            current = apply_steps(current, (step,))
-            steps.append(step)
-        return tuple(steps)
-
-    return draw_chain()
+        raise ValueError(f"draw_view_chain: families from {sorted(FAMILIES)}, got {families!r}")
+    steps, current = [], t
+    for index in range(draw(st.integers(min_steps, max_steps), label="steps")):
+        family = draw(st.sampled_from(families), label=f"family {index}")
+        step = FAMILIES[family](draw, current)
+        current = apply_steps(current, (step,))
+        steps.append(step)
+    return tuple(steps)

@@ -165,3 +165,44 @@ def nested_tensors(dtype: torch.dtype, *, layouts=NESTED_LAYOUTS, max_components
         return draw(nested_forms(components, usable))
 
     return tensors()
+
+
+def _sizes(most: int) -> st.SearchStrategy[int]:
+    """0..most, shrinking toward 1 (0 is the last value; st.one_of would shrink to 0 first)."""
+    return st.integers(0, most).map(lambda k: (k + 1) % (most + 1))
+
+
+@st.composite
+def ragged_components(draw, dtype: torch.dtype, *, max_components: int = 4, max_ragged: int = 5,
+                      min_inner_dims: int = 0, max_inner_dims: int = 2, max_side: int = 3, min_side: int = 0,
+                      ragged_inner: bool = False, special: bool = True) -> list[torch.Tensor]:
+    """A list of 1 to `max_components` contiguous CPU tensors of shape (ragged length, *inner), for a case.
+
+    The components a program turns into a nested tensor itself. Lengths are drawn per component (0
+    to `max_ragged`); the inner shape (`min_inner_dims` to `max_inner_dims` dims of side
+    `min_side` to `max_side`) is shared, or with `ragged_inner` drawn per component too (only the
+    strided layout holds that). Shrinks toward one component of length 1, the fewest inner dims
+    of the smallest sides, small-integer values.
+    """
+    if not isinstance(dtype, torch.dtype):
+        raise InvalidArgument(f"dtype must be a torch.dtype, got {dtype!r}")
+    if not 0 <= min_inner_dims <= max_inner_dims or not 0 <= min_side <= max_side or max_components < 1:
+        raise InvalidArgument(f"need 0 <= min_inner_dims <= max_inner_dims, 0 <= min_side <= max_side and "
+                              f"max_components >= 1; got {min_inner_dims}, {max_inner_dims}, {min_side}, {max_side}, "
+                              f"{max_components}")
+    side = _sizes(max_side) if min_side == 0 else st.integers(min_side, max_side)
+    count = draw(st.integers(1, max_components), label="components")
+    lengths = [draw(_sizes(max_ragged), label="ragged length") for _ in range(count)]
+    ndim = draw(st.integers(min_inner_dims, max_inner_dims), label="inner dims")
+    inner = tuple(draw(side, label="inner side") for _ in range(ndim))
+    if not ragged_inner:
+        flat = draw(values((sum(lengths), *inner), dtype, special=special), label="values")
+        return [part.clone() for part in torch.split(flat, lengths)]
+    shapes = [(n, *(draw(side, label="own inner side") for _ in inner)) for n in lengths]
+    return [draw(values(shape, dtype, special=special), label="component values") for shape in shapes]
+
+
+@st.composite
+def components_like(draw, components: list[torch.Tensor], *, special: bool = True) -> list[torch.Tensor]:
+    """Other components of the same shapes and dtypes as `components` (a second operand)."""
+    return [draw(values(tuple(c.shape), c.dtype, special=special), label="operand values") for c in components]

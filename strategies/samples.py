@@ -53,12 +53,12 @@ LAYOUT_DEPENDENT_OPS = re.compile(r"as_strided|^native_group_norm$")
 # unspecified (scatter, index_put, index_copy and put without accumulation). Their integer operands
 # never get a broadcast (stride-0) dimension, which would repeat an index.
 DISTINCT_INDICES_OPS = re.compile(r"(^|\.)(scatter|index_put|index_copy|put|_unsafe_index_put)_?$")
-# Ops that write an operand although their name has no trailing underscore: (op pattern, the operands
-# written, the keyword that makes them write). Written operands never get overlapping layouts.
+# Ops that write an operand although their name has no trailing underscore: (op pattern, where the written
+# operands sit (a prefix of `map_sample`'s names), the keyword that makes them write, None: always).
+# Written operands never get overlapping layouts or broadcasts.
 _WRITTEN_OPERANDS = (
     (re.compile(r"^nn\.functional\.embedding$"), ("input",), "max_norm"),  # renormalises the weight rows
-    (re.compile(r"batch_norm|instance_norm"), ("args[0]", "args[1]", "kwargs.running_mean", "kwargs.running_var"),
-     None),  # running statistics, updated in training mode
+    (re.compile(r"batch_norm|instance_norm"), ("args", "kwargs"), None),  # running statistics (training mode)
 )
 # Transform slots per sample, one per tensor in input/args/kwargs order; every tensor past the last slot shares
 # it (lists of many tensors: stack, multi_dot), so every operand can be transformed and the draw has a fixed length.
@@ -194,7 +194,7 @@ def _draw_case(draw, how: _Drawing) -> Case:
             return t
         t = copy_exact(t)
         slot = min(next(counter), TRANSFORM_SLOTS - 1)  # the last slot covers every further tensor
-        written = written or where in written_operands
+        written = written or where.startswith(written_operands)
         kind = kinds[slot] & how.allowed  # each bit one transform (see _KIND_*); 0, the shrink target: none
         if not repeats_safe:
             kind &= ~(_KIND_TIE | _KIND_BROADCAST)
@@ -211,7 +211,7 @@ def _draw_case(draw, how: _Drawing) -> Case:
 
 
 def _written_operands(op_name: str, sample: Any) -> tuple[str, ...]:
-    """Where (`map_sample` names) the op writes operands other than an in-place variant's input."""
+    """Where (prefixes of `map_sample` names) the op writes operands other than an in-place variant's input."""
     return tuple(where for pattern, operands, keyword in _WRITTEN_OPERANDS if pattern.search(op_name)
                  and (keyword is None or sample.kwargs.get(keyword) is not None) for where in operands)
 

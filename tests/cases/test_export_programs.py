@@ -225,3 +225,9 @@ def test_the_scenario_script_allows_only_its_own_and_the_programs_vocabulary(pro
     assert "the name 'open'" in problem(script + "\nopen('PWNED', 'w')\n", *allowed)
     assert "import ['os']" in problem(script + "\nimport os\n", *allowed)
     assert "the attribute 'save'" in problem(script + "\ntorch.save(STORAGES, 'x')\n", *allowed)
+    compiled = export_script(scenario_case(tmp_path, "add_transposed", SampleInput(torch.ones(2, 3), args=(
+        torch.ones(3, 2),)), "compiled.json", backend="aot_eager"))
+    assert "DEVICE_PROGRAM = torch.compile(PROGRAM, backend='aot_eager')" in compiled
+    with pytest.raises(CaseFileError, match="backend"):
+        export_script(scenario_case(tmp_path, "add_transposed", SampleInput(torch.ones(2)), "bad.json",
+                                    backend="inductor'); import os; ('"))

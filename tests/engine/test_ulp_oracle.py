@@ -188,12 +188,12 @@ def test_the_ulp_bugs_stay_silent_without_their_condition():
 
 
 def test_a_ulp_failure_shrinks_to_a_small_case_that_replays(run_forward, tmp_path):
-    record = run_forward("add", "float32", device="faulty", bug="add_round_toward_zero", shrink=True,
+    record = run_forward("sqrt", "float32", device="faulty", bug="sqrt_via_rsqrt", shrink=True,
                          corpus_dir=tmp_path / "corpus")
     assert record["outcome"] is Outcome.FAILED
     case = record["counterexample"]
-    assert case["elements"] <= 4
+    assert case["elements"] <= 2
     (item,) = replay_items([case["path"]])
-    replayed = run_forward("add", "float32", device="faulty", bug="add_round_toward_zero", item=item)
+    replayed = run_forward("sqrt", "float32", device="faulty", bug="sqrt_via_rsqrt", item=item)
     assert replayed["outcome"] is Outcome.FAILED and "ULP rule" in replayed["error"]
-    assert run_forward("add", "float32", device="faulty", item=item)["outcome"] is Outcome.PASSED  # bug off
+    assert run_forward("sqrt", "float32", device="faulty", item=item)["outcome"] is Outcome.PASSED  # bug off

@@ -44,10 +44,10 @@ def _has_zero_stride(t: torch.Tensor) -> bool:
 
 def _nudged(t: torch.Tensor) -> torch.Tensor:
     """`t` with its last element changed (by one, or negated for bool)."""
-    out = t.clone()
+    out = t.clone()  # keeps a dense non-contiguous result's strides: change the last element by its multi-index
     if out.numel():
-        flat = out.view(-1)
-        flat[-1] = ~flat[-1] if out.dtype == torch.bool else flat[-1] + 1
+        last = tuple(side - 1 for side in out.shape)
+        out[last] = ~out[last] if out.dtype == torch.bool else out[last] + 1
     return out
 
 

@@ -1,0 +1,195 @@
+"""Nested tensors on the device: jagged and strided layouts built from components, vs CPU per component.
+
+Every scenario is a torch-only program (`torchcts.engine.programs`): the case holds the components
+(a list of dense tensors of shape (ragged length, *inner), `strategies.nested.ragged_components`),
+the program builds the nested tensor on the device and returns what it observes as lists of
+components (`unbind()`), padded dense tensors and plain values (offsets, contiguity); the device
+must give CPU's result. Zero-length components are drawn. What CPU itself refuses (complex jagged
+padding, softmax of integers, SDPA of non-floating dtypes) is `cpu_contract` for that case.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case, values
+from torchcts.strategies.nested import components_like, ragged_components
+
+DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
+
+
+# -- the programs ----------------------------------------------------------------------------------
+
+def jagged_construct(input, gaps):
+    """Components -> jagged three ways: copied, a view of their concatenation (offsets), a buffer with junk
+    rows between them (offsets and lengths); each unbound again, with offsets, values and contiguity."""
+    nt = torch.nested.nested_tensor(input, layout=torch.jagged)
+    lengths = [c.shape[0] for c in input]
+    device = input[0].device
+    flat = torch.cat(input)
+    view = torch.nested.nested_tensor_from_jagged(flat, torch.tensor([0] + lengths, device=device).cumsum(0))
+    pieces = []
+    for component, gap in zip(input, gaps):
+        pieces += [component, component.new_ones((gap, *component.shape[1:]))]  # junk rows, never read
+    starts = torch.tensor([0] + [n + gap for n, gap in zip(lengths, gaps)], device=device).cumsum(0)
+    holey = torch.nested.nested_tensor_from_jagged(torch.cat(pieces), starts,
+                                                   lengths=torch.tensor(lengths, device=device))
+    return (list(nt.unbind()), nt.offsets(), nt.values(), nt.dim(), nt.size(0), list(view.unbind()),
+            view.is_contiguous(), list(holey.unbind()), holey.is_contiguous())
+
+
+def jagged_elementwise(input, other):
+    """Elementwise ops on jagged tensors sharing offsets: +, *, * scalar, + dense row, and relu/sin where real floating."""
+    nt = torch.nested.nested_tensor(input, layout=torch.jagged)
+    nt2 = torch.nested.nested_tensor_from_jagged(torch.cat(other), nt.offsets())
+    results = [nt + nt2, nt * nt2, nt * 2, nt + input[0].new_ones(input[0].shape[1:])]
+    if input[0].is_floating_point():
+        results += [nt.relu(), nt.sin()]
+    return [list(r.unbind()) for r in results]
+
+
+def jagged_reduce_inner(input):
+    """Reductions over the last (regular) dim of each component: sum, and mean where floating."""
+    nt = torch.nested.nested_tensor(input, layout=torch.jagged)
+    results = [list(nt.sum(dim=-1).unbind())]
+    if input[0].is_floating_point() or input[0].is_complex():
+        results.append(list(nt.mean(dim=-1, keepdim=True).unbind()))
+    return results
+
+
+def jagged_reduce_ragged(input):
+    """Reductions over the ragged dim (one dense row per component): sum, amax, and mean where floating."""
+    nt = torch.nested.nested_tensor(input, layout=torch.jagged)
+    results = [nt.sum(dim=1), nt.amax(dim=1)]
+    if input[0].is_floating_point():
+        results.append(nt.mean(dim=1))
+    return results
+
+
+def jagged_padded(input, padding):
+    """to_padded_tensor (and a longer output_size), and where floating the softmax over the ragged dim."""
+    nt = torch.nested.nested_tensor(input, layout=torch.jagged)
+    padded = torch.nested.to_padded_tensor(nt, padding)
+    longer = torch.nested.to_padded_tensor(nt, padding, output_size=(padded.shape[0], padded.shape[1] + 1,
+                                                                    *padded.shape[2:]))
+    results = [padded, longer]
+    if input[0].is_floating_point():
+        results.append(list(nt.softmax(dim=1).unbind()))
+    return results
+
+
+def jagged_sdpa(input, key, value):
+    """scaled_dot_product_attention on jagged (batch, heads, ragged, dim) query/key/value, per component."""
+    query = torch.nested.nested_tensor(input, layout=torch.jagged)
+    if [c.shape[0] for c in key] == [c.shape[0] for c in input]:  # self-attention: one ragged structure
+        k = torch.nested.nested_tensor_from_jagged(torch.cat(key), query.offsets())
+        v = torch.nested.nested_tensor_from_jagged(torch.cat(value), query.offsets())
+    else:
+        k = torch.nested.nested_tensor(key, layout=torch.jagged)
+        v = torch.nested.nested_tensor(value, layout=torch.jagged)
+    q, k, v = query.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return list(out.transpose(1, 2).unbind())
+
+
+def strided_nested(input, other):
+    """The strided layout (components ragged in any dim): unbind, +, *, sum over the last dim, padding."""
+    nt = torch.nested.nested_tensor(input, layout=torch.strided)
+    nt2 = torch.nested.nested_tensor(other, layout=torch.strided)
+    results = [list(nt.unbind()), list((nt + nt2).unbind()), list((nt * nt2).unbind()),
+               torch.nested.to_padded_tensor(nt, 0)]
+    if input[0].dtype != torch.bool:  # CPU has no bool nested sum
+        results.append(list(nt.sum(dim=-1, keepdim=True).unbind()))
+    return results
+
+
+PROGRAMS = {program.__name__: program for program in
+            (jagged_construct, jagged_elementwise, jagged_reduce_inner, jagged_reduce_ragged, jagged_padded,
+             jagged_sdpa, strided_nested)}
+# Scenarios whose results sum or normalize several values: another order rounds otherwise.
+_WIDEN = {"jagged_reduce_inner": 4.0, "jagged_reduce_ragged": 4.0, "jagged_padded": 2.0, "jagged_sdpa": 8.0}
+
+
+# -- the cases -------------------------------------------------------------------------------------
+
+def _case(cts, components, args, what):
+    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(components, args=tuple(args)), 0,
+                transforms=(what,))
+
+
+def _shapes(components):
+    return "components " + ", ".join(str(tuple(c.shape)) for c in components)
+
+
+def _components(cts, **limits):
+    return ragged_components(cts.dtype, special=not cts.dtype.is_complex, **limits)
+
+
+@st.composite
+def _construct_cases(draw, cts):
+    components = draw(_components(cts, min_inner_dims=0), label="components")
+    gaps = draw(st.lists(st.integers(0, 2), min_size=len(components), max_size=len(components)), label="gaps")
+    return _case(cts, components, (gaps,), f"{_shapes(components)}, gaps {gaps}")
+
+
+@st.composite
+def _elementwise_cases(draw, cts):
+    components = draw(_components(cts), label="components")
+    other = draw(components_like(components, special=not cts.dtype.is_complex), label="other operand")
+    return _case(cts, components, (other,), _shapes(components))
+
+
+def _reduce_cases(cts):
+    return _components(cts, min_inner_dims=1).map(lambda c: _case(cts, c, (), _shapes(c)))
+
+
+@st.composite
+def _padded_cases(draw, cts):
+    components = draw(_components(cts), label="components")
+    padding = draw(st.sampled_from((0, -1, 7)), label="padding")
+    padding = bool(padding) if cts.dtype == torch.bool else padding
+    return _case(cts, components, (padding,), f"{_shapes(components)}, padding {padding}")
+
+
+@st.composite
+def _sdpa_cases(draw, cts):
+    query = draw(_components(cts, min_inner_dims=2, max_inner_dims=2, min_side=1, max_ragged=4), label="query")
+    lengths = [c.shape[0] for c in query]
+    if draw(st.booleans(), label="keys of other lengths (cross-attention)"):
+        lengths = [draw(st.integers(1, 4), label="key length") for _ in query]
+    heads, dim = query[0].shape[1:]
+    key, value = ([draw(values((n, heads, dim), cts.dtype, special=False), label=name) for n in lengths]
+                  for name in ("key", "value"))
+    return _case(cts, query, (key, value), f"query {_shapes(query)}, key lengths {lengths}")
+
+
+@st.composite
+def _strided_cases(draw, cts):
+    components = draw(_components(cts, ragged_inner=True), label="components")
+    other = draw(components_like(components, special=not cts.dtype.is_complex), label="other operand")
+    return _case(cts, components, (other,), _shapes(components))
+
+
+_CASES = {"jagged_construct": _construct_cases, "jagged_elementwise": _elementwise_cases,
+          "jagged_reduce_inner": _reduce_cases, "jagged_reduce_ragged": _reduce_cases, "jagged_padded": _padded_cases,
+          "jagged_sdpa": _sdpa_cases, "strided_nested": _strided_cases}
+
+
+@register_property("nested", capability="nested", level=4,
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS))
+def test_nested(cts):
+    name = cts.item.op
+    run = run_program(PROGRAMS[name])
+    widen = _WIDEN.get(name, 1.0) if cts.dtype in (torch.float16, torch.bfloat16) else 1.0
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({name})")
+        cts.assert_matches(actual, expected, what=f"{name} of {case.transforms[0]}", widen=widen,
+                           inputs=case.sample if name in _WIDEN else None)
+
+    cts.run(_CASES[name](cts), check)

@@ -1,0 +1,88 @@
+"""The ieee754 suite: passes on CPU and the clean faulty device, catches each seeded IEEE-754 bug with a small
+case that lands in the corpus and replays, and its bugs stay silent off their condition."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from torchcts.cases.files import load_case
+from torchcts.outcomes import Outcome
+from torchcts.properties.test_ieee754 import PROGRAMS, assert_exactly_equal
+from torchcts.testing.faulty.suite_bugs.ieee754 import BUGS
+
+BUG = {bug.name: bug for bug in BUGS}
+FUNC = None  # the bugs' predicates and perturbations do not look at the overload
+
+
+@pytest.mark.parametrize("scenario", sorted(PROGRAMS))
+def test_every_scenario_passes_on_cpu_and_on_the_clean_faulty_device(run_suite, scenario):
+    for dtype in ("bfloat16", "float32"):
+        assert run_suite("ieee754", scenario, dtype, max_examples=8)["outcome"] is Outcome.PASSED
+    assert run_suite("ieee754", scenario, "float16", device="faulty", max_examples=8)["outcome"] is Outcome.PASSED
+
+
+@pytest.mark.parametrize("bug, scenario, dtype", [
+    ("subnormal_flush_half", "subnormal_arithmetic", "float16"),
+    ("round_half_away", "rounding", "float32"),
+    ("atan2_negative_zero", "signed_zero", "float64"),
+    ("nan_dropped_min", "nan_minmax", "bfloat16"),
+    ("negative_zero_reciprocal", "signed_zero", "float32"),  # core bugs of the class the suite is for
+    ("inf_minus_inf", "inf_arithmetic", "float32"),
+])
+def test_each_seeded_bug_is_detected(run_suite, bug, scenario, dtype):
+    record = run_suite("ieee754", scenario, dtype, device="faulty", bugs=(bug,), max_examples=40)
+    assert record["outcome"] is Outcome.FAILED, record
+
+
+def test_the_bugs_stay_silent_off_their_condition():
+    plain = (torch.tensor([1.0, -2.0, 3.0], dtype=torch.float16), torch.tensor([2.0, 4.0, -1.0], dtype=torch.float16))
+    assert not BUG["round_half_away"].fires(FUNC, (torch.tensor([0.25, 1.0, -2.75]),), {})
+    assert not BUG["atan2_negative_zero"].fires(FUNC, (torch.tensor([0.0, -1.0]), torch.tensor([-1.0, -0.0])), {})
+    assert not BUG["nan_dropped_min"].fires(FUNC, (torch.tensor([1.0, math.inf]),), {})
+    flush = BUG["subnormal_flush_half"]
+    assert not flush.fires(FUNC, (plain[0].float(), plain[1].float()), {})  # float32: not its dtype
+    product = plain[0] * plain[1]
+    assert torch.equal(flush.perturb(FUNC, plain, {}, product), product)  # no subnormal result: unchanged
+    tiny = torch.tensor([2.0**-20], dtype=torch.float16)
+    assert flush.perturb(FUNC, (tiny, tiny), {}, tiny).item() == 0.0
+
+
+def test_the_comparison_is_exact_about_nan_signed_zero_and_values():
+    same = (torch.tensor([math.nan, -0.0, 1.0]), 3)
+    assert_exactly_equal(same, (torch.tensor([math.nan, -0.0, 1.0]), 3), call="p(x)", what="dev")
+    with pytest.raises(AssertionError, match=r"output 0 of p\(x\): out\[1\] = 0.0, expected -0.0"):
+        assert_exactly_equal((torch.tensor([math.nan, 0.0]),), (torch.tensor([math.nan, -0.0]),), call="p(x)", what="dev")
+    with pytest.raises(AssertionError, match=r"out\[0, 1\] = 1.0, expected nan"):
+        assert_exactly_equal(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, math.nan]]), call="p(x)", what="dev")
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_exactly_equal(torch.zeros(2), torch.zeros(2, dtype=torch.float64), call="p(x)", what="dev")
+
+
+def test_a_failure_is_small_lands_in_the_corpus_and_replays(run_suite, tmp_path):
+    record = run_suite("ieee754", "rounding", "bfloat16", device="faulty", bugs=("round_half_away",), max_examples=40,
+                       corpus_dir=tmp_path)
+    assert record["outcome"] is Outcome.FAILED
+    path = record["counterexample"]["path"]
+    sample = load_case(path).sample()
+    assert sample.input.numel() + sample.args[0].numel() <= 3  # shrunk to the half that rounds wrongly
+    env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": "round_half_away"}
+    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert replay.returncode != 0 and "round" in replay.stdout + replay.stderr, replay.stdout + replay.stderr
+
+
+def test_special_values_in_forward_cases_shrink_to_few_elements(run_suite, tmp_path):
+    """The core `negative_zero_reciprocal` bug (one -0.0 suffices) found by `forward` on reciprocal's
+    OpInfo samples: the stored case holds at most 3 special elements (the special-value table shrinks)."""
+    record = run_suite("forward", "reciprocal", "float32", device="faulty", bugs=("negative_zero_reciprocal",),
+                       max_examples=30, corpus_dir=tmp_path)
+    assert record["outcome"] is Outcome.FAILED
+    x = load_case(record["counterexample"]["path"]).sample().input.double()
+    special = (~x.isfinite()) | ((x == 0) & x.signbit()) | ((x != 0) & (x.abs() < torch.finfo(torch.float32).tiny))
+    assert bool(((x == 0) & x.signbit()).any()) and int(special.sum()) <= 3

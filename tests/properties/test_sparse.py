@@ -1,0 +1,87 @@
+"""The sparse suite (`properties/test_sparse.py`): clean on cpu and faulty, each seeded bug caught, failures stored small."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from torchcts.outcomes import Outcome
+from torchcts.properties.test_sparse import PROGRAMS, coalesce, construct
+from torchcts.testing.faulty.suite_bugs.sparse import BUGS
+
+BUG = {bug.name: bug for bug in BUGS}
+CAUGHT_BY = {"sparse_sum_drops_duplicates": "sparse_sum", "coalesce_unsorted": "coalesce",
+             "csr_mm_drops_last_row": "sparse_mm"}
+RAN = (Outcome.PASSED, Outcome.CPU_CONTRACT)
+
+
+@pytest.mark.parametrize("scenario", sorted(PROGRAMS))
+def test_every_scenario_passes_on_cpu_and_on_the_clean_faulty_device(run_suite, scenario):
+    assert run_suite("sparse", scenario, "float32", max_examples=6)["outcome"] is Outcome.PASSED
+    assert run_suite("sparse", scenario, "float32", device="faulty", max_examples=6)["outcome"] is Outcome.PASSED
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64", "int64", "bool", "bfloat16"])
+def test_other_dtypes_pass_or_are_refused_by_cpu(run_suite, dtype):
+    for scenario in ("construct", "sparse_mm"):
+        record = run_suite("sparse", scenario, dtype, max_examples=4)
+        assert record["outcome"] in RAN, (scenario, record)
+
+
+@pytest.mark.parametrize("bug", sorted(CAUGHT_BY))
+def test_each_seeded_bug_is_caught(run_suite, bug):
+    record = run_suite("sparse", CAUGHT_BY[bug], "float32", device="faulty", bugs=(bug,), max_examples=25,
+                       shrink=False)
+    assert record["outcome"] is Outcome.FAILED, record
+
+
+def _coo(indices, vals, size, coalesced=False):
+    return torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(vals), size, is_coalesced=coalesced)
+
+
+def test_the_bugs_stay_silent_without_their_condition():
+    distinct = _coo([[0, 1], [1, 0]], [1.0, 2.0], (2, 2))
+    duplicated = _coo([[0, 0], [1, 1]], [1.0, 2.0], (2, 2))
+    fires = BUG["sparse_sum_drops_duplicates"].fires
+    assert fires(None, (duplicated,), {}) and not fires(None, (distinct,), {})
+    assert not fires(None, (duplicated.coalesce(),), {}) and not fires(None, (torch.ones(3),), {})
+    fires = BUG["coalesce_unsorted"].fires
+    assert fires(None, (distinct,), {}) and not fires(None, (distinct.coalesce(),), {})
+    fires = BUG["csr_mm_drops_last_row"].fires
+    dense = torch.eye(2)
+    mm, addmm = torch.ops.aten.mm.default, torch.ops.aten.addmm.default
+    assert fires(mm, (dense.to_sparse_csr(), dense), {}) and fires(addmm, (dense, dense.to_sparse_csr(), dense), {})
+    assert not fires(mm, (dense, dense), {}) and not fires(mm, (dense.to_sparse(), dense), {})
+    assert not fires(mm, (torch.ones(1, 2).to_sparse_csr(), dense), {})  # one row: no last row to lose
+
+
+def test_programs_build_from_parts_and_report_invariants():
+    indices, vals, size = torch.tensor([[1, 0, 1], [0, 1, 0]]), torch.tensor([1.0, 2.0, 3.0]), (2, 2)
+    dense, idx, stored, nnz, flagged, ordered, was_coalesced, _ = coalesce(indices, None, vals, size, torch.sparse_coo)
+    assert dense.tolist() == [[0.0, 2.0], [4.0, 0.0]] and idx.tolist() == [[0, 1], [1, 0]]
+    assert (nnz, flagged, ordered, was_coalesced) == (2, True, True, False)
+    csr = torch.tensor([[0.0, 5.0], [6.0, 0.0]]).to_sparse_csr()
+    s, dense, nnz, *_, index_dtypes = construct(csr.crow_indices(), csr.col_indices(), csr.values(), (2, 2),
+                                                torch.sparse_csr)
+    assert s.layout == torch.sparse_csr and dense.tolist() == [[0.0, 5.0], [6.0, 0.0]] and nnz == 2
+    assert index_dtypes == (torch.int64, torch.int64)
+    with pytest.raises(RuntimeError):  # invalid parts are refused, never read out of bounds
+        construct(torch.tensor([[5]]), None, torch.tensor([1.0]), (2,), torch.sparse_coo)
+
+
+def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path):
+    bug = "sparse_sum_drops_duplicates"
+    record = run_suite("sparse", "sparse_sum", "float32", device="faulty", bugs=(bug,), max_examples=20,
+                       corpus_dir=tmp_path / "corpus")
+    assert record["outcome"] is Outcome.FAILED
+    stored = record["counterexample"]
+    assert stored["elements"] <= 8, stored  # two duplicate entries of one index
+    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
+    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
+                             "--results-dir", str(tmp_path / "results")],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]

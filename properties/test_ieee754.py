@@ -85,7 +85,7 @@ def rounding(x):
 
 
 def round_decimals(x, decimals):
-    """round(decimals=) of quarters: x * 10**decimals is exact, so half-to-even decides the result."""
+    """round(decimals=) of quarters: x * 10**decimals is exact in float32, so half-to-even decides the result."""
     return torch.round(x, decimals=decimals)
 
 

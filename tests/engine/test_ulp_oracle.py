@@ -197,3 +197,10 @@ def test_a_ulp_failure_shrinks_to_a_small_case_that_replays(run_forward, tmp_pat
     replayed = run_forward("sqrt", "float32", device="faulty", bug="sqrt_via_rsqrt", item=item)
     assert replayed["outcome"] is Outcome.FAILED and "ULP rule" in replayed["error"]
     assert run_forward("sqrt", "float32", device="faulty", item=item)["outcome"] is Outcome.PASSED  # bug off
+
+
+def test_docs_list_every_op_of_the_rule_table():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "oracle.md").read_text()
+    assert [name for name in ulp_oracle.RULES if f"`{name}`" not in doc] == []

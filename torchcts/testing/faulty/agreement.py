@@ -43,6 +43,10 @@ EXPLAINED = {
                      "linalg.lstsq.grad_oriented", "linalg.norm", "linalg.matrix_norm", "linalg.svdvals"), (
         "rounding", "torch's composites take their tensor-subclass branch for a Python device (isTensorSubclassLike):"
                     " svdvals also computes U and V, matmul does not fold batch dims; last-bit differences")),
+    # scenarios of the nested suite (their names stand where an op would)
+    "strided_nested": ("mismatch", "the faulty device holds no strided nested tensors (FaultyTensor refuses them)"),
+    "jagged_sdpa": ("mismatch", "jagged SDPA off CPU/CUDA runs torch's math fallback through strided nested "
+                                "tensors, which the faulty device cannot hold"),
 }
 
 

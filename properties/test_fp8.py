@@ -1,0 +1,320 @@
+"""FP8: the device encodes, decodes, copies and moves float8 values bit for bit as CPU does, and its
+`torch._scaled_mm` agrees with CPU's.
+
+Casts are compared on the encoding (the uint8 view), so rounding to nearest even at the fp8 grid's
+ties, saturation or overflow beyond the largest finite value, subnormals, underflow to zero and the
+sign of zero must be exactly CPU's. NaN is compared as NaN (where CPU gives a NaN code the device must
+give a NaN code of the format, its sign and payload are free): every other code is bit-exact. Data
+movement (clone, cat, index, pad, ...) must keep every code, NaN codes included. Scaled matmul
+compares values within the output dtype's tolerance, widened for the k-term accumulation. Item dtype
+= the float8 format; see docs/suites/fp8.md.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts import dtypes as dtype_names
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case, claimed_dtypes, relayouts
+
+
+# -- programs: torch only ----------------------------------------------------------------------------
+
+def cast_to_float8(input, dtype):
+    """`input.to(dtype)` for a float8 `dtype`: (NaN mask, codes with NaN codes zeroed) of the result."""
+    codes = input.to(dtype).view(torch.uint8)
+    if dtype == torch.float8_e4m3fn:
+        nan = (codes & 127) == 127
+    elif dtype == torch.float8_e5m2:
+        nan = (codes & 127) > 124
+    elif dtype == torch.float8_e8m0fnu:
+        nan = codes == 255
+    else:  # the fnuz formats: one NaN code, 0x80
+        nan = codes == 128
+    return nan, torch.where(nan, torch.zeros_like(codes), codes)
+
+
+def cast_from_float8(input, dtype, target):
+    """The codes `input` (uint8) read as float8 `dtype`, cast to `target`: bool as is; another float8
+    format as (NaN mask, codes); a wider float as (NaN mask, bits with NaN zeroed)."""
+    out = input.view(dtype).to(target)
+    if target == torch.bool:
+        return out
+    if out.element_size() == 1:
+        codes = out.view(torch.uint8)
+        if target == torch.float8_e4m3fn:
+            nan = (codes & 127) == 127
+        elif target == torch.float8_e5m2:
+            nan = (codes & 127) > 124
+        elif target == torch.float8_e8m0fnu:
+            nan = codes == 255
+        else:
+            nan = codes == 128
+        return nan, torch.where(nan, torch.zeros_like(codes), codes)
+    nan = out.isnan()
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[out.element_size()]
+    return nan, torch.where(nan, torch.zeros_like(out), out).view(bits)
+
+
+def copy_into_float8(input, dest):
+    """`dest.copy_(input)` into a float8 `dest` (any layout): (NaN mask, codes with NaN zeroed) of dest."""
+    dest.copy_(input)
+    codes = dest.view(torch.uint8)
+    if dest.dtype == torch.float8_e4m3fn:
+        nan = (codes & 127) == 127
+    elif dest.dtype == torch.float8_e5m2:
+        nan = (codes & 127) > 124
+    elif dest.dtype == torch.float8_e8m0fnu:
+        nan = codes == 255
+    else:
+        nan = codes == 128
+    return nan, torch.where(nan, torch.zeros_like(codes), codes)
+
+
+def move_float8(input, other, index, mask, op):
+    """A data-movement op on the float8 matrix `input` (`other` of its shape, `index` int64 below its
+    sides, `mask` a bool row): the result's codes, which must be the input's codes moved, NaN codes too."""
+    if op == "clone":
+        out = input.clone()
+    elif op == "contiguous":
+        out = input.t().contiguous()
+    elif op == "cat":
+        out = torch.cat([input, other])
+    elif op == "stack":
+        out = torch.stack([input, other], 1)
+    elif op == "flip":
+        out = input.flip(0, 1)
+    elif op == "index_select":
+        out = input.index_select(1, index)
+    elif op == "index":
+        out = input[index]
+    elif op == "where":
+        out = torch.where(mask, input, other)
+    elif op == "roll":
+        out = input.roll(1, 0)
+    elif op == "repeat":
+        out = input.repeat(2, 1)
+    elif op == "pad":
+        out = torch.nn.functional.pad(input, (1, 2))
+    else:
+        out = input.unfold(1, 2, 1).contiguous()
+    return out.view(torch.uint8)
+
+
+def scaled_mm(input, other, scale_a, scale_b, bias, out_dtype, use_fast_accum):
+    """`torch._scaled_mm(input, other.t(), scale_a, scale_b, ...)`: `other` is (n, k), so the second
+    operand is column-major as cuBLASLt wants it."""
+    return torch._scaled_mm(input, other.t(), scale_a, scale_b, bias=bias, out_dtype=out_dtype,
+                            use_fast_accum=use_fast_accum)
+
+
+PROGRAMS = {"cast_to_float8": cast_to_float8, "cast_from_float8": cast_from_float8,
+            "copy_into_float8": copy_into_float8, "move_float8": move_float8}
+MM_PROGRAMS = {"scaled_mm": scaled_mm}
+FLOAT8_NAMES = tuple(dtype_names.canonical_name(d) for d in dtype_names.FLOAT8_DTYPES)
+MM_NAMES = tuple(n for n in FLOAT8_NAMES if n != "float8_e8m0fnu")  # e8m0 is a scale format, not an operand
+_WIDE_FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+_MOVES = ("clone", "contiguous", "cat", "stack", "flip", "index_select", "index", "where", "roll", "repeat",
+          "pad", "unfold")
+
+
+# -- the float8 grid: what a cast must get right -------------------------------------------------------
+
+@functools.cache
+def grid(dtype: torch.dtype) -> tuple[float, ...]:
+    """The non-negative finite values of a float8 format, ascending (0 first where it has one)."""
+    values = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).to(torch.float64)
+    finite = values[torch.isfinite(values) & (values >= 0)]
+    return tuple(float(v) for v in finite.unique())
+
+
+def _neighbour(value: float, source: torch.dtype, up: bool) -> float:
+    """The `source` value next to `value` (positive) upward or downward: one ulp off a tie."""
+    t = torch.tensor([value], dtype=torch.float64).to(source)
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return float((t.view(ints) + (1 if up else -1)).view(source).to(torch.float64))
+
+
+_KINDS = ("grid", "tie", "near_tie", "between", "beyond_max", "underflow", "nan", "infinity", "zero")
+
+
+def element(dtype: torch.dtype, source: torch.dtype, kind: str, k: int, negative: bool) -> float:
+    """One source value of `kind` near the float8 grid (k picks where): an exact fp8 value, a tie
+    between neighbours, one source ulp off a tie, a point between neighbours, beyond the largest finite
+    value (ties at saturation, 2x, 1e4x), below the smallest subnormal, NaN, infinity or zero (-0 negative)."""
+    values = grid(dtype)
+    last = len(values) - 1
+    i = k % last
+    low, high = values[i], values[i + 1]
+    top, step = values[-1], values[-1] - values[-2]
+    if kind == "grid":
+        value = values[k % len(values)]
+    elif kind == "tie":
+        value = (low + high) / 2
+    elif kind == "near_tie":
+        value = _neighbour((low + high) / 2, source, up=bool(k & 1))
+    elif kind == "between":
+        value = low + (high - low) * ((k * 0.6180339887) % 1)
+    elif kind == "beyond_max":
+        value = (top + step / 2, top + step, top + 3 * step / 4, 2 * top, 1e4 * top, top + step / 4)[k % 6]
+    elif kind == "underflow":
+        value = values[1] * (0.5, 0.25, 0.75, 0.5 + 2**-10)[k % 4] if values[0] == 0 else values[0] / 2
+    else:
+        value = {"nan": float("nan"), "infinity": float("inf"), "zero": 0.0}[kind]
+    return -value if negative else value
+
+
+def _elements() -> st.SearchStrategy[tuple[str, int, bool]]:
+    return st.tuples(st.sampled_from(_KINDS), st.integers(0, 255), st.booleans())
+
+
+def _sources(dtype: torch.dtype, manifest: object) -> tuple[torch.dtype, ...]:
+    """Source dtypes for a cast into `dtype`: the claimed wider floats, then the other claimed float8 formats."""
+    claimed = claimed_dtypes(manifest)
+    wide = [d for d in _WIDE_FLOATS if d in claimed] or [torch.float32]
+    return tuple(wide + [d for d in dtype_names.FLOAT8_DTYPES if d in claimed and d != dtype])
+
+
+@st.composite
+def _tiled(draw, base: torch.Tensor) -> torch.Tensor:
+    """`base` (1-d) as is, or repeated into a matrix long enough for a vectorized kernel, in a drawn layout."""
+    rows = draw(st.sampled_from((1, 3, 17, 65)), label="repeats")
+    t = base if rows == 1 else base.repeat(rows).reshape(rows, base.numel())
+    return draw(relayouts(t, allow_overlap=False), label="layout")
+
+
+def _source_tensor(draw, dtype: torch.dtype, source: torch.dtype) -> tuple[torch.Tensor, str]:
+    picks = draw(st.lists(_elements(), min_size=1, max_size=8), label="elements")
+    numbers = [element(dtype, source, *p) for p in picks]
+    base = torch.tensor(numbers, dtype=torch.float64).to(source)
+    kinds = ", ".join(f"{p[0]}" for p in picks)
+    return draw(_tiled(base)), kinds
+
+
+def _case(scenario: str, dtype: torch.dtype, input: object, *args: object, what: str) -> Case:
+    return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args)), 0, transforms=(what,))
+
+
+@st.composite
+def cast_to_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
+    source = draw(st.sampled_from(_sources(dtype, manifest)), label="source dtype")
+    input, kinds = _source_tensor(draw, dtype, source)
+    return _case("cast_to_float8", dtype, input, dtype,
+                 what=f"{dtype_names.canonical_name(source)} {tuple(input.shape)} -> {dtype}: {kinds}")
+
+
+@st.composite
+def codes(draw) -> torch.Tensor:
+    """uint8 codes: a few drawn ones (shrinking toward [0]) or all 256, in a drawn layout."""
+    if draw(st.integers(0, 3), label="all codes?") == 3:
+        base = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    else:
+        picked = draw(st.lists(st.integers(0, 255), min_size=1, max_size=8), label="codes")
+        base = torch.tensor(picked, dtype=torch.int32).to(torch.uint8)
+    return draw(_tiled(base))
+
+
+@st.composite
+def cast_from_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
+    claimed = claimed_dtypes(manifest)
+    targets = [d for d in (*_WIDE_FLOATS, torch.bool, *dtype_names.FLOAT8_DTYPES) if d in claimed and d != dtype]
+    target = draw(st.sampled_from(targets or [torch.float32]), label="target dtype")
+    input = draw(codes(), label="codes")
+    return _case("cast_from_float8", dtype, input, dtype, target,
+                 what=f"codes {tuple(input.shape)} as {dtype} -> {target}")
+
+
+@st.composite
+def copy_into_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
+    source = draw(st.sampled_from(_sources(dtype, manifest)), label="source dtype")
+    input, kinds = _source_tensor(draw, dtype, source)
+    dest = draw(relayouts(torch.zeros(input.shape, dtype=torch.uint8).view(dtype), allow_overlap=False),
+                label="destination layout")
+    return _case("copy_into_float8", dtype, input, dest,
+                 what=f"{dtype}{tuple(dest.shape)} strides {dest.stride()}.copy_({source} {kinds})")
+
+
+@st.composite
+def move_cases(draw, dtype: torch.dtype) -> Case:
+    moves = _MOVES if dtype != torch.float8_e8m0fnu else tuple(m for m in _MOVES if m != "pad")  # no CPU kernel
+    op = draw(st.sampled_from(moves), label="op")
+    rows, cols = draw(st.integers(1, 4), label="rows"), draw(st.integers(2, 5), label="cols")
+    seed = draw(st.integers(0, 2**16), label="seed")
+    generator = torch.Generator().manual_seed(seed)
+    both = torch.randint(0, 256, (2, rows, cols), generator=generator, dtype=torch.int32).to(torch.uint8).view(dtype)
+    input = draw(relayouts(both[0].clone(), allow_overlap=False), label="layout")
+    index = torch.randint(0, min(rows, cols), (draw(st.integers(1, 3), label="index length"),), generator=generator)
+    mask = torch.randint(0, 2, (cols,), generator=generator).bool()
+    return _case("move_float8", dtype, input, both[1].clone(), index, mask, op,
+                 what=f"{op} of a {rows}x{cols} {dtype} matrix, strides {input.stride()}")
+
+
+@st.composite
+def scaled_mm_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
+    m, k, n = (draw(st.sampled_from(sides), label=name)
+               for name, sides in (("m", (16, 32)), ("k", (16, 32, 64)), ("n", (16, 32))))
+    seed = draw(st.integers(0, 2**16), label="seed")
+    generator = torch.Generator().manual_seed(seed)
+    spread = min(grid(dtype)[-1] / 8, 4.0)
+    a = (torch.randn(m, k, generator=generator) * spread).to(dtype)
+    b = (torch.randn(n, k, generator=generator) * spread).to(dtype)
+    claimed = claimed_dtypes(manifest)
+    outs = [d for d in (torch.float32, torch.bfloat16, torch.float16) if d in claimed] or [torch.float32]
+    rowwise = draw(st.booleans(), label="row-wise scales")
+    if rowwise:
+        scale_a = torch.rand(m, 1, generator=generator) + 0.5
+        scale_b = torch.rand(1, n, generator=generator) + 0.5
+    else:
+        scale_a = torch.tensor(draw(st.sampled_from((1.0, 0.5, 2.0, 0.375)), label="scale_a"))
+        scale_b = torch.tensor(draw(st.sampled_from((1.0, 4.0, 0.25, 1.5)), label="scale_b"))
+        outs.append(dtype)  # a float8 result: tensor-wise scales only
+    out_dtype = draw(st.sampled_from(outs), label="out_dtype")
+    bias = None
+    if out_dtype in (torch.bfloat16, torch.float16) and draw(st.booleans(), label="bias?"):
+        bias = torch.randn(n, generator=generator).to(out_dtype)
+    fast = draw(st.booleans(), label="use_fast_accum")
+    what = (f"torch._scaled_mm({m}x{k}, {k}x{n}, {'row-wise' if rowwise else 'tensor-wise'} scales, "
+            f"bias={'yes' if bias is not None else 'None'}, out_dtype={out_dtype}, use_fast_accum={fast})")
+    return _case("scaled_mm", dtype, a, b, scale_a, scale_b, bias, out_dtype, fast, what=what)
+
+
+def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchStrategy[Case]:
+    if scenario == "move_float8":
+        return move_cases(dtype)
+    builders = {"cast_to_float8": cast_to_cases, "cast_from_float8": cast_from_cases,
+                "copy_into_float8": copy_into_cases, "scaled_mm": scaled_mm_cases}
+    return builders[scenario](dtype, manifest)
+
+
+def fp8_check(cts, program, *, accumulates: bool = False):
+    """The device's result equals CPU's: exactly for codes, bits and masks; a scaled matmul (`accumulates`)
+    within the output dtype's tolerance widened by k/4 for a k-term accumulation in another order."""
+    run = run_program(program)
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
+        widen = max(1.0, case.sample.input.shape[1] / 4) if accumulates else 1.0
+        cts.assert_matches(actual, expected, what=case.transforms[0], widen=widen,
+                           inputs=case.sample if accumulates else None)
+
+    return check
+
+
+@register_property("fp8", capability="fp8", level=4,
+                   items=ScenarioItems(tuple(PROGRAMS), FLOAT8_NAMES, programs=PROGRAMS))
+def test_fp8(cts):
+    scenario = cts.item.op
+    cts.run(cases_for(scenario, cts.dtype, cts.manifest), fp8_check(cts, PROGRAMS[scenario]))
+
+
+@register_property("fp8_scaled_mm", capability="fp8", level=4,
+                   items=ScenarioItems(tuple(MM_PROGRAMS), MM_NAMES, programs=MM_PROGRAMS))
+def test_fp8_scaled_mm(cts):
+    cts.run(cases_for("scaled_mm", cts.dtype, cts.manifest), fp8_check(cts, scaled_mm, accumulates=True))

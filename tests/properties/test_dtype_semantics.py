@@ -1,0 +1,99 @@
+"""The dtype-semantics suite: promotion, in-place casting, reductions with dtype=, comparisons and casts vs CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from torchcts.cases.files import load_case
+from torchcts.cases.replay_items import replay_items
+from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.targets import Target
+from torchcts.manifest import load_manifest
+from torchcts.manifest.templates import render_template
+from torchcts.outcomes import Outcome
+from torchcts.properties.dtype_programs import cast, inplace_promotion, scalar_promotion
+from torchcts.testing.faulty.suite_bugs.dtype_semantics import BUGS
+
+SCENARIOS = ("binary_promotion", "scalar_promotion", "inplace_promotion", "reduction_dtype", "comparison_promotion",
+             "cast")
+BUG = {bug.name: bug for bug in BUGS}
+aten = torch.ops.aten
+
+
+def replay_in_process(path, tmp_path, *, bugs: tuple[str, ...]) -> dict:
+    """The record of replaying a stored case on the faulty device with `bugs` on, in this process."""
+    from torchcts.testing import faulty
+
+    faulty.disable_bugs()
+    if bugs:
+        faulty.enable_bugs(*bugs)
+    try:
+        manifest_file = tmp_path / "replay-manifest.py"
+        manifest_file.write_text(render_template("complete", device_name="faulty"))
+        settings = EngineSettings(target=Target("faulty"), manifest=load_manifest(manifest_file)[0], level=8,
+                                  max_examples=1, versions=versions())
+        return run_item(replay_items([path])[0], settings)
+    finally:
+        faulty.disable_bugs()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_scenario_passes_on_cpu_and_on_the_clean_faulty_device(run_suite, scenario):
+    for dtype in ("int32", "float16", "bool"):
+        assert run_suite("dtype_semantics", scenario, dtype, max_examples=5)["outcome"] is Outcome.PASSED
+    assert run_suite("dtype_semantics", scenario, "int64", device="faulty", max_examples=5)["outcome"] is Outcome.PASSED
+
+
+@pytest.mark.parametrize("bug, scenario, dtype", [
+    ("float_scalar_promotes_to_double", "scalar_promotion", "int32"),
+    ("reduction_dtype_ignored", "reduction_dtype", "int8"),
+    ("mixed_comparison_truncates", "comparison_promotion", "float32"),
+    ("wide_int_scalar_truncated", "scalar_promotion", "float64"),
+    ("promotion_to_float64", "binary_promotion", "float32"),  # the core bug, caught here too
+])
+def test_every_seeded_bug_is_detected(run_suite, bug, scenario, dtype):
+    record = run_suite("dtype_semantics", scenario, dtype, device="faulty", bugs=(bug,), max_examples=10,
+                       shrink=False)
+    assert record["outcome"] is Outcome.FAILED, record.get("error")
+
+
+def test_a_failure_shrinks_to_a_small_case_that_replays(run_suite, tmp_path):
+    record = run_suite("dtype_semantics", "scalar_promotion", "int32", device="faulty",
+                       bugs=("float_scalar_promotes_to_double",), max_examples=10, corpus_dir=tmp_path)
+    assert record["outcome"] is Outcome.FAILED
+    assert "dtype torch.float64, CPU gives torch.float32" in record["error"]
+    path = record["counterexample"]["path"]
+    stored = load_case(path)
+    assert stored.property == "dtype_semantics" and stored.op == "scalar_promotion"
+    assert record["counterexample"]["elements"] <= 2  # one element of input
+    assert replay_in_process(path, tmp_path, bugs=("float_scalar_promotes_to_double",))["outcome"] is Outcome.FAILED
+    assert replay_in_process(path, tmp_path, bugs=())["outcome"] is Outcome.PASSED
+
+
+def test_the_seeded_bugs_stay_silent_without_their_condition():
+    ints, floats = torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1.5, 2.5])
+    scalar_bug, reduction_bug = BUG["float_scalar_promotes_to_double"], BUG["reduction_dtype_ignored"]
+    comparison_bug, wide_bug = BUG["mixed_comparison_truncates"], BUG["wide_int_scalar_truncated"]
+    assert scalar_bug.fires(aten.add.Tensor, (ints, 2.5), {})
+    assert not scalar_bug.fires(aten.add.Tensor, (ints, 2), {}) and not scalar_bug.fires(aten.add.Tensor, (floats, 2.5), {})
+    assert reduction_bug.fires(aten.sum.default, (ints,), {"dtype": torch.int64})
+    assert not reduction_bug.fires(aten.sum.default, (ints,), {}) and not reduction_bug.fires(
+        aten.sum.default, (ints,), {"dtype": torch.int32})
+    assert comparison_bug.fires(aten.eq.Scalar, (ints, 2.5), {}) and comparison_bug.fires(aten.lt.Tensor, (floats, ints), {})
+    assert not comparison_bug.fires(aten.eq.Scalar, (ints, 2), {}) and not comparison_bug.fires(
+        aten.eq.Tensor, (floats, floats), {})
+    assert wide_bug.fires(aten.add.Tensor, (ints.long(), 2**31), {})
+    assert not wide_bug.fires(aten.add.Tensor, (ints.long(), 2**31 - 1), {}) and not wide_bug.fires(
+        aten.add.Tensor, (ints.long(), True), {})
+
+
+def test_the_programs_state_cpus_rules():
+    ints = torch.tensor([2, 3], dtype=torch.int32)
+    results = scalar_promotion(ints, 2.5, False)
+    assert results["add"].dtype == torch.get_default_dtype() and results["eq"].tolist() == [False, False]
+    assert scalar_promotion(torch.tensor([1], dtype=torch.int8), 1000, False)["add"].dtype == torch.int8
+    raised, untouched = inplace_promotion(ints, 1.5)["add_"]
+    assert raised == "raises RuntimeError" and untouched.tolist() == [2, 3]  # int += float raises, input intact
+    undefined = cast(torch.tensor([1.5, float("nan"), 1e10, -1.0]), torch.uint8)
+    assert undefined["to"].tolist() == [1, 0, 0, 0] and int(undefined["undefined"]) == 3  # masked, counted

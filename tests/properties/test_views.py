@@ -1,0 +1,99 @@
+"""The views suite (`torchcts.properties.test_views`): passes on CPU and clean faulty, catches its seeded bugs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from torchcts.cases.files import load_case
+from torchcts.outcomes import Outcome
+from torchcts.properties.exact_check import assert_same_bits
+from torchcts.properties.test_views import PROGRAMS, overlap_rules, view_chain_write
+from torchcts.properties.view_steps import FAMILIES, apply_steps, draw_view_chain
+from torchcts.testing.faulty.suite_bugs.views import BUGS
+
+BUG = {bug.name: bug for bug in BUGS}
+PERMUTE = torch.ops.aten.permute.default
+AS_STRIDED = torch.ops.aten.as_strided.default
+EXPAND = torch.ops.aten.expand.default
+CLONE = torch.ops.aten.clone.default
+
+
+@pytest.mark.parametrize("scenario", sorted(PROGRAMS))
+def test_every_scenario_passes_on_cpu_and_on_clean_faulty(run_suite, scenario):
+    for dtype in ("float32", "bool"):
+        assert run_suite("views", scenario, dtype, max_examples=6)["outcome"] is Outcome.PASSED, (scenario, dtype)
+    faulty = run_suite("views", scenario, "int16", device="faulty", max_examples=6)
+    # faulty's tensors are Python wrappers: their storages have no data pointer to compare
+    expected = Outcome.RUNTIME_UNAVAILABLE if scenario == "storage_shared" else Outcome.PASSED
+    assert faulty["outcome"] is expected, faulty
+
+
+@pytest.mark.parametrize("bug, scenario", [("permute_copies", "transpose_views"),
+                                           ("as_strided_relative_offset", "strided_views"),
+                                           ("expand_materializes", "expand_views"),
+                                           ("contiguous_keeps_channels_last", "contiguous_clone")])
+def test_each_seeded_bug_is_detected(run_suite, bug, scenario):
+    record = run_suite("views", scenario, "float32", device="faulty", bugs=(bug,), max_examples=30, shrink=False)
+    assert record["outcome"] in (Outcome.FAILED, Outcome.ERROR), record
+
+
+def test_the_bugs_stay_silent_without_their_condition():
+    cube, plain = torch.zeros(2, 3, 4), torch.zeros(3, 4)
+    assert BUG["permute_copies"].fires(PERMUTE, (cube, [2, 0, 1]), {})
+    assert not BUG["permute_copies"].fires(PERMUTE, (plain, [1, 0]), {})
+    assert not BUG["permute_copies"].fires(PERMUTE, (cube, [0, 1, 2]), {})
+    offset = torch.zeros(10)[2:]
+    assert BUG["as_strided_relative_offset"].fires(AS_STRIDED, (offset, [2], [1], 0), {})
+    assert not BUG["as_strided_relative_offset"].fires(AS_STRIDED, (torch.zeros(10), [2], [1], 3), {})
+    assert not BUG["as_strided_relative_offset"].fires(AS_STRIDED, (offset, [2], [1]), {})
+    assert BUG["expand_materializes"].fires(EXPAND, (torch.zeros(3), [2, 3]), {})
+    assert not BUG["expand_materializes"].fires(EXPAND, (torch.zeros(3, 1), [3, 4]), {})
+    assert not BUG["expand_materializes"].fires(EXPAND, (torch.zeros(3), [1, 3]), {})
+    channels_last = torch.zeros(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    assert BUG["contiguous_keeps_channels_last"].fires(CLONE, (channels_last,), {"memory_format": torch.contiguous_format})
+    assert not BUG["contiguous_keeps_channels_last"].fires(CLONE, (channels_last,), {})
+    assert not BUG["contiguous_keeps_channels_last"].fires(CLONE, (torch.zeros(2, 3, 4, 5),),
+                                                           {"memory_format": torch.contiguous_format})
+
+
+def test_a_lost_alias_is_stored_small(run_suite, tmp_path):
+    record = run_suite("views", "transpose_views", "float32", device="faulty", bugs=("permute_copies",),
+                       max_examples=20, corpus_dir=tmp_path)
+    assert record["outcome"] is Outcome.FAILED
+    sample = load_case(record["counterexample"]["path"]).sample()
+    assert sample.input.dim() == 3 and sample.input.numel() <= 8, sample.input.shape  # one small permuted cube
+    assert "permute" in str(sample.args[0]) or "movedim" in str(sample.args[0])
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+@given(st.data())
+def test_drawn_view_chains_are_valid_views_of_their_input(data):
+    shape = data.draw(st.sampled_from([(24,), (4, 6), (2, 3, 4), (1, 2, 3, 4), (), (0, 3)]))
+    t = torch.arange(float(torch.Size(shape).numel())).reshape(shape)
+    family = data.draw(st.sampled_from(sorted(FAMILIES)))
+    steps = draw_view_chain(data.draw, t, (family,))
+    view = apply_steps(t, steps)  # no step raises where the chain stands
+    assert isinstance(view, torch.Tensor)
+
+
+def test_the_chain_program_writes_through_the_view_into_the_base():
+    base = torch.zeros(2, 3)
+    seen, before, view, after, sibling, storage = view_chain_write(base, ((("transpose", (0, 1), None)),), "distinct",
+                                                                   ((("select", (0, 1), None)),))
+    assert seen == ((3, 2), (1, 3), 0, True, True)
+    assert after.tolist() == [[1.0, 3.0, 5.0], [2.0, 4.0, 1.0]] and sibling.tolist() == [2.0, 4.0, 1.0]
+    assert storage.tolist() == [1.0, 3.0, 5.0, 2.0, 4.0, 1.0] and before.abs().sum() == 0
+
+
+def test_the_overlap_program_reports_cpu_refusals_by_type():
+    error, work = overlap_rules(torch.arange(4.0).reshape(2, 2), "expand_add_")
+    assert error == "RuntimeError" and work.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    assert overlap_rules(torch.arange(4.0).reshape(2, 2), "self_copy_")[0] == ""
+
+
+def test_exact_comparison_names_the_first_differing_element():
+    assert_same_bits((torch.tensor([float("nan"), 1.0]),), (torch.tensor([float("nan"), 1.0]),), "p")
+    with pytest.raises(AssertionError, match=r"\[1, 0\] = 0.0, CPU gives -0.0"):
+        assert_same_bits(torch.tensor([[1.0], [0.0]]), torch.tensor([[1.0], [-0.0]]), "p")

@@ -79,7 +79,7 @@ def test_the_table_has_every_bug_and_enough_of_them():
     wrong_result = {bug.name for bug in CORE_BUGS if bug.kind == "wrong-result"}
     assert wrong_result == set(CASES)  # the suites' bugs are tested with their suites (tests/properties/)
     assert len(wrong_result) >= 15
-    assert {bug.kind for bug in faulty.BUGS.values()} == {"wrong-result", "crash", "hang", "missing-kernel"}
+    assert {bug.kind for bug in faulty.BUGS.values()} == {"wrong-result", "crash", "hang", "missing-kernel", "wrong-error"}
     for bug in faulty.BUGS.values():
         assert bug.ops and bug.condition and bug.description
 

@@ -400,9 +400,8 @@ class CaseContext:
 
 
 def _result_dtype(dtype: torch.dtype, expected: Any) -> torch.dtype:
-    """The item's dtype, or for an integer item with floating results (fft of int32) theirs."""
-    if dtype.is_floating_point or dtype.is_complex:
-        return dtype
+    """The dtype the tolerance is for: the first floating result's (fft of int32, a float16 item promoted to
+    float64 by its partner, a float32 item cast to float16), else the item's."""
     for leaf in tree_leaves(expected):
         if isinstance(leaf, torch.Tensor) and (leaf.is_floating_point() or leaf.is_complex()):
             return leaf.dtype

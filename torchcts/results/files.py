@@ -199,6 +199,7 @@ RECORD_FIELDS: dict[str, _Field] = {
     "max_abs_error": (False, _opt_measure, "a number or null"),
     "max_rel_error": (False, _opt_measure, "a number or null"),
     "max_ulp": (False, _opt_measure, "a number or null"),
+    "ulp_error": (False, lambda v: v is None or isinstance(v, dict), "null or an object"),
     "fingerprints": (False, _opt_str_list, "a list of strings"),
     "counterexample": (False, _counterexample, "null or an object with string path, replay, fingerprint and "
                                                "integer elements"),

@@ -17,9 +17,10 @@ class Bug:
     description: str
     fires: Callable[[Any, tuple, dict], bool] = attrs.field(repr=False)
     perturb: Callable[[Any, tuple, dict, Any], Any] = attrs.field(repr=False)
-    kind: str = "wrong-result"  # or "crash" / "hang" / "missing-kernel": acts before the op runs
+    # or "crash" / "hang" / "missing-kernel" / "wrong-error" (raises another exception than CPU's): act before the op runs
+    kind: str = "wrong-result"
     suite: str = "opinfo"  # the suite written to catch it: "opinfo" (the OpInfo properties) or a suite module's name
 
     @property
     def in_all(self) -> bool:
-        return self.kind in ("wrong-result", "missing-kernel")
+        return self.kind in ("wrong-result", "missing-kernel", "wrong-error")

@@ -3,7 +3,8 @@
 The item's dtype is the first operand's; the partner dtype is drawn from the dtypes the manifest
 claims for the scenario (every pair gets drawn), and scalars come in every kind (Python bool, int,
 float, complex: wrapped numbers; 0-dim tensors, on the device or on CPU). Each scenario is a
-torch-only program (`torchcts.engine.programs`) run on CPU and on the device: the result's dtype,
+torch-only program (`torchcts.engine.programs`, in `dtype_programs`) that runs every op of the
+scenario on one case and returns {op: result}, on CPU and on the device: each result's dtype,
 shape and values must be CPU's, and where CPU raises (an in-place result that cannot be cast back,
 a bool subtraction) the program returns the error's type name, which the device must give too.
 Casts CPU leaves platform-defined (NaN, infinity or an out-of-range float to an integer) are
@@ -24,13 +25,11 @@ from torchcts.manifest.model import DtypeStatus
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, broadcastable_shapes, shapes
 
-from torchcts.properties.dtype_programs import (  # noqa: F401 - the programs, one per scenario
-    PROGRAMS, binary_promotion, cast, comparison_promotion, inplace_promotion, reduction_dtype, scalar_promotion)
+from torchcts.properties.dtype_programs import PROGRAMS  # the scenarios' torch-only programs
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16",
           "float32", "float64", "complex32", "complex64", "complex128")
 PARTNERS = tuple(dtype_names.lookup(name) for name in DTYPES)
-
 
 
 # -- elements: small pools that shrink toward their first (plainest) value --------------------------------------

@@ -57,7 +57,7 @@ def type_conforms(cpu_error: BaseException, device_error: BaseException) -> bool
     """Whether the device's exception is of CPU's type, or one of torch's specific errors where CPU
     raised its generic RuntimeError."""
     if isinstance(device_error, NotImplementedError) and not isinstance(cpu_error, NotImplementedError):
-        return False  # "not implemented" (a dtype, a layout) is no rejection, though Python's NotImplementedError is a RuntimeError
+        return False  # "not implemented" is no rejection, though Python makes NotImplementedError a RuntimeError
     if isinstance(device_error, type(cpu_error)):
         return True
     return type(cpu_error) is RuntimeError and isinstance(device_error, REFINEMENTS_OF_RUNTIME_ERROR)

@@ -301,10 +301,35 @@ def fp8_check(cts, program, *, accumulates: bool = False):
         expected = cts.on_cpu_call(run, case.sample)
         actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
         widen = max(1.0, case.sample.input.shape[1] / 4) if accumulates else 1.0
-        cts.assert_matches(actual, expected, what=case.transforms[0], widen=widen,
-                           inputs=case.sample if accumulates else None)
+        try:
+            cts.assert_matches(actual, expected, what=case.transforms[0], widen=widen,
+                               inputs=case.sample if accumulates else None)
+        except AssertionError as exc:
+            if program in (cast_to_float8, copy_into_float8):
+                raise AssertionError(f"{exc}; {encoding_difference(case, actual, expected, cts.device)}") from None
+            raise
 
     return check
+
+
+def encoding_difference(case, actual, expected, device: str) -> str:
+    """The first element whose encoding differs, with its multi-index, source value and both codes."""
+    (got_nan, got_codes), (want_nan, want_codes) = [t.cpu() for t in actual], expected
+    differs = (got_nan != want_nan) | (got_codes != want_codes)
+    if not differs.any():
+        return "the encodings agree"
+    index = tuple(int(i) for i in differs.nonzero()[0])
+    dtype = case.dtype
+
+    def show(nan, codes):
+        if nan[index]:
+            return "a NaN code"
+        code = int(codes[index])
+        return f"0x{code:02x} ({torch.tensor([code], dtype=torch.uint8).view(dtype).item()!r})"
+
+    source = case.sample.input
+    return (f"input{list(index)} = {source[index].item()!r} ({source.dtype}) encodes as {show(got_nan, got_codes)} "
+            f"on {device}, CPU gives {show(want_nan, want_codes)}")
 
 
 @register_property("fp8", capability="fp8", level=4,

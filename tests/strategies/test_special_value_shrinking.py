@@ -7,7 +7,6 @@ specials. Table entries now shrink one by one toward "left out", and picks towar
 
 from __future__ import annotations
 
-import pytest
 import torch
 from hypothesis import find, settings
 from hypothesis import strategies as st
@@ -50,15 +49,12 @@ def test_the_table_mask_draws_a_fixed_number_of_choices_shrinking_to_left_out():
     assert find(special_table_mask(6), lambda mask: True) == (0,) * 6
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_table_case_shrinks_to_the_one_special_value_that_matters(dtype):
+def test_a_table_case_shrinks_to_the_one_special_value_that_matters(dtype=torch.float32):
     # only table-mode cases ("special values ..." notes) count: the shrinker must thin out the table
     table_case = find(_large_with_specials(dtype),
                       lambda drawn: drawn[1].startswith("special values") and _has_negative_zero(drawn[0]),
                       settings=settings(max_examples=500, database=None, derandomize=True))
     assert _special_count(table_case[0]) == 1, table_case[1]
-    if dtype != torch.float32:
-        return
     any_case = find(_large_with_specials(dtype), lambda drawn: _has_negative_zero(drawn[0]),
                     settings=settings(max_examples=500, database=None, derandomize=True))
     assert _special_count(any_case[0]) == 1, any_case[1]

@@ -342,7 +342,7 @@ class CaseContext:
                    rule: ulp_oracle.UlpRule | None = None, what: str = "") -> None:
         """After `assert_matches` passed: hold both results to the float64 reference (`ulp_oracle`, docs/oracle.md).
 
-        The reference is `run` (default: the item's op, as `on_cpu` runs it) on CPU with the sample's floating
+        The reference is `run` (default: the item's op on the upcast sample as it is) on CPU with the sample's floating
         tensors upcast to float64; `rule` defaults to the op's in `ulp_oracle.RULES`. AssertionError where a
         correctly rounded op is less accurate on the device than on CPU; the errors of both go to the record.
         Nothing for targets that show no values, random ops, integer items, or a reference CPU cannot compute."""
@@ -360,7 +360,7 @@ class CaseContext:
                 return
             reference = expected
         else:
-            run = run or (lambda cts, s, target: target.call(self.op, self.item.variant, self.place_for(s, target).value))
+            run = run or (lambda cts, s, target: target.call(self.op, self.item.variant, s))  # fresh float64 copies
             try:
                 reference = self.on_cpu_call(run, ulp_oracle.float64_sample(sample))
             except CpuRejects:  # the op rejects float64 (or the upcast sample): no reference for this case

@@ -74,7 +74,7 @@ def _compare_truncated(func, args, kwargs, result):
     return func(_truncated_to(a, dtype), _truncated_to(b, dtype), *args[2:], **kwargs)
 
 
-# -- a Python int beyond 32 bits: passed to the kernel as a 32-bit int --------------------------------------------------
+# -- a Python int beyond 32 bits: passed to the kernel as a 32-bit int ---------------------------------------------
 
 def _wide_int_scalar(func, args, kwargs) -> bool:
     return (len(args) >= 2 and isinstance(args[0], torch.Tensor) and args[0].dtype in (torch.int64, torch.float64)

@@ -3,8 +3,9 @@
 Each is a module-level function of its case's inputs that uses only `torch` (the contract of
 `torchcts.engine.programs`: export copies its source into a reproduction script). A program runs
 every op of its scenario on the same inputs and returns {op: result}; where an op raises, its
-entry is "raises <type name>" (CPU's "not implemented for 'UInt16'" included, which the check
-leaves out: CPU has no answer there). The dispatcher's missing-kernel error ("Could not run ...")
+entry is "raises <type name>", or "unsupported <type name>" where the message names the CPU
+("nansum on CPU does not support complex inputs", "lt_cpu not implemented for 'ComplexFloat'"):
+CPU's own limitation, which the check leaves out (CPU has no answer there; CUDA may have one). The dispatcher's missing-kernel error ("Could not run ...")
 propagates: on the device it is a missing kernel, named. Integer division by zero is replaced by
 division by one (CPU raises, other devices leave it undefined); integer exponents are kept small.
 """
@@ -62,7 +63,7 @@ def binary_promotion(input, other, other_on_cpu):
         except Exception as error:  # noqa: BLE001 - CPU's rejection, which the device must share
             if "Could not run" in str(error):
                 raise
-            results[op] = "raises " + type(error).__name__
+            results[op] = ("unsupported " if "cpu" in str(error).lower() else "raises ") + type(error).__name__
     return results
 
 
@@ -109,7 +110,7 @@ def scalar_promotion(input, scalar, reverse):
         except Exception as error:  # noqa: BLE001 - CPU's rejection, which the device must share
             if "Could not run" in str(error):
                 raise
-            results[op] = "raises " + type(error).__name__
+            results[op] = ("unsupported " if "cpu" in str(error).lower() else "raises ") + type(error).__name__
     return results
 
 
@@ -150,7 +151,8 @@ def inplace_promotion(input, other):
         except Exception as error:  # noqa: BLE001 - CPU's rejection, which the device must share
             if "Could not run" in str(error):
                 raise
-            results[op] = ("raises " + type(error).__name__, target)
+            kind = "unsupported " if "cpu" in str(error).lower() else "raises "
+            results[op] = (kind + type(error).__name__, target)
     return results
 
 
@@ -174,7 +176,7 @@ def reduction_dtype(input, dtype, dim):
         except Exception as error:  # noqa: BLE001 - CPU's rejection, which the device must share
             if "Could not run" in str(error):
                 raise
-            results[op] = "raises " + type(error).__name__
+            results[op] = ("unsupported " if "cpu" in str(error).lower() else "raises ") + type(error).__name__
     return results
 
 
@@ -200,7 +202,7 @@ def comparison_promotion(input, other, reverse):
         except Exception as error:  # noqa: BLE001 - CPU's rejection, which the device must share
             if "Could not run" in str(error):
                 raise
-            results[op] = "raises " + type(error).__name__
+            results[op] = ("unsupported " if "cpu" in str(error).lower() else "raises ") + type(error).__name__
     return results
 
 

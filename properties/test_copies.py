@@ -44,10 +44,10 @@ def transfers(input, non_blocking):
     """Device -> host, host -> device and device -> device copies of `input`: values and strides."""
     host = input.to("cpu", copy=True, non_blocking=non_blocking)
     if non_blocking and input.device.type != "cpu":  # wait for the copy before reading `host`
-        module = getattr(torch, input.device.type, None)
+        module = getattr(torch, input.device.type, None)  # torch.cuda, torch.xpu, torch.mps, ...
         if module is not None and hasattr(module, "synchronize"):
             module.synchronize()
-        else:
+        elif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == input.device.type:
             torch.accelerator.synchronize()
     back = host.to(input.device, copy=True, non_blocking=non_blocking)
     twin = input.to(input.device, copy=True)
@@ -72,7 +72,7 @@ def copy_into(input, dst, where, non_blocking):
         module = getattr(torch, input.device.type, None)
         if module is not None and hasattr(module, "synchronize"):
             module.synchronize()
-        else:
+        elif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == input.device.type:
             torch.accelerator.synchronize()
     return target, torch.as_strided(target, (span,), (1,), 0)
 

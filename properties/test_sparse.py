@@ -152,8 +152,8 @@ def _round_trip_cases(draw, cts):
 
 @st.composite
 def _mm_cases(draw, cts):
-    parts = draw(sparse_parts(cts.dtype, layouts=(_COO, _CSR, _CSC), min_dims=2, max_dims=2,
-                              special=_special(cts.dtype)))
+    parts = draw(sparse_parts(cts.dtype, layouts=(_CSR, _COO, _CSC), min_dims=2, max_dims=2,
+                              special=_special(cts.dtype), density=0.5))
     m, k = parts[3]
     n = draw(st.integers(1, 3), label="columns of the dense operand")
     other = draw(_dense((k, n), cts.dtype), label="dense operand")

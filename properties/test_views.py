@@ -62,13 +62,16 @@ def view_chain_write(input, steps, write, reader):
 
 
 def contiguous_clone(input, memory_format):
-    """`contiguous()`, `clone(memory_format=)`, `contiguous(memory_format=)`, `empty_like`: values, strides, identity."""
+    """`contiguous()`, `clone(memory_format=)`, `contiguous(memory_format=)`, `to(memory_format=)`, `empty_like`:
+    values, strides, identity."""
     plain = input.contiguous()
     cloned = input.clone(memory_format=memory_format)
     formatted = plain if memory_format == torch.preserve_format else input.contiguous(memory_format=memory_format)
+    moved = input.to(memory_format=memory_format, copy=True)
     empty = torch.empty_like(input, memory_format=memory_format)
-    return (plain, plain is input, cloned, cloned._is_view(), formatted, formatted is input,
-            tuple(empty.shape), empty.stride())
+    empty_strides = tuple(s for s, n in zip(empty.stride(), empty.shape) if n > 1)  # a size-1 dim's stride is free
+    return (plain, plain is input, cloned, cloned._is_view(), formatted, formatted is input, moved,
+            tuple(empty.shape), empty_strides)
 
 
 def resize_set(input, shape, memory_format):
@@ -163,7 +166,8 @@ def chain_cases(cts, families):
     def draw(draw_):
         t = draw_(inputs, label="input")
         steps = draw_view_chain(draw_, t, families)
-        write = "fill" if is_overlapping(apply_steps(t, steps)) else "distinct"
+        overlapping = is_overlapping(apply_steps(t, steps))  # distinct values would depend on the write order
+        write = "fill" if overlapping else draw_(st.sampled_from(("distinct", "fill")), label="write")
         reader = draw_view_chain(draw_, t, families, min_steps=0, max_steps=2)
         return _case(cts, t, (steps, write, reader), f"steps {steps}", f"write {write}", f"sibling {reader}")
 

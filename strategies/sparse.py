@@ -348,11 +348,12 @@ def coo_with_duplicates(draw, dtype: torch.dtype, shape: tuple[int, ...], *, max
 
 
 def sparse_parts(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, min_dims: int = 1, max_dims: int = 3,
-                 max_side: int = 4, special: bool = True):
+                 max_side: int = 4, special: bool = True, density: float = 0.25):
     """Parts (see `sparse_parts_of`) of a sparse tensor of `dtype` in one of `layouts`, for a case.
 
     COO: `coo_with_duplicates` (uncoalesced, real duplicate values). Compressed layouts:
-    `sparse_tensors` in those layouts (batched, hybrid and blocked forms; at least 2-d).
+    `sparse_tensors` in those layouts, at most `density` nonzero (batched, hybrid and blocked
+    forms; at least 2-d).
     Shrinks toward the first of `layouts`, then as those strategies do.
     """
     usable = supported_layouts(dtype, layouts)
@@ -376,7 +377,8 @@ def sparse_parts(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, min_dims: int = 
             shape = tuple(draw(side, label="side") for _ in range(ndim))
             s = draw(coo_with_duplicates(dtype, shape, special=special))
         else:
-            found = sparse_tensors(dtype, layouts=(layout,), max_dims=max_dims, max_side=max_side, special=special)
+            found = sparse_tensors(dtype, layouts=(layout,), max_dims=max_dims, max_side=max_side, special=special,
+                                   density=density)
             s = draw(found if min_dims <= 2 else found.filter(lambda t: t.dim() >= min_dims))
         return sparse_parts_of(s)
 

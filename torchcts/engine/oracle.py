@@ -41,7 +41,7 @@ def values_comparable(op_name: str) -> bool:
 
 _CATEGORIES = (
     (re.compile(r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)"), "linalg"),
-    (re.compile(r"(^|\.)(mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
+    (re.compile(r"(^|\.)(_?scaled_mm|mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
                 r"bilinear|chain_matmul|__rmatmul__|addr|kron)"), "matmul"),
     (re.compile(r"conv"), "conv"),
     (re.compile(r"^fft\."), "fft"),

@@ -111,12 +111,12 @@ def test_errors(cts):
             problem = parity_problem(cpu_error, exc, error_input.error_regex)
             if problem is None:
                 return
-            raise AssertionError(f"{cts.device} rejects an input CPU rejects, but differently: {problem}; "
+            raise AssertionError(f"{cts.target.describe()} rejects an input CPU rejects, but differently: {problem}; "
                                  f"{cts.device}: {_shown(exc)}; CPU: {_shown(cpu_error)}") from exc
         if not cts.target.compares_values and cts.rejected_for_values(sample):
             raise CaseUnavailable(f"{cts.device} sees no values; CPU rejects this input for its values "
                                   f"({error_input.error_type.__name__}: {error_input.error_regex!r})")
-        raise AssertionError(f"{cts.device} accepted an input CPU rejects ({_shown(cpu_error)}; OpInfo: "
+        raise AssertionError(f"{cts.target.describe()} accepted an input CPU rejects ({_shown(cpu_error)}; OpInfo: "
                              f"{error_input.error_type.__name__}: {error_input.error_regex!r}); "
                              f"it returned {type(result).__name__}")
 

@@ -185,7 +185,8 @@ def scalars(dtype: torch.dtype, op: str) -> st.SearchStrategy[int | float]:
 
 def _case(scenario: str, dtype: torch.dtype, call: str, input: object, *args: object, drawn: str = "") -> Case:
     members = input if isinstance(input, list) else []
-    shapes = ", ".join("x".join(map(str, t.shape)) or "0-dim" for t in members[:8]) + (" ..." if len(members) > 8 else "")
+    shapes = ", ".join("x".join(map(str, t.shape)) or "0-dim" for t in members[:8])
+    shapes += " ..." if len(members) > 8 else ""
     described = (call, f"{len(members)} tensors [{shapes}]") + ((drawn,) if drawn else ())
     return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args)), 0, transforms=described)
 

@@ -20,7 +20,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
-from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_parts, sparse_tensors
+from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_matrix_parts, sparse_parts, sparse_tensors
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
 _COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc
@@ -152,8 +152,7 @@ def _round_trip_cases(draw, cts):
 
 @st.composite
 def _mm_cases(draw, cts):
-    parts = draw(sparse_parts(cts.dtype, layouts=(_CSR, _COO, _CSC), min_dims=2, max_dims=2,
-                              special=_special(cts.dtype), density=0.5))
+    parts = draw(sparse_matrix_parts(cts.dtype, special=_special(cts.dtype)), label="sparse matrix")
     m, k = parts[3]
     n = draw(st.integers(1, 3), label="columns of the dense operand")
     other = draw(_dense((k, n), cts.dtype), label="dense operand")

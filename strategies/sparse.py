@@ -383,3 +383,38 @@ def sparse_parts(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, min_dims: int = 
         return sparse_parts_of(s)
 
     return parts()
+
+
+def sparse_matrix_parts(dtype: torch.dtype, *, layouts=(torch.sparse_csr, torch.sparse_coo, torch.sparse_csc),
+                        max_side: int = 4, density: float = 0.5, special: bool = True):
+    """Parts (see `sparse_parts_of`) of a 2-d sparse matrix with sides 1 to `max_side` and at least one nonzero.
+
+    For matrix products: no empty or all-zero matrices (other strategies draw those), so rows and
+    columns that hold entries are the common case. COO: `coo_with_duplicates` (at least one
+    entry); compressed: a drawn dense matrix with 1 to `density` of its elements nonzero, in the
+    layout (`sparse_forms`). Shrinks toward the first of `layouts`, a 1 x 1 matrix, one entry.
+    """
+    usable = [layout for layout in supported_layouts(dtype, layouts) if layout in (torch.sparse_coo,) + COMPRESSED_LAYOUTS]
+    if not usable:
+        raise InvalidArgument(f"torch {torch.__version__} cannot densify {dtype} tensors of any of {layouts}")
+    if not isinstance(max_side, int) or isinstance(max_side, bool) or max_side < 1:
+        raise InvalidArgument(f"max_side must be an int >= 1, got {max_side!r}")
+    if not isinstance(density, (int, float)) or not 0 < density <= 1:
+        raise InvalidArgument(f"density must be a number in (0, 1], got {density!r}")
+
+    @st.composite
+    def parts(draw):
+        layout = draw(st.sampled_from(usable), label="layout")
+        shape = (draw(st.integers(1, max_side), label="rows"), draw(st.integers(1, max_side), label="columns"))
+        numel = shape[0] * shape[1]
+        if layout == torch.sparse_coo:
+            s = draw(coo_with_duplicates(dtype, shape, special=special).filter(lambda t: t._nnz() > 0))
+            return sparse_parts_of(s)
+        positions = draw(st.lists(st.integers(0, numel - 1), min_size=1, max_size=max(1, math.ceil(density * numel)),
+                                  unique=True), label="nonzero positions")
+        dense = torch.zeros(shape, dtype=dtype)
+        dense.view(-1)[torch.tensor(positions)] = draw(values((len(positions),), dtype, special=special),
+                                                       label="nonzeros")
+        return sparse_parts_of(draw(sparse_forms(dense, (layout,))))
+
+    return parts()

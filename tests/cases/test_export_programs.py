@@ -37,6 +37,11 @@ def add_transposed(input, other, alpha=1, label="sum"):
     return total, view.stride(), view._is_view(), {label: math.floor(2.5) + len(view.shape)}
 
 
+def writes_its_input(input):
+    """Writes through its input: the script's CPU run must not change what the device run starts from."""
+    return input.mul_(2)
+
+
 def uses_open(input):
     with open("PWNED", "w"):
         return getattr(input, "clone")()  # getattr is fine: it stays inside Python
@@ -68,7 +73,7 @@ def closure_program():
     return scaled
 
 
-SCENARIOS = {"add_transposed": add_transposed, "uses_open": uses_open, "uses_a_dunder": uses_a_dunder, "uses_import": uses_import,
+SCENARIOS = {"add_transposed": add_transposed, "writes_its_input": writes_its_input, "uses_open": uses_open, "uses_a_dunder": uses_a_dunder, "uses_import": uses_import,
              "uses_a_global": uses_a_global, "a_closure": closure_program(), "a_lambda": lambda input: input + 1}
 
 
@@ -202,8 +207,11 @@ def test_code_like_values_reach_the_script_as_data(probe_property, tmp_path):
     data = json.loads(open(hostile_key).read())
     data["inputs"]["kwargs"]["dict"][PAYLOAD] = 1
     open(hostile_key, "w").write(json.dumps(data))
-    as_value, as_key = run_scripts((export_script(path), tmp_path / "value", ("cpu",), ()),
-                                   (export_script(hostile_key), tmp_path / "key", ("cpu",), ()))
+    writes = export_script(scenario_case(tmp_path, "writes_its_input", SampleInput(x), "writes.json"))
+    as_value, as_key, written = run_scripts((export_script(path), tmp_path / "value", ("cpu",), ()),
+                                            (export_script(hostile_key), tmp_path / "key", ("cpu",), ()),
+                                            (writes, tmp_path / "writes", ("faulty",), ()))
+    assert written[0] == 0 and "not reproduced on faulty" in written[1], written  # each run gets fresh inputs
     assert as_value[0] == 0 and "not reproduced on cpu" in as_value[1], as_value
     assert as_key[0] == 0 and "not reproduced: CPU rejects the case (TypeError" in as_key[1], as_key
 

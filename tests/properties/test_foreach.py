@@ -81,7 +81,7 @@ def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path):
     sample = load_case(stored["path"]).sample()
     assert len(sample.input) == 2 and case_elements(sample) <= 4, sample.input
     env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
+    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty",
+                             "--strict", "--results-dir", str(tmp_path / "results")],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]

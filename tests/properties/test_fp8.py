@@ -74,7 +74,8 @@ def test_the_bugs_stay_silent_without_their_condition():
     nan = torch.tensor([float("nan")])
     assert BUG["fp8_e5m2_nan_to_inf"].fires(TO_COPY, (nan,), {"dtype": e5m2})
     assert not BUG["fp8_e5m2_nan_to_inf"].fires(TO_COPY, (exact,), {"dtype": e5m2})
-    subnormal, normal = torch.tensor([1], dtype=torch.uint8).view(e4m3), torch.tensor([0x38], dtype=torch.uint8).view(e4m3)
+    subnormal = torch.tensor([1], dtype=torch.uint8).view(e4m3)
+    normal = torch.tensor([0x38], dtype=torch.uint8).view(e4m3)
     assert BUG["fp8_decode_flushes_subnormals"].fires(TO_COPY, (subnormal,), {"dtype": torch.float32})
     assert not BUG["fp8_decode_flushes_subnormals"].fires(TO_COPY, (normal,), {"dtype": torch.float32})
     a, b = torch.ones(16, 16).to(e4m3), torch.ones(16, 16).to(e4m3).t()
@@ -92,7 +93,7 @@ def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path):
     sample = load_case(stored["path"]).sample()
     assert case_elements(sample) <= 2, sample.input
     env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
+    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty",
+                             "--strict", "--results-dir", str(tmp_path / "results")],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]

@@ -14,8 +14,8 @@ from torchcts.properties.test_sparse import PROGRAMS, coalesce, construct
 from torchcts.testing.faulty.suite_bugs.sparse import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}
-CAUGHT_BY = {"sparse_sum_drops_duplicates": "sparse_sum", "coalesce_unsorted": "coalesce",
-             "csr_mm_drops_last_row": "sparse_mm"}
+CAUGHT_BY = {"sparse_sum_drops_duplicates": ("sparse_sum", "float32"), "coalesce_unsorted": ("coalesce", "float32"),
+             "csr_mm_drops_last_row": ("sparse_mm", "float64")}
 RAN = (Outcome.PASSED, Outcome.CPU_CONTRACT)
 
 
@@ -34,8 +34,8 @@ def test_other_dtypes_pass_or_are_refused_by_cpu(run_suite, dtype):
 
 @pytest.mark.parametrize("bug", sorted(CAUGHT_BY))
 def test_each_seeded_bug_is_caught(run_suite, bug):
-    record = run_suite("sparse", CAUGHT_BY[bug], "float32", device="faulty", bugs=(bug,), max_examples=25,
-                       shrink=False)
+    scenario, dtype = CAUGHT_BY[bug]
+    record = run_suite("sparse", scenario, dtype, device="faulty", bugs=(bug,), max_examples=25, shrink=False)
     assert record["outcome"] is Outcome.FAILED, record
 
 

@@ -14,8 +14,8 @@ import torch
 
 from torchcts.testing.faulty.bug_model import Bug
 
-_FLOAT8 = tuple(d for d in (getattr(torch, n, None) for n in (
-    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")) if isinstance(d, torch.dtype))
+_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+_FLOAT8 = tuple(d for d in (getattr(torch, n, None) for n in _NAMES) if isinstance(d, torch.dtype))
 _SIGNED_FLOAT8 = tuple(d for d in _FLOAT8 if d != getattr(torch, "float8_e8m0fnu", None))
 _CASTS = ("aten._to_copy.default", "aten.copy_.default")
 

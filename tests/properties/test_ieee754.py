@@ -65,13 +65,13 @@ def test_the_comparison_is_exact_about_nan_signed_zero_and_values():
 
 
 def test_a_failure_is_small_lands_in_the_corpus_and_replays(run_suite, tmp_path):
-    record = run_suite("ieee754", "rounding", "bfloat16", device="faulty", bugs=("round_half_away",), max_examples=40,
-                       corpus_dir=tmp_path)
+    record = run_suite("ieee754", "nan_minmax", "bfloat16", device="faulty", bugs=("nan_dropped_min",),
+                       max_examples=40, corpus_dir=tmp_path)
     assert record["outcome"] is Outcome.FAILED
     path = record["counterexample"]["path"]
     sample = load_case(path).sample()
-    assert sample.input.numel() == 1 and (sample.input.abs() % 1 == 0.5).all()  # shrunk to the half rounded wrongly
-    env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": "round_half_away"}
+    assert sample.input.numel() == 1 and int(torch.stack([sample.input, sample.args[0]]).isnan().sum()) == 1  # one NaN
+    env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": "nan_dropped_min"}
     replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty", "--strict"],
                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert replay.returncode == 1 and "1 still failing" in replay.stdout + replay.stderr, replay.stdout + replay.stderr

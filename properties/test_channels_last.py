@@ -7,7 +7,8 @@ module's parameters (weights as tensors, hyperparameters as ints and tuples). In
 channels_last (the shrink target), as a stepped or offset channels_last view, or contiguous (then a
 convolution's weight may be channels_last: mixed formats). Output strides are compared on the
 dimensions longer than 1 (`strides="significant"`): at ambiguous sizes (C=1, H=W=1, N=1) several
-formats describe the same tensor and only those strides are defined. Kernels that accumulate
+formats describe the same tensor and only those strides are defined; where CPU itself drops an
+operand's channels-last format (no channels-last kernel), channels-last strides pass too. Kernels that accumulate
 (convolution, norms, average pooling, linear and cubic interpolation) may sum in another order or
 precision: below 32 bits their tolerance is the dtype's default widened 4x, on top of the engine's
 accumulation widening and norm-wise floor (`inputs=`). See docs/suites/channels_last.md.
@@ -20,7 +21,6 @@ import functools
 import torch
 from hypothesis import strategies as st
 from torch.testing._internal.opinfo.core import SampleInput
-
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.engine.programs import run_program

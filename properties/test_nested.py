@@ -43,7 +43,7 @@ def jagged_construct(input, gaps):
 
 
 def jagged_elementwise(input, other):
-    """Elementwise ops on jagged tensors sharing offsets: +, *, * scalar, + dense row, and relu/sin where real floating."""
+    """Elementwise ops on jagged tensors sharing offsets: +, *, * scalar, + dense row; relu, sin where real floating."""
     nt = torch.nested.nested_tensor(input, layout=torch.jagged)
     nt2 = torch.nested.nested_tensor_from_jagged(torch.cat(other), nt.offsets())
     results = [nt + nt2, nt * nt2, nt * 2, nt + input[0].new_ones(input[0].shape[1:])]

@@ -262,9 +262,9 @@ def sparse_tensors(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, max_dims: int 
     """Sparse tensors of `dtype`: a drawn shape, at most `density` of it nonzero, in a form from `sparse_forms`.
 
     The nonzero positions are drawn, and their values come from `values` (special values
-    included unless `special` is False). Shapes are at least 2-d when only compressed layouts are asked for. Shrinks toward
-    few dims of side 1 (sides of 0 come later), few nonzeros and small-integer values, and the
-    simplest form (see `sparse_forms`). The dense twin is `s.to_dense()` (or, keeping -0.0, the
+    included unless `special` is False). Shapes are at least 2-d when only compressed layouts are
+    asked for. Shrinks toward few dims of side 1 (sides of 0 come later), few nonzeros and
+    small-integer values, and the simplest form (see `sparse_forms`). The dense twin is `s.to_dense()` (or, keeping -0.0, the
     coalesced values put in place: torch's to_dense turns -0.0 into +0.0).
     """
     if not isinstance(dtype, torch.dtype):
@@ -293,7 +293,8 @@ def sparse_tensors(dtype: torch.dtype, *, layouts=SPARSE_LAYOUTS, max_dims: int 
                                   unique=True), label="nonzero positions")
         dense = torch.zeros(shape, dtype=dtype)
         if positions:
-            dense.view(-1)[torch.tensor(positions)] = draw(values((len(positions),), dtype, special=special), label="nonzeros")
+            dense.view(-1)[torch.tensor(positions)] = draw(values((len(positions),), dtype, special=special),
+                                                           label="nonzeros")
         return draw(sparse_forms(dense, usable))
 
     return tensors()
@@ -394,7 +395,7 @@ def sparse_matrix_parts(dtype: torch.dtype, *, layouts=(torch.sparse_csr, torch.
     entry); compressed: a drawn dense matrix with 1 to `density` of its elements nonzero, in the
     layout (`sparse_forms`). Shrinks toward the first of `layouts`, a 1 x 1 matrix, one entry.
     """
-    usable = [layout for layout in supported_layouts(dtype, layouts) if layout in (torch.sparse_coo,) + COMPRESSED_LAYOUTS]
+    usable = list(supported_layouts(dtype, layouts))
     if not usable:
         raise InvalidArgument(f"torch {torch.__version__} cannot densify {dtype} tensors of any of {layouts}")
     if not isinstance(max_side, int) or isinstance(max_side, bool) or max_side < 1:

@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 
 from torchcts.outcomes import Outcome
 from torchcts.properties.channels_last_cases import SCENARIO_CASES
-from torchcts.properties.test_channels_last import PROGRAMS, scenario_cases, widening
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.properties.test_channels_last import (PROGRAMS, format_dropped_by_cpu, scenario_cases,
+                                                    stored_channels_last, widening)
 from torchcts.testing.faulty.suite_bugs.channels_last import BUGS
 
 SCENARIOS = tuple(PROGRAMS)
@@ -117,6 +120,17 @@ def test_cases_are_cpu_samples_that_say_what_was_drawn(case):
 def test_the_tolerance_widens_only_for_accumulating_kernels_below_32_bits():
     assert widening("conv2d", torch.bfloat16) == 4.0 and widening("batch_norm3d", torch.float16) == 4.0
     assert widening("conv2d", torch.float32) == 1.0 and widening("max_pool2d", torch.bfloat16) == 1.0
+
+
+def test_the_output_format_is_left_open_only_where_cpu_drops_channels_last():
+    x3d, w3d = _cl(2, 4, 3, 3, 3, fmt=torch.channels_last_3d).double(), torch.randn(2, 4, 1, 1, 1).double()
+    dropped = torch.nn.functional.conv3d(x3d, w3d)  # CPU has no float64 channels_last_3d convolution
+    assert dropped.is_contiguous() and format_dropped_by_cpu(SampleInput(x3d, args=(w3d,)), dropped)
+    x, w = _cl(2, 4, 3, 3), torch.randn(2, 4, 1, 1)
+    kept = torch.nn.functional.conv2d(x, w)
+    assert not kept.is_contiguous() and not format_dropped_by_cpu(SampleInput(x, args=(w,)), kept)
+    assert stored_channels_last(x) and stored_channels_last(_cl(2, 4, 3, 6)[..., ::2])  # a stepped view
+    assert not stored_channels_last(_cl(2, 1, 3, 3)) and not stored_channels_last(torch.randn(2, 4, 3, 3))
 
 
 def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path):

@@ -58,13 +58,13 @@ def test_the_bugs_stay_silent_without_their_condition():
                                                            {"memory_format": torch.contiguous_format})
 
 
-def test_a_lost_alias_is_stored_small(run_suite, tmp_path):
-    record = run_suite("views", "transpose_views", "float32", device="faulty", bugs=("permute_copies",),
+def test_a_materialised_broadcast_is_stored_small(run_suite, tmp_path):
+    record = run_suite("views", "expand_views", "float32", device="faulty", bugs=("expand_materializes",),
                        max_examples=20, corpus_dir=tmp_path)
     assert record["outcome"] is Outcome.FAILED
     sample = load_case(record["counterexample"]["path"]).sample()
-    assert sample.input.dim() == 3 and sample.input.numel() <= 8, sample.input.shape  # one small permuted cube
-    assert "permute" in str(sample.args[0]) or "movedim" in str(sample.args[0])
+    assert sample.input.numel() <= 2, sample.input.shape  # one small tensor broadcast along a new leading dim
+    assert "expand" in str(sample.args) or "broadcast_to" in str(sample.args)
 
 
 @settings(max_examples=60, deadline=None, database=None, derandomize=True)

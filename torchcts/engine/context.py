@@ -310,12 +310,13 @@ class CaseContext:
             return list(self.op.error_inputs("cpu"))
 
     def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False,
-                       widen: float = 1.0, inputs: Any = None) -> None:
+                       widen: float = 1.0, inputs: Any = None, normwise: bool | None = None) -> None:
         """AssertionError unless the device's result matches the oracle's (values where comparable).
 
         With `inputs` (the case's sample), the tolerance widens for results that each sum many
-        inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise, gets a
-        norm-wise absolute floor (`oracle.normwise_floor`).
+        inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise (or with
+        `normwise=True`: a scenario that resamples or averages), gets a norm-wise absolute floor
+        (`oracle.normwise_floor`).
         """
         name = self.op.name if self.op is not None else self.item.op  # a scenario item: the scenario's name
         values = self.target.compares_values and oracle.values_comparable(name)
@@ -323,7 +324,9 @@ class CaseContext:
             widen *= oracle.accumulation_widening([inputs.input, list(inputs.args), dict(inputs.kwargs)], expected)
         tol = oracle.tolerance(_result_dtype(self.dtype, expected), self.op, self.manifest,
                                self.target.device_type).widened(widen)
-        if inputs is not None and oracle.category(name) != "elementwise":
+        if normwise is None:
+            normwise = oracle.category(name) != "elementwise"
+        if inputs is not None and normwise:
             tol = oracle.normwise_floor(tol, expected)
         try:
             result = oracle.compare(actual, expected, tol, values=values, strides=strides)

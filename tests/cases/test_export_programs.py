@@ -64,6 +64,28 @@ def uses_a_global(input):
 PAYLOAD_SCALE = 2
 
 
+def hides_open_in_a_comprehension(input):
+    [0 for open in ()]  # binds `open` in an inner scope only: the call below is the builtin's
+    return open("PWNED").read()
+
+
+def hides_eval_in_a_lambda(input):
+    unused = lambda eval: 0  # noqa: E731
+    return eval("1 + 1")
+
+
+def reaches_a_dunder_by_name(input):
+    return getattr(input, "__class__")
+
+
+def round(value):  # noqa: A001 - a module global over a builtin: the exported script would run the builtin
+    return value
+
+
+def uses_a_shadowed_builtin(input):
+    return round(input)
+
+
 def closure_program():
     factor = 3
 
@@ -74,7 +96,9 @@ def closure_program():
 
 
 SCENARIOS = {"add_transposed": add_transposed, "writes_its_input": writes_its_input, "uses_open": uses_open, "uses_a_dunder": uses_a_dunder, "uses_import": uses_import,
-             "uses_a_global": uses_a_global, "a_closure": closure_program(), "a_lambda": lambda input: input + 1}
+             "uses_a_global": uses_a_global, "a_closure": closure_program(), "a_lambda": lambda input: input + 1,
+             "hides_open": hides_open_in_a_comprehension, "hides_eval": hides_eval_in_a_lambda,
+             "dunder_by_name": reaches_a_dunder_by_name, "shadowed_builtin": uses_a_shadowed_builtin}
 
 
 def _cases(cts):
@@ -176,6 +200,10 @@ def test_a_failing_scenario_case_exports_a_script_that_reproduces(probe_property
     ("uses_a_global", "uses the name PAYLOAD_SCALE"),
     ("a_closure", "not a module-level function"),
     ("a_lambda", "not a function defined with def"),
+    ("hides_open", "binds the builtin name open"),
+    ("hides_eval", "binds the builtin name eval"),
+    ("dunder_by_name", "reaches a dunder attribute through getattr"),
+    ("shadowed_builtin", "uses round, which its module defines over the builtin"),
 ])
 def test_a_program_that_is_not_torch_only_is_refused_naming_the_property(probe_property, tmp_path, scenario, why):
     path = scenario_case(tmp_path, scenario, SampleInput(torch.ones(2, 2)))

@@ -97,6 +97,15 @@ def _code_problem(function: ast.FunctionDef, program: Any) -> str | None:
             return f"{program.__name__} uses the attribute {node.attr} (line {node.lineno})"
         if isinstance(node, ast.Name) and node.id.startswith("__") and node.id != "__name__":
             return f"{program.__name__} uses the name {node.id} (line {node.lineno})"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_BUILTINS
+                and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("__")
+                        for a in node.args[1:2])):
+            return f"{program.__name__} reaches a dunder attribute through {node.func.id} (line {node.lineno})"
+    parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs,
+                                  *filter(None, (function.args.vararg, function.args.kwarg)))}
+    shadowing = sorted((_bound_names(function) - parameters) & UNSAFE_BUILTINS)
+    if shadowing:  # a name bound in an inner scope (lambda, comprehension) would hide a builtin everywhere below
+        return f"{program.__name__} binds the builtin name {shadowing[0]}; rename it"
     for name in sorted(_free_names(function)):
         if name in MODULES:
             if program.__globals__.get(name) is not MODULES[name]:
@@ -104,7 +113,28 @@ def _code_problem(function: ast.FunctionDef, program: Any) -> str | None:
         elif name not in SAFE_BUILTINS:
             return (f"{program.__name__} uses the name {name}, which is neither a local, torch, math nor a "
                     f"builtin that stays inside Python (no files, imports, code or namespaces)")
+        elif name in program.__globals__ and program.__globals__[name] is not getattr(builtins, name, None):
+            return (f"{program.__name__} uses {name}, which its module defines over the builtin: the script "
+                    "would run the builtin")
     return None
+
+
+_ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr"})
+
+
+def _bound_names(function: ast.FunctionDef) -> set[str]:
+    """Every name the function binds anywhere: parameters, assignments, loop and comprehension targets, lambdas."""
+    bound: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.FunctionDef) and node is not function:
+            bound.add(node.name)
+    return bound
 
 
 def _free_names(function: ast.FunctionDef) -> set[str]:

@@ -225,7 +225,8 @@ def promotion_check(cts, program):
             shown = call.replace("op", op, 1) + f" on {inputs}"
             if _raised(want) != _raised(got):
                 raise AssertionError(f"{shown}: {cts.target.describe()} {_says(got)} where CPU {_says(want)}")
-            cts.assert_matches(got, want, what=shown, strides=False)
+            if _raised(want) is None:  # both raised the same type: the words of the messages are each kernel's own
+                cts.assert_matches(got, want, what=shown, strides=False)
         if not answered:
             raise CpuRejects(f"CPU implements none of {program.__name__}'s ops for {inputs}, {call}")
 

@@ -79,9 +79,10 @@ def test_the_item_goes_on_past_a_crashing_case(settings):
 
 def test_a_run_draws_the_crashing_cases_and_completes(tmp_path):
     """`torchcts run` with the packaged ledger: empty inputs are drawn for pdist again (no name list
-    keeps them out); the oracle's crashes are cpu_contract cases, never a crashed item or a dead run."""
+    keeps them out); the oracle's crashes are cpu_contract cases, never a crashed item or a dead run.
+    (100 examples: since every operand can be re-laid-out, 20 derandomized draws hold no empty input.)"""
     command = [sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--ops", "^nn\\.functional\\.pdist$",
-               "--property", "backward", "--dtype", "float32", "--level", "4", "--derandomize", "--max-examples", "20",
+               "--property", "backward", "--dtype", "float32", "--level", "4", "--derandomize", "--max-examples", "100",
                "--results-dir", "results", "--known-segfault-policy", "off"]  # off: the oracle rules stay
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu"))
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=1800)

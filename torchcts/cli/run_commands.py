@@ -283,8 +283,10 @@ def _bytes(value: str | None) -> int | None:
               help="Only this seeded bug (repeatable; default: every bug but the crash and hang ones).")
 @click.option("--phase", "only_phases", multiple=True, type=click.Choice(["opinfo", "suites"]),
               help="Only this phase: the OpInfo properties, or the scenario suites (repeatable; default: both).")
+@click.option("--ops", "ops", multiple=True, metavar="REGEX",
+              help="Only the ops or scenarios this regex finds (repeatable; as run --ops): a quicker, partial selftest.")
 def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path, bugs: tuple[str, ...],
-             only_phases: tuple[str, ...]) -> None:
+             only_phases: tuple[str, ...], ops: tuple[str, ...]) -> None:
     """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.
 
     The OpInfo properties run at --level in --dtype; the scenario suites (views, copies, ieee754,
@@ -300,6 +302,6 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
         fail(f"--bug {unknown[0]!r}: not a seeded bug selftest runs; known: "
              f"{', '.join(n for n, b in BUGS.items() if b.in_all)}")
     report = run_selftest(level=level, dtypes=dtypes, max_examples=max_examples, results_dir=results_dir,
-                          progress=click.echo, only_bugs=bugs, only_phases=only_phases)
+                          progress=click.echo, only_bugs=bugs, only_phases=only_phases, ops=ops)
     print_report(report, click.echo)
     sys.exit(0 if report.ok else 1)

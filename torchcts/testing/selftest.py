@@ -119,9 +119,10 @@ def _run(results_dir: Path, manifest: Path, phase: Phase, max_examples: int, bug
 
 def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_examples: int = 10,
                  results_dir: Path = Path("results/selftest"), progress: Callable[[str], None] = print,
-                 only_bugs: tuple[str, ...] = (), only_phases: tuple[str, ...] = ()) -> SelftestReport:
+                 only_bugs: tuple[str, ...] = (), only_phases: tuple[str, ...] = (),
+                 ops: tuple[str, ...] = ()) -> SelftestReport:
     """Every phase (or those named in `only_phases`) clean, then once per seeded bug (or per bug of `only_bugs`)
-    where its overloads are reached."""
+    where its overloads are reached; `ops` (regexes, as `run --ops`) narrows the clean runs."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     manifest = results_dir / "manifest.py"
@@ -134,7 +135,8 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     planned = tuple(p for p in phases(level, dtypes) if not only_phases or p.name in only_phases)
     for phase in planned:
         progress(f"selftest: clean run of the {phase.name} phase against the faulty device ...")
-        clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="")
+        clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="",
+                                     ops=ops)
         clean_records += clean
         if not clean_complete:
             incomplete.append(f"{phase.name}/clean")

@@ -39,7 +39,9 @@ EXPLAINED = {
     "to": ("mismatch", "its samples pass an explicit device ('cpu'), so the result is rightly on CPU"),
     "nn.functional.scaled_dot_product_attention": (
         "mismatch", "CPU runs the fused flash-attention kernel; off CPU the composite runs the math kernel"),
-    **dict.fromkeys(("matmul", "__rmatmul__", "norm.nuc", "linalg.cond", "linalg.eigvalsh", "linalg.lstsq",
+    "linalg.cond": ("mismatch", "its svd takes torch's tensor-subclass branch for a Python device (U and V too): on "
+                                "inputs holding inf it can fail to converge where CPU's svdvals returns"),
+    **dict.fromkeys(("matmul", "__rmatmul__", "norm.nuc", "linalg.eigvalsh", "linalg.lstsq",
                      "linalg.lstsq.grad_oriented", "linalg.norm", "linalg.matrix_norm", "linalg.svdvals"), (
         "rounding", "torch's composites take their tensor-subclass branch for a Python device (isTensorSubclassLike):"
                     " svdvals also computes U and V, matmul does not fold batch dims; last-bit differences")),

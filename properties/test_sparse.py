@@ -2,7 +2,7 @@
 
 Every scenario is a torch-only program (`torchcts.engine.programs`): the case holds the sparse
 tensor's parts as dense tensors (indices, plain indices, values, size, layout: see
-`strategies.sparse.sparse_parts`), the program builds the sparse tensor on the device itself and
+`strategies.sparse_parts.sparse_parts`), the program builds the sparse tensor on the device itself and
 returns dense forms (`to_dense()`, indices, values) and invariants (nnz, `is_coalesced()`, index
 dtypes, whether indices are sorted); the device must give CPU's result. Sparse leaves compare by
 layout, dtype and shape only, so every value goes through a dense form. COO parts repeat indices
@@ -20,7 +20,8 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
-from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_matrix_parts, sparse_parts, sparse_tensors
+from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_tensors
+from torchcts.strategies.sparse_parts import sparse_matrix_parts, sparse_parts
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
 _COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc

@@ -46,7 +46,9 @@ def _check_variant(cts, runner, form: str):
         if returned is not None:  # out= overloads of ops returning lists (unbind_copy) return nothing
             for got, given in zip(tree_leaves(returned), tree_leaves(target)):
                 assert got is given, f"the {form} form did not return its target tensor"
-        cts.assert_matches(target, expected_target, what=f"{form} result", strides=True, inputs=case.sample)
+        # strides of every dimension longer than 1: a size-1 dimension's stride means nothing (CPU keeps a
+        # broadcast operand's 0 there, meta writes the contiguous one)
+        cts.assert_matches(target, expected_target, what=f"{form} result", strides="significant", inputs=case.sample)
 
     return check
 

@@ -1,6 +1,6 @@
 """Variants: in-place and out= forms give CPU's answer, mutate their target and return it.
 
-Output metadata (dtype, shape, strides) must match CPU's for these forms: the target's layout
+Output metadata (dtype, shape, strides of dimensions longer than 1) must match CPU's for these forms: the target's layout
 is defined by the caller, so there is no freedom left to the backend.
 """
 

@@ -26,6 +26,7 @@ OPS = "^(hypot|logaddexp|abs)$"
 HANG_TIMEOUT_S = 4  # only ever given to runs whose one isolated item hangs for an hour
 CRASH, HANG, ABS = ("forward::hypot::function::float32", "forward::logaddexp::function::float32",
                     "forward::abs::function::float32")
+LAYOUT_CRASH = "layout::hypot::function::float32"  # layout calls the same functional hypot kernel on 4+ elements
 
 
 def run(cwd, *args, ops=OPS, bugs="crash_hypot", results="results"):
@@ -65,14 +66,15 @@ def test_known_crashes_are_isolated_and_the_run_completes(first_runs):
     cwd, (result, folder, items), _ = first_runs
     assert result.returncode == 1, result.stdout[-3000:]
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
-    crashed = items[CRASH]
-    assert crashed["outcome"] == "crashed" and crashed["signal"] == "SIGABRT"
-    assert "Fatal Python error" in crashed["error"] and "_crash" in crashed["error"]  # the child's last output
-    assert crashed["isolated"].startswith("known crash rule")
+    for crashed in (items[CRASH], items[LAYOUT_CRASH]):
+        assert crashed["outcome"] == "crashed" and crashed["signal"] == "SIGABRT"
+        assert "Fatal Python error" in crashed["error"] and "_crash" in crashed["error"]  # the child's last output
+        assert crashed["isolated"].startswith("known crash rule")
     assert items[ABS]["outcome"] == "passed" and "isolated" not in items[ABS]
     # items the bug does not reach run isolated too (the ledger names whole ops) and keep their normal outcome
-    others = [item for item, record in items.items() if "isolated" in record and item != CRASH]
-    assert {item.split("::")[1] for item in others} == {"hypot", "logaddexp"} and len(others) == 5
+    others = [item for item, record in items.items() if "isolated" in record and item not in (CRASH, LAYOUT_CRASH)]
+    assert set(others) == {"errors::hypot::function::float32", "errors::logaddexp::function::float32",
+                           "forward::logaddexp::function::float32", "layout::logaddexp::function::float32"}
     for item in others:
         assert items[item]["outcome"] == "passed" and items[item]["examples"] > 0, items[item]
         assert items[item]["isolated"].startswith("known crash rule")
@@ -114,10 +116,12 @@ def test_a_second_run_isolates_them_from_evidence_alone(first_runs, tmp_path):
 
 
 def test_a_run_killed_by_a_crash_leaves_evidence_for_the_next(cwd):
-    died, folder, items = run(cwd, "--known-segfault-policy", "off", "--adaptive-isolation", "off")
+    """forward only: layout reaches the same crash, and one crashing item is what this test is about."""
+    died, folder, items = run(cwd, "--property", "forward", "--known-segfault-policy", "off",
+                              "--adaptive-isolation", "off")
     assert died.returncode != 0 and json.loads((folder / "run.json").read_text())["status"] == "running"
     assert CRASH not in items
-    result, folder, items = run(cwd, "--known-segfault-policy", "off")
+    result, folder, items = run(cwd, "--property", "forward", "--known-segfault-policy", "off")
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
     assert items[CRASH]["outcome"] == "crashed"
     assert "died while it ran" in items[CRASH]["isolated"]
@@ -157,18 +161,18 @@ def test_known_crash_audit_and_bad_ledgers(cwd):
 
 def test_fuzz_keeps_going_past_a_crash_and_shrinks_it_into_a_replayable_crash_case(cwd):
     """A visit budget, not seconds: seed 11 visits hypot first (it crashes, and its visit is replayed
-    case by case to shrink the crash), then abs, whose second visit finds the storage-offset bug."""
+    case by case to shrink the crash), then abs, whose third visit of the run finds the storage-offset bug."""
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS="storage_offset_ignored,crash_hypot")
     hunt = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^(abs|hypot)$",
-                           "--dtype", "float32", "--property", "forward", "--level", "2", "--max-visits", "2",
+                           "--dtype", "float32", "--property", "forward", "--level", "2", "--max-visits", "3",
                            "--seed", "11", "--task-timeout", "1800"],  # a safety net: the crash replay forks per case
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=3600)
     assert hunt.returncode == 1, hunt.stdout[-3000:] + hunt.stderr[-3000:]
     summary = json.loads(next((cwd / "results").glob("fuzz-*/fuzz.json")).read_text())
-    assert summary["visits"] == 2 and summary["max_visits"] == 2 and summary["budget_s"] is None
+    assert summary["visits"] == 3 and summary["max_visits"] == 3 and summary["budget_s"] is None
     items = {item["item"]: item for item in summary["items"]}
     assert items[CRASH]["outcome"] == "crashed" and items[CRASH]["first_failure_visit"] == 1
-    assert items[ABS]["outcome"] == "hunted" and items[ABS]["first_failure_visit"] == 2  # the hunt went on
+    assert items[ABS]["outcome"] == "hunted" and items[ABS]["first_failure_visit"] == 3  # the hunt went on
     assert "torchcts replay" in hunt.stdout and "crashed" in hunt.stdout
     cases = {case["op"]: case for case in (json.loads(path.read_text()) for path in (cwd / "corpus").glob("*.json"))}
     assert set(cases) == {"hypot", "abs"}

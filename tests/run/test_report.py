@@ -104,7 +104,8 @@ def test_complete_run_report_matches_its_records(runs):
     assert capabilities["training"]["executed"] == sum(
         1 for r in records if r["property"] == "backward" and r["outcome"] == Outcome.PASSED)
     assert "declared; no property tests it yet" in {c["verdict"] for c in summary["capabilities"]}
-    assert capabilities["ieee754"]["properties"] == ["backward", "forward", "inplace", "out"]  # special values
+    assert capabilities["ieee754"]["properties"] == ["backward", "foreach", "foreach_floating", "forward", "ieee754",
+                                                  "inplace", "out"]  # its own suite, and special values
     levels = {l["level"]: l for l in summary["levels"]}
     assert levels[4]["executed"] == sum(1 for r in records if r["level"] == 4 and r["outcome"] == Outcome.PASSED)
     core = next(row for row in summary["dtype_matrix"]["rows"] if row["family"] == "core")

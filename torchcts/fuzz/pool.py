@@ -1,7 +1,8 @@
 """The hunt's worker processes: spawning, feeding, replacing and stopping them, and their time limits.
 
-Each worker is a spawned process (`worker.main`) with its own task queue and one results queue
-shared by all. A worker announces itself ready once it has imported torch, the backend and the
+Each worker is a spawned process (`worker.main`) with its own task queue and its own answer pipe
+(`AnswerPipe`): a worker that dies while it writes corrupts only its own pipe, which is thrown away
+with it (a results queue shared by all would keep the dead writer's lock and silence the rest). A worker announces itself ready once it has imported torch, the backend and the
 properties; a task's time counts from then, so a slow start is never a hang. `sweep` finds the
 workers whose visit ended without an answer: a dead process (`crashed`), a visit past the task
 timeout (`timed_out`), a crash replay past CRASH_REPLAY_LIMIT_S, or any visit past the time
@@ -13,10 +14,9 @@ signals and stops every worker (`stop`).
 from __future__ import annotations
 
 import multiprocessing
-import queue
 import signal
 import time
-from multiprocessing import resource_tracker
+from multiprocessing import connection, resource_tracker
 from typing import Any, Callable
 
 import attrs
@@ -31,12 +31,23 @@ REPLAY_OVERRAN = "replay_overran"  # a crash replay without end: dropped, its it
 JOIN_TIMEOUT_S = 5.0
 
 
+@attrs.frozen
+class AnswerPipe:
+    """The worker's end of its answer pipe: `put` sends one message whole (no feeder thread, no shared lock)."""
+
+    connection: Any
+
+    def put(self, message: dict[str, Any]) -> None:
+        self.connection.send(message)
+
+
 @attrs.define
 class Slot:
     """One worker process and the visit in hand (`stats` None: idle)."""
 
     process: Any
     tasks: Any
+    answers: Any  # the parent's end of the worker's answer pipe; None once the worker closed it (it died)
     stats: Any = None  # the scheduler's ItemStats of the visit in hand
     task: worker.Task | None = None
     started: float = 0.0  # when the task's time started counting (inf until the worker is ready)
@@ -75,7 +86,6 @@ class WorkerPool:
         self.options = options
         self.target = target
         self._context = multiprocessing.get_context("spawn")
-        self.results = self._context.Queue()
         self.slots: list[Slot] = []
 
     def start(self) -> None:
@@ -84,14 +94,17 @@ class WorkerPool:
 
     def _spawn(self) -> Slot:
         tasks = self._context.Queue()
-        process = self._context.Process(target=self.target, args=(self.options, tasks, self.results), daemon=True)
+        answers, worker_end = self._context.Pipe(duplex=False)
+        process = self._context.Process(target=self.target, args=(self.options, tasks, AnswerPipe(worker_end)),
+                                        daemon=True)
         resource_tracker.ensure_running()  # started later, it would unblock SIGINT and SIGTERM for the worker
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # the worker starts deaf to them
         try:
             process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        return Slot(process, tasks)
+            worker_end.close()  # the worker holds the only writer: its death reads as the pipe's end here
+        return Slot(process, tasks, answers)
 
     def busy_items(self) -> set[str]:
         return {slot.stats.item.id for slot in self.slots if slot.busy}
@@ -111,20 +124,24 @@ class WorkerPool:
     def receive(self, timeout_s: float) -> Answered | None:
         """The next answer of a busy worker (its slot is idle again), or None within `timeout_s`.
         A worker's ready message starts its task's time."""
+        open_slots = {slot.answers: slot for slot in self.slots if slot.answers is not None}
+        readable = connection.wait(list(open_slots), timeout_s) if open_slots else time.sleep(timeout_s)
+        if not readable:
+            return None
+        sender = open_slots[readable[0]]
         try:
-            message = self.results.get(timeout=timeout_s)
-        except queue.Empty:
+            message = sender.answers.recv()
+        except (EOFError, OSError):  # the worker died (`sweep` accounts a busy one); stop listening to it
+            sender.answers.close()
+            sender.answers = None
             return None
         if "ready" in message:
-            for slot in self.slots:
-                if slot.process.pid == message["ready"]:
-                    slot.ready, slot.started = True, time.monotonic()
+            sender.ready, sender.started = True, time.monotonic()
             return None
-        slot = next((s for s in self.slots if s.busy and s.stats.item.id == message["item"]), None)
-        if slot is None:  # the answer of a visit already dropped
+        if not sender.busy or sender.stats.item.id != message["item"]:  # the answer of a visit already dropped
             return None
-        done = Answered(slot.stats, slot.visit, message)
-        slot.stats = None
+        done = Answered(sender.stats, sender.visit, message)
+        sender.stats = None
         return done
 
     def sweep(self, hunt_started: float) -> list[Ended]:
@@ -142,6 +159,8 @@ class WorkerPool:
             ended.append(Ended(slot.stats, slot.task, slot.visit, why, slot.process.exitcode))
             slot.stats = None
             if why != OVER_BUDGET:  # past the budget no visit starts again: no worker is needed
+                if slot.answers is not None:
+                    slot.answers.close()
                 self.slots[index] = self._spawn()
         return ended
 
@@ -164,3 +183,5 @@ class WorkerPool:
             if slot.process.is_alive():
                 slot.process.kill()
             slot.process.join(timeout=JOIN_TIMEOUT_S)
+            if slot.answers is not None:
+                slot.answers.close()

@@ -31,6 +31,7 @@ from torchcts.manifest.vocabulary import CAPABILITIES
 PROPERTIES_PACKAGE = "torchcts.properties"
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+COMPARISONS = ("tolerance", "bits")
 ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
 
 
@@ -88,6 +89,9 @@ class ScenarioItems:
     # scenario -> its torch-only program (`torchcts.engine.programs`), for suites whose check runs one;
     # export writes the program's source into the reproduction script. Empty: not exportable.
     programs: Any = attrs.field(factory=dict, converter=lambda value: dict(value or {}), eq=False, hash=False)
+    # how the check compares results: "tolerance" (the oracle's, per dtype) or "bits" (bit for bit: views,
+    # copies, IEEE-754 semantics); an exported script compares the same way
+    comparison: str = attrs.field(default="tolerance")
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
@@ -104,6 +108,11 @@ class ScenarioItems:
         if not value or any(d not in dtype_names.CLAIMABLE_DTYPES for d in found) or len(set(found)) != len(found):
             raise RegistryError(f"ScenarioItems.dtypes: distinct names of dtypes a manifest can claim (float32, "
                                 f"bfloat16, ...), at least one, got {value!r}")
+
+    @comparison.validator
+    def _check_comparison(self, _: Any, value: str) -> None:
+        if value not in COMPARISONS:
+            raise RegistryError(f"ScenarioItems.comparison: one of {', '.join(COMPARISONS)}, got {value!r}")
 
     @programs.validator
     def _check_programs(self, _: Any, value: dict[str, Any]) -> None:

@@ -179,6 +179,6 @@ _CASES = {"transfers": transfer_cases, "copy_into": copy_into_cases, "converting
 
 
 @register_property("copies", capability="inference", level=2,
-                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS, comparison="bits"))
 def test_copies(cts):
     cts.run(_CASES[cts.item.op](cts), exact_program_check(cts, PROGRAMS[cts.item.op]))

@@ -243,7 +243,7 @@ def subnormal_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
 # -- the property ---------------------------------------------------------------------------------
 
 @register_property("ieee754", capability="ieee754", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS, comparison="bits"))
 def test_ieee754(cts):
     """The device gives CPU's result bit for bit: NaN where NaN, every zero's sign, infinities, subnormals."""
     scenario = cts.item.op

@@ -250,7 +250,7 @@ _CASES = {"contiguous_clone": contiguous_cases, "resize_set": resize_cases, "ove
 
 
 @register_property("views", capability="inference", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS, comparison="bits"))
 def test_views(cts):
     scenario = cts.item.op
     if scenario in _CHAIN_FAMILIES:

@@ -78,12 +78,25 @@ def _check(cts):  # a check function body for the declarations below
     ("levelled", {"level": True}, "property levelled: level must be an integer from 1 to 8, got True"),
     ("sourced", {"items": ["abs"]}, "property sourced: items must be OpInfoItems(...) or ScenarioItems(...)"),
     ("proving", {"also_proves": ("nothing",)}, "property proving: also_proves 'nothing' is not a manifest"),
+    ("declaring", {"overloads": "aten.add"}, "property declaring: overloads must be a list of names"),
+    ("declaring", {"overloads": ["add.Tensor"]}, "property declaring: overloads must be 'aten.<packet>' or"),
+    ("declaring", {"overloads": ["aten.add.Tensor.x"]}, "property declaring: overloads must be 'aten.<packet>'"),
 ])
 def test_a_bad_declaration_raises_naming_the_property(fresh_registry, name, declaration, message):
     arguments = {"capability": "inference", "level": 1, **declaration}
     with pytest.raises(RegistryError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         register_property(name, **arguments)(_check)
     assert name not in registry.capability_map()
+
+
+def test_a_suite_declares_the_overloads_it_exercises(fresh_registry):
+    def test_declared(cts):
+        pass
+
+    register_property("declared", capability="inference", level=1,
+                      overloads=["aten.add.Tensor", "aten.abs"])(test_declared)
+    assert registry.get("declared").overloads == ("aten.add.Tensor", "aten.abs")
+    assert registry.get("forward").overloads == ()  # an OpInfo property maps by its OpInfos, not declarations
 
 
 def test_a_check_not_named_test_is_refused(fresh_registry):

@@ -31,6 +31,7 @@ from torchcts.manifest.vocabulary import CAPABILITIES
 PROPERTIES_PACKAGE = "torchcts.properties"
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_OVERLOAD = re.compile(r"^aten\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")  # aten.<packet>[.<overload>]
 COMPARISONS = ("tolerance", "bits")
 ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
 
@@ -136,6 +137,8 @@ class PropertySpec:
     also_proves: tuple[str, ...] = ()  # capabilities its cases also exercise (special values: ieee754)
     draws: bool = True  # False: a fixed list of cases (OpInfo error inputs); one visit of fuzz says everything
     module: str = ""
+    # aten overloads ("aten.add.Tensor") or packets ("aten.add") a hand-authored suite exercises (the coverage audit)
+    overloads: tuple[str, ...] = ()
 
     @property
     def variant(self) -> str:
@@ -152,9 +155,20 @@ _INSTALLED_LOADED = False  # the modules of torchcts.properties are imported (on
 
 def register_property(name: str, *, capability: str, level: int, items: OpInfoItems | ScenarioItems = OpInfoItems(),
                       compares_values: bool = True, also_proves: Iterable[str] = (),
-                      draws: bool = True) -> Callable[[Callable], Callable]:
-    """Decorator: register the check function as property `name`; returns the function unchanged."""
+                      draws: bool = True, overloads: Iterable[str] = ()) -> Callable[[Callable], Callable]:
+    """Decorator: register the check function as property `name`; returns the function unchanged.
+
+    `overloads` names the aten overloads ("aten.add.Tensor") or packets ("aten.add") the suite
+    exercises, for the coverage audit (docs/coverage/audit.md)."""
     also = tuple(also_proves)
+    if isinstance(overloads, str) or not isinstance(overloads, Iterable):
+        raise RegistryError(f"property {name}: overloads must be a list of names like 'aten.add.Tensor' or "
+                            f"'aten.add', got {overloads!r}")
+    declared = tuple(overloads)
+    bad = [o for o in declared if not isinstance(o, str) or not _OVERLOAD.match(o)]
+    if bad:
+        raise RegistryError(f"property {name}: overloads must be 'aten.<packet>' or 'aten.<packet>.<overload>', "
+                            f"got {bad[0]!r}")
     if not isinstance(name, str) or not _NAME.match(name):
         raise RegistryError(f"property name {name!r}: lower_snake_case, starting with a letter")
     for field, value in [("capability", capability)] + [("also_proves", c) for c in also]:
@@ -170,7 +184,7 @@ def register_property(name: str, *, capability: str, level: int, items: OpInfoIt
         if not callable(function) or not getattr(function, "__name__", "").startswith("test_"):
             raise RegistryError(f"property {name}: the check must be a function named test_..., so pytest collects it")
         spec = PropertySpec(name, capability, level, items, function, bool(compares_values), also, bool(draws),
-                            getattr(function, "__module__", ""))
+                            getattr(function, "__module__", ""), declared)
         known = _REGISTRY.get(name)
         if known is not None and _origin(known.check) != _origin(function):
             raise RegistryError(f"property {name} is registered twice: {_origin(known.check)} and {_origin(function)}")

@@ -193,6 +193,20 @@ def test_a_failing_scenario_case_exports_a_script_that_reproduces(probe_property
     assert clean[0] == 0 and "not reproduced on faulty" in clean[1], clean
 
 
+def test_a_bit_exact_suite_exports_a_script_that_compares_bit_for_bit(tmp_path):
+    """ieee754 compares bits: a float16 product flushed from a subnormal to 0.0 is inside float16's tolerance,
+    so the script must compare bits too, or it would call the failure "not reproduced"."""
+    record = _run_suite_item()(tmp_path, "ieee754", "subnormal_arithmetic", "float16", device="faulty",
+                               bugs=("subnormal_flush_half",), max_examples=40, corpus_dir=tmp_path / "corpus")
+    assert record["outcome"] is Outcome.FAILED, record
+    script = export_script(tmp_path / "corpus" / record["counterexample"]["path"])
+    assert "EXACT = True" in script and "bit for bit" in script
+    found, clean = run_scripts((script, tmp_path / "bug", (), ("subnormal_flush_half",)),
+                               (script, tmp_path / "clean", ("faulty",), ()))
+    assert found[0] == 1 and "REPRODUCED on faulty" in found[1] and "(bit for bit)" in found[1], found
+    assert clean[0] == 0 and "not reproduced on faulty" in clean[1], clean
+
+
 @pytest.mark.parametrize("scenario, why", [
     ("uses_open", "uses the name open"),
     ("uses_a_dunder", "uses the attribute __"),

@@ -157,14 +157,16 @@ def _free_names(function: ast.FunctionDef) -> set[str]:
 # The scenario script's own vocabulary (scenario_script.py.jinja); the program adds its names and attributes,
 # case values only names from torch's own tables (ValueWriter.names).
 SCRIPT_NAMES = frozenset({
-    "AssertionError", "DEVICE", "DEVICE_PROGRAM", "any", "Exception", "ITEM_DTYPE", "PROGRAM", "STORAGES", "TOLERANCES",
+    "AssertionError", "DEVICE", "DEVICE_PROGRAM", "EXACT", "any", "Exception", "ITEM_DTYPE", "bad", "index",
+    "first_bit_difference", "list", "nan", "repr", "PROGRAM", "STORAGES", "TOLERANCES",
     "__name__", "a", "abs", "actual", "actual_leaves", "actual_spec", "args", "atol", "base64", "bool",
     "bytearray", "complex", "data", "device", "differs", "dtype", "e", "elements", "enumerate", "exc", "expected",
     "expected_leaves", "expected_spec", "float", "i", "input", "inputs", "int", "isinstance", "kwargs", "len",
     "n", "print", "problem", "program", "raw", "rtol", "run", "s", "same", "slice", "storage", "sys", "t",
     "tolerance", "torch", "tuple", "type", "where", "x", "y", "zip", "Ellipsis"})
 SCRIPT_ATTRIBUTES = frozenset({
-    "Size", "Tensor", "__name__", "_pytree", "argv", "as_strided", "assert_close", "b64decode", "clone", "compile",
+    "Size", "Tensor", "__name__", "_pytree", "any", "argv", "double", "is_complex", "is_floating_point", "isnan",
+    "item", "nonzero", "resolve_conj", "resolve_neg", "signbit", "view_as_real", "as_strided", "assert_close", "b64decode", "clone", "compile",
     "cpu", "detach", "device", "dtype", "empty", "exit", "float64", "frombuffer", "get", "layout", "nested",
     "nested_tensor", "numel", "requires_grad_", "shape", "sparse_compressed_tensor", "sparse_coo_tensor",
     "stride", "strided", "testing", "to", "tree_flatten", "type", "uint8", "utils", "view", "zeros"})
@@ -192,6 +194,7 @@ def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[
     on_device = (f"DEVICE_PROGRAM = torch.compile(PROGRAM, backend={ascii(case.backend)})" if case.backend
                  else "DEVICE_PROGRAM = PROGRAM")
     code = {"device": ascii(device), "dtype": str(dtype), "tolerances": tolerances,
+            "exact": str(getattr(spec.items, "comparison", "tolerance") == "bits"),
             "modules": list(program.modules), "program": program.source, "name": program.name,
             "device_program": on_device,
             "storages": [writer.storage(s, i) for i, s in enumerate(case.storages)],

@@ -345,15 +345,56 @@ def foreach_check(cts, program):
     return check
 
 
+# the aten overloads foreach dispatches on a device (traced on the faulty device, 4 examples an item; the
+# coverage audit reads them: docs/coverage/audit.md)
+_OVERLOADS = (
+    "aten._foreach_abs.default", "aten._foreach_add.List", "aten._foreach_add.Scalar",
+    "aten._foreach_add.ScalarList", "aten._foreach_add_.List", "aten._foreach_add_.Scalar",
+    "aten._foreach_add_.ScalarList", "aten._foreach_addcdiv.Scalar", "aten._foreach_addcdiv.ScalarList",
+    "aten._foreach_addcdiv_.Scalar", "aten._foreach_addcdiv_.Tensor", "aten._foreach_addcmul.Scalar",
+    "aten._foreach_addcmul.ScalarList", "aten._foreach_addcmul_.Scalar", "aten._foreach_addcmul_.ScalarList",
+    "aten._foreach_atan.default", "aten._foreach_atan_.default", "aten._foreach_ceil.default",
+    "aten._foreach_ceil_.default", "aten._foreach_clamp_max.ScalarList", "aten._foreach_clamp_max_.List",
+    "aten._foreach_clamp_max_.Scalar", "aten._foreach_clamp_max_.ScalarList", "aten._foreach_clamp_min.List",
+    "aten._foreach_clamp_min_.List", "aten._foreach_clamp_min_.ScalarList", "aten._foreach_copy_.default",
+    "aten._foreach_cos.default", "aten._foreach_div.List", "aten._foreach_div.Scalar", "aten._foreach_div.Tensor",
+    "aten._foreach_div_.List", "aten._foreach_div_.Scalar", "aten._foreach_div_.ScalarList",
+    "aten._foreach_div_.Tensor", "aten._foreach_erf_.default", "aten._foreach_exp.default",
+    "aten._foreach_expm1.default", "aten._foreach_log.default", "aten._foreach_log_.default",
+    "aten._foreach_maximum.List", "aten._foreach_maximum.Scalar", "aten._foreach_maximum.ScalarList",
+    "aten._foreach_maximum_.List", "aten._foreach_minimum.List", "aten._foreach_minimum.Scalar",
+    "aten._foreach_minimum.ScalarList", "aten._foreach_minimum_.List", "aten._foreach_minimum_.Scalar",
+    "aten._foreach_minimum_.ScalarList", "aten._foreach_mul.List", "aten._foreach_mul.Scalar",
+    "aten._foreach_mul.ScalarList", "aten._foreach_mul.Tensor", "aten._foreach_mul_.List",
+    "aten._foreach_mul_.ScalarList", "aten._foreach_mul_.Tensor", "aten._foreach_norm.Scalar",
+    "aten._foreach_pow.List", "aten._foreach_pow.Scalar", "aten._foreach_pow_.List", "aten._foreach_pow_.Scalar",
+    "aten._foreach_reciprocal.default", "aten._foreach_round_.default", "aten._foreach_sqrt_.default",
+    "aten._foreach_sub.List", "aten._foreach_sub.ScalarList", "aten._foreach_sub_.List",
+    "aten._foreach_sub_.ScalarList", "aten._foreach_tanh.default", "aten._foreach_tanh_.default",
+    "aten._foreach_trunc_.default", "aten._foreach_zero_.default", "aten._local_scalar_dense.default",
+)
+
+
 @register_property("foreach", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS),
+                   overloads=_OVERLOADS)
 def test_foreach(cts):
     scenario = cts.item.op
     cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, PROGRAMS[scenario]))
 
 
+# the aten overloads foreach_floating dispatches on a device (traced on the faulty device, 4 examples an item; the
+# coverage audit reads them: docs/coverage/audit.md)
+_FLOATING_OVERLOADS = (
+    "aten._foreach_lerp.List", "aten._foreach_lerp.Scalar", "aten._foreach_lerp.ScalarList",
+    "aten._foreach_lerp_.List", "aten._foreach_lerp_.Scalar", "aten._foreach_lerp_.ScalarList",
+    "aten._foreach_norm.Scalar",
+)
+
+
 @register_property("foreach_floating", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS))
+                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS),
+                   overloads=_FLOATING_OVERLOADS)
 def test_foreach_floating(cts):
     scenario = cts.item.op
     cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, FLOATING_PROGRAMS[scenario]))

@@ -330,7 +330,9 @@ class CaseContext:
         if inputs is not None and normwise:
             tol = oracle.normwise_floor(tol, expected)
         try:
-            result = oracle.compare(actual, expected, tol, values=values, strides=strides)
+            # a scenario program's plain values are metadata it observed (strides, `_is_view()`): shown by every target
+            result = oracle.compare(actual, expected, tol, values=values, strides=strides,
+                                    plain=values or self.op is None)
         except Exception as exc:  # noqa: BLE001 - reading the device's result (metadata, copy to CPU) raised
             self._raise_backend(exc, " (reading its result back to CPU)")
         if not result.ok:

@@ -158,10 +158,11 @@ class Comparison:
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance, *, values: bool = True,
-            strides: bool | str = False) -> Comparison:
+            strides: bool | str = False, plain: bool | None = None) -> Comparison:
     """Compare a backend's result (any device) with CPU's: structure, dtype, shape, strides
     (True: all; "significant": those of dimensions longer than 1; False: none), and values
-    within `tol` (NaN where NaN, equal infinities)."""
+    within `tol` (NaN where NaN, equal infinities). Non-tensor leaves compare when `plain`
+    (default: `values`): a scenario's metadata (strides, `_is_view()`) is observable without values."""
     actual_leaves, actual_spec = tree_flatten(actual)
     expected_leaves, expected_spec = tree_flatten(expected)
     if actual_spec != expected_spec:
@@ -169,7 +170,7 @@ def compare(actual: Any, expected: Any, tol: Tolerance, *, values: bool = True,
     worst = Comparison(True)
     for index, (got, want) in enumerate(zip(actual_leaves, expected_leaves)):
         where = f"output {index}" if len(expected_leaves) > 1 else "output"
-        result = _compare_leaf(got, want, tol, values, strides, where)
+        result = _compare_leaf(got, want, tol, values, strides, where, values if plain is None else plain)
         if not result.ok:
             return result
         worst = Comparison(True, "", max(worst.max_abs_error, result.max_abs_error),
@@ -177,11 +178,12 @@ def compare(actual: Any, expected: Any, tol: Tolerance, *, values: bool = True,
     return worst
 
 
-def _compare_leaf(got: Any, want: Any, tol: Tolerance, values: bool, strides: bool, where: str) -> Comparison:
+def _compare_leaf(got: Any, want: Any, tol: Tolerance, values: bool, strides: bool, where: str,
+                  plain: bool) -> Comparison:
     if not isinstance(want, torch.Tensor):
         if isinstance(got, torch.Tensor):
             return Comparison(False, f"{where}: a tensor where CPU gives {type(want).__name__} {want!r}")
-        if values and not _scalars_equal(got, want, tol):
+        if plain and not _scalars_equal(got, want, tol):
             return Comparison(False, f"{where}: {got!r}, CPU gives {want!r}")
         return Comparison(True)
     if not isinstance(got, torch.Tensor):

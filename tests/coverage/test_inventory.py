@@ -1,0 +1,84 @@
+"""The overload inventory against the installed torch: known overloads, their kernels, tags and rules."""
+
+from __future__ import annotations
+
+import torch
+
+from torchcts.coverage import relevance
+from torchcts.coverage.inventory import inventory_metadata, inventory_names, load_inventory, overload_name
+
+
+def _entry(name: str):
+    return next(e for e in load_inventory() if e.name == name)
+
+
+def test_every_dispatcher_overload_once_sorted_by_name():
+    entries = load_inventory()
+    names = [e.name for e in entries]
+    assert names == sorted(names) and len(set(names)) == len(names)
+    dispatcher = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    assert len(entries) == len(dispatcher)
+    assert load_inventory() is entries  # cached per process
+
+
+def test_names_are_str_of_the_op_overload():
+    for name in ("aten.add.Tensor", "aten.abs.default", "aten.add_.Tensor", "aten.add.out"):
+        entry = _entry(name)
+        op = getattr(getattr(torch.ops.aten, entry.packet), entry.overload)
+        assert str(op) == name
+        assert entry.schema == str(op._schema)
+    assert overload_name("aten::abs") == ("aten.abs.default", "abs", "default")
+
+
+def test_add_tensor_has_a_cpu_kernel_and_its_tags():
+    add = _entry("aten.add.Tensor")
+    assert {"CPU", "Meta"} <= set(add.kernels)
+    assert {"core", "pointwise"} <= set(add.tags)
+    assert add.decomposition is True
+    assert add.relevant and add.rule_id == "cpu-kernel"
+    assert "out" in _entry("aten.add.out").tags and "inplace" in _entry("aten.add_.Tensor").tags
+
+
+def test_linear_is_composite_implicit_only_and_not_relevant():
+    linear = _entry("aten.linear.default")
+    assert "CompositeImplicitAutograd" in linear.kernels and "CPU" not in linear.kernels
+    assert not linear.relevant and linear.rule_id == "composite-implicit"
+    assert linear.rule.startswith("composite-implicit: ")
+
+
+def test_rules_for_other_kinds_of_overload():
+    assert _entry("aten.abs.default").rule_id == "composite-explicit"  # inherits its composite kernel
+    backward = _entry("aten.tanh_backward.default")
+    assert backward.relevant and backward.rule_id == "backward"
+    hook = _entry("aten._copy_from.default")
+    assert hook.kernels == () and hook.relevant and hook.rule_id == "backend-hook"
+    sparse = _entry("aten._indices.default")
+    assert sparse.relevant and sparse.rule_id == "sparse-only" and sparse.capability == "sparse"
+    quantized = _entry("aten.q_scale.default")
+    assert quantized.relevant and quantized.capability == "native_quantization"
+    assert _entry("aten.cudnn_convolution.out").rule_id == "vendor-named"  # its composite .out is cuDNN's too
+    assert not _entry("aten._test_check_tensor.default").relevant
+
+
+def test_classify_first_rule_wins_and_unknown_kernels_stay_relevant():
+    assert relevance.classify("mish_backward", {"CPU", "CompositeImplicitAutograd"}).id == "composite-implicit"
+    assert relevance.classify("silu_backward", {"CPU", "CompositeImplicitAutograd",
+                                                "CompositeExplicitAutograd"}).id == "backward"
+    assert relevance.classify("anything", (), kernels_known=False).relevant
+    assert relevance.classify("batch_norm_stats", ()).id == "vendor-only"
+    assert [r.id for r in relevance.RULES][-1] == "vendor-only"  # the catch-all comes last
+
+
+def test_metadata_counts_add_up():
+    meta = inventory_metadata()
+    counts = meta["counts"]
+    assert meta["torch"] == torch.__version__
+    assert counts["overloads"] == len(inventory_names()) == counts["relevant"] + counts["not_relevant"]
+    assert sum(counts["per_rule"].values()) == counts["overloads"]
+    assert set(counts["per_rule"]) == {rule.id for rule in relevance.RULES}
+    assert counts["torchscript_only"] is None or counts["torchscript_only"] >= 0
+
+
+def test_to_json_is_plain_data():
+    data = _entry("aten.add.Tensor").to_json()
+    assert data["name"] == "aten.add.Tensor" and isinstance(data["kernels"], list) and isinstance(data["tags"], list)

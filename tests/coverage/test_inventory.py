@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from torchcts.coverage import relevance
@@ -82,3 +84,48 @@ def test_metadata_counts_add_up():
 def test_to_json_is_plain_data():
     data = _entry("aten.add.Tensor").to_json()
     assert data["name"] == "aten.add.Tensor" and isinstance(data["kernels"], list) and isinstance(data["tags"], list)
+
+
+def test_cli_writes_inventory_json(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from torchcts.cli.coverage_inventory import inventory
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "coverage_exclusions.json").write_text(json.dumps({"schema_version": 1, "exclusions": [
+        {"overload": "aten.add.Tensor", "reason": "the project tests it elsewhere"},
+        {"overload": "aten.gone.default", "reason": "renamed"}]}))
+    result = CliRunner().invoke(inventory, [])
+    assert result.exit_code == 0, result.output
+    assert "aten overloads of torch" in result.stdout and "the inventory took" in result.stdout
+    assert "aten.gone.default" in result.stderr and "(stale)" in result.stderr
+    document = json.loads((tmp_path / "results" / "coverage" / "inventory.json").read_text())
+    assert document["schema_version"] == 1 and document["metadata"]["torch"] == torch.__version__
+    by_name = {o["name"]: o for o in document["overloads"]}
+    assert len(by_name) == document["metadata"]["counts"]["overloads"] == len(load_inventory())
+    assert by_name["aten.add.Tensor"]["excluded"] == {"reason": "the project tests it elsewhere",
+                                                      "source": "coverage_exclusions.json#0"}
+    assert by_name["aten.linear.default"]["relevant"] is False and by_name["aten.abs.default"]["excluded"] is None
+    assert [r["id"] for r in document["rules"]] == [r.id for r in relevance.RULES]
+
+
+def test_cli_exits_2_on_a_malformed_project_file(tmp_path):
+    from click.testing import CliRunner
+
+    from torchcts.cli.coverage_inventory import inventory
+
+    (tmp_path / "coverage_exclusions.json").write_text(json.dumps({"schema_version": 1, "exclusions": [
+        {"overload": "aten.add.Tensor"}]}))
+    output = tmp_path / "out" / "inv.json"
+    result = CliRunner().invoke(inventory, ["--project-dir", str(tmp_path), "--output", str(output)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"torchcts coverage inventory: {tmp_path / 'coverage_exclusions.json'}: entry 0, field `reason`: "
+        "every exclusion needs a non-empty reason"]
+    assert not output.exists()
+
+
+def test_inventory_is_a_coverage_subcommand():
+    from torchcts.cli.coverage_commands import coverage
+
+    assert "inventory" in coverage.commands

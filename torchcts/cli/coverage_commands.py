@@ -17,3 +17,8 @@ def coverage() -> None:
     `inventory` lists the installed torch's overloads, `audit` gives each backend-relevant one a
     status, `check` validates an audit, `report` renders it; docs/coverage/ explains the policy.
     """
+
+
+from torchcts.cli.coverage_inventory import inventory  # noqa: E402 - after the group it joins
+
+coverage.add_command(inventory)

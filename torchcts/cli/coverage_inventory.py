@@ -1,0 +1,94 @@
+"""`torchcts coverage inventory`: every aten overload of the installed torch, classified, in inventory.json.
+
+Parses its options, calls `torchcts.coverage.inventory` and `exclusions`, writes one JSON file and
+prints the counts. torch is imported inside the command. Exit codes: 0 written (stale exclusion
+names are warnings), 2 bad input (a malformed exclusions file, named with its entry and field).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from torchcts.cli.options import OutputFile, fail
+
+DEFAULT_OUTPUT = Path("results") / "coverage" / "inventory.json"
+SCHEMA_VERSION = 1
+
+
+def build_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """inventory.json's content and the exclusion warnings; ExclusionsError for a malformed file."""
+    from torchcts.coverage import relevance
+    from torchcts.coverage.exclusions import load_exclusions
+    from torchcts.coverage.inventory import inventory_metadata, load_inventory
+
+    entries = load_inventory()
+    exclusions = load_exclusions(project_dir)
+    overloads = []
+    for entry in entries:
+        hit = exclusions.match(entry.name)
+        excluded = None if hit is None else {"reason": hit.reason, "source": hit.source}
+        overloads.append(entry.to_json() | {"excluded": excluded})
+    metadata = inventory_metadata()
+    metadata["counts"]["excluded"] = sum(o["excluded"] is not None for o in overloads)
+    metadata["counts"]["relevant_excluded"] = sum(o["excluded"] is not None and o["relevant"] for o in overloads)
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "metadata": metadata,
+        "rules": [{"id": r.id, "relevant": r.relevant, "why": r.why, "capability": r.capability}
+                  for r in relevance.RULES],
+        "exclusion_warnings": list(exclusions.problems),
+        "overloads": overloads,
+    }
+    return document, list(exclusions.problems)
+
+
+def write_document(document: dict[str, Any], output: Path) -> None:
+    """Write beside `output`, then rename over it: a reader never sees half a file."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    partial.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    os.replace(partial, output)
+
+
+@click.command("inventory")
+@click.option("--output", type=OutputFile(), default=DEFAULT_OUTPUT, show_default=True,
+              help="Where to write the inventory JSON.")
+@click.option("--project-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."),
+              show_default=True, help="The folder whose coverage_exclusions.json is merged after the packaged "
+                                      "exclusions (entries there override packaged ones by name).")
+def inventory(output: Path, project_dir: Path) -> None:
+    """List every aten overload of the installed torch and decide which a backend must answer for.
+
+    Each overload (as `str(OpOverload)`, e.g. aten.add.Tensor) comes with its schema, tags (core,
+    pointwise, inplace_view, ...), the dispatch keys that have a kernel (CPU, Meta, composite
+    implicit/explicit, sparse, quantized, vendor keys), whether torch._decomp decomposes it, whether
+    it is backend-relevant and the rule that decided, and the exclusion that applies to it, if any.
+    Prints the counts per rule and the time it took. docs/coverage/policy.md explains every rule and
+    the exclusions files.
+    """
+    from torchcts.coverage.exclusions import ExclusionsError
+
+    started = time.monotonic()
+    try:
+        document, warnings = build_document(project_dir)
+    except ExclusionsError as exc:
+        fail(f"torchcts coverage inventory: {exc}")
+    write_document(document, output)
+    counts = document["metadata"]["counts"]
+    click.echo(f"torchcts coverage inventory: {counts['overloads']} aten overloads of torch "
+               f"{document['metadata']['torch']}: {counts['relevant']} backend-relevant, "
+               f"{counts['not_relevant']} not; {counts['excluded']} excluded "
+               f"({counts['relevant_excluded']} of them relevant)")
+    for rule in document["rules"]:
+        mark = "relevant" if rule["relevant"] else "not relevant"
+        click.echo(f"  {rule['id']:<20} {counts['per_rule'][rule['id']]:>5}  {mark}")
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(f"wrote {output}")
+    click.echo(f"the inventory took {time.monotonic() - started:.1f} s")

@@ -129,3 +129,12 @@ def test_inventory_is_a_coverage_subcommand():
     from torchcts.cli.coverage_commands import coverage
 
     assert "inventory" in coverage.commands
+
+
+def test_policy_doc_describes_every_rule():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "coverage" / "policy.md").read_text()
+    missing = [rule.id for rule in relevance.RULES if f"| `{rule.id}` | {'yes' if rule.relevant else 'no'} |" not in doc]
+    assert missing == [], "docs/coverage/policy.md does not describe these relevance rules"
+    assert "## Evidence" in doc and "docs/coverage/evidence.md" in doc

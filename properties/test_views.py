@@ -69,7 +69,8 @@ def contiguous_clone(input, memory_format):
     formatted = plain if memory_format == torch.preserve_format else input.contiguous(memory_format=memory_format)
     moved = input.to(memory_format=memory_format, copy=True)
     empty = torch.empty_like(input, memory_format=memory_format)
-    empty_strides = tuple(s for s, n in zip(empty.stride(), empty.shape) if n > 1)  # a size-1 dim's stride is free
+    # a size-1 dimension's stride is free, and so is every stride of a tensor without elements
+    empty_strides = tuple(s for s, n in zip(empty.stride(), empty.shape) if n > 1) if empty.numel() else ()
     return (plain, plain is input, cloned, cloned._is_view(), formatted, formatted is input, moved,
             tuple(empty.shape), empty_strides)
 
@@ -107,6 +108,8 @@ def overlap_rules(input, kind):
             work.copy_(work.transpose(0, 1))
         elif kind == "self_copy_":
             work.copy_(work)
+    except NotImplementedError:  # no kernel for the dtype: CPU's is cpu_contract, the device's an error
+        raise
     except RuntimeError as exc:  # CPU's rejection; other exception types are the device's own errors
         error = type(exc).__name__
     return error, work
@@ -121,6 +124,8 @@ def storage_shared(input, steps):
             view = view[pick]
     try:
         base = input.untyped_storage().data_ptr()
+        if base == 0 and input.untyped_storage().nbytes() > 0:  # bytes but no address: meta, a fake device
+            return "no data pointer"
         shared = view.untyped_storage().data_ptr() == base
         cloned = input.clone().untyped_storage().data_ptr() == base
     except RuntimeError:  # a Python wrapper-subclass device: its storages have no data pointer
@@ -238,7 +243,7 @@ def _storage_check(cts):
 
     def check(case):
         if cts.on_device_call(run, case.sample, what=" (storage_shared)") == "no data pointer":
-            raise CaseUnavailable("the device's storages have no data pointer (a Python wrapper-subclass "
+            raise CaseUnavailable("the device's storages have no data pointer (meta, a Python wrapper-subclass "
                                   "backend): storage sharing cannot be observed")
         exact(case)
 

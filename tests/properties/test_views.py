@@ -30,6 +30,15 @@ def test_every_scenario_passes_on_cpu_and_on_clean_faulty(run_suite, scenario):
     assert faulty["outcome"] is expected, faulty
 
 
+@pytest.mark.parametrize("scenario", ["storage_shared", "contiguous_clone"])
+def test_meta_shows_the_metadata_but_no_data_pointers(run_suite, scenario):
+    """On meta the programs' plain values (strides, `_is_view()`) are compared; storages there have bytes but
+    no address, so storage sharing is unavailable rather than "always shared"."""
+    record = run_suite("views", scenario, "float32", device="meta", max_examples=10)
+    expected = Outcome.RUNTIME_UNAVAILABLE if scenario == "storage_shared" else Outcome.PASSED
+    assert record["outcome"] is expected, record
+
+
 @pytest.mark.parametrize("bug, scenario", [("permute_copies", "transpose_views"),
                                            ("as_strided_relative_offset", "strided_views"),
                                            ("expand_materializes", "expand_views"),

@@ -52,13 +52,17 @@ from torchcts.cli.selection import plan_for, selection_options
 @click.option("--no-shrink", is_flag=True, help="Report the first failing case of an item without shrinking it.")
 @click.option("--no-report", is_flag=True,
               help="Do not write the report (scorecard.md, report.html, junit.xml, summary.json) into the run folder.")
+@click.option("--trace-dispatch", is_flag=True,
+              help="Record in each executed item's record the aten overloads its device side dispatched, for "
+                   "`torchcts coverage collect-backend-evidence`. Costs a Python call per op: about 1.1-1.3x an "
+                   "item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
         results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
         subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
         known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
-        no_shrink: bool, no_report: bool) -> None:
+        no_shrink: bool, no_report: bool, trace_dispatch: bool) -> None:
     """Run the property suites against a device and write results and the report.
 
     Every item the manifest rules out, or this run deselects, is recorded with its reason.
@@ -81,7 +85,8 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
                          properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
                          corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
-                         pytest_args=click.get_current_context().meta[PYTEST_ARGS],
+                         pytest_args=(("--trace-dispatch",) if trace_dispatch else ())
+                         + tuple(click.get_current_context().meta[PYTEST_ARGS]),
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
                                                         known_segfault_audit, adaptive_isolation, item_timeout),
                          hypothesis_args=_hypothesis_args(hypothesis_profile, hypothesis_seed,

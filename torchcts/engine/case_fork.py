@@ -43,7 +43,10 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
 
     def work() -> dict[str, str]:
         context.phase = phase
-        return _case_answer(check, case)
+        answer = _case_answer(check, case)
+        if context.dispatch_trace is not None:  # --trace-dispatch: what the child dispatched comes back
+            answer["dispatched"] = context.dispatch_trace.names()
+        return answer
 
     try:
         result = run_forked(work, timeout_s)
@@ -58,6 +61,8 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
                              f"({result.describe()}): {why}")
         raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
     item_warnings.merge(result.answer.get("warnings"))
+    if context.dispatch_trace is not None:
+        context.dispatch_trace.add(result.answer.get("dispatched"))
     kind, message = result.answer["kind"], result.answer["message"]
     if kind == "missing_kernel":
         raise MissingKernelError(message, MissingKernel(**result.answer["missing_kernel"]))

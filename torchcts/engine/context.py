@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from torchcts import interrupts
 from torchcts.engine import missing_kernels, oracle, ulp_oracle
+from torchcts.engine.dispatch_trace import traced
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
@@ -102,6 +103,7 @@ class CaseContext:
     draw: Any = None  # the run's `hypothesis_profile.DrawSettings` (None: Hypothesis's current profile)
     statistics: dict[str, Any] | None = None  # Hypothesis's statistics, when the run asks for them
     ulp: ulp_oracle.UlpTally = attrs.field(factory=ulp_oracle.UlpTally)  # the ULP rule's evidence (docs/oracle.md)
+    dispatch_trace: Any = None  # a `dispatch_trace.DispatchTrace` under --trace-dispatch: the device side's overloads
 
     # -- running -------------------------------------------------------------------------------
 
@@ -238,7 +240,8 @@ class CaseContext:
     def on_device(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample placed with its exact layout; BackendError if it raises."""
         try:
-            placed = self.place_for(sample, self.target)
+            with traced(self.dispatch_trace):  # placing the case is device-side work too
+                placed = self.place_for(sample, self.target)
         except Exception as exc:  # noqa: BLE001 - copying the case to the device can need a kernel it lacks
             kernel = missing_kernels.find(exc, self.target.device_type)
             if kernel is None:
@@ -255,7 +258,8 @@ class CaseContext:
         if self.phase is not None:
             self.phase[0] = ORACLE_PHASE  # a case's child: dying from here on is the oracle's crash
         try:
-            return run(self, sample, ORACLE)
+            with traced(self.dispatch_trace, suspend=True):
+                return run(self, sample, ORACLE)
         except Exception as exc:  # noqa: BLE001 - any oracle exception makes the case moot
             raise CpuRejects(f"{type(exc).__name__}: {exc}") from exc
         finally:
@@ -265,7 +269,8 @@ class CaseContext:
     def on_device_call(self, run: Callable[[Any, Any, Target], Any], sample: Any, what: str = "") -> Any:
         """`run(self, sample, target)` on the target; CaseUnavailable or BackendError if it raises."""
         try:
-            return run(self, sample, self.target)
+            with traced(self.dispatch_trace):
+                return run(self, sample, self.target)
         except Exception as exc:  # noqa: BLE001
             why = self.target.unavailable(exc)
             if why:
@@ -284,7 +289,8 @@ class CaseContext:
 
     def device_call(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample, letting its exceptions through (error parity)."""
-        return self.target.call(self.op, variant or self.item.variant, self.place_for(sample, self.target).value)
+        with traced(self.dispatch_trace):
+            return self.target.call(self.op, variant or self.item.variant, self.place_for(sample, self.target).value)
 
     def place_for(self, sample: Any, target: Target) -> Placement:
         """A fresh copy of the sample on the target's device, except the arguments the op takes on CPU."""

@@ -69,6 +69,7 @@ class EngineSettings:
     case_timeout_s: float | None = None
     isolation: Any = None
     trace_device_ops: bool = False
+    trace_dispatch: bool = False  # records carry `dispatched` (`engine.dispatch_trace`); never under torch.compile
     show_traceback: bool = False
     case_limits: CaseLimits = CaseLimits()
     draw: Any = None  # `hypothesis_profile.DrawSettings`: profile, verbosity, statistics (None: Hypothesis's current)
@@ -115,6 +116,10 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
     except Exception as exc:  # noqa: BLE001 - an unreadable case file, an op this torch lacks: a record says so
         verdict = setup_failure(exc, show_traceback=settings.show_traceback)
         return _record(item, verdict, time.monotonic() - started)
+    if settings.trace_dispatch and settings.target.compile_backend is None:
+        from torchcts.engine.dispatch_trace import DispatchTrace
+
+        context.dispatch_trace = DispatchTrace(settings.target.device_type)
     if settings.trace_device_ops and not isinstance(item, ReplayItem):
         from torchcts.testing import faulty
 
@@ -130,6 +135,8 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
         from torchcts.testing import faulty
 
         record["device_ops"] = faulty.take_trace()
+    if context.dispatch_trace is not None:
+        record["dispatched"] = context.dispatch_trace.names()
     if context.case_isolation is not None:  # which cases ran forked, and why
         record["isolated_cases"] = f"known CPU-oracle crash rule {context.case_isolation.rule}: " \
                                    f"{context.case_isolation.reason}"

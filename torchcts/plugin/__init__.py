@@ -59,6 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
     group.addoption("--no-shrink", dest="torchcts_no_shrink", action="store_true",
                     help="TorchCTS: report the first failing case of an item without shrinking it (faster triage).")
+    group.addoption("--trace-dispatch", dest="torchcts_trace_dispatch", action="store_true",
+                    help="TorchCTS: record in each executed item's record the aten overloads its device side "
+                         "dispatched (`dispatched`; costs a Python call per op; not with --compile).")
     group.addoption("--replay", dest="torchcts_replay", action="append", default=None, metavar="PATH",
                     help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
                          "new cases; repeatable.")

@@ -42,6 +42,9 @@ from torchcts.plan.selection import check_properties
 from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
 
 
+TRACE_DISPATCH_ENV = "TORCHCTS_TRACE_DISPATCH"  # "1": the same as --trace-dispatch
+
+
 class SessionError(Exception):
     """A run that cannot start: the message says what to fix."""
 
@@ -70,6 +73,7 @@ class RunStart:
     corpus_dir: Path
     case_limits: CaseLimits
     draw: Any = None  # `hypothesis_profile.DrawSettings` (None when replaying: no draws)
+    trace_dispatch: bool = False  # records carry `dispatched` (--trace-dispatch or TORCHCTS_TRACE_DISPATCH=1)
 
 
 def start_run(config: pytest.Config) -> RunStart:
@@ -91,6 +95,10 @@ def start_run(config: pytest.Config) -> RunStart:
     selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
     target = Target(device, option("torchcts_compile"))
+    trace_dispatch = bool(option("torchcts_trace_dispatch")) or os.environ.get(TRACE_DISPATCH_ENV) == "1"
+    if trace_dispatch and target.compile_backend:
+        raise SessionError("--trace-dispatch cannot be combined with --compile: an active dispatch mode makes dynamo "
+                           "skip the frame and run it eagerly, so the run would no longer test the compiled path")
     draw = draw_settings(config, manifest, max_examples)
     run_seed, derandomize = _run_seed(option, seed, manifest, draw.profile_derandomizes)
     warnings = [w for w in [device_name_warning(manifest, device, validation), hash_seed_warning(derandomize)] if w]
@@ -118,6 +126,7 @@ def start_run(config: pytest.Config) -> RunStart:
         "capability_also_tested_by": registry.also_proves_map(),  # e.g. special values: ieee754
         "planned_items": len(plan.items) if replaying is None else len(replaying),
         "harness_threads": HARNESS_THREADS,
+        "trace_dispatch": trace_dispatch,  # records carry `dispatched` (docs/coverage/evidence.md)
         "warnings": warnings,  # e.g. a manifest written for another device type (printed at the start)
     }
     rules = crash_rules(option, manifest_path, target)
@@ -139,7 +148,7 @@ def start_run(config: pytest.Config) -> RunStart:
         writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
     return RunStart(manifest, target, plan, writer, run_seed, max_examples,
                     selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
-                    corpus_dir(option), limits, draw=draw if replaying is None else None)
+                    corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch)
 
 
 def run_kind(config: pytest.Config) -> str:

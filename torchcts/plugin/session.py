@@ -82,6 +82,7 @@ class RunSession:
             found=found, replay_flags=flags, isolation=start.isolation,
             # `torchcts selftest` asks the faulty device which aten overloads each item ran
             trace_device_ops=os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty",
+            trace_dispatch=start.trace_dispatch,
             show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits,
             draw=start.draw)
 

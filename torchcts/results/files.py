@@ -27,6 +27,7 @@ MAX_RECORDS = 1_000_000  # lines of one records.jsonl or started.jsonl (a full p
 MAX_DEPTH = 100  # JSON nesting of any value (a record needs 3)
 MAX_INT_DIGITS = 100  # an integer in any result file (int64 needs 19 digits; converting huge ones is quadratic)
 LEVELS = range(0, 9)  # semantic levels 1..8; 0 for items with no level (a replayed case that cannot be read)
+MAX_DISPATCHED = 8192  # names in a record's `dispatched` (torch 2.13 has ~3,100 aten overloads)
 
 
 class ResultFileError(Exception):
@@ -96,6 +97,12 @@ def _str_map(value: Any) -> bool:
 
 def _str_list_map(value: Any) -> bool:
     return value is None or (isinstance(value, dict) and all(_str_list(v) for v in value.values()))
+
+
+def _dispatched(value: Any) -> bool:
+    """`dispatched`: the aten overloads an item's device side ran (`--trace-dispatch`), bounded."""
+    return value is None or (isinstance(value, list) and len(value) <= MAX_DISPATCHED and
+                             all(isinstance(v, str) and 0 < len(v) <= 200 for v in value))
 
 
 def _level(value: Any) -> bool:
@@ -208,6 +215,7 @@ RECORD_FIELDS: dict[str, _Field] = {
     "error_line": (False, _opt_str, "a string or null"),
     "missing_kernel": (False, _missing_kernel, "null or an object with string overload and dispatch_key"),
     "warnings": (False, _warnings, "null or an object with integer count and a list of strings messages"),
+    "dispatched": (False, _dispatched, f"null or a list of at most {MAX_DISPATCHED} overload names"),
 }
 STARTED_FIELDS: dict[str, _Field] = {"item": (True, _str, "a string")}
 

@@ -22,3 +22,8 @@ def coverage() -> None:
 from torchcts.cli.coverage_inventory import inventory  # noqa: E402 - after the group it joins
 
 coverage.add_command(inventory)
+
+from torchcts.cli import coverage_audit  # noqa: E402 - after the group it joins
+
+for _command in (coverage_audit.audit, coverage_audit.report, coverage_audit.check, coverage_audit.non_unique_audit):
+    coverage.add_command(_command)

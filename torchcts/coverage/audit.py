@@ -1,0 +1,204 @@
+"""The audit: one status for every backend-relevant overload, and the artifacts that show it.
+
+Status, the first that applies: `opinfo` (an OpInfo property reaches it by name, `mapping`),
+`suite` (a built-in suite declares it), `generated` (the `dispatch` property generates cases for it),
+`backend-pack` (a property of the manifest's `custom_test_dirs` declares it), `excluded` (a reviewed
+exclusion, with its reason and source), `unknown`. Every entry also lists all the sources that cover
+it, so `non-unique-audit` can tell where coverage overlaps. With an evidence store, each entry says
+whether a traced run reached it. Artifacts: audit.json, unknowns.json, unmapped-tests.json, summary.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import platform
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+
+STATUSES = ("opinfo", "suite", "generated", "backend-pack", "excluded", "unknown")
+SCHEMA_VERSION = 1
+PACKAGED_EXCLUSIONS = Path(__file__).parent / "exclusions.json"
+PROJECT_EXCLUSIONS = "coverage_exclusions.json"
+GENERATED_PROPERTY = "dispatch"  # the property that runs generated cases: its reach is the `generated` status
+
+
+@attrs.frozen
+class Sources:
+    """What the audit knows besides the inventory: the tests' reach, generation, exclusions, evidence."""
+
+    opinfo: tuple[Any, ...]  # mapping.OpInfoReach per OpInfo
+    properties: tuple[Any, ...]  # registered PropertySpecs (built-in and the manifest's custom ones)
+    generated: dict[str, str]  # overload -> "generated" or why not (generated.generated_overloads())
+    exclusions: Any  # exclusions.Exclusions: .match(name), .problems
+    reached: frozenset[str] | None = None  # overloads a traced run dispatched (evidence store), or None
+
+
+def exclusion_files(project_dir: Path) -> list[dict[str, str]]:
+    """The exclusion files the audit read, each with its sha256 (packaged first, then the project's)."""
+    files = []
+    for label, path in (("torchcts/coverage/exclusions.json", PACKAGED_EXCLUSIONS),
+                        (f"./{PROJECT_EXCLUSIONS}", Path(project_dir) / PROJECT_EXCLUSIONS)):
+        if path.is_file():
+            files.append({"path": label, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    return files
+
+
+def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, Any]) -> dict[str, Any]:
+    """audit.json's content: metadata, one entry per relevant overload, counts, warnings."""
+    from torchcts.coverage import mapping
+
+    inventory = tuple(inventory)
+    packets = mapping.Packets.of(inventory)
+    levels = {spec.name: spec.level for spec in sources.properties}
+    opinfos: dict[str, set[str]] = {}
+    opinfo_properties: dict[str, set[str]] = {}
+    for reach in sources.opinfo:
+        for prop, found in reach.by_property.items():
+            for name in found:
+                opinfos.setdefault(name, set()).add(reach.op_id)
+                opinfo_properties.setdefault(name, set()).add(prop)
+    builtin = [s for s in sources.properties if mapping.is_builtin(s) and s.name != GENERATED_PROPERTY]
+    packs = [s for s in sources.properties if not mapping.is_builtin(s)]
+    suites, missing = mapping.declared_reach(builtin, packets)
+    pack_reach, pack_missing = mapping.declared_reach(packs, packets)
+    by_overload = _invert(suites), _invert(pack_reach)
+    dispatch_level = levels.get(GENERATED_PROPERTY)
+    entries, not_relevant = [], {}
+    for item in inventory:
+        if not item.relevant:
+            not_relevant[item.rule_id] = not_relevant.get(item.rule_id, 0) + 1
+            continue
+        entries.append(_entry(item, sorted(opinfos.get(item.name, ())), sorted(opinfo_properties.get(item.name, ())),
+                              by_overload[0].get(item.name, []), by_overload[1].get(item.name, []),
+                              sources, levels, dispatch_level))
+    warnings = [f"declared overload not in torch {metadata.get('torch', '?')}: {m}" for m in missing + pack_missing]
+    warnings += [f"exclusions: {problem}" for problem in getattr(sources.exclusions, "problems", ())]
+    return {"schema_version": SCHEMA_VERSION, "metadata": metadata, "entries": entries,
+            "not_relevant": dict(sorted(not_relevant.items())), "warnings": warnings}
+
+
+def _invert(reach: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    result: dict[str, list[str]] = {}
+    for prop, found in sorted(reach.items()):
+        for name in found:
+            result.setdefault(name, []).append(prop)
+    return result
+
+
+def _entry(item: Any, opinfos: list[str], opinfo_props: list[str], suites: list[str], packs: list[str],
+           sources: Sources, levels: dict[str, int], dispatch_level: int | None) -> dict[str, Any]:
+    generation = sources.generated.get(item.name)
+    generated = generation == "generated"
+    match = sources.exclusions.match(item.name)
+    exclusion = {"reason": match.reason, "source": match.source} if match is not None else None
+    covering = opinfo_props + suites + packs + ([GENERATED_PROPERTY] if generated else [])
+    found = [levels[p] for p in covering if p in levels]
+    status = next(s for s, holds in zip(STATUSES, (opinfos, suites, generated, packs, exclusion, True)) if holds)
+    entry = {"overload": item.name, "status": status, "level": min(found) if found else None, "rule": item.rule,
+             "opinfos": opinfos, "opinfo_properties": opinfo_props, "suites": suites, "generated": generation,
+             "backend_packs": packs, "exclusion": exclusion,
+             "reached": None if sources.reached is None else item.name in sources.reached}
+    if status == "unknown":
+        entry |= {"kernels": list(item.kernels), "tags": list(item.tags), "schema": item.schema}
+    return entry
+
+
+def unknowns(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    """unknowns.json: every unknown overload with its kernels, tags, schema, relevance rule and why it is not generated."""
+    return sorted(({"overload": e["overload"], "kernels": e.get("kernels", []), "tags": e.get("tags", []),
+                    "schema": e.get("schema", ""), "rule": e["rule"], "generated": e["generated"]}
+                   for e in audit["entries"] if e["status"] == "unknown"), key=lambda e: e["overload"])
+
+
+def unmapped_tests(opinfo: Iterable[Any]) -> list[dict[str, str]]:
+    """unmapped-tests.json: OpInfos whose names reach no overload, each with the reason."""
+    return [{"opinfo": reach.op_id, "reason": reach.reason} for reach in opinfo if not reach.by_property]
+
+
+def non_unique(audit: dict[str, Any]) -> dict[str, Any]:
+    """Overloads claimed by more than one source (an OpInfo, a suite, generation, a pack, an exclusion),
+    and OpInfos that map to the same set of relevant overloads (groups of two or more)."""
+    claimed = []
+    for e in audit["entries"]:
+        sources = [f"opinfo:{o}" for o in e["opinfos"]] + [f"suite:{s}" for s in e["suites"]]
+        sources += ["generated"] if e["generated"] == "generated" else []
+        sources += [f"backend-pack:{p}" for p in e["backend_packs"]]
+        sources += [f"excluded:{e['exclusion']['source']}"] if e["exclusion"] else []
+        if len(sources) > 1:
+            kinds = sorted({source.split(":", 1)[0] for source in sources})
+            claimed.append({"overload": e["overload"], "status": e["status"], "kinds": kinds, "sources": sources})
+    by_opinfo: dict[str, set[str]] = {}
+    for e in audit["entries"]:
+        for op in e["opinfos"]:
+            by_opinfo.setdefault(op, set()).add(e["overload"])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for op, found in sorted(by_opinfo.items()):
+        groups.setdefault(tuple(sorted(found)), []).append(op)
+    same = [{"opinfos": ops, "overloads": list(found)} for found, ops in groups.items() if len(ops) > 1]
+    return {"overloads": claimed, "opinfo_groups": sorted(same, key=lambda g: g["opinfos"])}
+
+
+def metadata(inventory_metadata: dict[str, Any], project_dir: Path, manifest: Path | None,
+             evidence: Path | None) -> dict[str, Any]:
+    """What the audit was computed from: versions, date, inventory counts, exclusion files and hashes."""
+    return {"torch": inventory_metadata.get("torch"), "torch_git": inventory_metadata.get("torch_git"),
+            "torchcts": inventory_metadata.get("torchcts"), "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "inventory": inventory_metadata.get("counts", {}), "exclusion_files": exclusion_files(project_dir),
+            "manifest": str(manifest) if manifest is not None else None,
+            "evidence": str(evidence) if evidence is not None else None}
+
+
+def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str, str]], summary: str) -> list[Path]:
+    """Write audit.json, unknowns.json, unmapped-tests.json and summary.md into `folder`; their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, content in (("audit.json", audit), ("unknowns.json", unknowns(audit)),
+                          ("unmapped-tests.json", unmapped)):
+        path = folder / name
+        path.write_text(json.dumps(content, indent=1, sort_keys=False) + "\n")
+        written.append(path)
+    path = folder / "summary.md"
+    path.write_text(summary)
+    return written + [path]
+
+
+def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path | None = None) -> tuple[
+        dict[str, Any], list[dict[str, str]]]:
+    """Compute the audit of the installed torch: (audit.json content, unmapped-tests.json content).
+
+    Raises ExclusionsError for a malformed exclusions file, ManifestError for a bad manifest and the
+    evidence loader's error for a bad store."""
+    from torchcts.coverage import mapping
+    from torchcts.coverage.exclusions import load_exclusions
+    from torchcts.coverage.generated import generated_overloads
+    from torchcts.coverage.inventory import inventory_metadata, load_inventory
+    from torchcts.plan import catalog, registry
+
+    exclusions = load_exclusions(project_dir)
+    reached = None
+    if evidence is not None:
+        from torchcts.coverage.evidence import load_evidence
+
+        reached = frozenset(load_evidence(evidence).reached())
+    extra = ()
+    if manifest is not None:
+        extra = _custom_test_dirs(manifest)
+    properties = registry.load(extra)
+    inventory = load_inventory()
+    opinfo = mapping.map_opinfos(catalog.all_ops(), properties, inventory)
+    sources = Sources(opinfo, properties, generated_overloads(), exclusions, reached)
+    audit = build_audit(inventory, sources, metadata(inventory_metadata(), project_dir, manifest, evidence))
+    return audit, unmapped_tests(opinfo)
+
+
+def _custom_test_dirs(manifest: Path) -> tuple[Path, ...]:
+    """The manifest's `custom_test_dirs` (resolved); raises ManifestError for a manifest that is not valid."""
+    from torchcts.manifest import load_manifest
+
+    loaded, _ = load_manifest(manifest)
+    return tuple(loaded.custom_test_dirs)

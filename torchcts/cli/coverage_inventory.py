@@ -42,10 +42,10 @@ def build_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
         "metadata": metadata,
         "rules": [{"id": r.id, "relevant": r.relevant, "why": r.why, "capability": r.capability}
                   for r in relevance.RULES],
-        "exclusion_warnings": list(exclusions.problems),
+        "exclusion_warnings": list(exclusions.problems) + list(exclusions.repeats),
         "overloads": overloads,
     }
-    return document, list(exclusions.problems)
+    return document, list(exclusions.problems) + list(exclusions.repeats)
 
 
 def write_document(document: dict[str, Any], output: Path) -> None:

@@ -75,7 +75,8 @@ class Exclusions:
     """The active entries in merge order (packaged first, project last), and warnings about them."""
 
     entries: tuple[Exclusion, ...]
-    problems: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # stale names: warnings the check command weighs
+    repeats: tuple[str, ...] = ()  # a name given twice in one file (harmless: the later entry wins)
     inactive: tuple[Exclusion, ...] = ()  # entries whose `torch` specifier excludes the installed torch
     _by_name: dict[str, Exclusion] = attrs.field(init=False, repr=False, eq=False)
 
@@ -201,9 +202,9 @@ def _active(entry: Exclusion, torch_version: str) -> bool:
 
 
 def _stale(entries: Iterable[Exclusion], names: frozenset[str], torch_version: str) -> list[str]:
-    """Warnings for entries that name nothing the installed torch has, and for repeated names."""
+    """Warnings for entries that name nothing the installed torch has."""
     packets = {name.rsplit(".", 1)[0] for name in names}
-    problems, seen = [], {}
+    problems = []
     for entry in entries:
         if entry.kind == "overload":
             missing = entry.value not in names
@@ -215,11 +216,19 @@ def _stale(entries: Iterable[Exclusion], names: frozenset[str], torch_version: s
             what = "matches no overload" if entry.kind == "pattern" else "is not an overload" if entry.kind == "overload" \
                 else "is not an op"
             problems.append(f"{entry.source}: {entry.kind} {entry.value!r} {what} of torch {torch_version} (stale)")
+    return problems
+
+
+def _repeats(entries: Iterable[Exclusion]) -> list[str]:
+    """Warnings for a name given twice in one file."""
+    seen: dict[tuple[str, str, str], str] = {}
+    repeats = []
+    for entry in entries:
         key = (entry.kind, entry.value, entry.source.rsplit("#", 1)[0])
         if key in seen:
-            problems.append(f"{entry.source}: {entry.kind} {entry.value!r} repeats {seen[key]}")
+            repeats.append(f"{entry.source}: {entry.kind} {entry.value!r} repeats {seen[key]} (the later entry wins)")
         seen.setdefault(key, entry.source)
-    return problems
+    return repeats
 
 
 def load_exclusions(project_dir: Path | str | None = None, *, packaged: Path | None = None,
@@ -236,4 +245,4 @@ def load_exclusions(project_dir: Path | str | None = None, *, packaged: Path | N
     active = tuple(entry for entry in entries if _active(entry, torch_version))
     inactive = tuple(entry for entry in entries if not _active(entry, torch_version))
     names = _installed_names() if names is None else names
-    return Exclusions(active, tuple(_stale(active, names, torch_version)), inactive)
+    return Exclusions(active, tuple(_stale(active, names, torch_version)), tuple(_repeats(entries)), inactive)

@@ -138,3 +138,14 @@ def test_policy_doc_describes_every_rule():
     missing = [rule.id for rule in relevance.RULES if f"| `{rule.id}` | {'yes' if rule.relevant else 'no'} |" not in doc]
     assert missing == [], "docs/coverage/policy.md does not describe these relevance rules"
     assert "## Evidence" in doc and "docs/coverage/evidence.md" in doc
+
+
+def test_per_overload_kernel_query_agrees_with_the_per_key_one():
+    # the fallback for a torch without _dispatch_get_registrations_for_dispatch_key
+    from torchcts.coverage.inventory import _kernels_one_by_one
+
+    for name in ("aten.add.Tensor", "aten.linear.default", "aten._indices.default", "aten._copy_from.default",
+                 "aten.abs.out", "aten.q_scale.default"):
+        entry = _entry(name)
+        dispatcher_name = f"aten::{entry.packet}" + ("" if entry.overload == "default" else f".{entry.overload}")
+        assert _kernels_one_by_one(dispatcher_name) == entry.kernels

@@ -114,9 +114,17 @@ def _schema(op: Any, dispatcher_name: str) -> str:
 
 
 def _dispatcher_names() -> list[str]:
+    """"aten::add.Tensor", ... from the dispatcher; on a torch without that query, from the schema
+    registry (which also holds TorchScript builtins: more names, none missing)."""
     import torch
 
-    return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+    for query in ("_dispatch_get_all_op_names", "_get_all_op_names"):
+        names = getattr(torch._C, query, None)
+        if names is not None:
+            return sorted(n for n in names() if n.startswith("aten::"))
+    schemas = torch._C._jit_get_all_schemas()
+    return sorted({f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+                   for s in schemas if s.name.startswith("aten::")})
 
 
 @functools.cache

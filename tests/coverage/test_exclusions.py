@@ -50,6 +50,15 @@ def test_project_entries_merge_after_packaged_and_override_by_name(tmp_path):
     assert loaded.match("aten.sub.Tensor") is None
 
 
+def test_a_project_op_entry_overrides_a_packaged_overload_entry(tmp_path):
+    packaged = _packaged(tmp_path, [{"overload": "aten.add.Tensor", "reason": "packaged"},
+                                    {"pattern": r"aten\.abs\..*", "reason": "packaged pattern"}])
+    _write(tmp_path, [{"op": "aten.add", "reason": "project op"}, {"op": "aten.abs", "reason": "project abs"}])
+    loaded = load_exclusions(tmp_path, packaged=packaged, torch_version="2.13.0", names=NAMES)
+    assert loaded.match("aten.add.Tensor").reason == "project op"
+    assert loaded.match("aten.abs.default").reason == "project abs"
+
+
 def test_torch_specifier_makes_an_entry_inactive_elsewhere(tmp_path):
     _write(tmp_path, [{"overload": "aten.add.Tensor", "reason": "new torch only", "torch": ">=2.12"},
                       {"overload": "aten.abs.default", "reason": "old torch only", "torch": "<2.8"}])

@@ -79,26 +79,22 @@ class Exclusions:
     repeats: tuple[str, ...] = ()  # a name given twice in one file (harmless: the later entry wins)
     inactive: tuple[Exclusion, ...] = ()  # entries whose `torch` specifier excludes the installed torch
     _by_name: dict[str, Exclusion] = attrs.field(init=False, repr=False, eq=False)
+    _order: dict[str, int] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         by_name: dict[str, Exclusion] = {}
-        for entry in self.entries:  # later (project) entries override earlier (packaged) ones
+        for entry in self.entries:  # a later entry (the project's) replaces an earlier one of the same name
             if entry.kind != "pattern":
                 by_name[entry.value] = entry
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_order", {entry.source: i for i, entry in enumerate(self.entries)})
 
     def match(self, name: str) -> Exclusion | None:
-        """The exclusion that applies to overload `name` ("aten.add.Tensor"), the project's first."""
-        for entry in reversed(self.entries):
-            if entry.kind == "pattern" and entry.matches(name):
-                candidate = entry
-                break
-        else:
-            candidate = None
-        exact = self._by_name.get(name) or self._by_name.get(name.rsplit(".", 1)[0])
-        if exact is None or candidate is None:
-            return exact or candidate
-        return max(exact, candidate, key=self.entries.index)  # the later file (and entry) wins
+        """The exclusion for overload `name` ("aten.add.Tensor"): of those that match, the last in merge
+        order, so a project entry wins over a packaged one, and a later entry over an earlier one."""
+        pattern = next((e for e in reversed(self.entries) if e.kind == "pattern" and e.matches(name)), None)
+        found = [e for e in (self._by_name.get(name), self._by_name.get(name.rsplit(".", 1)[0]), pattern) if e]
+        return max(found, key=lambda e: self._order[e.source], default=None)
 
 
 def _specifier(text: str, file: Path | str, index: int) -> Any:
@@ -213,8 +209,7 @@ def _stale(entries: Iterable[Exclusion], names: frozenset[str], torch_version: s
         else:
             missing = not any(entry.matches(name) for name in names)
         if missing:
-            what = "matches no overload" if entry.kind == "pattern" else "is not an overload" if entry.kind == "overload" \
-                else "is not an op"
+            what = {"pattern": "matches no overload", "overload": "is not an overload", "op": "is not an op"}[entry.kind]
             problems.append(f"{entry.source}: {entry.kind} {entry.value!r} {what} of torch {torch_version} (stale)")
     return problems
 

@@ -114,7 +114,8 @@ RULES: tuple[Rule, ...] = (
          lambda f: _layout_only(f, NESTED_KEYS), capability="nested"),
     Rule("vendor-only", False,
          "no CPU, composite, sparse, quantized or nested kernel: only CUDA/cuDNN/MIOpen/MKLDNN/MPS/XPU "
-         "or Meta kernels, or none in this build (vendor builds, Python tensor subclasses); not part of a generic backend",
+         "or Meta kernels, or none in this build (vendor builds, Python tensor subclasses); "
+         "not part of a generic backend",
          lambda f: True),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}

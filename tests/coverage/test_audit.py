@@ -14,6 +14,7 @@ from torchcts.coverage.exclusions import load_exclusions
 from torchcts.coverage.generated import generated_overloads
 from torchcts.coverage.inventory import inventory_metadata, load_inventory
 from torchcts.coverage.summary import render_html, render_markdown
+from torchcts.manifest.templates import render_template
 from torchcts.plan import catalog, registry
 
 PACK = '''
@@ -140,19 +141,27 @@ def test_summary_counts_statuses_levels_rules_and_escapes_html(plain):
     assert "&lt;b&gt;x" in html and "<b>x" not in html
 
 
-def test_the_audit_command_writes_the_artifacts(world, tmp_path, monkeypatch):
+def test_the_audit_command_writes_the_artifacts(world, plain, tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    target = _unknown(plain)
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "test_pack.py").write_text(PACK.format(overload=target))
+    (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="cpu")
+                                          + '\nmanifest["custom_test_dirs"] = ["suites"]\n')
     store = tmp_path / "store"
     store.mkdir()
     (store / "evidence.json").write_text(json.dumps({
         "schema_version": 1, "runs": [{"run_id": "r1"}],
         "overloads": {"aten.add.Tensor": {"reached": 2, "passed": 2, "failed": 0, "errors": {}, "runs": ["r1"]}}}))
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["coverage", "audit", "--evidence", str(store)])
+    result = CliRunner().invoke(cli, ["coverage", "audit", "--evidence", str(store), "--manifest", "manifest.py"])
     assert result.exit_code == 0, result.output
     assert "the audit took" in result.output
     folder = tmp_path / "results" / "coverage"
     written = json.loads((folder / "audit.json").read_text())
     assert written["metadata"]["evidence"] == str(store)
+    assert _entries(written)[target]["status"] == "backend-pack"  # the manifest's custom_test_dirs
+    assert _entries(written)["aten.add.Tensor"]["reached"] is True
     assert {p.name for p in folder.iterdir()} >= {"audit.json", "unknowns.json", "unmapped-tests.json", "summary.md"}
     summary = (folder / "summary.md").read_text()
     assert "Mapped but never reached" in summary and "reached by a traced run" in summary

@@ -18,6 +18,9 @@ from torchcts.cli.options import InputFile, fail, output_folder_option
 DEFAULT_FOLDER = Path("results") / "coverage"
 DEFAULT_AUDIT = DEFAULT_FOLDER / "audit.json"
 _AUDIT_HELP = "The audit.json to read (written by `torchcts coverage audit`)."
+project_dir_option = click.option(
+    "--project-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."),
+    show_default=True, help="The folder whose coverage_exclusions.json is merged after the packaged exclusions.")
 
 
 def _read(path: Path) -> dict:
@@ -38,13 +41,14 @@ def _read(path: Path) -> dict:
 @click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
               default=None, help="An evidence store (`coverage collect-backend-evidence --store DIR`): the "
                                  "summary then shows mapped beside reached, and what was mapped but never reached.")
-def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | None) -> None:
+@project_dir_option
+def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | None, project_dir: Path) -> None:
     """Give every backend-relevant aten overload of the installed torch one status.
 
     The first that applies: opinfo (an OpInfo property reaches it by name), suite (a built-in suite
     declares it), generated (the dispatch property generates cases for it), backend-pack (a suite of
     the manifest's custom_test_dirs declares it), excluded (torchcts/coverage/exclusions.json, then
-    ./coverage_exclusions.json, each entry with a reason), unknown. Writes audit.json,
+    the project's coverage_exclusions.json, each entry with a reason), unknown. Writes audit.json,
     unknowns.json, unmapped-tests.json (OpInfos that map to no overload, with the reason) and
     summary.md, and prints the time it took. docs/coverage/audit.md explains each status.
     """
@@ -56,7 +60,7 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
 
     started = time.monotonic()
     try:
-        result, unmapped = audit_module.run_audit(Path.cwd(), manifest=manifest_path, evidence=evidence_dir)
+        result, unmapped = audit_module.run_audit(project_dir, manifest=manifest_path, evidence=evidence_dir)
     except ManifestError as exc:
         fail(exc.render())
     except (ExclusionsError, EvidenceError) as exc:
@@ -99,7 +103,8 @@ def report(audit_path: Path) -> None:
 @click.option("--strict-unknowns", is_flag=True,
               help="Exit 1 when any overload is unknown or any exclusion entry is stale (names no overload of the "
                    "installed torch, or repeats an entry of its file).")
-def check(audit_path: Path, fail_on_unknown: bool, strict_unknowns: bool) -> None:
+@project_dir_option
+def check(audit_path: Path, fail_on_unknown: bool, strict_unknowns: bool, project_dir: Path) -> None:
     """Validate an audit and the exclusion files.
 
     Exit 2 when an exclusions file is malformed (file and entry named), audit.json is malformed
@@ -109,7 +114,7 @@ def check(audit_path: Path, fail_on_unknown: bool, strict_unknowns: bool) -> Non
     """
     from torchcts.coverage.audit_check import check as run_check
 
-    result = run_check(audit_path, Path.cwd(), fail_on_unknown=fail_on_unknown, strict_unknowns=strict_unknowns)
+    result = run_check(audit_path, project_dir, fail_on_unknown=fail_on_unknown, strict_unknowns=strict_unknowns)
     for line in result.errors:
         click.echo(line, err=True)
     for line in result.warnings:

@@ -19,6 +19,10 @@ def coverage() -> None:
     """
 
 
+from torchcts.cli.coverage_evidence import collect_backend_evidence  # noqa: E402 - after the group it joins
+
+coverage.add_command(collect_backend_evidence)
+
 from torchcts.cli.coverage_inventory import inventory  # noqa: E402 - after the group it joins
 
 coverage.add_command(inventory)

@@ -1,0 +1,313 @@
+"""The evidence store: which aten overloads traced backend runs reached, and how their items ended.
+
+A store is a folder holding `evidence.json` (docs/coverage/evidence.md):
+`{"schema_version": 1, "runs": [{run_id, device, compile_backend, torch, torchcts, collected_at}],
+"overloads": {"aten.add.Tensor": {"reached", "passed", "failed", "errors": {outcome: n}, "runs": [run_id]}}}`.
+`reached` counts the items whose device side dispatched the overload (`--trace-dispatch` records'
+`dispatched`), `passed`/`failed`/`errors` how those items ended. Collecting a run adds its counts;
+a run already in the store (same run_id) is not counted twice. Stores travel between teams, so
+reading one is bounded (size, depth, number of runs and overloads, name format) and validated, and
+a problem names the file and the field. No torch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+
+from torchcts.results.files import MiB, ResultFileError, read_json_file
+
+SCHEMA_VERSION = 1
+FILE_NAME = "evidence.json"
+MAX_STORE_BYTES = 64 * MiB  # a store of 10,000 runs over 3,000 overloads stays well under it
+MAX_RUNS = 10_000
+MAX_OVERLOADS = 20_000  # torch 2.13 has ~3,100 aten overloads
+MAX_TEXT = 200  # characters of a run id, device, version string or overload name
+MAX_COUNT = 2**53  # item counts (exact in any JSON reader)
+ERROR_KINDS = ("error", "crashed", "timed_out")  # the executed outcomes besides passed and failed
+RUN_FIELDS = ("run_id", "device", "compile_backend", "torch", "torchcts", "collected_at")
+OVERLOAD_NAME = re.compile(r"aten\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+
+
+class EvidenceError(Exception):
+    """A store or run that cannot be used: the file, the field (when one is to blame) and what is wrong."""
+
+    def __init__(self, path: Path | str, field: str | None, problem: str):
+        super().__init__(f"{path}: {field}: {problem}" if field else f"{path}: {problem}")
+        self.path, self.field, self.problem = Path(path), field, problem
+
+
+@attrs.frozen
+class OverloadEvidence:
+    """What the collected runs say about one overload."""
+
+    reached: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: dict[str, int] = attrs.field(factory=dict)  # outcome -> items (error, crashed, timed_out)
+    runs: tuple[str, ...] = ()  # the run ids that reached it
+
+    def as_json(self) -> dict[str, Any]:
+        return {"reached": self.reached, "passed": self.passed, "failed": self.failed,
+                "errors": dict(sorted(self.errors.items())), "runs": list(self.runs)}
+
+
+@attrs.frozen
+class Evidence:
+    """A validated store: the runs collected into it and, per overload, what they observed."""
+
+    runs: tuple[dict[str, Any], ...] = ()
+    overloads: dict[str, OverloadEvidence] = attrs.field(factory=dict)
+
+    def reached(self) -> set[str]:
+        """The overloads at least one collected item dispatched (the audit's "reached")."""
+        return {name for name, seen in self.overloads.items() if seen.reached > 0}
+
+    def run_ids(self) -> set[str]:
+        return {run["run_id"] for run in self.runs}
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "runs": [dict(run) for run in self.runs],
+                "overloads": {name: self.overloads[name].as_json() for name in sorted(self.overloads)}}
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+def load_evidence(store: Path | str, missing_ok: bool = False) -> Evidence:
+    """The store in folder `store`, validated; an empty one when `missing_ok` and it has no evidence.json.
+    EvidenceError names the file and field of any problem."""
+    path = Path(store) / FILE_NAME
+    if missing_ok and not os.path.lexists(path):
+        return Evidence()
+    try:
+        data = read_json_file(path, MAX_STORE_BYTES, "evidence store")
+    except ResultFileError as exc:
+        raise EvidenceError(path, None, exc.problem) from None
+    return parse_evidence(data, path)
+
+
+def parse_evidence(data: Any, path: Path | str) -> Evidence:
+    """A parsed evidence.json checked field by field; EvidenceError for the first problem."""
+    def bad(field: str | None, problem: str) -> EvidenceError:
+        return EvidenceError(path, field, problem)
+
+    if not isinstance(data, dict):
+        raise bad(None, f"must be a JSON object, got {_kind(data)}")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise bad("schema_version", f"must be {SCHEMA_VERSION}, got {_shown(data.get('schema_version'))}")
+    extra = sorted(set(data) - {"schema_version", "runs", "overloads"})
+    if extra:
+        raise bad(_text(extra[0]), "is not a field of an evidence store (schema_version, runs, overloads)")
+    runs = data.get("runs")
+    if not isinstance(runs, list) or len(runs) > MAX_RUNS:
+        raise bad("runs", f"must be a list of at most {MAX_RUNS} runs, got {_kind(runs)}")
+    checked_runs = tuple(_run(run, f"runs[{index}]", bad) for index, run in enumerate(runs))
+    run_ids = [run["run_id"] for run in checked_runs]
+    if len(set(run_ids)) != len(run_ids):
+        duplicate = next(r for r in run_ids if run_ids.count(r) > 1)
+        raise bad("runs", f"run_id {_shown(duplicate)} appears more than once")
+    overloads = data.get("overloads")
+    if not isinstance(overloads, dict) or len(overloads) > MAX_OVERLOADS:
+        raise bad("overloads", f"must be an object of at most {MAX_OVERLOADS} overloads, got {_kind(overloads)}")
+    known = set(run_ids)
+    checked = {name: _overload(name, value, known, bad) for name, value in overloads.items()}
+    return Evidence(checked_runs, checked)
+
+
+def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` builds the error
+    if not isinstance(run, dict):
+        raise bad(where, f"must be an object, got {_kind(run)}")
+    for field in sorted(set(run) - set(RUN_FIELDS)):
+        raise bad(f"{where}.{_text(field)}", f"is not a run field ({', '.join(RUN_FIELDS)})")
+    for field in RUN_FIELDS:
+        value = run.get(field)
+        required = field == "run_id"
+        if not (isinstance(value, str) and 0 < len(value) <= MAX_TEXT) and (required or value is not None):
+            allowed = "a non-empty string" + ("" if required else " or null")
+            raise bad(f"{where}.{field}", f"must be {allowed} of at most {MAX_TEXT} characters, got {_shown(value)}")
+    return {field: run.get(field) for field in RUN_FIELDS}
+
+
+def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence:  # noqa: ANN001
+    where = f"overloads[{_shown(name)}]"
+    if not (len(name) <= MAX_TEXT and OVERLOAD_NAME.fullmatch(name)):
+        raise bad(where, "is not an aten overload name like \"aten.add.Tensor\"")
+    if not isinstance(value, dict):
+        raise bad(where, f"must be an object, got {_kind(value)}")
+    for field in sorted(set(value) - {"reached", "passed", "failed", "errors", "runs"}):
+        raise bad(f"{where}.{_text(field)}", "is not a field of an overload (reached, passed, failed, errors, runs)")
+    counts = {field: _count(value.get(field), f"{where}.{field}", bad) for field in ("reached", "passed", "failed")}
+    errors = value.get("errors", {})
+    if not isinstance(errors, dict):
+        raise bad(f"{where}.errors", f"must be an object of outcome -> items, got {_kind(errors)}")
+    for kind, n in errors.items():
+        if kind not in ERROR_KINDS:
+            raise bad(f"{where}.errors", f"{_shown(kind)} is not one of {', '.join(ERROR_KINDS)}")
+        _count(n, f"{where}.errors.{kind}", bad)
+    if counts["passed"] + counts["failed"] + sum(errors.values()) > counts["reached"]:
+        raise bad(where, "passed, failed and errors add up to more items than reached")
+    runs = value.get("runs")
+    if not isinstance(runs, list) or len(runs) > MAX_RUNS or not all(isinstance(r, str) for r in runs):
+        raise bad(f"{where}.runs", f"must be a list of at most {MAX_RUNS} run ids, got {_kind(runs)}")
+    unknown = [r for r in runs if r not in known]
+    if unknown:
+        raise bad(f"{where}.runs", f"run id {_shown(unknown[0])} is not in the store's runs")
+    return OverloadEvidence(errors=dict(errors), runs=tuple(runs), **counts)
+
+
+def _count(value: Any, where: str, bad) -> int:  # noqa: ANN001
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT):
+        raise bad(where, f"must be an integer from 0 to 2**53, got {_shown(value)}")
+    return value
+
+
+# -- collecting a run -----------------------------------------------------------------------------
+
+@attrs.frozen
+class Observations:
+    """One run's records folded per overload: counts by outcome, and how many records were traced."""
+
+    overloads: dict[str, dict[str, Any]]  # name -> {"reached", "passed", "failed", "errors": {kind: n}}
+    traced: int  # records that carry `dispatched`
+    untraced: int  # executed records without it (an item whose child crashed, or an untraced run)
+
+
+def observe(records: Iterable[dict[str, Any]], path: Path | str = "records.jsonl") -> Observations:
+    """Fold records (already validated by `results.files`) per dispatched overload. A name that is
+    not an aten overload name is an EvidenceError (the store would refuse it)."""
+    folded: dict[str, dict[str, Any]] = {}
+    traced = untraced = 0
+    for record in records:
+        names = record.get("dispatched")
+        outcome = record.get("outcome")
+        if names is None:
+            untraced += outcome in ("passed", "failed") + ERROR_KINDS
+            continue
+        traced += 1
+        for name in set(names):
+            if not OVERLOAD_NAME.fullmatch(name) or len(folded) >= MAX_OVERLOADS and name not in folded:
+                raise EvidenceError(path, f"item {_shown(record.get('item'))}: dispatched",
+                                    f"{_shown(name)} is not an aten overload name (or too many overloads)")
+            seen = folded.setdefault(name, {"reached": 0, "passed": 0, "failed": 0, "errors": {}})
+            seen["reached"] += 1
+            if outcome in ("passed", "failed"):
+                seen[outcome] += 1
+            elif outcome in ERROR_KINDS:
+                seen["errors"][outcome] = seen["errors"].get(outcome, 0) + 1
+    return Observations(folded, traced, untraced)
+
+
+def merged(evidence: Evidence, run: dict[str, Any], observed: Observations) -> Evidence:
+    """The store with one more run's observations added (the caller checked its run_id is new)."""
+    overloads = dict(evidence.overloads)
+    for name, seen in observed.overloads.items():
+        before = overloads.get(name, OverloadEvidence())
+        errors = dict(before.errors)
+        for kind, n in seen["errors"].items():
+            errors[kind] = errors.get(kind, 0) + n
+        overloads[name] = OverloadEvidence(reached=before.reached + seen["reached"], passed=before.passed + seen["passed"],
+                                           failed=before.failed + seen["failed"], errors=errors,
+                                           runs=before.runs + (run["run_id"],))
+    return Evidence(evidence.runs + (dict(run),), overloads)
+
+
+def run_metadata(summary: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A store's record of one run, from its validated run.json."""
+    environment = summary.get("environment") or {}
+    fields = {"device": "device", "compile_backend": "compile", "torch": "torch", "torchcts": "torchcts"}
+    return {"run_id": _text(summary.get("run_id") or folder.name),
+            **{field: _text(environment[key]) if environment.get(key) else None for field, key in fields.items()},
+            "collected_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+@attrs.frozen
+class Collected:
+    """What collecting one run did: its metadata, whether it was new, what it observed, the store after."""
+
+    run: dict[str, Any]
+    added: bool  # False: the store already held this run_id (nothing changed)
+    observed: Observations
+    evidence: Evidence
+    status: str  # the run's status (complete or partial)
+
+
+def collect_run(store: Path | str, folder: Path | str) -> Collected:
+    """Add the traced run in `folder` to the store in `store` (created when missing), written atomically.
+
+    EvidenceError when the run cannot be evidence (unreadable, still running, under torch.compile, no
+    record carries `dispatched`) or the store is malformed; nothing is written then."""
+    from torchcts.results.files import iter_records, read_summary
+
+    folder = Path(folder)
+    try:
+        summary = read_summary(folder)
+    except ResultFileError as exc:
+        raise EvidenceError(exc.path, None, exc.problem) from None
+    status = summary.get("status")
+    if status == "running":
+        raise EvidenceError(folder / "run.json", "status", "the run is still running (or was killed before it "
+                                                           "closed): collect a finished run")
+    if (summary.get("environment") or {}).get("compile"):
+        raise EvidenceError(folder / "run.json", "environment.compile", "a run under torch.compile is not traced "
+                                                                        "(docs/coverage/evidence.md)")
+    evidence = load_evidence(store, missing_ok=True)  # a malformed store stops before any record is read
+    run = run_metadata(summary, folder)
+    try:
+        observed = observe(iter_records(folder), folder / "records.jsonl")
+    except ResultFileError as exc:
+        raise EvidenceError(exc.path, f"line {exc.line}" if exc.line else None, exc.problem) from None
+    if not observed.traced:
+        raise EvidenceError(folder / "records.jsonl", "dispatched", "no record carries it: run it with "
+                                                                    "--trace-dispatch")
+    if run["run_id"] in evidence.run_ids():
+        return Collected(run, False, observed, evidence, str(status))
+    if len(evidence.runs) >= MAX_RUNS:
+        raise EvidenceError(Path(store) / FILE_NAME, "runs", f"the store holds {MAX_RUNS} runs, its limit")
+    updated = merged(evidence, run, observed)
+    if len(updated.overloads) > MAX_OVERLOADS:
+        raise EvidenceError(Path(store) / FILE_NAME, "overloads", f"would hold more than {MAX_OVERLOADS} overloads")
+    write_evidence(store, updated)
+    return Collected(run, True, observed, updated, str(status))
+
+
+def write_evidence(store: Path | str, evidence: Evidence) -> Path:
+    """Write the store's evidence.json atomically (a reader sees the old file or the new one, never half)."""
+    import json
+
+    folder = Path(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE_NAME
+    temporary = folder / f".{FILE_NAME}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(evidence.as_json(), handle, indent=1, sort_keys=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+    return path
+
+
+def _text(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return _kind(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

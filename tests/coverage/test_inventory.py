@@ -150,3 +150,11 @@ def test_per_overload_kernel_query_agrees_with_the_per_key_one():
         entry = _entry(name)
         dispatcher_name = f"aten::{entry.packet}" + ("" if entry.overload == "default" else f".{entry.overload}")
         assert _kernels_one_by_one(dispatcher_name) == entry.kernels
+
+
+def test_a_nested_only_composite_does_not_make_an_overload_decompose():
+    # CompositeImplicitAutogradNestedTensor applies to nested tensors only; a strided backend still needs a kernel
+    rule = relevance.classify("op", {"CPU", "CompositeImplicitAutogradNestedTensor"})
+    assert rule.relevant and rule.id == "cpu-kernel"
+    assert relevance.classify("op", {"CompositeImplicitAutogradNestedTensor"}).id == "nested-only"
+    assert _entry("aten.reshape.default").rule_id == "composite-implicit"

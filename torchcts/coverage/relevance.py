@@ -16,10 +16,12 @@ import attrs
 # Kernel keys, grouped by what they mean to a generic backend.
 CPU_KEYS = frozenset({"CPU"})
 EXPLICIT_KEYS = frozenset({"CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"})
-IMPLICIT_KEYS = frozenset({"CompositeImplicitAutograd", "CompositeImplicitAutogradNestedTensor"})
+IMPLICIT_KEYS = frozenset({"CompositeImplicitAutograd"})
 SPARSE_KEYS = frozenset({"SparseCPU", "SparseCUDA", "SparseMeta", "SparseCsrCPU", "SparseCsrCUDA", "SparseCsrMeta"})
 QUANTIZED_KEYS = frozenset({"QuantizedCPU", "QuantizedCUDA"})
-NESTED_KEYS = frozenset({"NestedTensorCPU", "NestedTensorCUDA", "NestedTensorMeta"})
+# CompositeImplicitAutogradNestedTensor decomposes nested tensors only: to a strided backend it is a nested kernel.
+NESTED_KEYS = frozenset({"NestedTensorCPU", "NestedTensorCUDA", "NestedTensorMeta",
+                         "CompositeImplicitAutogradNestedTensor"})
 VENDOR_KEYS = frozenset({"CUDA", "HIP", "MPS", "XPU", "MTIA", "MkldnnCPU"})
 META_KEYS = frozenset({"Meta"})
 # Every key the inventory asks about, in the order it lists them. PrivateUse1 is left out on purpose:

@@ -4,6 +4,9 @@ its counterexample in a corpus folder) and returns its record."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
+from torchcts.cases.replay_items import replay_items
 
 _MANIFESTS: dict[str, Any] = {}
 
@@ -65,3 +69,39 @@ def run_suite(tmp_path_factory):
         return run_suite_item(root, prop, scenario, dtype, **options)
 
     return run
+
+
+def assert_replays_failing_on_faulty(path: str | Path, bug: str, cwd: Path) -> None:
+    """`torchcts replay PATH --device faulty --strict` in a subprocess with `bug` on reports the case still failing."""
+    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
+    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "faulty", "--strict",
+                             "--results-dir", str(cwd / "results")],
+                            capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+
+
+def replay_in_process(path: str | Path, tmp_path: Path, *, bugs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The record of replaying a stored case on the faulty device with `bugs` on, in this process."""
+    from torchcts.testing import faulty
+
+    faulty.disable_bugs()
+    if bugs:
+        faulty.enable_bugs(*bugs)
+    try:
+        settings = EngineSettings(target=Target("faulty"), manifest=complete_manifest(tmp_path, "faulty"), level=8,
+                                  max_examples=1, versions=versions())
+        return run_item(replay_items([path])[0], settings)
+    finally:
+        faulty.disable_bugs()
+
+
+@pytest.fixture(scope="session")
+def replays_failing():
+    """`replays_failing(path, bug, cwd)`: asserts that a CLI replay on faulty with `bug` on still fails the case."""
+    return assert_replays_failing_on_faulty
+
+
+@pytest.fixture(scope="session")
+def replay_case():
+    """`replay_case(path, tmp_path, bugs=(...))`: the record of an in-process replay on faulty with `bugs` on."""
+    return replay_in_process

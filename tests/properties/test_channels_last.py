@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -133,15 +130,11 @@ def test_the_output_format_is_left_open_only_where_cpu_drops_channels_last():
     assert not stored_channels_last(_cl(2, 1, 3, 3)) and not stored_channels_last(torch.randn(2, 4, 3, 3))
 
 
-def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "upsample_reads_nchw"
     record = run_suite("channels_last", "upsample_bicubic", "float32", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
     assert record["outcome"] is Outcome.FAILED
     stored = record["counterexample"]
     assert stored["elements"] <= 8, stored  # shrinks to a couple of channels and pixels
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)

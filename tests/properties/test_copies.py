@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -53,7 +50,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not BUG["float_to_int_rounds"].fires(COPY_, (torch.zeros(2), fractional), {})
 
 
-def test_a_dropped_offset_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_dropped_offset_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "transfer_drops_offset"
     record = run_suite("copies", "transfers", "float32", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
@@ -61,11 +58,7 @@ def test_a_dropped_offset_is_stored_small_and_replays(run_suite, tmp_path):
     stored = record["counterexample"]
     sample = load_case(stored["path"]).sample()
     assert sample.input.numel() <= 2 and sample.input.storage_offset() > 0, sample.input
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)
 
 
 def test_undefined_float_to_integer_values_are_not_generated():

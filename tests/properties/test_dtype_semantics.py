@@ -6,11 +6,6 @@ import pytest
 import torch
 
 from torchcts.cases.files import load_case
-from torchcts.cases.replay_items import replay_items
-from torchcts.engine.run import EngineSettings, run_item, versions
-from torchcts.engine.targets import Target
-from torchcts.manifest import load_manifest
-from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
 from torchcts.properties.dtype_programs import cast, inplace_promotion, scalar_promotion
 from torchcts.testing.faulty.suite_bugs.dtype_semantics import BUGS
@@ -19,23 +14,6 @@ SCENARIOS = ("binary_promotion", "scalar_promotion", "inplace_promotion", "reduc
              "cast")
 BUG = {bug.name: bug for bug in BUGS}
 aten = torch.ops.aten
-
-
-def replay_in_process(path, tmp_path, *, bugs: tuple[str, ...]) -> dict:
-    """The record of replaying a stored case on the faulty device with `bugs` on, in this process."""
-    from torchcts.testing import faulty
-
-    faulty.disable_bugs()
-    if bugs:
-        faulty.enable_bugs(*bugs)
-    try:
-        manifest_file = tmp_path / "replay-manifest.py"
-        manifest_file.write_text(render_template("complete", device_name="faulty"))
-        settings = EngineSettings(target=Target("faulty"), manifest=load_manifest(manifest_file)[0], level=8,
-                                  max_examples=1, versions=versions())
-        return run_item(replay_items([path])[0], settings)
-    finally:
-        faulty.disable_bugs()
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -58,7 +36,7 @@ def test_every_seeded_bug_is_detected(run_suite, bug, scenario, dtype):
     assert record["outcome"] is Outcome.FAILED, record.get("error")
 
 
-def test_a_failure_shrinks_to_a_small_case_that_replays(run_suite, tmp_path):
+def test_a_failure_shrinks_to_a_small_case_that_replays(run_suite, tmp_path, replay_case):
     record = run_suite("dtype_semantics", "scalar_promotion", "int32", device="faulty",
                        bugs=("float_scalar_promotes_to_double",), max_examples=10, corpus_dir=tmp_path)
     assert record["outcome"] is Outcome.FAILED
@@ -67,8 +45,8 @@ def test_a_failure_shrinks_to_a_small_case_that_replays(run_suite, tmp_path):
     stored = load_case(path)
     assert stored.property == "dtype_semantics" and stored.op == "scalar_promotion"
     assert record["counterexample"]["elements"] <= 2  # one element of input
-    assert replay_in_process(path, tmp_path, bugs=("float_scalar_promotes_to_double",))["outcome"] is Outcome.FAILED
-    assert replay_in_process(path, tmp_path, bugs=())["outcome"] is Outcome.PASSED
+    assert replay_case(path, tmp_path, bugs=("float_scalar_promotes_to_double",))["outcome"] is Outcome.FAILED
+    assert replay_case(path, tmp_path, bugs=())["outcome"] is Outcome.PASSED
 
 
 def test_the_seeded_bugs_stay_silent_without_their_condition():

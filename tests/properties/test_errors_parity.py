@@ -5,32 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.cases.replay_items import replay_items
-from torchcts.engine.run import EngineSettings, run_item, versions
-from torchcts.engine.targets import Target
-from torchcts.manifest import load_manifest
-from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
 from torchcts.properties.test_errors import parity_problem, stable_regex, type_conforms
 from torchcts.testing.faulty.suite_bugs.errors import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}["index_error_as_runtime_error"]
-
-
-def replay_in_process(path, tmp_path, *, bugs: tuple[str, ...]) -> dict:
-    """The record of replaying a stored case on the faulty device with `bugs` on, in this process."""
-    from torchcts.testing import faulty
-
-    faulty.disable_bugs()
-    faulty.enable_bugs(*bugs)
-    try:
-        manifest_file = tmp_path / "replay-manifest.py"
-        manifest_file.write_text(render_template("complete", device_name="faulty"))
-        settings = EngineSettings(target=Target("faulty"), manifest=load_manifest(manifest_file)[0], level=8,
-                                  max_examples=1, versions=versions())
-        return run_item(replay_items([path])[0], settings)
-    finally:
-        faulty.disable_bugs()
 
 
 def test_the_device_must_raise_cpus_type_or_a_refinement_of_torchs_generic_error():
@@ -73,11 +52,11 @@ def test_errors_pass_on_cpu_and_on_the_clean_faulty_device(run_suite):
     assert run_suite("errors", "diagonal", "float32", device="faulty")["outcome"] is Outcome.PASSED
 
 
-def test_the_seeded_wrong_error_type_is_detected_and_replays(run_suite, tmp_path):
+def test_the_seeded_wrong_error_type_is_detected_and_replays(run_suite, tmp_path, replay_case):
     record = run_suite("errors", "diagonal", "float32", device="faulty", bugs=(BUG.name,), corpus_dir=tmp_path)
     assert record["outcome"] is Outcome.FAILED
     assert "raised RuntimeError where CPU raises IndexError" in record["error"]
-    replayed = replay_in_process(record["counterexample"]["path"], tmp_path, bugs=(BUG.name,))
+    replayed = replay_case(record["counterexample"]["path"], tmp_path, bugs=(BUG.name,))
     assert replayed["outcome"] is Outcome.FAILED
 
 

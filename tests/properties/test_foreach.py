@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -72,7 +69,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not large.fires(aten._foreach_neg.default, ([torch.ones(65536)],), {})
 
 
-def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "foreach_scalar_list_first"
     record = run_suite("foreach", "binary_scalar_list", "float32", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
@@ -80,8 +77,4 @@ def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path):
     stored = record["counterexample"]
     sample = load_case(stored["path"]).sample()
     assert len(sample.input) == 2 and case_elements(sample) <= 4, sample.input
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty",
-                             "--strict", "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -84,7 +81,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not BUG["fp8_scaled_mm_rowwise_first"].fires(SCALED_MM, (a, b, torch.tensor(2.0), torch.tensor(1.0)), {})
 
 
-def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "fp8_cast_truncates"
     record = run_suite("fp8", "cast_to_float8", "float8_e4m3fn", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
@@ -92,8 +89,4 @@ def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path):
     stored = record["counterexample"]
     sample = load_case(stored["path"]).sample()
     assert case_elements(sample) <= 2, sample.input
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty",
-                             "--strict", "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)

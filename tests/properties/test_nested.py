@@ -3,9 +3,6 @@ strided nested an honest error on faulty, failures stored small."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -62,15 +59,11 @@ def test_the_construct_program_reads_through_offsets_and_lengths():
     assert view_contiguous and not holey_contiguous
 
 
-def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "jagged_padding_drops_last"
     record = run_suite("nested", "jagged_padded", "float32", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
     assert record["outcome"] is Outcome.FAILED
     stored = record["counterexample"]
     assert stored["elements"] <= 4, stored  # two components of one element each
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)

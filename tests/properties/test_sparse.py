@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -73,15 +70,11 @@ def test_programs_build_from_parts_and_report_invariants():
         construct(torch.tensor([[5]]), None, torch.tensor([1.0]), (2,), torch.sparse_coo)
 
 
-def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path):
+def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "sparse_sum_drops_duplicates"
     record = run_suite("sparse", "sparse_sum", "float32", device="faulty", bugs=(bug,), max_examples=20,
                        corpus_dir=tmp_path / "corpus")
     assert record["outcome"] is Outcome.FAILED
     stored = record["counterexample"]
     assert stored["elements"] <= 8, stored  # two duplicate entries of one index
-    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", stored["path"], "--device", "faulty", "--strict",
-                             "--results-dir", str(tmp_path / "results")],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+    replays_failing(stored["path"], bug, tmp_path)

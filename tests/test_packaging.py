@@ -65,7 +65,7 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     assert "torchcts/report/templates/scorecard.md.jinja" in names
     assert "torchcts/crashes/known_crashes.json" in names
     assert "torchcts/coverage/exclusions.json" in names
-    for package in ("cases", "cli", "crashes", "engine", "fuzz", "isolation", "manifest", "plan", "plugin", "probe",
+    for package in ("cases", "cli", "coverage", "crashes", "engine", "fuzz", "isolation", "manifest", "plan", "plugin", "probe",
                     "report", "results", "testing"):  # every stage's subpackage is packaged
         assert f"torchcts/{package}/__init__.py" in names
     assert any(name.startswith("torchcts/corpus/") and name.endswith(".json") for name in names)

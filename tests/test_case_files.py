@@ -115,3 +115,18 @@ def test_damaged_storages_are_named_when_rebuilt(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(CaseFileError, match="storage"):
         load_case(path).sample()
+
+
+def test_the_builtin_replay_takes_the_curated_cases_of_its_compile_backend(tmp_path, monkeypatch):
+    """A curated case found under torch.compile(backend=B) is wrong only there: --builtin replays it only under B."""
+    from torchcts.cases import files
+
+    eager = next(files.builtin_corpus().glob("*.json"))
+    data = json.loads(eager.read_text())
+    assert data["backend"] is None  # every curated case of an eager backend
+    (tmp_path / "eager.json").write_text(json.dumps(data))
+    (tmp_path / "inductor.json").write_text(json.dumps({**data, "backend": "inductor"}))
+    monkeypatch.setattr(files, "builtin_corpus", lambda: tmp_path)
+    assert [p.name for p in files.builtin_cases(None)] == ["eager.json"]
+    assert [p.name for p in files.builtin_cases("inductor")] == ["inductor.json"]
+    assert files.builtin_cases("aot_eager") == []

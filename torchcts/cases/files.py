@@ -212,3 +212,9 @@ def builtin_corpus() -> Path:
     import torchcts.corpus
 
     return Path(torchcts.corpus.__file__).parent
+
+
+def builtin_cases(compile_backend: str | None) -> list[Path]:
+    """The curated cases found on `compile_backend` (None: eager backends): a case found under
+    torch.compile(backend=B) is wrong only there, so only a replay under the same backend can fail it."""
+    return [path for path in case_files([builtin_corpus()]) if load_case(path).backend == compile_backend]

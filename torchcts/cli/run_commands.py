@@ -54,8 +54,8 @@ from torchcts.cli.selection import plan_for, selection_options
               help="Do not write the report (scorecard.md, report.html, junit.xml, summary.json) into the run folder.")
 @click.option("--trace-dispatch", is_flag=True,
               help="Record in each executed item's record the aten overloads its device side dispatched, for "
-                   "`torchcts coverage collect-backend-evidence`. Costs a Python call per op: about 1.1-1.3x an "
-                   "item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
+                   "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (~20 us): about 1.1x a "
+                   "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
         results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
@@ -197,7 +197,9 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
 @compile_option("Replay through torch.compile(backend=...) on the device.")
 @manifest_option(default=None, help="Manifest whose tolerance_overrides and custom_test_dirs apply (default "
                                     "./manifest.py if it exists; none needed).")
-@click.option("--builtin", is_flag=True, help="Also replay the curated corpus shipped with TorchCTS.")
+@click.option("--builtin", is_flag=True,
+              help="Also replay the curated corpus shipped with TorchCTS: its cases found on eager backends, or "
+                   "with --compile B those found under torch.compile(backend=B).")
 @click.option("--update-status", is_flag=True,
               help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
 @click.option("--strict", is_flag=True, help="Exit 1 when any case still fails, not only on regressions.")
@@ -221,7 +223,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
     pytest with `python -m pytest --pyargs torchcts.properties --replay DIR --device D`.
     """
-    from torchcts.cases.files import CaseFileError, builtin_corpus
+    from torchcts.cases.files import CaseFileError, builtin_cases
     from torchcts.cases.limits import CaseLimits
     from torchcts.cases.corpus_default import default_corpus_dir
 
@@ -238,7 +240,9 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
         raise click.UsageError("pass --device D (the device to replay the cases on)")
     paths = list(cases) or ([] if builtin else [default_corpus_dir(results_dir)])
     if builtin:
-        paths.append(builtin_corpus())
+        paths.extend(builtin_cases(compile_backend))
+        if not paths:
+            fail(f"the curated corpus holds no case found under --compile {compile_backend}")
     if not all(p.exists() for p in paths):
         fail(f"no corpus at {', '.join(str(p) for p in paths if not p.exists())}; name case files or folders")
     from torchcts.cases.replay import run_replay

@@ -54,7 +54,7 @@ from torchcts.cli.selection import plan_for, selection_options
               help="Do not write the report (scorecard.md, report.html, junit.xml, summary.json) into the run folder.")
 @click.option("--trace-dispatch", is_flag=True,
               help="Record in each executed item's record the aten overloads its device side dispatched, for "
-                   "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (~20 us): about 1.1x a "
+                   "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (5-20 us): about 1.06x a "
                    "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
         properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,

@@ -5,6 +5,8 @@ into the store, a run is never counted twice, untraced/running/compiled runs are
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -130,6 +132,9 @@ OVERLOAD = "overloads__aten_DOT_add_DOT_Tensor"
     (hostile(runs__0__run_id=""), "runs[0].run_id"),
     (hostile(runs__0__torch=7), "runs[0].torch"),
     (hostile(runs__0__device="x" * 500), "runs[0].device"),
+    (hostile(runs__0__secret="x"), "runs[0].secret"),
+    (hostile(runs=VALID["runs"] * 2), "runs"),  # a run_id twice
+    (hostile(**{OVERLOAD + "__note": 1}), "overloads['aten.add.Tensor'].note"),
     (hostile(overloads=[1]), "overloads"),
     (hostile(**{OVERLOAD + "__reached": "3"}), "overloads['aten.add.Tensor'].reached"),
     (hostile(**{OVERLOAD + "__reached": -1}), "overloads['aten.add.Tensor'].reached"),
@@ -208,3 +213,23 @@ def test_a_real_traced_run_is_collected(tmp_path):
     assert {"aten.abs.default", "aten.neg.default"} <= collected.evidence.reached()
     assert collected.evidence.overloads["aten.abs.default"].passed == 1
     assert collected.run["device"] == "faulty" and collected.run["run_id"] == "run-real"
+
+
+def test_torchcts_run_trace_dispatch_then_collect(tmp_path):
+    """The whole path a user takes: `torchcts run --trace-dispatch` (the flag reaches the session through
+    pytest), then `collect-backend-evidence` on the latest run."""
+    manifest = tmp_path / "manifest.py"
+    manifest.write_text(render_template("complete", device_name="cpu"))
+    command = [sys.executable, "-m", "torchcts", "run", "--validation", "--manifest", str(manifest), "--trace-dispatch",
+               "--ops", "^abs$", "--property", "forward", "--dtype", "float32", "--max-examples", "2", "--no-report"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (folder,) = (tmp_path / "results").iterdir()
+    assert json.loads((folder / "run.json").read_text())["environment"]["trace_dispatch"] is True
+    (abs_record,) = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()
+                     if json.loads(line)["outcome"] == "passed"]
+    assert "aten.abs.default" in abs_record["dispatched"]
+    result = CliRunner().invoke(cli, ["coverage", "collect-backend-evidence", "--store", str(tmp_path / "store"),
+                                      "--results-dir", str(tmp_path / "results")])
+    assert result.exit_code == 0, result.output
+    assert "aten.abs.default" in load_evidence(tmp_path / "store").reached()

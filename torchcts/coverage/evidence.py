@@ -107,14 +107,14 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
     if not isinstance(runs, list) or len(runs) > MAX_RUNS:
         raise bad("runs", f"must be a list of at most {MAX_RUNS} runs, got {_kind(runs)}")
     checked_runs = tuple(_run(run, f"runs[{index}]", bad) for index, run in enumerate(runs))
-    run_ids = [run["run_id"] for run in checked_runs]
-    if len(set(run_ids)) != len(run_ids):
-        duplicate = next(r for r in run_ids if run_ids.count(r) > 1)
-        raise bad("runs", f"run_id {_shown(duplicate)} appears more than once")
+    known: set[str] = set()
+    for run in checked_runs:
+        if run["run_id"] in known:
+            raise bad("runs", f"run_id {_shown(run['run_id'])} appears more than once")
+        known.add(run["run_id"])
     overloads = data.get("overloads")
     if not isinstance(overloads, dict) or len(overloads) > MAX_OVERLOADS:
         raise bad("overloads", f"must be an object of at most {MAX_OVERLOADS} overloads, got {_kind(overloads)}")
-    known = set(run_ids)
     checked = {name: _overload(name, value, known, bad) for name, value in overloads.items()}
     return Evidence(checked_runs, checked)
 
@@ -122,8 +122,9 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
 def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` builds the error
     if not isinstance(run, dict):
         raise bad(where, f"must be an object, got {_kind(run)}")
-    for field in sorted(set(run) - set(RUN_FIELDS)):
-        raise bad(f"{where}.{_text(field)}", f"is not a run field ({', '.join(RUN_FIELDS)})")
+    extra = sorted(set(run) - set(RUN_FIELDS))
+    if extra:
+        raise bad(f"{where}.{_text(extra[0])}", f"is not a run field ({', '.join(RUN_FIELDS)})")
     for field in RUN_FIELDS:
         value = run.get(field)
         required = field == "run_id"
@@ -139,8 +140,9 @@ def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence: 
         raise bad(where, "is not an aten overload name like \"aten.add.Tensor\"")
     if not isinstance(value, dict):
         raise bad(where, f"must be an object, got {_kind(value)}")
-    for field in sorted(set(value) - {"reached", "passed", "failed", "errors", "runs"}):
-        raise bad(f"{where}.{_text(field)}", "is not a field of an overload (reached, passed, failed, errors, runs)")
+    extra = sorted(set(value) - {"reached", "passed", "failed", "errors", "runs"})
+    if extra:
+        raise bad(f"{where}.{_text(extra[0])}", "is not a field of an overload (reached, passed, failed, errors, runs)")
     counts = {field: _count(value.get(field), f"{where}.{field}", bad) for field in ("reached", "passed", "failed")}
     errors = value.get("errors", {})
     if not isinstance(errors, dict):

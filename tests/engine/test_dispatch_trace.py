@@ -178,3 +178,10 @@ def test_run_refuses_trace_dispatch_with_compile(manifests, tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--trace-dispatch cannot be combined with --compile" in done.stdout + done.stderr
+
+
+def test_backward_ops_run_by_autograd_on_the_device_are_traced(manifests):
+    record = run_item(PlanItem("backward", "abs", "function", "float32", 2),
+                      settings_for(manifests, "faulty", trace_dispatch=True))
+    assert record["outcome"] is Outcome.PASSED
+    assert {"aten.abs.default", "aten.sgn.default", "aten.mul.Tensor"} <= set(record["dispatched"])  # abs' backward

@@ -140,6 +140,8 @@ def non_unique_audit(audit_path: Path, output_path: Path | None) -> None:
 
     result = non_unique(_read(audit_path))
     output_path = output_path or audit_path.parent / "non-unique.json"
+    if not output_path.parent.is_dir():
+        fail(f"--output {output_path}: its folder {output_path.parent} does not exist")
     output_path.write_text(json.dumps(result, indent=1) + "\n")
     combos: dict[str, int] = {}
     for item in result["overloads"]:

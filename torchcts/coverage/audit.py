@@ -66,7 +66,6 @@ def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, 
     suites, missing = mapping.declared_reach(builtin, packets)
     pack_reach, pack_missing = mapping.declared_reach(packs, packets)
     by_overload = _invert(suites), _invert(pack_reach)
-    dispatch_level = levels.get(GENERATED_PROPERTY)
     entries, not_relevant = [], {}
     for item in inventory:
         if not item.relevant:
@@ -74,7 +73,7 @@ def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, 
             continue
         entries.append(_entry(item, sorted(opinfos.get(item.name, ())), sorted(opinfo_properties.get(item.name, ())),
                               by_overload[0].get(item.name, []), by_overload[1].get(item.name, []),
-                              sources, levels, dispatch_level))
+                              sources, levels))
     warnings = [f"declared overload not in torch {metadata.get('torch', '?')}: {m}" for m in missing + pack_missing]
     warnings += [f"exclusions: {problem}" for problem in getattr(sources.exclusions, "problems", ())]
     return {"schema_version": SCHEMA_VERSION, "metadata": metadata, "entries": entries,
@@ -90,7 +89,7 @@ def _invert(reach: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
 
 
 def _entry(item: Any, opinfos: list[str], opinfo_props: list[str], suites: list[str], packs: list[str],
-           sources: Sources, levels: dict[str, int], dispatch_level: int | None) -> dict[str, Any]:
+           sources: Sources, levels: dict[str, int]) -> dict[str, Any]:
     generation = sources.generated.get(item.name)
     generated = generation == "generated"
     match = sources.exclusions.match(item.name)
@@ -108,7 +107,7 @@ def _entry(item: Any, opinfos: list[str], opinfo_props: list[str], suites: list[
 
 
 def unknowns(audit: dict[str, Any]) -> list[dict[str, Any]]:
-    """unknowns.json: every unknown overload with its kernels, tags, schema, relevance rule and why it is not generated."""
+    """unknowns.json: each unknown overload with its kernels, tags, schema, rule, and why it is not generated."""
     return sorted(({"overload": e["overload"], "kernels": e.get("kernels", []), "tags": e.get("tags", []),
                     "schema": e.get("schema", ""), "rule": e["rule"], "generated": e["generated"]}
                    for e in audit["entries"] if e["status"] == "unknown"), key=lambda e: e["overload"])

@@ -130,7 +130,8 @@ def read_audit(path: Path | str) -> dict[str, Any]:
     return audit
 
 
-def stale_metadata(audit: dict[str, Any], installed: dict[str, Any], exclusion_files: list[dict[str, str]]) -> list[str]:
+def stale_metadata(audit: dict[str, Any], installed: dict[str, Any],
+                   exclusion_files: list[dict[str, str]]) -> list[str]:
     """What in the audit's metadata differs from the installed torch and the current exclusion files."""
     meta = audit["metadata"]
     stale = [f"metadata.{key}: the audit has {meta[key]!r}, the installed torch has {installed[key]!r}"
@@ -156,7 +157,8 @@ class CheckResult:
         return 2 if self.errors else 1 if self.failures else 0
 
 
-def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False, strict_unknowns: bool = False) -> CheckResult:
+def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False,
+          strict_unknowns: bool = False) -> CheckResult:
     """Validate the exclusion files and the audit at `path` against the installed torch."""
     import torch
 

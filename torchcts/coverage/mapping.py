@@ -1,12 +1,13 @@
 """Which aten overloads the tests reach by name: OpInfo properties, suite declarations, backend packs.
 
 An OpInfo property reaches an overload when the OpInfo's name (or its `aten_name`, an alias, the
-`linalg.x` -> `linalg_x` / `nn.functional.x` -> `x` spellings, a reflected dunder `__radd__` -> `add`,
-a short table of renames: `float` -> `_to_copy`, `__or__` -> `bitwise_or`) is the overload's packet: the function and method variants reach the packet's functional overloads,
-`inplace` reaches `<packet>_`, `out` the packet's out= overloads, and a training property also the
-`<packet>_backward` packets. Named-tensor overloads (a `Dimname` argument) are never reached this
-way. This is mapping, not measurement: the dispatch trace (`evidence`) says what a run really reached.
-A suite reaches what its `register_property(overloads=...)` declares (a packet means every overload).
+`linalg.x` -> `linalg_x` / `nn.functional.x` -> `x` spellings, a reflected dunder `__radd__` -> `add`, a
+short table of renames: `float` -> `_to_copy`, `__or__` -> `bitwise_or`) is the overload's packet: the
+function and method variants reach the packet's functional overloads, `inplace` reaches `<packet>_`,
+`out` the packet's out= overloads, and a training property also the `<packet>_backward` packets.
+Named-tensor overloads (a `Dimname` argument) are never reached this way. This is mapping, not measurement:
+the dispatch trace (`evidence`) says what a run really reached. A suite reaches what its
+`register_property(overloads=...)` declares (a packet means every overload).
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ _HTML = """\
 <section class="coverage-audit">
 <h2>Coverage audit: torch {{ meta.torch }}</h2>
 <p>{{ total }} backend-relevant overloads; {{ unknown_percent }} unknown ({{ meta.date }}).</p>
-<table><thead><tr><th>status</th><th>overloads</th><th>share</th>{% if evidence %}<th>reached</th>{% endif %}</tr></thead>
+<table><thead><tr><th>status</th><th>overloads</th><th>share</th>\
+{% if evidence %}<th>reached</th>{% endif %}</tr></thead>
 <tbody>{% for s, n, p, r in statuses %}<tr><td>{{ s }}</td><td>{{ n }}</td><td>{{ p }}</td>\
 {% if evidence %}<td>{{ r }}</td>{% endif %}</tr>{% endfor %}</tbody></table>
 <table><thead><tr><th>level</th><th>overloads</th></tr></thead>

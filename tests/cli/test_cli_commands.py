@@ -24,7 +24,8 @@ def test_the_entry_points_are_where_packaging_and_users_find_them():
     from torchcts.cli import cli as from_package, main
 
     assert from_package is cli and callable(main)
-    assert set(cli.commands) == {"check-manifest", "init", "run", "fuzz", "show-skips", "report", "replay", "selftest"}
+    assert set(cli.commands) == {"check-manifest", "init", "run", "fuzz", "show-skips", "report", "replay", "selftest",
+                                 "coverage"}
 
 
 def test_every_cli_module_stays_small():

@@ -31,3 +31,7 @@ from torchcts.cli import coverage_audit  # noqa: E402 - after the group it joins
 
 for _command in (coverage_audit.audit, coverage_audit.report, coverage_audit.check, coverage_audit.non_unique_audit):
     coverage.add_command(_command)
+
+from torchcts.cli.coverage_materialize import materialize_command  # noqa: E402 - after the group it joins
+
+coverage.add_command(materialize_command)

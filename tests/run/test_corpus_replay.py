@@ -126,6 +126,20 @@ def test_builtin_corpus_still_fails_on_meta_and_passes_on_cpu(tmp_path):
     assert on_cpu.returncode == 0 and "0 still failing" in on_cpu.stdout
 
 
+def test_builtin_inductor_cases_still_fail_under_inductor_only(tmp_path):
+    """The curated cases found under torch.compile(backend="inductor") replay there (and only there: the eager
+    replays above never take them)."""
+    from torchcts.cases.files import builtin_cases, load_case
+
+    compiled = builtin_cases("inductor")
+    assert compiled and all(load_case(path).backend == "inductor" for path in compiled)
+    assert not set(compiled) & set(builtin_cases(None))
+    under_inductor = cli(tmp_path, "replay", "--builtin", "--device", "cpu", "--compile", "inductor")
+    cases = [line for line in under_inductor.stdout.splitlines() if line.startswith(("still failing", "now passing"))]
+    assert len(cases) == len(compiled) and all(line.startswith("still failing") for line in cases), \
+        under_inductor.stdout[-3000:]
+
+
 def test_fuzz_finds_a_bug_within_a_visit_budget(tmp_path):
     """Visits, not seconds, bound the hunt: seed 2's first visit finds the bug on any machine.
     (Fuzz past a crash: tests/run/test_isolation.py.)"""

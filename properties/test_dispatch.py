@@ -86,7 +86,17 @@ def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: st
     return schema_arguments(op._schema, dtype, dtypes=extra).map(case)
 
 
-_RUN = run_program(call_overload)
+_PROGRAM = run_program(call_overload)
+
+
+def _RUN(cts, sample, target):
+    """The program on the target; a lazy negated or conjugated result is resolved once, so a kernel that
+    cannot compute it ("neg_cpu" not implemented for 'Bool') raises here, on CPU a rejected draw."""
+    result = _PROGRAM(cts, sample, target)
+    for leaf in tree_leaves(result):
+        if isinstance(leaf, torch.Tensor) and (leaf.is_neg() or leaf.is_conj()):
+            leaf.resolve_neg().resolve_conj()
+    return result
 
 
 class _CpuOnly:

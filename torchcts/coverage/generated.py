@@ -40,7 +40,7 @@ LAYOUT_RULES = {"sparse-only": "sparse layouts only (the sparse suite's area)",
 # validation run; every overload of such a packet is left out, since one crash takes a whole run down.
 UNCHECKED_PACKETS = ("_fused_", "_cummax_helper", "_cummin_helper", "_batch_norm_no_update", "_weight_norm_interface",
                      "_linalg_eigvals", "_nested_from_padded", "_transform_bias_rescale_qkv", "_convert_indices_from_",
-                     "range", "_foreach_copy")
+                     "range", "_foreach_copy", "_reshape_alias", "_new_zeros_with_same_feature_meta")
 
 
 class GeneratedListError(Exception):
@@ -166,6 +166,8 @@ def _static_reason(entry: Any, op: Any) -> str | None:
         return "cannot generate: an unchecked (_unsafe) kernel: out-of-range arguments read arbitrary memory"
     if entry.packet.rstrip("_").startswith(UNCHECKED_PACKETS):
         return "cannot generate: a kernel that trusts its arguments' sizes (drawn ones crashed CPU in a probe or run)"
+    if entry.packet.startswith("_nested_"):
+        return "cannot generate: takes or returns nested tensors (the nested suite's area)"
     if "Dimname" in entry.schema:
         return "cannot generate: named tensors (a Dimname argument), a prototype"
     return None

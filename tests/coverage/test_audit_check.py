@@ -16,11 +16,15 @@ from torchcts.coverage.inventory import inventory_metadata, load_inventory
 
 
 def _write_audit(project, *, unknowns=True):
-    """audit.json for the installed torch and the project's current exclusions (no OpInfos, no suites: quick)."""
+    """audit.json for the installed torch and the project's current exclusions (no OpInfos, no suites: quick).
+    Without unknowns, the project's exclusions gain a glob excluding every overload nothing else covers."""
+    if not unknowns:
+        path = project / "coverage_exclusions.json"
+        data = json.loads(path.read_text()) if path.exists() else {"schema_version": 1, "exclusions": []}
+        data["exclusions"].append({"pattern": "aten.*", "reason": "test: nothing left unknown"})
+        path.write_text(json.dumps(data))
     sources = audit.Sources((), (), {"aten.abs.default": "generated"}, load_exclusions(project))
     result = audit.build_audit(load_inventory(), sources, audit.metadata(inventory_metadata(), project, None, None))
-    if not unknowns:
-        result["entries"] = [e for e in result["entries"] if e["status"] != "unknown"]
     folder = project / "results" / "coverage"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "audit.json").write_text(json.dumps(result))
@@ -54,7 +58,33 @@ def test_unknowns_exit_1_under_the_flags(project, monkeypatch, flag):
 
 def test_an_audit_without_unknowns_passes_the_flags(project, monkeypatch):
     _write_audit(project, unknowns=False)
-    assert _check(project, monkeypatch, "--fail-on-unknown").exit_code == 0
+    checked = _check(project, monkeypatch, "--fail-on-unknown")
+    assert checked.exit_code == 0, checked.output
+
+
+def test_an_audit_with_entries_deleted_or_added_exits_2_naming_them(project, monkeypatch):
+    """Deleting the unknown entries from audit.json must not pass --fail-on-unknown."""
+    result = _write_audit(project)
+    unknown = sorted(e["overload"] for e in result["entries"] if e["status"] == "unknown")
+    result["entries"] = [e for e in result["entries"] if e["status"] != "unknown"]
+    (project / "results" / "coverage" / "audit.json").write_text(json.dumps(result))
+    checked = _check(project, monkeypatch, "--fail-on-unknown")
+    assert checked.exit_code == 2, checked.output
+    assert f"lacks {len(unknown)} backend-relevant overloads of the installed torch: {unknown[0]}" in checked.output
+    extra = dict(result["entries"][0], overload="aten.no_such_op.default")
+    result["entries"].append(extra)
+    (project / "results" / "coverage" / "audit.json").write_text(json.dumps(result))
+    checked = _check(project, monkeypatch)
+    assert checked.exit_code == 2 and "1 overloads the installed torch has not (or are not relevant): " \
+        "aten.no_such_op.default" in checked.output, checked.output
+
+
+def test_an_audit_of_another_torchcts_exits_2_naming_the_field(project, monkeypatch):
+    result = _write_audit(project)
+    result["metadata"]["torchcts"] = "0.0.1"
+    (project / "results" / "coverage" / "audit.json").write_text(json.dumps(result))
+    checked = _check(project, monkeypatch)
+    assert checked.exit_code == 2 and "metadata.torchcts: the audit has '0.0.1', the installed" in checked.output
 
 
 def test_stale_exclusion_names_warn_and_fail_only_under_strict_unknowns(project, monkeypatch):
@@ -100,6 +130,8 @@ def test_malformed_exclusions_exit_2_naming_file_and_entry(project, monkeypatch)
     (lambda a: a["metadata"].update(torch=None), "metadata.torch: must be a string"),
     (lambda a: a.update(schema_version=2), "audit.schema_version: must be 1"),
     (lambda a: a["entries"].append(dict(a["entries"][0])), "entries: an overload appears twice"),
+    (lambda a: a["entries"][0].update(overload="aten.add"), "entries[0].overload: must be an overload name"),
+    (lambda a: a["entries"][0].update(overload="aten.add.Tensor; x"), "entries[0].overload: must be an overload"),
 ])
 def test_a_malformed_audit_exits_2_naming_the_field(project, monkeypatch, edit, field):
     result = _write_audit(project)

@@ -16,10 +16,12 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.coverage.audit import SCHEMA_VERSION, STATUSES
+from torchcts.plan.registry import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, read_json_file
 
 MAX_AUDIT_BYTES = 64 * MiB  # a torch 2.13 audit is about 2 MiB
 MAX_ENTRIES = 100_000  # torch 2.13 has ~3,100 aten overloads
+SHOWN = 5  # names listed in one line before "... (N more)"
 
 
 class AuditFileError(Exception):
@@ -65,7 +67,8 @@ METADATA: dict[str, tuple[Callable[[Any], bool], str]] = {
     "evidence": (_opt_str, "a string or null"),
 }
 ENTRY: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "overload": (lambda v: _str(v) and v.startswith("aten."), "an overload name 'aten.<packet>.<overload>'"),
+    "overload": (lambda v: _str(v) and OVERLOAD_NAME.fullmatch(v) is not None,
+                 "an overload name 'aten.<packet>.<overload>'"),
     "status": (lambda v: v in STATUSES, f"one of {', '.join(STATUSES)}"),
     "level": (_level, "an integer from 1 to 8 or null"), "rule": (_str, "a string"),
     "opinfos": (_str_list, "a list of strings"), "opinfo_properties": (_str_list, "a list of strings"),
@@ -135,13 +138,32 @@ def stale_metadata(audit: dict[str, Any], installed: dict[str, Any],
     """What in the audit's metadata differs from the installed torch and the current exclusion files."""
     meta = audit["metadata"]
     stale = [f"metadata.{key}: the audit has {meta[key]!r}, the installed torch has {installed[key]!r}"
-             for key in ("torch", "torch_git") if meta[key] != installed[key]]
+             for key in ("torch", "torch_git", "torchcts") if meta[key] != installed[key]]
     if meta["exclusion_files"] != exclusion_files:
         was = ", ".join(f"{f['path']} {f['sha256'][:12]}" for f in meta["exclusion_files"]) or "none"
         now = ", ".join(f"{f['path']} {f['sha256'][:12]}" for f in exclusion_files) or "none"
         stale.append(f"metadata.exclusion_files: the audit read {was}; now there are {now} (run `torchcts coverage "
                      f"audit` again)")
     return stale
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:SHOWN]) + (f", ... ({len(names) - SHOWN} more)" if len(names) > SHOWN else "")
+
+
+def entry_differences(audit: dict[str, Any], relevant: frozenset[str]) -> list[str]:
+    """Overloads the installed torch deems backend-relevant that the audit lacks, and entries it should not
+    have: an audit with its unknown entries deleted must not pass as one without unknowns."""
+    names = {entry["overload"] for entry in audit["entries"]}
+    missing, extra = sorted(relevant - names), sorted(names - relevant)
+    found = []
+    if missing:
+        found.append(f"entries: the audit lacks {len(missing)} backend-relevant overloads of the installed torch: "
+                     f"{_names(missing)} (run `torchcts coverage audit` again)")
+    if extra:
+        found.append(f"entries: the audit has {len(extra)} overloads the installed torch has not (or are not "
+                     f"relevant): {_names(extra)}")
+    return found
 
 
 @attrs.frozen
@@ -162,8 +184,10 @@ def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False,
     """Validate the exclusion files and the audit at `path` against the installed torch."""
     import torch
 
+    import torchcts
     from torchcts.coverage.audit import exclusion_files
     from torchcts.coverage.exclusions import ExclusionsError, load_exclusions
+    from torchcts.coverage.inventory import load_inventory
 
     try:
         exclusions = load_exclusions(project_dir)
@@ -173,8 +197,10 @@ def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False,
         audit = read_audit(path)
     except AuditFileError as exc:
         return CheckResult(errors=(str(exc),))
-    installed = {"torch": torch.__version__, "torch_git": getattr(torch.version, "git_version", None)}
+    installed = {"torch": torch.__version__, "torch_git": getattr(torch.version, "git_version", None),
+                 "torchcts": torchcts.__version__}
     stale = stale_metadata(audit, installed, exclusion_files(project_dir))
+    stale = stale or entry_differences(audit, frozenset(o.name for o in load_inventory() if o.relevant))
     if stale:
         return CheckResult(errors=tuple(f"{path}: {line}" for line in stale))
     unknown = sorted(e["overload"] for e in audit["entries"] if e["status"] == "unknown")

@@ -31,7 +31,9 @@ from torchcts.manifest.vocabulary import CAPABILITIES
 PROPERTIES_PACKAGE = "torchcts.properties"
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_OVERLOAD = re.compile(r"^aten\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")  # aten.<packet>[.<overload>]
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+OVERLOAD_NAME = re.compile(rf"aten\.{_IDENT}\.{_IDENT}")  # str(OpOverload), "aten.add.Tensor": use fullmatch
+_OVERLOAD = re.compile(rf"^aten\.{_IDENT}(\.{_IDENT})?$")  # aten.<packet>[.<overload>]
 COMPARISONS = ("tolerance", "bits")
 ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
 

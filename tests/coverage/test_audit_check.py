@@ -97,6 +97,17 @@ def test_stale_exclusion_names_warn_and_fail_only_under_strict_unknowns(project,
     assert strict.exit_code == 1 and "error: stale exclusion:" in strict.output
 
 
+def test_repeated_exclusion_entries_warn_and_fail_only_under_strict_unknowns(project, monkeypatch):
+    (project / "coverage_exclusions.json").write_text(json.dumps({"schema_version": 1, "exclusions": [
+        {"overload": "aten.abs.out", "reason": "once"}, {"overload": "aten.abs.out", "reason": "twice"}]}))
+    _write_audit(project, unknowns=False)
+    plain = _check(project, monkeypatch, "--fail-on-unknown")
+    assert plain.exit_code == 0 and "warning: repeated exclusion:" in plain.output and "#1: overload 'aten.abs.out'" \
+        in plain.output, plain.output
+    strict = _check(project, monkeypatch, "--strict-unknowns")
+    assert strict.exit_code == 1 and "error: repeated exclusion:" in strict.output, strict.output
+
+
 def test_an_audit_of_another_torch_exits_2_naming_the_field(project, monkeypatch):
     result = _write_audit(project)
     result["metadata"]["torch"] = "2.7.0"

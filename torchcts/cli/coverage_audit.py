@@ -110,8 +110,9 @@ def check(audit_path: Path, fail_on_unknown: bool, strict_unknowns: bool, projec
     Exit 2 when an exclusions file is malformed (file and entry named), audit.json is malformed
     (file and field named), its metadata do not match the installed torch (version, git
     version), the installed TorchCTS or the current exclusion files (sha256), or its entries are
-    not exactly the installed torch's backend-relevant overloads (missing or extra names listed). Unknowns and stale exclusion names print as
-    warnings and exit 0, unless a flag makes them fatal (exit 1).
+    not exactly the installed torch's backend-relevant overloads (missing or extra names listed).
+    Unknowns, stale exclusion names and repeated exclusion entries print as warnings and exit 0,
+    unless a flag makes them fatal (exit 1).
     """
     from torchcts.coverage.audit_check import check as run_check
 

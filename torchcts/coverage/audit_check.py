@@ -4,8 +4,8 @@ An audit travels (a CI artifact), so it is read as untrusted data: bounded in si
 (`torchcts.results.files`), every field checked, the first problem named with its file and field.
 It is current when its metadata match the installed torch (version and git version) and the
 exclusion files it was computed from (their sha256). Exit codes: 2 bad input (a malformed or stale
-audit, a malformed exclusions file), 1 unknowns under --fail-on-unknown, unknowns or stale exclusion
-names under --strict-unknowns, 0 otherwise (unknowns and stale names print as warnings).
+audit, a malformed exclusions file), 1 unknowns under --fail-on-unknown, unknowns, stale exclusion
+names or repeated exclusion entries under --strict-unknowns, 0 otherwise (they print as warnings).
 """
 
 from __future__ import annotations
@@ -204,7 +204,8 @@ def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False,
     if stale:
         return CheckResult(errors=tuple(f"{path}: {line}" for line in stale))
     unknown = sorted(e["overload"] for e in audit["entries"] if e["status"] == "unknown")
-    names = [f"stale exclusion: {p}" for p in getattr(exclusions, "problems", ())]
+    names = [f"stale exclusion: {p}" for p in exclusions.problems]
+    names += [f"repeated exclusion: {r}" for r in exclusions.repeats]
     lines = [f"unknown: {name}" for name in unknown]
     failing = (lines if fail_on_unknown or strict_unknowns else []) + (names if strict_unknowns else [])
     warnings = [line for line in lines + names if line not in failing]

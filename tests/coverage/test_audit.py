@@ -179,3 +179,25 @@ def test_a_bad_evidence_store_exits_2_naming_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["coverage", "audit", "--evidence", str(tmp_path)])
     assert result.exit_code == 2 and "evidence.json" in result.output and "schema_version" in result.output
+
+
+@pytest.mark.parametrize(("files", "words", "lines"), [
+    ({"suites/test_broken.py": "raise RuntimeError('boom')\n"}, "test_broken.py: importing it raised RuntimeError: boom",
+     1),
+    ({"suites/test_bad_overloads.py": PACK.replace("vendor_pack_probe", "bad_pack").format(overload="add")},
+     "test_bad_overloads.py: property bad_pack: overloads must be", 1),
+    ({"manifest.py": "manifest = 3\n"}, "manifest.py: 1 problem\n  error: manifest: must be a dict", 2),  # as `run` does
+])
+def test_a_broken_backend_pack_or_manifest_exits_2_naming_it(tmp_path, monkeypatch, files, words, lines):
+    """A manifest's custom_test_dirs are the user's code: a module that fails to import is bad input."""
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="cpu")
+                                          + '\nmanifest["custom_test_dirs"] = ["suites"]\n')
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["coverage", "audit", "--manifest", "manifest.py"])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and len(result.output.strip().splitlines()) == lines, result.output
+    assert "Traceback" not in result.output and not (tmp_path / "results").exists()

@@ -57,13 +57,14 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     from torchcts.coverage.exclusions import ExclusionsError
     from torchcts.coverage.summary import render_markdown
     from torchcts.manifest import ManifestError
+    from torchcts.plan.registry import RegistryError
 
     started = time.monotonic()
     try:
         result, unmapped = audit_module.run_audit(project_dir, manifest=manifest_path, evidence=evidence_dir)
     except ManifestError as exc:
         fail(exc.render())
-    except (ExclusionsError, EvidenceError) as exc:
+    except (ExclusionsError, EvidenceError, RegistryError) as exc:  # RegistryError: a custom_test_dirs module
         fail(str(exc))
     summary = render_markdown(result)
     written = audit_module.write_artifacts(output_dir, result, unmapped, summary)

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from torchcts.cli.main import cli
-from torchcts.coverage.evidence import (MAX_STORE_BYTES, Evidence, EvidenceError, collect_run, load_evidence,
-                                        parse_evidence)
+from torchcts.coverage.evidence import (LOCK_NAME, MAX_STORE_BYTES, Evidence, EvidenceError, collect_run,
+                                        load_evidence, parse_evidence)
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import RunWriter
 
@@ -233,3 +233,26 @@ def test_torchcts_run_trace_dispatch_then_collect(tmp_path):
                                       "--results-dir", str(tmp_path / "results")])
     assert result.exit_code == 0, result.output
     assert "aten.abs.default" in load_evidence(tmp_path / "store").reached()
+
+
+def test_a_collect_waits_for_the_store_lock_and_keeps_the_other_collectors_run(tmp_path):
+    """Read-merge-replace runs under flock on DIR/.evidence.lock: a collector that merged meanwhile is not lost."""
+    import fcntl
+    import threading
+
+    store = tmp_path / "store"
+    first, second = (write_run(tmp_path / "results", run_id, RUN_A) for run_id in ("run-a", "run-b"))
+    store.mkdir()
+    with open(store / LOCK_NAME, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another collector is between its read and its replace
+        waiting = threading.Thread(target=collect_run, args=(store, second))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # it waits rather than reading the store now
+        elsewhere = tmp_path / "other"
+        collect_run(elsewhere, first)  # what the other collector computed; it replaces the store with it
+        (store / "evidence.json").write_bytes((elsewhere / "evidence.json").read_bytes())
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    waiting.join(30)
+    assert [run["run_id"] for run in load_evidence(store).runs] == ["run-a", "run-b"]
+    assert load_evidence(store).overloads["aten.abs.default"].as_json()["runs"] == ["run-a", "run-b"]

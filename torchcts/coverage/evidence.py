@@ -12,11 +12,13 @@ a problem names the file and the field. No torch.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import attrs
 
@@ -24,6 +26,7 @@ from torchcts.results.files import MiB, ResultFileError, read_json_file
 
 SCHEMA_VERSION = 1
 FILE_NAME = "evidence.json"
+LOCK_NAME = ".evidence.lock"  # flocked around read-merge-replace (`collect_run`)
 MAX_STORE_BYTES = 64 * MiB  # a store of 10,000 runs over 3,000 overloads stays well under it
 MAX_RUNS = 10_000
 MAX_OVERLOADS = 20_000  # torch 2.13 has ~3,100 aten overloads
@@ -242,8 +245,10 @@ def collect_run(store: Path | str, folder: Path | str) -> Collected:
     """Add the traced run in `folder` to the store in `store` (created when missing), written atomically.
 
     EvidenceError when the run cannot be evidence (unreadable, still running, under torch.compile, no
-    record carries `dispatched`) or the store is malformed; nothing is written then."""
-    from torchcts.results.files import iter_records, read_summary
+    record carries `dispatched`) or the store is malformed; evidence.json is not written then. The
+    read-merge-replace holds an flock on DIR/.evidence.lock, so concurrent collects into one store
+    each add their run."""
+    from torchcts.results.files import read_summary
 
     folder = Path(folder)
     try:
@@ -257,6 +262,13 @@ def collect_run(store: Path | str, folder: Path | str) -> Collected:
     if (summary.get("environment") or {}).get("compile"):
         raise EvidenceError(folder / "run.json", "environment.compile", "a run under torch.compile is not traced "
                                                                         "(docs/coverage/evidence.md)")
+    with _store_lock(store):  # read, merge and replace as one step: a concurrent collect waits its turn
+        return _collect_locked(store, folder, summary, str(status))
+
+
+def _collect_locked(store: Path | str, folder: Path, summary: dict[str, Any], status: str) -> Collected:
+    from torchcts.results.files import iter_records
+
     evidence = load_evidence(store, missing_ok=True)  # a malformed store stops before any record is read
     run = run_metadata(summary, folder)
     try:
@@ -267,14 +279,28 @@ def collect_run(store: Path | str, folder: Path | str) -> Collected:
         raise EvidenceError(folder / "records.jsonl", "dispatched", "no record carries it: run it with "
                                                                     "--trace-dispatch")
     if run["run_id"] in evidence.run_ids():
-        return Collected(run, False, observed, evidence, str(status))
+        return Collected(run, False, observed, evidence, status)
     if len(evidence.runs) >= MAX_RUNS:
         raise EvidenceError(Path(store) / FILE_NAME, "runs", f"the store holds {MAX_RUNS} runs, its limit")
     updated = merged(evidence, run, observed)
     if len(updated.overloads) > MAX_OVERLOADS:
         raise EvidenceError(Path(store) / FILE_NAME, "overloads", f"would hold more than {MAX_OVERLOADS} overloads")
     write_evidence(store, updated)
-    return Collected(run, True, observed, updated, str(status))
+    return Collected(run, True, observed, updated, status)
+
+
+@contextlib.contextmanager
+def _store_lock(store: Path | str) -> Iterator[None]:
+    """Hold an exclusive flock on DIR/.evidence.lock (created with the store folder): two collects into one
+    store would otherwise both read the old file and the later replace would drop the other's run."""
+    folder = Path(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_evidence(store: Path | str, evidence: Evidence) -> Path:

@@ -167,3 +167,14 @@ def test_an_unreadable_audit_is_refused_without_evaluating_it(tmp_path, text, pr
 def test_a_missing_audit_exits_2(project, monkeypatch):
     checked = _check(project, monkeypatch)
     assert checked.exit_code == 2 and "audit.json" in checked.output
+
+
+def test_reading_an_audit_imports_no_torch():
+    """`coverage report` and check's reading work from audit.json alone: the shared name regex, the value
+    formatting and the atomic writer must not pull torch in."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torchcts.coverage.audit_check, torchcts.coverage.summary, torchcts.coverage.evidence, "
+            "torchcts.coverage.exclusions, torchcts.coverage.atomic; print('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -8,7 +8,6 @@ names are warnings), 2 bad input (a malformed exclusions file, named with its en
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -50,10 +49,9 @@ def build_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
 
 def write_document(document: dict[str, Any], output: Path) -> None:
     """Write beside `output`, then rename over it: a reader never sees half a file."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(output.name + ".partial")
-    partial.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, output)
+    from torchcts.coverage.atomic import write_atomic
+
+    write_atomic(output, json.dumps(document, indent=1) + "\n")
 
 
 @click.command("inventory")

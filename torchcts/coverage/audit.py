@@ -19,10 +19,10 @@ from typing import Any, Iterable
 
 import attrs
 
+from torchcts.coverage.exclusions import PACKAGED, PACKAGED_SOURCE, PROJECT_FILE
+
 STATUSES = ("opinfo", "suite", "generated", "backend-pack", "excluded", "unknown")
 SCHEMA_VERSION = 1
-PACKAGED_EXCLUSIONS = Path(__file__).parent / "exclusions.json"
-PROJECT_EXCLUSIONS = "coverage_exclusions.json"
 GENERATED_PROPERTY = "dispatch"  # the property that runs generated cases: its reach is the `generated` status
 
 
@@ -40,8 +40,7 @@ class Sources:
 def exclusion_files(project_dir: Path) -> list[dict[str, str]]:
     """The exclusion files the audit read, each with its sha256 (packaged first, then the project's)."""
     files = []
-    for label, path in (("torchcts/coverage/exclusions.json", PACKAGED_EXCLUSIONS),
-                        (f"./{PROJECT_EXCLUSIONS}", Path(project_dir) / PROJECT_EXCLUSIONS)):
+    for label, path in ((PACKAGED_SOURCE, PACKAGED), (f"./{PROJECT_FILE}", Path(project_dir) / PROJECT_FILE)):
         if path.is_file():
             files.append({"path": label, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     return files
@@ -153,17 +152,13 @@ def metadata(inventory_metadata: dict[str, Any], project_dir: Path, manifest: Pa
 
 
 def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str, str]], summary: str) -> list[Path]:
-    """Write audit.json, unknowns.json, unmapped-tests.json and summary.md into `folder`; their paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, content in (("audit.json", audit), ("unknowns.json", unknowns(audit)),
-                          ("unmapped-tests.json", unmapped)):
-        path = folder / name
-        path.write_text(json.dumps(content, indent=1, sort_keys=False) + "\n")
-        written.append(path)
-    path = folder / "summary.md"
-    path.write_text(summary)
-    return written + [path]
+    """Write audit.json, unknowns.json, unmapped-tests.json and summary.md into `folder`, each atomically
+    (a CI step reading one sees the old file or the new one); their paths."""
+    from torchcts.coverage.atomic import write_atomic
+
+    texts = [(name, json.dumps(content, indent=1, sort_keys=False) + "\n") for name, content in (
+        ("audit.json", audit), ("unknowns.json", unknowns(audit)), ("unmapped-tests.json", unmapped))]
+    return [write_atomic(folder / name, text) for name, text in texts + [("summary.md", summary)]]
 
 
 def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path | None = None) -> tuple[

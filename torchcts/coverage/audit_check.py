@@ -16,7 +16,8 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.coverage.audit import SCHEMA_VERSION, STATUSES
-from torchcts.plan.registry import OVERLOAD_NAME
+from torchcts.coverage.evidence import shown
+from torchcts.coverage.names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, read_json_file
 
 MAX_AUDIT_BYTES = 64 * MiB  # a torch 2.13 audit is about 2 MiB
@@ -87,18 +88,13 @@ def _check_fields(value: Any, fields: dict, optional: dict, where: str) -> tuple
         if name not in value:
             return f"{where}.{name}", "missing"
         if not valid(value[name]):
-            return f"{where}.{name}", f"must be {allowed}, got {_show(value[name])}"
+            return f"{where}.{name}", f"must be {allowed}, got {shown(value[name])}"
     for name in value:
         if name not in fields and name not in optional:
             return f"{where}.{name}", "unknown field"
         if name in optional and not optional[name][0](value[name]):
-            return f"{where}.{name}", f"must be {optional[name][1]}, got {_show(value[name])}"
+            return f"{where}.{name}", f"must be {optional[name][1]}, got {shown(value[name])}"
     return None
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def problem(audit: Any) -> tuple[str, str] | None:

@@ -16,12 +16,12 @@ import contextlib
 import datetime
 import fcntl
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import attrs
 
+from torchcts.coverage.names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, read_json_file
 
 SCHEMA_VERSION = 1
@@ -34,7 +34,6 @@ MAX_TEXT = 200  # characters of a run id, device, version string or overload nam
 MAX_COUNT = 2**53  # item counts (exact in any JSON reader)
 ERROR_KINDS = ("error", "crashed", "timed_out")  # the executed outcomes besides passed and failed
 RUN_FIELDS = ("run_id", "device", "compile_backend", "torch", "torchcts", "collected_at")
-OVERLOAD_NAME = re.compile(r"aten\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
 class EvidenceError(Exception):
@@ -102,7 +101,7 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
     if not isinstance(data, dict):
         raise bad(None, f"must be a JSON object, got {_kind(data)}")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise bad("schema_version", f"must be {SCHEMA_VERSION}, got {_shown(data.get('schema_version'))}")
+        raise bad("schema_version", f"must be {SCHEMA_VERSION}, got {shown(data.get('schema_version'))}")
     extra = sorted(set(data) - {"schema_version", "runs", "overloads"})
     if extra:
         raise bad(_text(extra[0]), "is not a field of an evidence store (schema_version, runs, overloads)")
@@ -113,7 +112,7 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
     known: set[str] = set()
     for run in checked_runs:
         if run["run_id"] in known:
-            raise bad("runs", f"run_id {_shown(run['run_id'])} appears more than once")
+            raise bad("runs", f"run_id {shown(run['run_id'])} appears more than once")
         known.add(run["run_id"])
     overloads = data.get("overloads")
     if not isinstance(overloads, dict) or len(overloads) > MAX_OVERLOADS:
@@ -133,12 +132,12 @@ def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` b
         required = field == "run_id"
         if not (isinstance(value, str) and 0 < len(value) <= MAX_TEXT) and (required or value is not None):
             allowed = "a non-empty string" + ("" if required else " or null")
-            raise bad(f"{where}.{field}", f"must be {allowed} of at most {MAX_TEXT} characters, got {_shown(value)}")
+            raise bad(f"{where}.{field}", f"must be {allowed} of at most {MAX_TEXT} characters, got {shown(value)}")
     return {field: run.get(field) for field in RUN_FIELDS}
 
 
 def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence:  # noqa: ANN001
-    where = f"overloads[{_shown(name)}]"
+    where = f"overloads[{shown(name)}]"
     if not (len(name) <= MAX_TEXT and OVERLOAD_NAME.fullmatch(name)):
         raise bad(where, "is not an aten overload name like \"aten.add.Tensor\"")
     if not isinstance(value, dict):
@@ -152,7 +151,7 @@ def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence: 
         raise bad(f"{where}.errors", f"must be an object of outcome -> items, got {_kind(errors)}")
     for kind, n in errors.items():
         if kind not in ERROR_KINDS:
-            raise bad(f"{where}.errors", f"{_shown(kind)} is not one of {', '.join(ERROR_KINDS)}")
+            raise bad(f"{where}.errors", f"{shown(kind)} is not one of {', '.join(ERROR_KINDS)}")
         _count(n, f"{where}.errors.{kind}", bad)
     if counts["passed"] + counts["failed"] + sum(errors.values()) > counts["reached"]:
         raise bad(where, "passed, failed and errors add up to more items than reached")
@@ -161,13 +160,13 @@ def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence: 
         raise bad(f"{where}.runs", f"must be a list of at most {MAX_RUNS} run ids, got {_kind(runs)}")
     unknown = [r for r in runs if r not in known]
     if unknown:
-        raise bad(f"{where}.runs", f"run id {_shown(unknown[0])} is not in the store's runs")
+        raise bad(f"{where}.runs", f"run id {shown(unknown[0])} is not in the store's runs")
     return OverloadEvidence(errors=dict(errors), runs=tuple(runs), **counts)
 
 
 def _count(value: Any, where: str, bad) -> int:  # noqa: ANN001
     if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT):
-        raise bad(where, f"must be an integer from 0 to 2**53, got {_shown(value)}")
+        raise bad(where, f"must be an integer from 0 to 2**53, got {shown(value)}")
     return value
 
 
@@ -196,8 +195,8 @@ def observe(records: Iterable[dict[str, Any]], path: Path | str = "records.jsonl
         traced += 1
         for name in set(names):
             if not OVERLOAD_NAME.fullmatch(name) or len(folded) >= MAX_OVERLOADS and name not in folded:
-                raise EvidenceError(path, f"item {_shown(record.get('item'))}: dispatched",
-                                    f"{_shown(name)} is not an aten overload name (or too many overloads)")
+                raise EvidenceError(path, f"item {shown(record.get('item'))}: dispatched",
+                                    f"{shown(name)} is not an aten overload name (or too many overloads)")
             seen = folded.setdefault(name, {"reached": 0, "passed": 0, "failed": 0, "errors": {}})
             seen["reached"] += 1
             if outcome in ("passed", "failed"):
@@ -307,21 +306,9 @@ def write_evidence(store: Path | str, evidence: Evidence) -> Path:
     """Write the store's evidence.json atomically (a reader sees the old file or the new one, never half)."""
     import json
 
-    folder = Path(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / FILE_NAME
-    temporary = folder / f".{FILE_NAME}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(evidence.as_json(), handle, indent=1, sort_keys=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-    return path
+    from torchcts.coverage.atomic import write_atomic
+
+    return write_atomic(Path(store) / FILE_NAME, json.dumps(evidence.as_json(), indent=1, sort_keys=False) + "\n")
 
 
 def _text(value: Any) -> str:
@@ -334,7 +321,8 @@ def _kind(value: Any) -> str:
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value from an untrusted file, for an error message: its kind for containers, else its repr cut to 60."""
     if isinstance(value, (dict, list)):
         return _kind(value)
     text = repr(value)

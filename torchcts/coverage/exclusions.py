@@ -27,6 +27,8 @@ from typing import Any, Iterable
 
 import attrs
 
+from torchcts.coverage.names import IDENT, OVERLOAD_NAME
+
 PACKAGED = Path(__file__).with_name("exclusions.json")
 PACKAGED_SOURCE = "torchcts/coverage/exclusions.json"  # how a packaged entry's source is spelled
 PROJECT_FILE = "coverage_exclusions.json"
@@ -37,8 +39,7 @@ MAX_PATTERN = 300  # characters of one glob (patterns come from files other team
 MAX_REASON = 2_000
 KINDS = ("overload", "op", "pattern")
 FIELDS = frozenset(KINDS) | {"reason", "torch"}
-OVERLOAD_NAME = re.compile(r"aten\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+")
-OP_NAME = re.compile(r"aten\.[A-Za-z0-9_]+")
+OP_NAME = re.compile(rf"aten\.{IDENT}")
 # A pattern is a glob, not a regex: name characters, "*" (any run) and "?" (one character). It is
 # matched segment by segment (`glob_matches`), so no pattern can backtrack: safe by construction.
 GLOB = re.compile(r"[A-Za-z0-9_.*?]+")

@@ -26,14 +26,13 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
+from torchcts.coverage.names import IDENT, OVERLOAD_NAME  # noqa: F401  (OVERLOAD_NAME: re-exported)
 from torchcts.manifest.vocabulary import CAPABILITIES
 
 PROPERTIES_PACKAGE = "torchcts.properties"
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-OVERLOAD_NAME = re.compile(rf"aten\.{_IDENT}\.{_IDENT}")  # str(OpOverload), "aten.add.Tensor": use fullmatch
-_OVERLOAD = re.compile(rf"^aten\.{_IDENT}(\.{_IDENT})?$")  # aten.<packet>[.<overload>]
+_OVERLOAD = re.compile(rf"^aten\.{IDENT}(\.{IDENT})?$")  # aten.<packet>[.<overload>]
 COMPARISONS = ("tolerance", "bits")
 ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
 

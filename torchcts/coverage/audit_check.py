@@ -172,6 +172,7 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
+        """2 when any error, else 1 when any failure, else 0: the command's exit status."""
         return 2 if self.errors else 1 if self.failures else 0
 
 

@@ -55,6 +55,7 @@ class OverloadEvidence:
     runs: tuple[str, ...] = ()  # the run ids that reached it
 
     def as_json(self) -> dict[str, Any]:
+        """This overload's object in evidence.json (errors sorted by kind)."""
         return {"reached": self.reached, "passed": self.passed, "failed": self.failed,
                 "errors": dict(sorted(self.errors.items())), "runs": list(self.runs)}
 
@@ -71,9 +72,11 @@ class Evidence:
         return {name for name, seen in self.overloads.items() if seen.reached > 0}
 
     def run_ids(self) -> set[str]:
+        """The run ids the store holds: a run collected again is recognised by its id and not counted twice."""
         return {run["run_id"] for run in self.runs}
 
     def as_json(self) -> dict[str, Any]:
+        """evidence.json's content: runs in collection order, overloads sorted by name."""
         return {"schema_version": SCHEMA_VERSION, "runs": [dict(run) for run in self.runs],
                 "overloads": {name: self.overloads[name].as_json() for name in sorted(self.overloads)}}
 

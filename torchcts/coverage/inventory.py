@@ -37,9 +37,11 @@ class Overload:
 
     @property
     def rule_id(self) -> str:
+        """The deciding rule's id, the part of `rule` before ":" ("composite-implicit"), for counts per rule."""
         return self.rule.split(":", 1)[0]
 
     def to_json(self) -> dict[str, Any]:
+        """The overload as the inventory document's JSON object (tuples as lists)."""
         return attrs.asdict(self, recurse=False) | {"tags": list(self.tags), "kernels": list(self.kernels)}
 
 

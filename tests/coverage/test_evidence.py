@@ -256,3 +256,10 @@ def test_a_collect_waits_for_the_store_lock_and_keeps_the_other_collectors_run(t
     waiting.join(30)
     assert [run["run_id"] for run in load_evidence(store).runs] == ["run-a", "run-b"]
     assert load_evidence(store).overloads["aten.abs.default"].as_json()["runs"] == ["run-a", "run-b"]
+
+
+def test_a_store_path_that_is_a_file_is_an_error_naming_it(tmp_path):
+    store = tmp_path / "store"
+    store.write_text("not a folder")
+    with pytest.raises(EvidenceError, match="store/.evidence.lock: cannot create the store's lock file"):
+        collect_run(store, write_run(tmp_path / "results", "run-a", RUN_A))

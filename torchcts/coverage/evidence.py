@@ -296,8 +296,13 @@ def _store_lock(store: Path | str) -> Iterator[None]:
     """Hold an exclusive flock on DIR/.evidence.lock (created with the store folder): two collects into one
     store would otherwise both read the old file and the later replace would drop the other's run."""
     folder = Path(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "a") as handle:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / LOCK_NAME, "a")
+    except OSError as exc:
+        raise EvidenceError(folder / LOCK_NAME, None, f"cannot create the store's lock file: "
+                                                      f"{exc.strerror or type(exc).__name__}") from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

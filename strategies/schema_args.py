@@ -232,7 +232,8 @@ def schema_arguments(schema: Any, dtype: torch.dtype, *, dtypes: tuple[torch.dty
             kind, optional = _kind(arg)
             if kind == "Device":
                 value: Any = None
-            elif kind in ("Generator", "Stream") or (optional and kind == "str" and arg.name not in STRING_CHOICES):
+            elif kind in ("Generator", "Stream") or (optional and kind in ("str", "List[str]")
+                                                      and arg.name not in STRING_CHOICES):
                 value = None
             elif arg.has_default_value() and not draw(st.booleans(), label=f"{arg.name} given"):
                 keyword = True

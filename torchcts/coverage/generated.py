@@ -217,7 +217,7 @@ def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_T
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status) or os.WEXITSTATUS(status) != 0:
         return "cannot generate: CPU's kernel crashed the process on a drawn argument set"
-    return data.decode() or None
+    return data.decode(errors="replace") or None  # cut at a byte limit: a character may be split
 
 
 def overload_seed(name: str) -> int:

@@ -2,9 +2,10 @@
 
 Each worker is a spawned process (`worker.main`) with its own task queue and its own answer pipe
 (`AnswerPipe`): a worker that dies while it writes corrupts only its own pipe, which is thrown away
-with it (a results queue shared by all would keep the dead writer's lock and silence the rest). A worker announces itself ready once it has imported torch, the backend and the
-properties; a task's time counts from then, so a slow start is never a hang. `sweep` finds the
-workers whose visit ended without an answer: a dead process (`crashed`), a visit past the task
+with it (a results queue shared by all would keep the dead writer's lock and silence the rest). A
+worker announces itself ready once it has imported torch, the backend and the properties; a
+task's time counts from then, so a slow start is never a hang. `sweep` finds the workers whose
+visit ended without an answer: a dead process (`crashed`), a visit past the task
 timeout (`timed_out`), a crash replay past CRASH_REPLAY_LIMIT_S, or any visit past the time
 budget and its grace; it kills and replaces them as needed and says what happened (`Ended`).
 Workers start with Ctrl-C, SIGTERM and SIGHUP blocked and then ignore them: the parent handles

@@ -121,9 +121,8 @@ def test_the_builtin_replay_takes_the_curated_cases_of_its_compile_backend(tmp_p
     """A curated case found under torch.compile(backend=B) is wrong only there: --builtin replays it only under B."""
     from torchcts.cases import files
 
-    eager = next(files.builtin_corpus().glob("*.json"))
-    data = json.loads(eager.read_text())
-    assert data["backend"] is None  # every curated case of an eager backend
+    curated = [json.loads(path.read_text()) for path in sorted(files.builtin_corpus().glob("*.json"))]
+    data = next(case for case in curated if case["backend"] is None)  # a curated case of an eager backend
     (tmp_path / "eager.json").write_text(json.dumps(data))
     (tmp_path / "inductor.json").write_text(json.dumps({**data, "backend": "inductor"}))
     monkeypatch.setattr(files, "builtin_corpus", lambda: tmp_path)

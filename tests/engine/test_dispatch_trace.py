@@ -18,7 +18,6 @@ from torchcts.isolation.policy import CaseIsolation
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
-from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 from torchcts.results.files import MAX_DISPATCHED, record_problem
 
@@ -79,21 +78,6 @@ def test_on_faulty_the_trace_sees_what_the_device_ran(manifests):
         # the device's own trace also sees the harness reading results back (detach, _to_copy), which is not a case's
         assert set(record["dispatched"]) <= set(record["device_ops"]), record
     assert "aten.abs.default" in run_item(ABS, settings_for(manifests, "faulty", trace_dispatch=True))["dispatched"]
-
-
-@pytest.fixture
-def scenario():
-    names = []
-
-    def register(name, check):
-        names.append(name)
-        registry.register_property(name, capability="inference", level=1,
-                                   items=registry.ScenarioItems(("probe",), ("float32",)))(check)
-        return PlanItem(name, "probe", "scenario", "float32", 1)
-
-    yield register
-    for name in names:
-        registry._REGISTRY.pop(name, None)
 
 
 def test_cpu_oracle_calls_are_not_traced(manifests, scenario):

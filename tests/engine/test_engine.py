@@ -20,7 +20,6 @@ from torchcts.isolation.policy import CaseIsolation, IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
-from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 from torchcts.results.writer import read_records
 
@@ -54,22 +53,6 @@ class OracleCrashPolicy:
 
     def case_isolation(self, item):
         return CaseIsolation(self.timeout_s, "known CPU crash: the test's rule", rule="test#0", fork=self.fork)
-
-
-@pytest.fixture
-def scenario():
-    """Register scenario properties for one test (and forget them after it)."""
-    names = []
-
-    def register(name, check):
-        names.append(name)
-        registry.register_property(name, capability="inference", level=1,
-                                   items=registry.ScenarioItems(("probe",), ("float32",)))(check)
-        return PlanItem(name, "probe", "scenario", "float32", 1)
-
-    yield register
-    for name in names:
-        registry._REGISTRY.pop(name, None)
 
 
 def test_run_item_gives_the_record_torchcts_run_writes(tmp_path, manifest_path, settings):

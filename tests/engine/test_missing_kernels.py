@@ -25,7 +25,6 @@ from torchcts.isolation.policy import CaseIsolation, IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
-from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,21 +170,6 @@ class EveryCaseForked:
 
     def case_isolation(self, item):
         return CaseIsolation(60.0, "every case forked (test)", rule="test#0", fork=True)
-
-
-@pytest.fixture
-def scenario():
-    names = []
-
-    def register(name, check):
-        names.append(name)
-        registry.register_property(name, capability="inference", level=1,
-                                   items=registry.ScenarioItems(("probe",), ("float32",)))(check)
-        return PlanItem(name, "probe", "scenario", "float32", 1)
-
-    yield register
-    for name in names:
-        registry._REGISTRY.pop(name, None)
 
 
 def failing_from_third_case(device_run):

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator
 import attrs
 
 from torchcts.coverage.names import OVERLOAD_NAME
-from torchcts.results.files import MiB, ResultFileError, read_json_file
+from torchcts.results.files import MiB, ResultFileError, json_kind, read_json_file
 
 SCHEMA_VERSION = 1
 FILE_NAME = "evidence.json"
@@ -102,7 +102,7 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
         return EvidenceError(path, field, problem)
 
     if not isinstance(data, dict):
-        raise bad(None, f"must be a JSON object, got {_kind(data)}")
+        raise bad(None, f"must be a JSON object, got {json_kind(data)}")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise bad("schema_version", f"must be {SCHEMA_VERSION}, got {shown(data.get('schema_version'))}")
     extra = sorted(set(data) - {"schema_version", "runs", "overloads"})
@@ -110,7 +110,7 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
         raise bad(_text(extra[0]), "is not a field of an evidence store (schema_version, runs, overloads)")
     runs = data.get("runs")
     if not isinstance(runs, list) or len(runs) > MAX_RUNS:
-        raise bad("runs", f"must be a list of at most {MAX_RUNS} runs, got {_kind(runs)}")
+        raise bad("runs", f"must be a list of at most {MAX_RUNS} runs, got {json_kind(runs)}")
     checked_runs = tuple(_run(run, f"runs[{index}]", bad) for index, run in enumerate(runs))
     known: set[str] = set()
     for run in checked_runs:
@@ -119,14 +119,14 @@ def parse_evidence(data: Any, path: Path | str) -> Evidence:
         known.add(run["run_id"])
     overloads = data.get("overloads")
     if not isinstance(overloads, dict) or len(overloads) > MAX_OVERLOADS:
-        raise bad("overloads", f"must be an object of at most {MAX_OVERLOADS} overloads, got {_kind(overloads)}")
+        raise bad("overloads", f"must be an object of at most {MAX_OVERLOADS} overloads, got {json_kind(overloads)}")
     checked = {name: _overload(name, value, known, bad) for name, value in overloads.items()}
     return Evidence(checked_runs, checked)
 
 
 def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` builds the error
     if not isinstance(run, dict):
-        raise bad(where, f"must be an object, got {_kind(run)}")
+        raise bad(where, f"must be an object, got {json_kind(run)}")
     extra = sorted(set(run) - set(RUN_FIELDS))
     if extra:
         raise bad(f"{where}.{_text(extra[0])}", f"is not a run field ({', '.join(RUN_FIELDS)})")
@@ -144,14 +144,14 @@ def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence: 
     if not (len(name) <= MAX_TEXT and OVERLOAD_NAME.fullmatch(name)):
         raise bad(where, "is not an aten overload name like \"aten.add.Tensor\"")
     if not isinstance(value, dict):
-        raise bad(where, f"must be an object, got {_kind(value)}")
+        raise bad(where, f"must be an object, got {json_kind(value)}")
     extra = sorted(set(value) - {"reached", "passed", "failed", "errors", "runs"})
     if extra:
         raise bad(f"{where}.{_text(extra[0])}", "is not a field of an overload (reached, passed, failed, errors, runs)")
     counts = {field: _count(value.get(field), f"{where}.{field}", bad) for field in ("reached", "passed", "failed")}
     errors = value.get("errors", {})
     if not isinstance(errors, dict):
-        raise bad(f"{where}.errors", f"must be an object of outcome -> items, got {_kind(errors)}")
+        raise bad(f"{where}.errors", f"must be an object of outcome -> items, got {json_kind(errors)}")
     for kind, n in errors.items():
         if kind not in ERROR_KINDS:
             raise bad(f"{where}.errors", f"{shown(kind)} is not one of {', '.join(ERROR_KINDS)}")
@@ -160,7 +160,7 @@ def _overload(name: Any, value: Any, known: set[str], bad) -> OverloadEvidence: 
         raise bad(where, "passed, failed and errors add up to more items than reached")
     runs = value.get("runs")
     if not isinstance(runs, list) or len(runs) > MAX_RUNS or not all(isinstance(r, str) for r in runs):
-        raise bad(f"{where}.runs", f"must be a list of at most {MAX_RUNS} run ids, got {_kind(runs)}")
+        raise bad(f"{where}.runs", f"must be a list of at most {MAX_RUNS} run ids, got {json_kind(runs)}")
     unknown = [r for r in runs if r not in known]
     if unknown:
         raise bad(f"{where}.runs", f"run id {shown(unknown[0])} is not in the store's runs")
@@ -324,14 +324,9 @@ def _text(value: Any) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
-
-
 def shown(value: Any) -> str:
     """A value from an untrusted file, for an error message: its kind for containers, else its repr cut to 60."""
     if isinstance(value, (dict, list)):
-        return _kind(value)
+        return json_kind(value)
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -230,7 +230,7 @@ class _Schema:
     def problem(self, data: Any) -> str | None:
         """What is wrong with `data`, or None (fields the schema does not name are not looked at)."""
         if not isinstance(data, dict):
-            return f"{self.what} must be a JSON object, got {_kind(data)}"
+            return f"{self.what} must be a JSON object, got {json_kind(data)}"
         if not data.keys() >= self.required:
             name = min(self.required - data.keys())
             return f"{self.what} has no field {self.prefix + name!r} (needs {self.fields[name][2]})"
@@ -258,14 +258,15 @@ def record_problem(record: Any) -> str | None:
     return RECORD.problem(record)
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How an error message names a parsed JSON value's type ("an object", "a list", ...)."""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
 def _show(value: Any) -> str:
     if isinstance(value, (dict, list)):
-        return _kind(value)
+        return json_kind(value)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
         return f"an integer of {len(str(abs(value)))} digits"
     text = json.dumps(value) if isinstance(value, (str, float)) else repr(value)

@@ -39,6 +39,11 @@ def test_comparison_reports_errors_and_treats_special_values_exactly():
 def test_accumulation_widening_grows_with_elements_summed_per_output():
     assert oracle.accumulation_widening([torch.ones(10), torch.ones(10)], torch.ones(10)) == 1.0  # elementwise
     assert math.isclose(oracle.accumulation_widening(torch.ones(4096), torch.ones(())), 16.0)
+    # a reduction over a broadcast dimension: each output sums 4,096 terms of two 4,096-element inputs
+    row, column = torch.ones(1, 4096, 3), torch.ones(4096, 1, 3)
+    assert math.isclose(oracle.accumulation_widening([row, column], torch.ones(4096, 3)), 16.0)
+    assert oracle.accumulation_widening([row, column], torch.ones(4096, 4096, 3)) == 1.0  # broadcast elementwise
+    assert oracle.accumulation_widening([torch.ones(3, 5), torch.ones(5, 7)], torch.ones(3, 7)) == 1.0  # no broadcast
 
 
 def test_normwise_floor_only_raises_atol_to_the_results_scale():

@@ -100,9 +100,16 @@ def accumulation_widening(inputs: Any, outputs: Any) -> float:
 
     A sum of n terms rounds differently in another order (another layout, another device's
     reduction tree); the error grows about as sqrt(n). n is taken as the elements in over the
-    elements out, so elementwise ops get 1 and a reduction over 1,024 elements about 8.
+    elements out, so elementwise ops get 1 and a reduction over 1,024 elements about 8. Inputs
+    that broadcast together count as their broadcast shape: a reduction over a broadcast dimension
+    sums that many terms though each input holds few of them.
     """
-    count_in = sum(t.numel() for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor))
+    tensors = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor)]
+    count_in = sum(t.numel() for t in tensors)
+    try:
+        count_in = max(count_in, math.prod(torch.broadcast_shapes(*(t.shape for t in tensors))))
+    except RuntimeError:  # shapes that do not broadcast (matmul operands): their own sizes
+        pass
     count_out = sum(t.numel() for t in tree_flatten(outputs)[0] if isinstance(t, torch.Tensor))
     if not count_in or not count_out:
         return 1.0

@@ -2,7 +2,9 @@
 
 One scenario per generated overload (`torchcts.coverage.generated`: relevant, reached by no OpInfo
 by name, arguments drawable, accepted by CPU's kernel at least once in a probe). A case is one call
-`torch.ops.aten.<packet>.<overload>(*args, **kwargs)` with arguments from `strategies/schema_args.py`;
+`torch.ops.aten.<packet>.<overload>(*args, **kwargs)` with arguments from `strategies/schema_args.py`,
+or, for overloads whose schema draws CPU never accepted, from `strategies/traced_calls.py` (an OpInfo
+sample's call of a sibling overload, rebound to this one);
 the program returns the result and every argument the overload writes (in-place `self`, `out=`), so
 a mutated argument is compared too. CPU runs first: a drawn call CPU's kernel rejects is rejected as
 a draw (Hypothesis draws another; the record counts it as a `cpu_contract` case, never a pass), and
@@ -20,7 +22,7 @@ from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_leaves, tree_map
 
-from torchcts.coverage.generated import generated_scenarios, resolve, split_name
+from torchcts.coverage.generated import from_traced_calls, generated_scenarios, resolve, split_name
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
 from torchcts.engine.programs import run_program
@@ -28,11 +30,13 @@ from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes
 from torchcts.strategies.schema_args import schema_arguments
+from torchcts.strategies.traced_calls import traced_arguments
 
 DTYPES = ("float32",)  # the item's dtype; tensor arguments also take int64 and bool where the manifest claims them
 EXTRA_DTYPES = (torch.int64, torch.bool)
 METADATA_TAGS = ("nondeterministic_seeded", "nondeterministic_bitwise")
 _UNINITIALIZED = ("empty", "resize", "set_")  # packets whose results hold uninitialized memory: metadata only
+_UNINITIALIZED_PACKETS = ("_ctc_loss",)  # these exactly: `_ctc_loss`'s log_alpha past each input's length
 
 
 def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated):
@@ -68,9 +72,11 @@ def describe(name: str, args: tuple, kwargs: dict) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: str = "") -> st.SearchStrategy[Case]:
-    """Cases of one call of overload `name`: tensors of `dtype` (int64 and bool too where claimed), shrinking
-    toward small plain tensors and default arguments."""
+def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: str = "",
+                   traced: bool | None = None) -> st.SearchStrategy[Case]:
+    """Cases of one call of overload `name`: drawn from its schema (tensors of `dtype`, int64 and bool too where
+    claimed, shrinking toward small plain tensors and default arguments) or, with `traced` (default: where the
+    packaged list says so), rebound from OpInfo samples' calls of a sibling overload (`traced_calls`)."""
     op = resolve(name)
     claimed = claimed_dtypes(manifest)
     extra = tuple(d for d in EXTRA_DTYPES if d in claimed)
@@ -83,6 +89,10 @@ def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: st
         return Case(scenario or name, "scenario", dtype, sample, 0,
                     transforms=(describe(name, drawn.args, drawn.kwargs),))
 
+    if traced is None:
+        traced = name in from_traced_calls()
+    if traced:
+        return traced_arguments(name).map(case)
     return schema_arguments(op._schema, dtype, dtypes=extra).map(case)
 
 
@@ -126,7 +136,8 @@ def metadata_only(name: str) -> bool:
     op = resolve(name)
     packet, _ = split_name(name)
     tags = {str(tag).rsplit(".", 1)[-1] for tag in op.tags}
-    return bool(tags & set(METADATA_TAGS)) or any(word in packet for word in _UNINITIALIZED)
+    return bool(tags & set(METADATA_TAGS)) or any(word in packet for word in _UNINITIALIZED) \
+        or packet in _UNINITIALIZED_PACKETS
 
 
 def _same(first, second) -> bool:

@@ -45,7 +45,8 @@ def _read(path: Path) -> dict:
 def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | None, project_dir: Path) -> None:
     """Give every backend-relevant aten overload of the installed torch one status.
 
-    The first that applies: opinfo (an OpInfo property reaches it by name), suite (a built-in suite
+    The first that applies: opinfo (an OpInfo property reaches it by name, or its samples dispatched
+    it: the packaged trace, torchcts/coverage/opinfo_trace.json), suite (a built-in suite
     declares it), generated (the dispatch property generates cases for it), backend-pack (a suite of
     the manifest's custom_test_dirs declares it), excluded (torchcts/coverage/exclusions.json, then
     the project's coverage_exclusions.json, each entry with a reason), unknown. Writes audit.json,
@@ -55,6 +56,8 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     from torchcts.coverage import audit as audit_module
     from torchcts.coverage.evidence import EvidenceError
     from torchcts.coverage.exclusions import ExclusionsError
+    from torchcts.coverage.generated import GeneratedListError
+    from torchcts.coverage.opinfo_trace import TraceFileError
     from torchcts.coverage.summary import render_markdown
     from torchcts.manifest import ManifestError
     from torchcts.plan.registry import RegistryError
@@ -64,8 +67,8 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
         result, unmapped = audit_module.run_audit(project_dir, manifest=manifest_path, evidence=evidence_dir)
     except ManifestError as exc:
         fail(exc.render())
-    except (ExclusionsError, EvidenceError, RegistryError) as exc:  # RegistryError: a custom_test_dirs module
-        fail(str(exc))
+    except (ExclusionsError, EvidenceError, RegistryError, GeneratedListError, TraceFileError) as exc:
+        fail(str(exc))  # RegistryError: a custom_test_dirs module; the last two: a damaged installation
     summary = render_markdown(result)
     written = audit_module.write_artifacts(output_dir, result, unmapped, summary)
     counts: dict[str, int] = {}

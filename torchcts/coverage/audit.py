@@ -1,6 +1,7 @@
 """The audit: one status for every backend-relevant overload, and the artifacts that show it.
 
-Status, the first that applies: `opinfo` (an OpInfo property reaches it by name, `mapping`),
+Status, the first that applies: `opinfo` (an OpInfo property reaches it by name, `mapping`, or its
+samples dispatched it, `opinfo_trace`: the entry's `opinfo_basis` says which),
 `suite` (a built-in suite declares it), `generated` (the `dispatch` property generates cases for it),
 `backend-pack` (a property of the manifest's `custom_test_dirs` declares it), `excluded` (a reviewed
 exclusion, with its reason and source), `unknown`. Every entry also lists all the sources that cover
@@ -55,11 +56,14 @@ def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, 
     levels = {spec.name: spec.level for spec in sources.properties}
     opinfos: dict[str, set[str]] = {}
     opinfo_properties: dict[str, set[str]] = {}
+    by_name: set[str] = set()  # overloads some OpInfo reaches by name (the others only by its samples' trace)
     for reach in sources.opinfo:
         for prop, found in reach.by_property.items():
             for name in found:
                 opinfos.setdefault(name, set()).add(reach.op_id)
                 opinfo_properties.setdefault(name, set()).add(prop)
+                if name not in reach.by_trace_only:
+                    by_name.add(name)
     builtin = [s for s in sources.properties if mapping.is_builtin(s) and s.name != GENERATED_PROPERTY]
     packs = [s for s in sources.properties if not mapping.is_builtin(s)]
     suites, missing = mapping.declared_reach(builtin, packets)
@@ -70,9 +74,10 @@ def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, 
         if not item.relevant:
             not_relevant[item.rule_id] = not_relevant.get(item.rule_id, 0) + 1
             continue
-        entries.append(_entry(item, sorted(opinfos.get(item.name, ())), sorted(opinfo_properties.get(item.name, ())),
-                              by_overload[0].get(item.name, []), by_overload[1].get(item.name, []),
-                              sources, levels))
+        entry = _entry(item, sorted(opinfos.get(item.name, ())), sorted(opinfo_properties.get(item.name, ())),
+                       by_overload[0].get(item.name, []), by_overload[1].get(item.name, []), sources, levels)
+        entry["opinfo_basis"] = ("name" if item.name in by_name else "trace") if entry["opinfos"] else None
+        entries.append(entry)
     warnings = [f"declared overload not in torch {metadata.get('torch', '?')}: {m}" for m in missing + pack_missing]
     warnings += [f"exclusions: {problem}" for problem in getattr(sources.exclusions, "problems", ())]
     return {"schema_version": SCHEMA_VERSION, "metadata": metadata, "entries": entries,
@@ -167,7 +172,7 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
 
     Raises ExclusionsError for a malformed exclusions file, ManifestError for a bad manifest and the
     evidence loader's error for a bad store."""
-    from torchcts.coverage import mapping
+    from torchcts.coverage import mapping, opinfo_trace
     from torchcts.coverage.exclusions import load_exclusions
     from torchcts.coverage.generated import generated_overloads
     from torchcts.coverage.inventory import inventory_metadata, load_inventory
@@ -184,9 +189,16 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
         extra = _custom_test_dirs(manifest)
     properties = registry.load(extra)
     inventory = load_inventory()
-    opinfo = mapping.map_opinfos(catalog.all_ops(), properties, inventory)
+    trace = opinfo_trace.packaged()
+    opinfo = mapping.map_opinfos(catalog.all_ops(), properties, inventory, opinfo_trace.traced_reach())
     sources = Sources(opinfo, properties, generated_overloads(), exclusions, reached)
-    audit = build_audit(inventory, sources, metadata(inventory_metadata(), project_dir, manifest, evidence))
+    about = metadata(inventory_metadata(), project_dir, manifest, evidence)
+    about["opinfo_trace"] = {key: trace["metadata"].get(key) for key in ("torch", "samples_per_dtype", "dtypes")}
+    audit = build_audit(inventory, sources, about)
+    if trace["metadata"].get("torch") != about.get("torch"):
+        audit["warnings"].append(f"the packaged OpInfo trace is of torch {trace['metadata'].get('torch')}, not "
+                                 f"{about.get('torch')}: refresh it with `python -m torchcts.coverage.opinfo_trace "
+                                 "--refresh`")
     return audit, unmapped_tests(opinfo)
 
 

@@ -92,8 +92,9 @@ def scenario_names(names: Iterable[str]) -> dict[str, str]:
 # -- the packaged list -------------------------------------------------------------------------------
 
 @functools.cache
-def _packaged() -> tuple[dict[str, Any], dict[str, str]]:
-    """(metadata, overload -> status) of the packaged file, checked; GeneratedListError names what is wrong."""
+def _packaged() -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
+    """(metadata, overload -> status, the generated overloads whose cases come from traced calls) of the
+    packaged file, checked; GeneratedListError names what is wrong."""
     try:
         text = PACKAGED.read_bytes()[:MAX_PACKAGED_BYTES + 1]
     except OSError as exc:
@@ -109,15 +110,24 @@ def _packaged() -> tuple[dict[str, Any], dict[str, str]]:
                                                   and isinstance(v, str) and v for k, v in overloads.items()):
         raise GeneratedListError(f"{PACKAGED}: `overloads` must map 'aten.<packet>.<overload>' names to "
                                  "'generated' or a reason")
-    return dict(data.get("metadata") or {}), dict(sorted(overloads.items()))
+    traced = data.get("from_traced_calls", [])
+    if not isinstance(traced, list) or not all(overloads.get(name) == GENERATED for name in traced):
+        raise GeneratedListError(f"{PACKAGED}: `from_traced_calls` must list overloads whose status is 'generated'")
+    return dict(data.get("metadata") or {}), dict(sorted(overloads.items())), frozenset(traced)
 
 
 @functools.cache
 def generated_overloads() -> dict[str, str]:
     """Overload name -> "generated" or why it cannot be, for every relevant overload no OpInfo reaches by name
     (the packaged list, without the names this torch does not have)."""
-    _, overloads = _packaged()
+    _, overloads, _ = _packaged()
     return {name: status for name, status in overloads.items() if resolve(name) is not None}
+
+
+def from_traced_calls() -> frozenset[str]:
+    """The generated overloads whose cases are OpInfo samples' calls of a sibling, rebound to them
+    (`strategies/traced_calls.py`): their schema draws were all rejected in the probe."""
+    return _packaged()[2]
 
 
 def packaged_metadata() -> dict[str, Any]:
@@ -173,21 +183,27 @@ def _static_reason(entry: Any, op: Any) -> str | None:
     return None
 
 
-def probe(name: str, tries: int = PROBE_TRIES) -> str | None:
-    """None when CPU's kernel accepts one of `tries` drawn argument sets of `name` (float32 items), else why not.
-    Runs in this process: `probe_forked` isolates a kernel that may crash."""
+def probe(name: str, tries: int = PROBE_TRIES, traced: bool = False) -> str | None:
+    """None when CPU's kernel accepts one of `tries` drawn argument sets of `name` (float32 items; with `traced`,
+    rebound sibling calls of OpInfo samples), else why not. Runs in this process: `probe_forked` isolates a
+    kernel that may crash."""
     import torch
+    from hypothesis.errors import InvalidArgument
 
     from torchcts.properties.test_dispatch import accepted_on_cpu, overload_cases
 
-    found, last = draw_accepted(overload_cases(name, torch.float32, None), 1, accepted_on_cpu, seed=overload_seed(name),
-                                tries=tries)
+    try:
+        cases = overload_cases(name, torch.float32, None, traced=traced)
+    except InvalidArgument as exc:  # traced: no sibling call rebinds to it
+        return f"cannot generate: {exc}"
+    found, last = draw_accepted(cases, 1, accepted_on_cpu, seed=overload_seed(name), tries=tries)
     if found:
         return None
     return f"cannot generate: CPU's kernel rejected all {tries} drawn argument sets (last: {last or 'none drawn'})"
 
 
-def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_TIMEOUT_S,
+                 traced: bool = False) -> str | None:
     """`probe` in a forked child: a crash or a hang of CPU's kernel is a reason too."""
     read, write = os.pipe()
     pid = os.fork()
@@ -195,7 +211,7 @@ def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_T
         code = 0
         try:
             os.close(read)
-            answer = probe(name, tries) or ""
+            answer = probe(name, tries, traced) or ""
             os.write(write, answer.encode()[:4000])
         except BaseException:  # noqa: BLE001
             code = 1
@@ -258,34 +274,73 @@ def draw_accepted(strategy: Any, count: int, accept: Callable[[Any], str | None]
     return found, last[0]
 
 
+_REJECTED_ALL = "cannot generate: CPU's kernel rejected all "
+
+
+def probe_traced(found: dict[str, str], traced: set[str], progress: Callable[[str], None] = lambda _: None) -> None:
+    """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling calls of OpInfo
+    samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
+    import torchcts.properties.test_dispatch  # noqa: F401 - imported once here, not in every forked child
+    from torchcts.coverage.opinfo_trace import packaged
+    from torchcts.strategies.traced_calls import siblings
+
+    donors = packaged()["donors"]
+    for name, status in found.items():
+        if status.startswith(_REJECTED_ALL) and siblings(name, donors):
+            if probe_forked(name, PROBE_TRIES, traced=True) is None:
+                found[name] = GENERATED
+                traced.add(name)
+            progress(f"{name}: {'generated from traced calls' if name in traced else 'no traced call accepted'}")
+
+
 def compute(*, tries: int = PROBE_TRIES, progress: Callable[[str], None] = lambda _: None,
-            shard: tuple[int, int] = (0, 1)) -> dict[str, str]:
-    """The list to package: `targets()`, each generatable one probed on CPU in a forked child (only every
-    `shard[1]`-th target from `shard[0]` on is probed: shards run in parallel, and their answers merge)."""
+            shard: tuple[int, int] = (0, 1)) -> tuple[dict[str, str], set[str]]:
+    """The list to package and the overloads generated from traced calls: `targets()`, each generatable one
+    probed on CPU in a forked child, then `probe_traced` (only every `shard[1]`-th target from `shard[0]` on
+    is probed: shards run in parallel, and their answers merge)."""
     import torchcts.properties.test_dispatch  # noqa: F401 - imported once here, not in every forked child
 
     found = targets()
+    mine = {}
     for index, (name, status) in enumerate(found.items()):
         if index % shard[1] != shard[0]:
             continue
         if status == GENERATED:
             found[name] = probe_forked(name, tries) or GENERATED
+        mine[name] = found[name]
         progress(f"{index + 1}/{len(found)} {name}: {found[name]}")
-    return found
+    traced: set[str] = set()
+    probe_traced(mine, traced, progress)
+    found.update(mine)
+    return found, traced
 
 
-def write_packaged(overloads: dict[str, str], path: Path = PACKAGED) -> None:
+def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: Path = PACKAGED) -> None:
     import torch
 
     import torchcts
 
     generated = sum(status == GENERATED for status in overloads.values())
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "targets": len(overloads),
-                "generated": generated, "probe_tries": PROBE_TRIES}
-    path.write_text(json.dumps({"metadata": metadata, "overloads": overloads}, indent=1, sort_keys=True) + "\n")
+                "generated": generated, "from_traced_calls": len(set(traced)), "probe_tries": PROBE_TRIES}
+    content = {"metadata": metadata, "overloads": overloads, "from_traced_calls": sorted(set(traced))}
+    path.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
 
+
+_USAGE = ("usage: python -m torchcts.coverage.generated --refresh | --refresh-traced\n"
+          "  --refresh         recompute the whole list and package it (probes every target: tens of minutes)\n"
+          "  --refresh-traced  only re-probe, with traced calls, the overloads whose schema draws were all rejected")
 
 if __name__ == "__main__":  # python -m torchcts.coverage.generated --refresh
-    if sys.argv[1:] != ["--refresh"]:
-        sys.exit("usage: python -m torchcts.coverage.generated --refresh  (recompute and package the list)")
-    write_packaged(compute(progress=lambda line: print(line, flush=True)))
+    def _print(line: str) -> None:
+        print(line, flush=True)
+
+    if sys.argv[1:] == ["--refresh"]:
+        write_packaged(*compute(progress=_print))
+    elif sys.argv[1:] == ["--refresh-traced"]:
+        _, listed, already = _packaged()
+        overloads, traced = dict(listed), set(already)
+        probe_traced(overloads, traced, _print)
+        write_packaged(overloads, traced)
+    else:
+        sys.exit(_USAGE)

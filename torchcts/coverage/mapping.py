@@ -5,6 +5,8 @@ An OpInfo property reaches an overload when the OpInfo's name (or its `aten_name
 short table of renames: `float` -> `_to_copy`, `__or__` -> `bitwise_or`) is the overload's packet: the
 function and method variants reach the packet's functional overloads, `inplace` reaches `<packet>_`,
 `out` the packet's out= overloads, and a training property also the `<packet>_backward` packets.
+With the packaged trace of the OpInfos' samples (`opinfo_trace`) a property also reaches what its
+variant's samples dispatched (and a training property what their gradients dispatched).
 Named-tensor overloads (a `Dimname` argument) are never reached this way. This is mapping, not measurement:
 the dispatch trace (`evidence`) says what a run really reached. A suite reaches what its
 `register_property(overloads=...)` declares (a packet means every overload).
@@ -95,8 +97,9 @@ class OpInfoReach:
 
     op_id: str
     packets: tuple[str, ...]
-    by_property: dict[str, tuple[str, ...]]  # property name -> overloads
+    by_property: dict[str, tuple[str, ...]]  # property name -> overloads (by name, and by trace when given)
     reason: str = ""  # non-empty when it maps to no overload
+    by_trace_only: frozenset[str] = frozenset()  # overloads only the trace of its samples credits
 
     @property
     def overloads(self) -> frozenset[str]:
@@ -110,10 +113,22 @@ def _applies(spec: Any, op: Any) -> bool:
         return False
 
 
-def reach_of(op: Any, op_id: str, properties: Iterable[Any], packets: Packets) -> OpInfoReach:
-    """What the OpInfo properties that apply to `op` reach of the installed overloads, by name."""
+def _traced_for(spec: Any, traced: dict[str, tuple[str, ...]], names: frozenset[str]) -> set[str]:
+    """What the traced phases of an OpInfo's samples credit to `spec`: its variant's phase, and backward for a
+    training property (the installed overloads only)."""
+    variant = spec.items.variant
+    phases = ["function" if variant == "method" else variant] + (["backward"] if spec.capability == "training" else [])
+    return {name for phase in phases for name in traced.get(phase, ()) if name in names}
+
+
+def reach_of(op: Any, op_id: str, properties: Iterable[Any], packets: Packets,
+             traced: dict[str, tuple[str, ...]] | None = None) -> OpInfoReach:
+    """What the OpInfo properties that apply to `op` reach of the installed overloads: by name, and with
+    `traced` (phase -> overloads its samples dispatched, `opinfo_trace`) also by measurement."""
     bases = [p for p in candidate_packets(op) if p in packets.functional or p in packets.out]
     by_property: dict[str, tuple[str, ...]] = {}
+    named: set[str] = set()
+    trace_only: set[str] = set()
     applying = [spec for spec in properties if not spec.scenario and _applies(spec, op)]
     for spec in applying:
         variant = spec.items.variant
@@ -127,12 +142,16 @@ def reach_of(op: Any, op_id: str, properties: Iterable[Any], packets: Packets) -
                 found += packets.functional.get(base, ())
                 if spec.capability == "training":
                     found += packets.functional.get(base + "_backward", ())
-        if found:
-            by_property[spec.name] = tuple(sorted(set(found)))
+        named |= set(found)
+        extra = _traced_for(spec, traced, packets.names) if traced else set()
+        trace_only |= extra
+        if found or extra:
+            by_property[spec.name] = tuple(sorted(set(found) | extra))
+    trace_only -= named
     reason = ""
     if not by_property:
         reason = _unmapped_reason(op, bases, applying)
-    return OpInfoReach(op_id, tuple(bases), by_property, reason)
+    return OpInfoReach(op_id, tuple(bases), by_property, reason, frozenset(trace_only))
 
 
 def _unmapped_reason(op: Any, bases: list[str], applying: list[Any]) -> str:
@@ -146,13 +165,15 @@ def _unmapped_reason(op: Any, bases: list[str], applying: list[Any]) -> str:
             f"({module}) that dispatches other overloads")
 
 
-def map_opinfos(ops: Iterable[Any], properties: Iterable[Any], inventory: Iterable[Any]) -> tuple[OpInfoReach, ...]:
-    """Every OpInfo's reach (`ops` in database order; `properties` the registered ones)."""
+def map_opinfos(ops: Iterable[Any], properties: Iterable[Any], inventory: Iterable[Any],
+                traced: dict[str, dict[str, tuple[str, ...]]] | None = None) -> tuple[OpInfoReach, ...]:
+    """Every OpInfo's reach (`ops` in database order; `properties` the registered ones), by name only, or
+    with `traced` (OpInfo id -> phase -> overloads, `opinfo_trace.traced_reach()`) by measurement too."""
     from torchcts.plan.catalog import op_id
 
     packets = Packets.of(inventory)
     specs = tuple(properties)
-    return tuple(reach_of(op, op_id(op), specs, packets) for op in ops)
+    return tuple(reach_of(op, op_id(op), specs, packets, (traced or {}).get(op_id(op))) for op in ops)
 
 
 def declared_reach(properties: Iterable[Any], packets: Packets) -> tuple[dict[str, tuple[str, ...]], list[str]]:

@@ -125,16 +125,28 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     bugs.before(func, cpu_args, cpu_kwargs)
     result = func(*cpu_args, **cpu_kwargs)
     result = bugs.after(func, cpu_args, cpu_kwargs, result)
+    for tensor in _written_tensors(func, args, kwargs):  # resized by the kernel: also those no return aliases
+        if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
+            _sync_metadata(tensor)
     mutated = _mutated_outputs(func, args, kwargs)
     if mutated is not None:
-        for tensor in mutated if isinstance(mutated, tuple) else (mutated,):
-            if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
-                _sync_metadata(tensor)
         return mutated
     if not _targets_device(kwargs):
         return result
     return tree_map(lambda v: FaultyTensor(v) if isinstance(v, torch.Tensor) and not isinstance(v, FaultyTensor)
                     else v, result)
+
+
+def _written_tensors(func, args: tuple, kwargs: dict) -> list[Any]:
+    """Every tensor the schema writes (`Tensor(a!) self`, `out=`, and each of a `Tensor(a!)[] out` list)."""
+    found = []
+    for position, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = kwargs[argument.name] if argument.name in kwargs else (
+            args[position] if position < len(args) else None)
+        found += list(value) if isinstance(value, (list, tuple)) else [value]
+    return found
 
 
 def _mutated_outputs(func, args: tuple, kwargs: dict) -> Any:

@@ -1,0 +1,210 @@
+"""Arguments for an aten overload taken from calls OpInfo samples really made ("donor" calls).
+
+A schema says an argument is a `Tensor`; the kernel also wants it 4-D, or shaped like another
+argument's gradient, or holding valid indices. Where no draw from the schema alone satisfies CPU's
+kernel (`torchcts.coverage.generated`'s probe), a sibling overload often was called by an OpInfo's
+samples with exactly such arguments: `avg_pool3d_backward.grad_input` has no OpInfo, but
+`nn.functional.avg_pool3d`'s gradient called `avg_pool3d_backward.default`. The packaged trace
+(`torchcts.coverage.opinfo_trace`) names such calls: OpInfo, dtype, sample index, phase. Here a
+donor call is replayed on CPU under a dispatch mode that captures the sibling's arguments, and the
+arguments are rebound by name to the target's schema: an out= tensor the sibling did not take is an
+empty tensor of the matching result's dtype (for the kernel to resize), an argument with a default
+is left out, an optional one is None. Cases then differ in memory layout (`relayouts` of every
+tensor the call does not write), shrinking to the donor's own layout (kept as it is for the packets of
+`LAYOUT_CRASHES`, whose CPU kernel crashes on other layouts).
+
+Siblings are the overloads of the target's packet and of its in-place or functional twin (`add_`
+and `add`). Donor calls are rebuilt once per process and overload.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from torch.utils._pytree import tree_leaves, tree_map
+
+from torchcts.strategies.layouts import relayouts
+from torchcts.strategies.schema_args import Drawn, _kind, _writes
+
+MAX_DONOR_CALLS = 6  # calls kept per target overload
+# Packets whose CPU kernel corrupts memory on re-laid-out arguments: their cases keep the donor's layouts.
+# torch 2.13: `adaptive_max_pool3d_backward.grad_input` with offset, stepped tensors aborts ("double free").
+LAYOUT_CRASHES = frozenset({"adaptive_max_pool3d_backward"})
+
+
+def family(packet: str) -> tuple[str, ...]:
+    """The packets whose overloads are siblings of `packet`'s: itself and its in-place or functional twin."""
+    twin = packet[:-1] if packet.endswith("_") and not packet.endswith("__") else packet + "_"
+    return (packet, twin)
+
+
+def siblings(name: str, donors: dict[str, Any]) -> list[str]:
+    """The traced overloads (keys of `donors`) of `name`'s family, the same packet first."""
+    _, packet, _ = name.split(".", 2)
+    ranked = {p: rank for rank, p in enumerate(family(packet))}
+    found = [other for other in donors if other != name and other.split(".", 2)[1] in ranked]
+    return sorted(found, key=lambda other: (ranked[other.split(".", 2)[1]], other))
+
+
+def _detached_copy(value: Any) -> Any:
+    return tree_map(lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v, value)
+
+
+def capture(op_id: str, dtype_name: str, index: int, phase: str, overload: str) -> tuple[tuple, dict] | None:
+    """The (args, kwargs) of the first call of `overload` made by that OpInfo sample's phase on CPU (tensors
+    copied), or None when the sample no longer makes it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from torchcts.coverage.opinfo_trace import run_phase
+    from torchcts.plan.catalog import find_op
+    from torchcts.strategies.opinfo_pool import sample_pool
+
+    captured: list[tuple[tuple, dict]] = []
+
+    class Capture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's signature
+            if not captured and str(func) == overload:
+                captured.append((_detached_copy(tuple(args)), _detached_copy(dict(kwargs or {}))))
+            return func(*args, **(kwargs or {}))
+
+    try:
+        op = find_op(op_id)
+    except KeyError:  # an OpInfo this torch's database lacks
+        return None
+    dtype = getattr(torch, dtype_name, None)
+    if not isinstance(dtype, torch.dtype):
+        return None
+    try:
+        pool = sample_pool(op, dtype)
+        if index >= len(pool):
+            return None
+        run_phase(op, pool[index], phase, Capture())
+    except Exception:  # noqa: BLE001 - a call that raised after the capture still gave its arguments
+        pass
+    return captured[0] if captured else None
+
+
+def _bind(schema: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    bound = {arg.name: value for arg, value in zip(schema.arguments, args)}
+    bound.update(kwargs)
+    return bound
+
+
+def _results(function: Any, args: tuple, kwargs: dict) -> list[torch.Tensor] | None:
+    """The tensors a functional call returns (on copies of its arguments), in order; None when it raises."""
+    try:
+        result = function(*_detached_copy(args), **_detached_copy(kwargs))
+    except Exception:  # noqa: BLE001 - no result to take out= dtypes from
+        return None
+    leaves = result if isinstance(result, (tuple, list)) else [result]
+    return [t for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
+    """The donor overload's call (`args`, `kwargs`) as a call of `target` (both `OpOverload`s), or None
+    when a required argument of the target has no value: see the module docstring for the rules."""
+    bound = _bind(donor._schema, args, kwargs)
+    outs = [arg for arg in target._schema.arguments if _writes(arg) and arg.kwarg_only and arg.name not in bound]
+    results = None
+    if outs:
+        functional = {name: value for name, value in bound.items()
+                      if not any(a.name == name and _writes(a) for a in donor._schema.arguments)}
+        results = _results(donor, (), functional) if not any(_writes(a) for a in donor._schema.arguments) \
+            else [t for a in donor._schema.arguments if _writes(a) and a.kwarg_only for t in tree_leaves(bound[a.name])
+                  if isinstance(t, torch.Tensor)]
+        if not results or len(results) < len(outs):
+            return None
+    new_args: list[Any] = []
+    new_kwargs: dict[str, Any] = {}
+    slots: list[int | str] = []
+    mutated: list[int | str] = []
+    keyword = False
+    for arg in target._schema.arguments:
+        kind, optional = _kind(arg)
+        if kind == "Device":
+            value: Any = None
+        elif arg.name in bound:
+            value = _detached_copy(bound[arg.name])
+        elif _writes(arg) and arg.kwarg_only and results is not None:
+            if kind == "List[Tensor]":  # one out= list (`unsafe_split.Tensor_out`): one tensor per result
+                value = [torch.empty(0, dtype=t.dtype) for t in results]
+            else:
+                value = torch.empty(0, dtype=results[outs.index(arg)].dtype)
+        elif arg.has_default_value():
+            keyword = True
+            continue
+        elif optional:
+            value = None
+        else:
+            return None
+        if keyword or arg.kwarg_only:
+            new_kwargs[arg.name] = value
+            where: int | str = arg.name
+        else:
+            where = len(new_args)
+            new_args.append(value)
+        if _writes(arg):
+            mutated.append(where)
+        if kind == "Device":
+            slots.append(where)
+    return Drawn(tuple(new_args), new_kwargs, tuple(slots), tuple(mutated))
+
+
+@functools.lru_cache(maxsize=64)
+def donor_calls(name: str) -> tuple[Drawn, ...]:
+    """Up to `MAX_DONOR_CALLS` calls of overload `name` ("aten.x.y") rebound from its siblings' donor calls
+    (the packaged trace); () when it has none."""
+    from torchcts.coverage.generated import resolve
+    from torchcts.coverage.opinfo_trace import packaged
+
+    target = resolve(name)
+    if target is None:
+        return ()
+    donors = packaged()["donors"]
+    calls: list[Drawn] = []
+    for sibling in siblings(name, donors):
+        overload = resolve(sibling)
+        if overload is None:
+            continue
+        for op_id, dtype_name, index, phase in donors[sibling]:
+            captured = capture(op_id, dtype_name, index, phase, sibling)
+            drawn = rebind(target, overload, *captured) if captured is not None else None
+            if drawn is not None:
+                calls.append(drawn)
+            if len(calls) >= MAX_DONOR_CALLS:
+                return tuple(calls)
+    return tuple(calls)
+
+
+def traced_arguments(name: str) -> st.SearchStrategy[Drawn]:
+    """One of `name`'s donor calls, each tensor the call does not write in a drawn memory layout (shrinking to
+    the donor's own); InvalidArgument when there is no donor call."""
+    calls = donor_calls(name)
+    if not calls:
+        raise InvalidArgument(f"{name}: no OpInfo sample's call of a sibling overload can be rebound to it")
+
+    fixed_layouts = name.split(".", 2)[1] in LAYOUT_CRASHES
+
+    @st.composite
+    def relaid(draw) -> Drawn:
+        call = draw(st.sampled_from(calls), label="donor call")
+        written = set(call.mutated)
+        if fixed_layouts:
+            return Drawn(_detached_copy(call.args), _detached_copy(call.kwargs), call.device_slots, call.mutated)
+
+        def layout(value: Any, where: int | str) -> Any:
+            if where in written:
+                return _detached_copy(value)
+            if isinstance(value, torch.Tensor) and value.layout == torch.strided and value.numel() > 1:
+                return draw(relayouts(value, allow_overlap=False), label=f"layout of {where}")
+            return _detached_copy(value)
+
+        args = tuple(layout(value, i) for i, value in enumerate(call.args))
+        kwargs = {key: layout(value, key) for key, value in call.kwargs.items()}
+        return Drawn(args, kwargs, call.device_slots, call.mutated)
+
+    return relaid()

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 PACKAGED = Path(__file__).with_name("opinfo_trace.json")
 MAX_PACKAGED_BYTES = 8 * 2**20
-SAMPLES_PER_DTYPE = 8
+SAMPLES_PER_DTYPE = 32
 DONORS_PER_OVERLOAD = 3
 TRACED_DTYPES = ("float32", "int64", "complex64")
 PHASES = ("function", "inplace", "out", "backward")  # the variant a call was made as ("backward": autograd's)

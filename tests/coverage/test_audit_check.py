@@ -143,6 +143,8 @@ def test_malformed_exclusions_exit_2_naming_file_and_entry(project, monkeypatch)
     (lambda a: a["entries"].append(dict(a["entries"][0])), "entries: an overload appears twice"),
     (lambda a: a["entries"][0].update(overload="aten.add"), "entries[0].overload: must be an overload name"),
     (lambda a: a["entries"][0].update(overload="aten.add.Tensor; x"), "entries[0].overload: must be an overload"),
+    (lambda a: a["entries"][0].update(opinfo_basis="guess"), "entries[0].opinfo_basis: must be 'name', 'trace'"),
+    (lambda a: a["metadata"].update(opinfo_trace=["2.13"]), "metadata.opinfo_trace: must be an object"),
 ])
 def test_a_malformed_audit_exits_2_naming_the_field(project, monkeypatch, edit, field):
     result = _write_audit(project)

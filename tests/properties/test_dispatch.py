@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.coverage.generated import GENERATED, generated_overloads, generated_scenarios, scenario_names
+from torchcts.coverage.generated import (GENERATED, from_traced_calls, generated_overloads, generated_scenarios,
+                                        scenario_names)
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.test_dispatch import PROGRAMS, call_overload, metadata_only
@@ -90,3 +91,32 @@ def test_scenario_names_are_valid_and_one_to_one():
     assert mapped["aten._foreach_add.List"] == "private_foreach_add_list"
     assert len(set(mapped.values())) == len(names) and mapped["aten.x.Y"] != mapped["aten.x.y"]
     assert all(s[0].isalpha() and s == s.lower() for s in mapped.values())
+
+
+@pytest.mark.parametrize("name", ["aten.avg_pool3d_backward.grad_input", "aten._histogramdd_bin_edges.out",
+                                  "aten.adaptive_max_pool3d_backward.grad_input"])
+def test_an_overload_generated_from_traced_calls_passes_on_cpu_and_clean_faulty(run_suite, name):
+    """Their cases are OpInfo samples' sibling calls rebound (a `Tensor(a!)[] out` list, a backward kernel whose
+    CPU kernel corrupts memory on re-laid-out arguments, so it keeps the donor's layouts)."""
+    assert name in from_traced_calls()
+    assert run_suite("dispatch", SCENARIO[name], max_examples=6)["outcome"] is Outcome.PASSED
+    record = run_suite("dispatch", SCENARIO[name], device="faulty", max_examples=6)
+    assert record["outcome"] is Outcome.PASSED, record
+
+
+def test_traced_calls_are_only_listed_for_generated_overloads(tmp_path, monkeypatch):
+    import json
+
+    from torchcts.coverage import generated
+
+    assert from_traced_calls() <= {name for name, status in generated_overloads().items() if status == GENERATED}
+    path = tmp_path / "generated_overloads.json"
+    path.write_text(json.dumps({"overloads": {"aten.add.Tensor": "cannot generate: no"},
+                                "from_traced_calls": ["aten.add.Tensor"]}))
+    monkeypatch.setattr(generated, "PACKAGED", path)
+    generated._packaged.cache_clear()
+    try:
+        with pytest.raises(generated.GeneratedListError, match="from_traced_calls"):
+            generated._packaged()
+    finally:
+        generated._packaged.cache_clear()

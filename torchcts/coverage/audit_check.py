@@ -67,6 +67,7 @@ METADATA: dict[str, tuple[Callable[[Any], bool], str]] = {
     "exclusion_files": (_files, "a list of {path, sha256}"), "manifest": (_opt_str, "a string or null"),
     "evidence": (_opt_str, "a string or null"),
 }
+METADATA_OPTIONAL = {"opinfo_trace": (lambda v: isinstance(v, dict), "an object")}  # audits before the trace lack it
 ENTRY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "overload": (lambda v: _str(v) and OVERLOAD_NAME.fullmatch(v) is not None,
                  "an overload name 'aten.<packet>.<overload>'"),
@@ -78,7 +79,8 @@ ENTRY: dict[str, tuple[Callable[[Any], bool], str]] = {
     "reached": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
 }
 ENTRY_OPTIONAL = {"kernels": (_str_list, "a list of strings"), "tags": (_str_list, "a list of strings"),
-                  "schema": (_str, "a string")}
+                  "schema": (_str, "a string"),
+                  "opinfo_basis": (lambda v: v in (None, "name", "trace"), "'name', 'trace' or null")}
 
 
 def _check_fields(value: Any, fields: dict, optional: dict, where: str) -> tuple[str, str] | None:
@@ -105,7 +107,7 @@ def problem(audit: Any) -> tuple[str, str] | None:
            "not_relevant": (_counts, "an object of counts"), "warnings": (_str_list, "a list of strings")}
     found = _check_fields(audit, top, {}, "audit")
     if found is None:
-        found = _check_fields(audit["metadata"], METADATA, {}, "metadata")
+        found = _check_fields(audit["metadata"], METADATA, METADATA_OPTIONAL, "metadata")
     for index, entry in enumerate(audit["entries"] if found is None else ()):
         found = _check_fields(entry, ENTRY, ENTRY_OPTIONAL, f"entries[{index}]")
         if found is not None:

@@ -44,6 +44,7 @@ def figures(audit: dict[str, Any]) -> dict[str, Any]:
         "unknown_percent": _percent(statuses.get("unknown", 0), total),
         "mapped": sum(statuses.get(s, 0) for s in COVERED), "reached": sum(reached.get(s, 0) for s in COVERED),
         "never_reached": never, "unknowns": unknown, "warnings": audit.get("warnings", []),
+        "opinfo_by_trace": sum(e["status"] == "opinfo" and e.get("opinfo_basis") == "trace" for e in entries),
     }
 
 
@@ -70,6 +71,8 @@ def render_markdown(audit: dict[str, Any]) -> str:
     else:
         lines += ["| status | overloads | share |", "| --- | ---: | ---: |"]
         lines += [f"| {s} | {n} | {p} |" for s, n, p, _ in f["statuses"]]
+    lines += ["", f"Of the opinfo overloads, {f['opinfo_by_trace']} are reached only by the OpInfos' samples "
+                  "(the packaged dispatch trace), not by their names."]
     lines += ["", "## Per semantic level (lowest level of a property covering it)", "",
               "| level | overloads |", "| --- | ---: |"] + [f"| {lv} | {n} |" for lv, n in f["levels"]]
     lines += ["", "## Per relevance rule", "", "| rule | relevant | not relevant | unknown |",
@@ -93,6 +96,8 @@ _HTML = """\
 {% if evidence %}<th>reached</th>{% endif %}</tr></thead>
 <tbody>{% for s, n, p, r in statuses %}<tr><td>{{ s }}</td><td>{{ n }}</td><td>{{ p }}</td>\
 {% if evidence %}<td>{{ r }}</td>{% endif %}</tr>{% endfor %}</tbody></table>
+<p>Of the opinfo overloads, {{ opinfo_by_trace }} are reached only by the OpInfos' samples (the packaged dispatch \
+trace), not by their names.</p>
 <table><thead><tr><th>level</th><th>overloads</th></tr></thead>
 <tbody>{% for lv, n in levels %}<tr><td>{{ lv }}</td><td>{{ n }}</td></tr>{% endfor %}</tbody></table>
 <table><thead><tr><th>rule</th><th>relevant</th><th>not relevant</th><th>unknown</th></tr></thead>

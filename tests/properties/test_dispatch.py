@@ -120,3 +120,12 @@ def test_traced_calls_are_only_listed_for_generated_overloads(tmp_path, monkeypa
             generated._packaged()
     finally:
         generated._packaged.cache_clear()
+
+
+def test_cases_compared_without_values_are_counted_in_the_record(run_suite):
+    """A random overload passes on dtype and shape alone: the record says how many cases that was."""
+    record = run_suite("dispatch", SCENARIO["aten.bernoulli_.float"], max_examples=4)
+    assert record["outcome"] is Outcome.PASSED, record
+    assert 0 < record["metadata_only_cases"] <= record["examples"]
+    plain = run_suite("dispatch", SCENARIO["aten.lift_fresh_copy.default"], max_examples=4)
+    assert "metadata_only_cases" not in plain

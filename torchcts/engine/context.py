@@ -89,6 +89,7 @@ class CaseContext:
     examples: int = 0
     cpu_contract_cases: int = 0
     unavailable_cases: int = 0
+    metadata_only_cases: int = 0  # cases compared in dtype and shape only (random or uninitialized results)
     unavailable_reason: str = ""
     worst: oracle.Comparison = oracle.Comparison(True)
     replay: list[Any] | None = None  # replaying stored cases: run these instead of drawing
@@ -412,6 +413,7 @@ class CaseContext:
             "max_rel_error": self.worst.max_rel_error,
             "max_ulp": self.worst.max_ulp,
             **self.ulp.record_fields(),
+            **({"metadata_only_cases": self.metadata_only_cases} if self.metadata_only_cases else {}),
             **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
         }
 

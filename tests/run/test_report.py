@@ -204,3 +204,33 @@ def test_html_report_opens_in_headless_chromium(runs, tmp_path):
     assert shot.exists() and shot.stat().st_size > 10_000, browser.stderr[-2000:]
     page_errors = [line for line in browser.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not page_errors, page_errors
+
+
+def test_the_html_report_shows_a_coverage_audit_found_beside_the_runs(runs, tmp_path):
+    """A coverage audit in <results dir>/coverage/audit.json becomes a section of report.html; a damaged one is
+    left out with a warning naming it, and the report is still written."""
+    cwd, clean, _, _ = runs
+    audit = {"schema_version": 1, "metadata": {
+        "torch": "2.13.0", "torch_git": None, "torchcts": "0.1.0", "python": "3.11", "date": "today",
+        "inventory": {}, "exclusion_files": [], "manifest": None, "evidence": None},
+        "entries": [{"overload": "aten.add.Tensor", "status": "opinfo", "level": 1, "rule": "cpu-kernel: x",
+                     "opinfos": ["add"], "opinfo_properties": ["forward"], "suites": [], "generated": None,
+                     "backend_packs": [], "exclusion": None, "reached": None, "opinfo_basis": "name"},
+                    {"overload": "aten.mystery.default", "status": "unknown", "level": None, "rule": "cpu-kernel: x",
+                     "opinfos": [], "opinfo_properties": [], "suites": [], "generated": "<b>why</b>",
+                     "backend_packs": [], "exclusion": None, "reached": None}],
+        "not_relevant": {}, "warnings": []}
+    folder = clean.parent / "coverage"
+    folder.mkdir(exist_ok=True)
+    try:
+        (folder / "audit.json").write_text(json.dumps(audit))
+        page = report(cwd, clean)["html"]
+        assert '<section class="coverage-audit">' in page and "aten.mystery.default" in page
+        assert page.count("<section") == page.count("</section>")
+        (folder / "audit.json").write_text(json.dumps({**audit, "entries": "all of them"}))
+        result = cli(cwd, "report", "--from", str(clean))
+        assert result.returncode == 0, result.stderr
+        assert "coverage audit left out of the report" in result.stderr and "audit.json" in result.stderr
+        assert "coverage-audit" not in (clean / "report" / "report.html").read_text()
+    finally:
+        shutil.rmtree(folder)

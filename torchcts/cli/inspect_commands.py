@@ -247,8 +247,11 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
 @output_folder_option("--output", "Where the report files go (default: <run folder>/report/).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
               help="Only these formats (default: all four); repeatable.")
+@click.option("--coverage-audit", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A coverage audit (`torchcts coverage audit`'s audit.json) whose summary report.html shows "
+                   "(default: <results dir>/coverage/audit.json when it exists).")
 def report(source: Path | None, results_dir: Path | None, baseline: str, output: Path | None,
-           formats: tuple[str, ...]) -> None:
+           formats: tuple[str, ...], coverage_audit: Path | None) -> None:
     """Regenerate a run's reports from its saved results, without running anything.
 
     Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
@@ -271,7 +274,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
         fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
     try:
         written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
-                               formats=formats or FORMATS)
+                               formats=formats or FORMATS, coverage_audit=coverage_audit)
     except ResultsError as exc:
         fail(str(exc))
     for name, path in written.items():

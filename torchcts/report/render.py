@@ -74,15 +74,35 @@ _MARKDOWN = _environment(autoescape=False, finalize=_markdown)
 _MARKDOWN.filters["code"] = _code
 
 
+def coverage_section(path: Path, warn: Warn = warn_on_stderr) -> str:
+    """The HTML section of a coverage audit (`torchcts coverage audit`'s audit.json) for report.html, or ""
+    when there is none at `path` or it cannot be read (a `warn` names the file and field)."""
+    from markupsafe import Markup
+
+    from torchcts.coverage.audit_check import AuditFileError, read_audit
+    from torchcts.coverage.summary import render_html
+
+    if not path.is_file():
+        return ""
+    try:
+        audit = read_audit(path)
+    except AuditFileError as exc:
+        warn(f"coverage audit left out of the report: {exc}")
+        return ""
+    return Markup(render_html(audit))  # rendered with autoescape from the validated audit
+
+
 def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
                  results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
-                 warn: Warn = warn_on_stderr) -> dict[str, Path]:
+                 warn: Warn = warn_on_stderr, coverage_audit: Path | None = None) -> dict[str, Path]:
     """Write the report files of the run in `folder`; their paths by format.
 
     `baseline`: "auto" (the latest earlier readable run with the same hardware key, device and
     torch minor version in the run's results folder; unreadable ones are skipped with a `warn`),
-    "none", or a run folder. ResultsError names a malformed file of the run or the explicit
-    baseline, or an output file that cannot be written."""
+    "none", or a run folder. report.html gets a coverage section from `coverage_audit` (default: the
+    results folder's coverage/audit.json, where `torchcts coverage audit` writes it), when it is there.
+    ResultsError names a malformed file of the run or the explicit baseline, or an output file that
+    cannot be written."""
     run = load_run(folder)
     if baseline == "none":
         base = None
@@ -92,10 +112,12 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
         base = load_run(baseline)
     report = build_report(run, base, warn)
     output = Path(output) if output is not None else Path(folder) / "report"
+    audit_path = coverage_audit or (results_dir or Path(folder).parent) / "coverage" / "audit.json"
+    coverage = coverage_section(Path(audit_path), warn) if "html" in formats else ""
     written = {}
     for name in formats:
         path = output / _FILES[name]
-        text = _render(name, report, run)
+        text = _render(name, report, run, coverage)
         try:
             output.mkdir(parents=True, exist_ok=True)
             _write_atomically(path, text)
@@ -105,7 +127,7 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     return written
 
 
-def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
+def _render(name: str, report: dict[str, Any], run: dict[str, Any], coverage: str = "") -> str:
     if name == "json":
         return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"  # ensure_ascii: any str is safe
     helpers = {"duration": _duration, "heat": _heat, "percent": _percent, "others": other_failures(report["failures"])}
@@ -115,7 +137,8 @@ def _render(name: str, report: dict[str, Any], run: dict[str, Any]) -> str:
     if name == "html":
         return _TEMPLATES.get_template("report.html.jinja").render(
             report=report, level_chart=_level_chart(report), first=HTML_FIRST_FAILURES, page=HTML_FAILURE_PAGE,
-            first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, **helpers)
+            first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, coverage=coverage,
+            **helpers)
     return _junit(report, run["records"])
 
 

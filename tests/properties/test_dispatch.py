@@ -11,7 +11,8 @@ from torchcts.coverage.generated import (GENERATED, from_traced_calls, generated
                                         scenario_names)
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_dispatch import PROGRAMS, call_overload, metadata_only
+from torchcts.coverage.dispatch_calls import call_overload, metadata_only
+from torchcts.properties.test_dispatch import PROGRAMS
 from torchcts.testing.faulty.suite_bugs.dispatch import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

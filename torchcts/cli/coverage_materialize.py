@@ -32,7 +32,7 @@ def materialize(output: Path, per_overload: int, ops: str | None = None) -> dict
     import torchcts
     from torchcts.cases.files import new_case, write_case
     from torchcts.coverage.generated import overload_seed, draw_accepted, generated_scenarios
-    from torchcts.properties.test_dispatch import accepted_on_cpu, overload_cases
+    from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases
 
     pattern = re.compile(ops) if ops else None
     chosen = {scenario: name for scenario, name in generated_scenarios().items()

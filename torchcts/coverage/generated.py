@@ -190,7 +190,7 @@ def probe(name: str, tries: int = PROBE_TRIES, traced: bool = False) -> str | No
     import torch
     from hypothesis.errors import InvalidArgument
 
-    from torchcts.properties.test_dispatch import accepted_on_cpu, overload_cases
+    from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases
 
     try:
         cases = overload_cases(name, torch.float32, None, traced=traced)
@@ -280,7 +280,7 @@ _REJECTED_ALL = "cannot generate: CPU's kernel rejected all "
 def probe_traced(found: dict[str, str], traced: set[str], progress: Callable[[str], None] = lambda _: None) -> None:
     """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling calls of OpInfo
     samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
-    import torchcts.properties.test_dispatch  # noqa: F401 - imported once here, not in every forked child
+    import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
     from torchcts.coverage.opinfo_trace import packaged
     from torchcts.strategies.traced_calls import siblings
 
@@ -298,7 +298,7 @@ def compute(*, tries: int = PROBE_TRIES, progress: Callable[[str], None] = lambd
     """The list to package and the overloads generated from traced calls: `targets()`, each generatable one
     probed on CPU in a forked child, then `probe_traced` (only every `shard[1]`-th target from `shard[0]` on
     is probed: shards run in parallel, and their answers merge)."""
-    import torchcts.properties.test_dispatch  # noqa: F401 - imported once here, not in every forked child
+    import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
 
     found = targets()
     mine = {}

@@ -1,0 +1,124 @@
+"""One call of an aten overload as a case: how the `dispatch` property, the generated list's probe and
+`coverage materialize` build, run and judge it (docs/coverage/generated.md).
+
+`overload_cases` draws cases (from the schema, `strategies/schema_args.py`, or rebound from traced
+sibling calls, `strategies/traced_calls.py`); `call_overload` is the torch-only program a case runs
+(exported into reproduction scripts as it is); `run_call` runs it on a target; `accepted_on_cpu`
+says whether CPU's kernel takes a case; `metadata_only` which overloads compare in dtype and shape
+only. A library module, so that tools importing it do not register the property.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+from torch.utils._pytree import tree_leaves
+
+from torchcts.coverage.generated import from_traced_calls, resolve, split_name
+from torchcts.engine.programs import run_program
+from torchcts.strategies import Case, claimed_dtypes
+from torchcts.strategies.schema_args import schema_arguments
+from torchcts.strategies.traced_calls import traced_arguments
+
+EXTRA_DTYPES = (torch.int64, torch.bool)  # drawn besides the item's dtype where the manifest claims them
+METADATA_TAGS = ("nondeterministic_seeded", "nondeterministic_bitwise")
+_UNINITIALIZED = ("empty", "resize", "set_")  # packets whose results hold uninitialized memory: metadata only
+_UNINITIALIZED_PACKETS = ("_ctc_loss",)  # these exactly: `_ctc_loss`'s log_alpha past each input's length
+
+
+def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated):
+    """`torch.ops.aten.<packet>.<overload>(*args, **kwargs)`, its Device arguments set to the anchor tensor's
+    device; returns [its result, the arguments it writes (by position or name)]."""
+    args = list(args)
+    kwargs = dict(kwargs)
+    for slot in device_slots:
+        if isinstance(slot, int):
+            args[slot] = anchor.device
+        else:
+            kwargs[slot] = anchor.device
+    function = getattr(getattr(torch.ops.aten, packet), overload)
+    result = function(*args, **kwargs)
+    written = [args[slot] if isinstance(slot, int) else kwargs[slot] for slot in mutated]
+    return [result, written]
+
+
+def describe(name: str, args: tuple, kwargs: dict) -> str:
+    """`aten.add.Tensor(float32[2, 3], float32[], alpha=2)`: the call with tensors as dtype[shape]."""
+    def text(value: object) -> str:
+        if isinstance(value, torch.Tensor):
+            return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(text(v) for v in value) + "]"
+        return repr(value)
+
+    parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: str = "",
+                   traced: bool | None = None) -> st.SearchStrategy[Case]:
+    """Cases of one call of overload `name`: drawn from its schema (tensors of `dtype`, int64 and bool too where
+    claimed, shrinking toward small plain tensors and default arguments) or, with `traced` (default: where the
+    packaged list says so), rebound from OpInfo samples' calls of a sibling overload (`traced_calls`)."""
+    op = resolve(name)
+    claimed = claimed_dtypes(manifest)
+    extra = tuple(d for d in EXTRA_DTYPES if d in claimed)
+    packet, overload = split_name(name)
+    anchor = torch.zeros((), dtype=dtype)
+
+    def case(drawn) -> Case:
+        sample = SampleInput(anchor, args=(packet, overload, list(drawn.args), dict(drawn.kwargs),
+                                           list(drawn.device_slots), list(drawn.mutated)))
+        return Case(scenario or name, "scenario", dtype, sample, 0,
+                    transforms=(describe(name, drawn.args, drawn.kwargs),))
+
+    if traced is None:
+        traced = name in from_traced_calls()
+    if traced:
+        return traced_arguments(name).map(case)
+    return schema_arguments(op._schema, dtype, dtypes=extra).map(case)
+
+
+_PROGRAM = run_program(call_overload)
+
+
+def run_call(cts, sample, target):
+    """The program on the target; a lazy negated or conjugated result is resolved once, so a kernel that
+    cannot compute it ("neg_cpu" not implemented for 'Bool') raises here, on CPU a rejected draw."""
+    result = _PROGRAM(cts, sample, target)
+    for leaf in tree_leaves(result):
+        if isinstance(leaf, torch.Tensor) and (leaf.is_neg() or leaf.is_conj()):
+            leaf.resolve_neg().resolve_conj()
+    return result
+
+
+class _CpuOnly:
+    """The CPU oracle as a target, for probing and materializing outside an item."""
+
+    device = "cpu"
+    compile_backend = None
+
+    @staticmethod
+    def place_for(sample, target):
+        from torchcts.strategies import place
+
+        return place(sample, "cpu")
+
+
+def accepted_on_cpu(case: Case) -> str | None:
+    """None when CPU's kernel runs the case's call, else `Type: first line` of what it raised."""
+    try:
+        run_call(_CpuOnly, case.sample, _CpuOnly)
+    except Exception as exc:  # noqa: BLE001 - any rejection: the draw says nothing
+        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    return None
+
+
+def metadata_only(name: str) -> bool:
+    """Whether results are compared in dtype and shape only: random or uninitialized values."""
+    op = resolve(name)
+    packet, _ = split_name(name)
+    tags = {str(tag).rsplit(".", 1)[-1] for tag in op.tags}
+    return bool(tags & set(METADATA_TAGS)) or any(word in packet for word in _UNINITIALIZED) \
+        or packet in _UNINITIALIZED_PACKETS

@@ -60,6 +60,37 @@ class Drawn:
     mutated: tuple[int | str, ...]
 
 
+class CallBuilder:
+    """One call's arguments, added in schema order: by position until one is left out (then every later
+    one by name), keyword-only ones by name; notes where written arguments and Device slots go."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+        self.kwargs: dict[str, Any] = {}
+        self.slots: list[int | str] = []
+        self.mutated: list[int | str] = []
+        self.keyword = False
+
+    def leave_out(self) -> None:
+        """The next argument is left out (its default applies): later ones go by name."""
+        self.keyword = True
+
+    def add(self, arg: Any, value: Any) -> None:
+        if self.keyword or arg.kwarg_only:
+            self.kwargs[arg.name] = value
+            where: int | str = arg.name
+        else:
+            where = len(self.args)
+            self.args.append(value)
+        if _writes(arg):
+            self.mutated.append(where)
+        if _kind(arg)[0] == "Device":
+            self.slots.append(where)
+
+    def drawn(self) -> Drawn:
+        return Drawn(tuple(self.args), self.kwargs, tuple(self.slots), tuple(self.mutated))
+
+
 def _kind(arg: Any) -> tuple[str, bool]:
     """(the argument's type without Optional, whether it is Optional): ("List[int]", False)."""
     text = str(arg.real_type)
@@ -223,11 +254,7 @@ def schema_arguments(schema: Any, dtype: torch.dtype, *, dtypes: tuple[torch.dty
         main = draw(st.sampled_from(choices), label="call dtype")  # the item's dtype first
         others = tuple(d for d in choices if d != main)
         scope = _Scope(main, (main, *others), draw(shapes(max_dims=max_dims, max_side=max_side), label="base shape"))
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        slots: list[int | str] = []
-        mutated: list[int | str] = []
-        keyword = False  # after an argument left out, every later one goes by name
+        call = CallBuilder()
         for arg in arguments:
             kind, optional = _kind(arg)
             if kind == "Device":
@@ -236,22 +263,13 @@ def schema_arguments(schema: Any, dtype: torch.dtype, *, dtypes: tuple[torch.dty
                                                       and arg.name not in STRING_CHOICES):
                 value = None
             elif arg.has_default_value() and not draw(st.booleans(), label=f"{arg.name} given"):
-                keyword = True
+                call.leave_out()
                 continue
             elif optional and not arg.has_default_value() and not draw(st.booleans(), label=f"{arg.name} given"):
                 value = None
             else:
                 value = draw(_value(arg, scope), label=arg.name)
-            if keyword or arg.kwarg_only:
-                kwargs[arg.name] = value
-                where: int | str = arg.name
-            else:
-                where = len(args)
-                args.append(value)
-            if _writes(arg):
-                mutated.append(where)
-            if kind == "Device":
-                slots.append(where)
-        return Drawn(tuple(args), kwargs, tuple(slots), tuple(mutated))
+            call.add(arg, value)
+        return call.drawn()
 
     return draw_call()

@@ -28,7 +28,7 @@ from hypothesis.errors import InvalidArgument
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.strategies.layouts import relayouts
-from torchcts.strategies.schema_args import Drawn, _kind, _writes
+from torchcts.strategies.schema_args import CallBuilder, Drawn, _kind, _writes
 
 MAX_DONOR_CALLS = 6  # calls kept per target overload
 # Packets whose CPU kernel corrupts memory on re-laid-out arguments: their cases keep the donor's layouts.
@@ -118,11 +118,7 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
                   if isinstance(t, torch.Tensor)]
         if not results or len(results) < len(outs):
             return None
-    new_args: list[Any] = []
-    new_kwargs: dict[str, Any] = {}
-    slots: list[int | str] = []
-    mutated: list[int | str] = []
-    keyword = False
+    call = CallBuilder()
     for arg in target._schema.arguments:
         kind, optional = _kind(arg)
         if kind == "Device":
@@ -135,23 +131,14 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
             else:
                 value = torch.empty(0, dtype=results[outs.index(arg)].dtype)
         elif arg.has_default_value():
-            keyword = True
+            call.leave_out()
             continue
         elif optional:
             value = None
         else:
             return None
-        if keyword or arg.kwarg_only:
-            new_kwargs[arg.name] = value
-            where: int | str = arg.name
-        else:
-            where = len(new_args)
-            new_args.append(value)
-        if _writes(arg):
-            mutated.append(where)
-        if kind == "Device":
-            slots.append(where)
-    return Drawn(tuple(new_args), new_kwargs, tuple(slots), tuple(mutated))
+        call.add(arg, value)
+    return call.drawn()
 
 
 @functools.lru_cache(maxsize=64)

@@ -76,7 +76,7 @@ def test_the_audit_says_whether_an_opinfo_credit_is_by_name_or_by_trace(tmp_path
 
 
 @pytest.mark.parametrize("content, words", [
-    (b"{not json", "not JSON"),
+    (b"{not json", "unreadable"),
     (json.dumps({"opinfos": {"add": {"sideways": ["aten.add.Tensor"]}}, "donors": {}}).encode(), "phases"),
     (json.dumps({"opinfos": {"add": {"function": [3]}}, "donors": {}}).encode(), "`opinfos`"),
     (json.dumps({"opinfos": {}, "donors": {"aten.add.Tensor": [["add", "float32", "0", "function"]]}}).encode(),
@@ -103,7 +103,7 @@ def test_an_oversized_packaged_trace_is_refused_unread(tmp_path, monkeypatch):
     monkeypatch.setattr(opinfo_trace, "PACKAGED", path)
     opinfo_trace.packaged.cache_clear()
     try:
-        with pytest.raises(opinfo_trace.TraceFileError, match="more than"):
+        with pytest.raises(opinfo_trace.TraceFileError, match="over the limit"):
             opinfo_trace.packaged()
     finally:
         opinfo_trace.packaged.cache_clear()

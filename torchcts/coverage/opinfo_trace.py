@@ -186,16 +186,12 @@ def _name_list(value: Any) -> bool:
 @functools.cache
 def packaged() -> dict[str, Any]:
     """The packaged trace, checked: {"metadata", "opinfos", "donors"}; TraceFileError names what is wrong."""
+    from torchcts.results.files import ResultFileError, read_json_file
+
     try:
-        text = PACKAGED.read_bytes()[:MAX_PACKAGED_BYTES + 1]
-    except OSError as exc:
-        raise TraceFileError(f"{PACKAGED}: cannot read: {exc.strerror or exc}") from None
-    if len(text) > MAX_PACKAGED_BYTES:
-        raise TraceFileError(f"{PACKAGED}: more than {MAX_PACKAGED_BYTES} bytes")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise TraceFileError(f"{PACKAGED}: not JSON: {exc}") from None
+        data = read_json_file(PACKAGED, MAX_PACKAGED_BYTES, "packaged OpInfo trace")
+    except ResultFileError as exc:  # unreadable, over the limit, not JSON: the message names the file
+        raise TraceFileError(str(exc)) from None
     opinfos = data.get("opinfos") if isinstance(data, dict) else None
     if not isinstance(opinfos, dict) or not all(
             isinstance(found, dict) and all(p in PHASES and _name_list(v) for p, v in found.items())

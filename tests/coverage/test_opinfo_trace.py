@@ -4,6 +4,8 @@ the packaged file's checks (real op_db, real kernels)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -16,9 +18,14 @@ FRESHNESS_SAMPLE = ("nn.functional.conv2d", "fft.fft", "nn.functional.avg_pool3d
 
 def test_the_packaged_trace_is_fresh_for_a_sample_of_opinfos():
     """Re-traces a few OpInfos: their phases must equal the packaged ones (refresh:
-    python -m torchcts.coverage.opinfo_trace --refresh)."""
-    ops = [catalog.find_op(name) for name in FRESHNESS_SAMPLE]
-    fresh = opinfo_trace.compute(ops)["opinfos"]
+    python -m torchcts.coverage.opinfo_trace --refresh). In a child process: running their kernels and
+    gradients here would leave this process's thread pools in another state for later tests that fork."""
+    code = ("import json, sys; from torchcts.coverage import opinfo_trace; from torchcts.plan import catalog; "
+            "ops = [catalog.find_op(n) for n in sys.argv[1:]]; print(json.dumps(opinfo_trace.compute(ops)['opinfos']))")
+    child = subprocess.run([sys.executable, "-c", code, *FRESHNESS_SAMPLE], capture_output=True, text=True,
+                           timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    fresh = json.loads(child.stdout)
     packaged = opinfo_trace.packaged()["opinfos"]
     for name in FRESHNESS_SAMPLE:
         assert fresh[name] == packaged[name], name

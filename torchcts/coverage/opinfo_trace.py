@@ -139,29 +139,22 @@ def trace_op(op: Any, samples_per_dtype: int = SAMPLES_PER_DTYPE) -> Iterator[tu
 
 def compute(ops: Iterable[Any] | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """The content of the packaged file: per OpInfo id, the overloads each phase reached; per overload its donors."""
-    import torch
-
     from torchcts.plan.catalog import all_ops, op_id
 
     ops = tuple(all_ops() if ops is None else ops)
     reach: dict[str, dict[str, set[str]]] = {}
     donors: dict[str, list[list[Any]]] = {}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for count, op in enumerate(ops, 1):
-                identity = op_id(op)
-                for name, dtype_name, index, phase in trace_op(op):
-                    reach.setdefault(identity, {}).setdefault(phase, set()).add(name)
-                    found = donors.setdefault(name, [])
-                    if len(found) < DONORS_PER_OVERLOAD and not any(d[0] == identity and d[3] == phase for d in found):
-                        found.append([identity, dtype_name, index, phase])
-                if count % 50 == 0:
-                    progress(f"{count}/{len(ops)} OpInfos traced")
-    finally:
-        torch.set_num_threads(threads)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for count, op in enumerate(ops, 1):
+            identity = op_id(op)
+            for name, dtype_name, index, phase in trace_op(op):
+                reach.setdefault(identity, {}).setdefault(phase, set()).add(name)
+                found = donors.setdefault(name, [])
+                if len(found) < DONORS_PER_OVERLOAD and not any(d[0] == identity and d[3] == phase for d in found):
+                    found.append([identity, dtype_name, index, phase])
+            if count % 50 == 0:
+                progress(f"{count}/{len(ops)} OpInfos traced")
     return {"opinfos": {k: {p: sorted(v) for p, v in sorted(phases_.items())} for k, phases_ in sorted(reach.items())},
             "donors": dict(sorted(donors.items()))}
 
@@ -217,4 +210,7 @@ def traced_reach() -> dict[str, dict[str, tuple[str, ...]]]:
 if __name__ == "__main__":  # python -m torchcts.coverage.opinfo_trace --refresh
     if sys.argv[1:] != ["--refresh"]:
         sys.exit("usage: python -m torchcts.coverage.opinfo_trace --refresh  (re-trace every OpInfo and package it)")
+    import torch
+
+    torch.set_num_threads(1)  # a refresh runs thousands of tiny kernels: threads only cost
     write_packaged(compute(progress=lambda line: print(line, flush=True)))

@@ -82,16 +82,16 @@ class CallBuilder:
         else:
             where = len(self.args)
             self.args.append(value)
-        if _writes(arg):
+        if writes_to(arg):
             self.mutated.append(where)
-        if _kind(arg)[0] == "Device":
+        if argument_kind(arg)[0] == "Device":
             self.slots.append(where)
 
     def drawn(self) -> Drawn:
         return Drawn(tuple(self.args), self.kwargs, tuple(self.slots), tuple(self.mutated))
 
 
-def _kind(arg: Any) -> tuple[str, bool]:
+def argument_kind(arg: Any) -> tuple[str, bool]:
     """(the argument's type without Optional, whether it is Optional): ("List[int]", False)."""
     text = str(arg.real_type)
     if text.startswith("Optional[") and text.endswith("]"):
@@ -101,7 +101,7 @@ def _kind(arg: Any) -> tuple[str, bool]:
 
 def argument_reason(arg: Any) -> str | None:
     """Why `arg` (a torch._C.Argument) cannot be drawn, or None when it can."""
-    kind, optional = _kind(arg)
+    kind, optional = argument_kind(arg)
     if kind in ("Device", "Layout", "MemoryFormat"):
         return None
     if kind in ("Generator", "Stream"):
@@ -129,13 +129,14 @@ def unsupported(schema: Any) -> str | None:
     return None
 
 
-def _writes(arg: Any) -> bool:
+def writes_to(arg: Any) -> bool:
+    """Whether the overload writes this argument (`Tensor(a!)`)."""
     return arg.alias_info is not None and arg.alias_info.is_write
 
 
 def mutated_arguments(schema: Any) -> tuple[str, ...]:
     """The names of the arguments the schema writes (`Tensor(a!) self`, `Tensor(a!) out`)."""
-    return tuple(arg.name for arg in schema.arguments if _writes(arg))
+    return tuple(arg.name for arg in schema.arguments if writes_to(arg))
 
 
 @attrs.frozen
@@ -173,7 +174,7 @@ def _tensor(arg: Any, scope: _Scope, *, out: bool) -> st.SearchStrategy[torch.Te
     if out:  # resized by the op: an empty tensor of a drawn dtype
         return dtype.map(lambda d: torch.empty(0, dtype=d))
     shape = st.one_of(st.just(scope.base), st.just(()), shapes(max_dims=3, max_side=4))
-    writable = _writes(arg)
+    writable = writes_to(arg)
     return dtype.flatmap(lambda d: tensors(d, shape, allow_overlap=not writable, relayout=True))
 
 
@@ -200,10 +201,10 @@ def _int_list(arg: Any, scope: _Scope) -> st.SearchStrategy[list[int]]:
 
 def _value(arg: Any, scope: _Scope) -> st.SearchStrategy[Any]:
     """The strategy of one non-default, non-None value of `arg`."""
-    kind, _ = _kind(arg)
+    kind, _ = argument_kind(arg)
     integral = not (scope.dtype.is_floating_point or scope.dtype.is_complex)
     if kind == "Tensor":
-        return _tensor(arg, scope, out=arg.kwarg_only and _writes(arg))
+        return _tensor(arg, scope, out=arg.kwarg_only and writes_to(arg))
     if kind in ("int", "SymInt"):
         return _dims(scope) if "dim" in arg.name else st.sampled_from(_INTS)
     if kind == "float":
@@ -256,7 +257,7 @@ def schema_arguments(schema: Any, dtype: torch.dtype, *, dtypes: tuple[torch.dty
         scope = _Scope(main, (main, *others), draw(shapes(max_dims=max_dims, max_side=max_side), label="base shape"))
         call = CallBuilder()
         for arg in arguments:
-            kind, optional = _kind(arg)
+            kind, optional = argument_kind(arg)
             if kind == "Device":
                 value: Any = None
             elif kind in ("Generator", "Stream") or (optional and kind in ("str", "List[str]")

@@ -28,7 +28,7 @@ from hypothesis.errors import InvalidArgument
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.strategies.layouts import relayouts
-from torchcts.strategies.schema_args import CallBuilder, Drawn, _kind, _writes
+from torchcts.strategies.schema_args import CallBuilder, Drawn, argument_kind, writes_to
 
 MAX_DONOR_CALLS = 6  # calls kept per target overload
 # Packets whose CPU kernel corrupts memory on re-laid-out arguments: their cases keep the donor's layouts.
@@ -108,24 +108,24 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
     """The donor overload's call (`args`, `kwargs`) as a call of `target` (both `OpOverload`s), or None
     when a required argument of the target has no value: see the module docstring for the rules."""
     bound = _bind(donor._schema, args, kwargs)
-    outs = [arg for arg in target._schema.arguments if _writes(arg) and arg.kwarg_only and arg.name not in bound]
+    outs = [arg for arg in target._schema.arguments if writes_to(arg) and arg.kwarg_only and arg.name not in bound]
     results = None
     if outs:
         functional = {name: value for name, value in bound.items()
-                      if not any(a.name == name and _writes(a) for a in donor._schema.arguments)}
-        results = _results(donor, (), functional) if not any(_writes(a) for a in donor._schema.arguments) \
-            else [t for a in donor._schema.arguments if _writes(a) and a.kwarg_only for t in tree_leaves(bound[a.name])
+                      if not any(a.name == name and writes_to(a) for a in donor._schema.arguments)}
+        results = _results(donor, (), functional) if not any(writes_to(a) for a in donor._schema.arguments) \
+            else [t for a in donor._schema.arguments if writes_to(a) and a.kwarg_only for t in tree_leaves(bound[a.name])
                   if isinstance(t, torch.Tensor)]
         if not results or len(results) < len(outs):
             return None
     call = CallBuilder()
     for arg in target._schema.arguments:
-        kind, optional = _kind(arg)
+        kind, optional = argument_kind(arg)
         if kind == "Device":
             value: Any = None
         elif arg.name in bound:
             value = _detached_copy(bound[arg.name])
-        elif _writes(arg) and arg.kwarg_only and results is not None:
+        elif writes_to(arg) and arg.kwarg_only and results is not None:
             if kind == "List[Tensor]":  # one out= list (`unsafe_split.Tensor_out`): one tensor per result
                 value = [torch.empty(0, dtype=t.dtype) for t in results]
             else:

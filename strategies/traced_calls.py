@@ -110,12 +110,13 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
     bound = _bind(donor._schema, args, kwargs)
     outs = [arg for arg in target._schema.arguments if writes_to(arg) and arg.kwarg_only and arg.name not in bound]
     results = None
-    if outs:
-        functional = {name: value for name, value in bound.items()
-                      if not any(a.name == name and writes_to(a) for a in donor._schema.arguments)}
-        results = _results(donor, (), functional) if not any(writes_to(a) for a in donor._schema.arguments) \
-            else [t for a in donor._schema.arguments if writes_to(a) and a.kwarg_only for t in tree_leaves(bound[a.name])
-                  if isinstance(t, torch.Tensor)]
+    if outs:  # out= tensors to make: their dtypes are those of the donor's results
+        written = [a for a in donor._schema.arguments if writes_to(a)]
+        if not written:  # a functional donor: run it
+            results = _results(donor, (), bound)
+        else:  # an out= donor: the tensors it wrote (an in-place donor writes no out=, so none)
+            results = [t for a in written if a.kwarg_only for t in tree_leaves(bound.get(a.name))
+                       if isinstance(t, torch.Tensor)]
         if not results or len(results) < len(outs):
             return None
     call = CallBuilder()

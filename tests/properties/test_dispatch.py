@@ -63,13 +63,21 @@ def test_the_bugs_stay_silent_without_their_condition():
 def test_the_program_returns_the_result_and_the_written_arguments():
     x, out = torch.tensor([1.0, -2.0]), torch.empty(0)
     result, written = call_overload(torch.zeros(()), "add", "out", [x, x], {"out": out}, [], ["out"])
-    assert result is out and written == [out] and out.tolist() == [2.0, -4.0]
+    assert result is None and written == [out] and out.tolist() == [2.0, -4.0]  # by schema the result is `out`
+    # CPU's `_add_relu.out` returns a temporary in the inputs' dtype, not `out`: only `out` is compared
+    ints, floats = torch.tensor([1, -2]), torch.empty(0)
+    result, written = call_overload(torch.zeros(()), "_add_relu", "out", [ints, ints], {"out": floats}, [], ["out"])
+    assert result is None and written[0].dtype == torch.float32 and written[0].tolist() == [2.0, 0.0]
+    plain, _ = call_overload(torch.zeros(()), "add", "Tensor", [x, x], {}, [], [])
+    assert plain.tolist() == [2.0, -4.0]
     made, _ = call_overload(torch.zeros(()), "ones", "default", [[2]], {"device": None}, ["device"], [])
     assert made.device.type == "cpu" and made.tolist() == [1.0, 1.0]
 
 
 def test_random_and_uninitialized_results_compare_metadata_only():
     assert metadata_only("aten.random.default") and metadata_only("aten.new_empty_strided.default")
+    assert metadata_only("aten._make_dep_token.default") and metadata_only("aten._ctc_loss.out")
+    assert not metadata_only("aten._ctc_loss_backward.default")
     assert not metadata_only("aten.lift_fresh_copy.default")
 
 
@@ -130,3 +138,11 @@ def test_cases_compared_without_values_are_counted_in_the_record(run_suite):
     assert 0 < record["metadata_only_cases"] <= record["examples"]
     plain = run_suite("dispatch", SCENARIO["aten.lift_fresh_copy.default"], max_examples=4)
     assert "metadata_only_cases" not in plain
+
+
+def test_kernels_that_trust_sizes_are_generated_only_from_traced_calls():
+    """`_pdist_forward.out` from OpInfo samples' calls; `_stack` (no traced sibling) not at all, with the reason."""
+    from torchcts.coverage.generated import SIZE_TRUSTING
+
+    assert "aten._pdist_forward.out" in from_traced_calls()
+    assert generated_overloads()["aten._stack.default"] == SIZE_TRUSTING

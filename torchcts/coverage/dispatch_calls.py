@@ -24,7 +24,8 @@ from torchcts.strategies.traced_calls import traced_arguments
 EXTRA_DTYPES = (torch.int64, torch.bool)  # drawn besides the item's dtype where the manifest claims them
 METADATA_TAGS = ("nondeterministic_seeded", "nondeterministic_bitwise")
 _UNINITIALIZED = ("empty", "resize", "set_")  # packets whose results hold uninitialized memory: metadata only
-_UNINITIALIZED_PACKETS = ("_ctc_loss",)  # these exactly: `_ctc_loss`'s log_alpha past each input's length
+# these exactly: `_ctc_loss`'s log_alpha past each input's length, `_make_dep_token`'s empty token
+_UNINITIALIZED_PACKETS = ("_ctc_loss", "_make_dep_token")
 
 
 def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated):
@@ -40,6 +41,9 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated)
     function = getattr(getattr(torch.ops.aten, packet), overload)
     result = function(*args, **kwargs)
     written = [args[slot] if isinstance(slot, int) else kwargs[slot] for slot in mutated]
+    returns = function._schema.returns
+    if returns and all(r.alias_info is not None and r.alias_info.is_write for r in returns):
+        result = None  # by schema the written arguments themselves (CPU's `_add_relu.out` returns a temporary)
     return [result, written]
 
 

@@ -45,6 +45,12 @@ EXPLAINED = {
                      "linalg.lstsq.grad_oriented", "linalg.norm", "linalg.matrix_norm", "linalg.svdvals"), (
         "rounding", "torch's composites take their tensor-subclass branch for a Python device (isTensorSubclassLike):"
                     " svdvals also computes U and V, matmul does not fold batch dims; last-bit differences")),
+    # scenarios of the dispatch property (generated overloads, named in lower_snake_case)
+    **dict.fromkeys(("kaiser_window_default", "kaiser_window_periodic", "kaiser_window_beta"), (
+        "mismatch", "its explicit composite fills the window through a DispatchStub with no PrivateUse1 entry: an "
+                    "out-of-tree device needs a kernel of its own, and the faulty device has none (INTERNAL ASSERT)")),
+    "sparse_coo_tensor_size": ("mismatch", "the faulty device registers no SparsePrivateUse1 kernels: a sparse "
+                                           "factory on it is a missing kernel (`_sparse_coo_tensor_with_dims`)"),
     # scenarios of the nested suite (their names stand where an op would)
     "strided_nested": ("mismatch", "the faulty device holds no strided nested tensors (FaultyTensor refuses them)"),
     "jagged_sdpa": ("mismatch", "jagged SDPA off CPU/CUDA runs torch's math fallback through strided nested "

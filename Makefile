@@ -2,7 +2,8 @@
 #   make run   - the main job on the embedded default
 #   make test  - the project's test suite
 # Both create .venv when it is missing and install TorchCTS into it with torch pinned: an
-# unpinned torch resolves to a multi-GB CUDA build.
+# unpinned torch resolves to a multi-GB CUDA build. constraints.txt pins the versions the tests were
+# verified with (a Hypothesis release can change what a derandomized run draws).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,9 +17,9 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml plugins/faulty-autoload/pyproject.toml
+$(STAMP): pyproject.toml plugins/faulty-autoload/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "$(TORCH_PIN)" -e ".[dev]" -e plugins/faulty-autoload
+	$(PY) -m pip install --quiet -c constraints.txt "$(TORCH_PIN)" -e ".[dev]" -e plugins/faulty-autoload
 	touch $(STAMP)
 
 # The main job on the embedded default: a derandomized validation run of the harness against

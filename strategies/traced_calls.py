@@ -14,12 +14,16 @@ tensor the call does not write), shrinking to the donor's own layout (kept as it
 `LAYOUT_CRASHES`, whose CPU kernel crashes on other layouts).
 
 Siblings are the overloads of the target's packet and of its in-place or functional twin (`add_`
-and `add`). Donor calls are rebuilt once per process and overload.
+and `add`); only where none of their calls rebinds, "kin": overloads of other, similarly named
+packets whose schema offers every argument the target requires (`select.int` for `select_copy.int`). Donor calls are rebuilt once
+per process and overload.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import re
 from typing import Any
 
 import torch
@@ -34,6 +38,8 @@ MAX_DONOR_CALLS = 6  # calls kept per target overload
 # Packets whose CPU kernel corrupts memory on re-laid-out arguments: their cases keep the donor's layouts.
 # torch 2.13: `adaptive_max_pool3d_backward.grad_input` with offset, stepped tensors aborts ("double free").
 LAYOUT_CRASHES = frozenset({"adaptive_max_pool3d_backward"})
+MAX_KIN_PACKETS = 3  # other packets whose calls a target may borrow (each costs the probe a capture)
+MIN_KIN_SIMILARITY = 0.6  # how alike two packets' names must be for one's calls to be tried on the other
 
 
 def family(packet: str) -> tuple[str, ...]:
@@ -48,6 +54,66 @@ def siblings(name: str, donors: dict[str, Any]) -> list[str]:
     ranked = {p: rank for rank, p in enumerate(family(packet))}
     found = [other for other in donors if other != name and other.split(".", 2)[1] in ranked]
     return sorted(found, key=lambda other: (ranked[other.split(".", 2)[1]], other))
+
+
+def _stem(packet: str) -> str:
+    """What names an operation's kind: "_upsample_lanczos2d_aa" of "_upsample_lanczos2d_aa_", "select" of
+    "select_copy"."""
+    return packet.strip("_").removesuffix("_copy")
+
+
+def _required(schema: Any) -> set[tuple[str, str]]:
+    """(name, type) of the arguments a call must pass: no default, not Optional, not an out= tensor."""
+    found = set()
+    for arg in schema.arguments:
+        kind, optional = argument_kind(arg)
+        if not (optional or arg.has_default_value() or (writes_to(arg) and arg.kwarg_only)):
+            found.add((arg.name, kind))
+    return found
+
+
+def _other_rank(packet: str, other: str) -> bool:
+    """Whether both names carry a rank ("2d", "3d") and the ranks differ: a 1-d padding's call aborts CPU's
+    `reflection_pad2d_backward`, whose kernel trusts the padding's length."""
+    mine, theirs = re.findall(r"\d+", _stem(packet)), re.findall(r"\d+", _stem(other))
+    return bool(mine and theirs and mine != theirs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _offered(name: str) -> frozenset[tuple[str, str]]:
+    """(name, type) of every argument of overload `name` (empty when this torch lacks it)."""
+    from torchcts.coverage.generated import resolve
+
+    op = resolve(name)
+    return frozenset() if op is None else frozenset((arg.name, argument_kind(arg)[0]) for arg in op._schema.arguments)
+
+
+def kin(name: str, donors: dict[str, Any]) -> list[str]:
+    """Traced overloads of other packets whose schema offers every argument `name` requires, by name and type, and
+    whose packet is named like `name`'s (`difflib` ratio of the stems at least `MIN_KIN_SIMILARITY`, no other rank
+    in the name: `_other_rank`): those of the
+    `MAX_KIN_PACKETS` most similar packets, most similar first. `upsample_bilinear2d.default`'s calls rebind to
+    `_upsample_lanczos2d_aa.default`, `select.int`'s to `select_copy.int`. None for the packets whose CPU kernel
+    trusts sizes (`TRACED_ONLY_PACKETS`): only their own family's calls have the sizes they need."""
+    from torchcts.coverage.generated import TRACED_ONLY_PACKETS, resolve
+
+    _, packet, _ = name.split(".", 2)
+    target = resolve(name)
+    if target is None or packet in TRACED_ONLY_PACKETS:
+        return []
+    required = _required(target._schema)
+    own = set(family(packet))
+    scored: dict[str, float] = {}
+    for other in donors:
+        other_packet = other.split(".", 2)[1]
+        if other_packet in own or not required <= _offered(other) or _other_rank(packet, other_packet):
+            continue
+        ratio = difflib.SequenceMatcher(None, _stem(packet), _stem(other_packet)).ratio()
+        if ratio >= MIN_KIN_SIMILARITY:
+            scored[other_packet] = ratio
+    chosen = sorted(scored, key=lambda p: (-scored[p], p))[:MAX_KIN_PACKETS]
+    rank = {p: i for i, p in enumerate(chosen)}
+    return sorted((o for o in donors if o.split(".", 2)[1] in rank), key=lambda o: (rank[o.split(".", 2)[1]], o))
 
 
 def _detached_copy(value: Any) -> Any:
@@ -145,7 +211,7 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
 @functools.lru_cache(maxsize=64)
 def donor_calls(name: str) -> tuple[Drawn, ...]:
     """Up to `MAX_DONOR_CALLS` calls of overload `name` ("aten.x.y") rebound from its siblings' donor calls
-    (the packaged trace); () when it has none."""
+    (the packaged trace), or from its kin's when no sibling's call rebinds; () when it has none."""
     from torchcts.coverage.generated import resolve
     from torchcts.coverage.opinfo_trace import packaged
 
@@ -154,17 +220,20 @@ def donor_calls(name: str) -> tuple[Drawn, ...]:
         return ()
     donors = packaged()["donors"]
     calls: list[Drawn] = []
-    for sibling in siblings(name, donors):
-        overload = resolve(sibling)
-        if overload is None:
-            continue
-        for op_id, dtype_name, index, phase in donors[sibling]:
-            captured = capture(op_id, dtype_name, index, phase, sibling)
-            drawn = rebind(target, overload, *captured) if captured is not None else None
-            if drawn is not None:
-                calls.append(drawn)
-            if len(calls) >= MAX_DONOR_CALLS:
-                return tuple(calls)
+    for group in (siblings(name, donors), kin(name, donors)):
+        for sibling in group:
+            overload = resolve(sibling)
+            if overload is None:
+                continue
+            for op_id, dtype_name, index, phase in donors[sibling]:
+                captured = capture(op_id, dtype_name, index, phase, sibling)
+                drawn = rebind(target, overload, *captured) if captured is not None else None
+                if drawn is not None:
+                    calls.append(drawn)
+                if len(calls) >= MAX_DONOR_CALLS:
+                    return tuple(calls)
+        if calls:  # the family's calls: kin are only for an overload whose family gives none
+            return tuple(calls)
     return tuple(calls)
 
 

@@ -62,6 +62,29 @@ def test_rules_for_other_kinds_of_overload():
     assert not _entry("aten._test_check_tensor.default").relevant
 
 
+def test_a_codegen_wrapper_is_decided_by_the_overload_it_calls():
+    names = inventory_names()
+    wrapped = relevance.wrapper_of
+    explicit = ("CompositeExplicitAutograd",)
+    assert wrapped("aten.select_copy.int", ("generated",), explicit, names) == "aten.select.int"
+    assert wrapped("aten.batch_norm_stats.out", ("generated", "out"), explicit, names) == "aten.batch_norm_stats.default"
+    assert wrapped("aten.__lshift__.Scalar_out", ("generated",), explicit, names) == "aten.__lshift__.Scalar"
+    assert wrapped("aten._amp_update_scale.default", ("generated",), explicit, names) == "aten._amp_update_scale_.default"
+    assert wrapped("aten.batch_norm_stats.out", ("out",), explicit, names) is None  # not tagged `generated`
+    assert wrapped("aten.add.out", ("generated",), ("CPU",), names) is None  # a kernel of its own
+    # installed overloads: a wrapper of a vendor-only, a sparse-only and a quantized-only overload; of a CPU one
+    assert not _entry("aten.batch_norm_stats.out").relevant  # batch_norm_stats has CUDA kernels only
+    assert _entry("aten.batch_norm_stats.out").rule_id == "generated-wrapper"
+    assert _entry("aten._values_copy.out").rule_id == "sparse-wrapper"
+    assert _entry("aten._values_copy.out").capability == "sparse"
+    assert _entry("aten.int_repr.out").rule_id == "quantized-wrapper"
+    assert _entry("aten.select_copy.int").relevant and _entry("aten.select_copy.int").rule_id == "composite-explicit"
+    facts = relevance.Facts("x", frozenset(explicit), wrapped=relevance.Facts("y", frozenset({"CUDA"})))
+    assert relevance.decide(facts).id == "generated-wrapper"
+    assert relevance.classify("x", explicit, wrapped=("y", {"SparseCPU"})).id == "sparse-wrapper"
+    assert relevance.classify("x", explicit, wrapped=("y", {"CPU"})).id == "composite-explicit"
+
+
 def test_classify_first_rule_wins_and_unknown_kernels_stay_relevant():
     assert relevance.classify("mish_backward", {"CPU", "CompositeImplicitAutograd"}).id == "composite-implicit"
     assert relevance.classify("silu_backward", {"CPU", "CompositeImplicitAutograd",

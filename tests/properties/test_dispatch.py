@@ -140,9 +140,13 @@ def test_cases_compared_without_values_are_counted_in_the_record(run_suite):
     assert "metadata_only_cases" not in plain
 
 
-def test_kernels_that_trust_sizes_are_generated_only_from_traced_calls():
-    """`_pdist_forward.out` from OpInfo samples' calls; `_stack` (no traced sibling) not at all, with the reason."""
-    from torchcts.coverage.generated import SIZE_TRUSTING
+def test_kernels_that_trust_sizes_are_generated_only_from_traced_or_curated_calls():
+    """`_pdist_forward.out` from OpInfo samples' calls; `_stack` (no traced sibling) from hand-written calls that
+    keep its tensors' shapes equal; a schema draw reaches neither."""
+    from torchcts.coverage.generated import traced_only
+    from torchcts.strategies.curated_calls import curated
 
-    assert "aten._pdist_forward.out" in from_traced_calls()
-    assert generated_overloads()["aten._stack.default"] == SIZE_TRUSTING
+    assert "aten._pdist_forward.out" in from_traced_calls() and traced_only("aten._pdist_forward.out")
+    assert curated("aten._stack.default") and not traced_only("aten._stack.default")
+    assert generated_overloads()["aten._stack.default"] == "generated"
+    assert "aten._stack.default" not in from_traced_calls()

@@ -8,7 +8,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import InvalidArgument
 
-from torchcts.strategies.traced_calls import donor_calls, family, rebind, siblings, traced_arguments
+from torchcts.coverage.opinfo_trace import packaged
+from torchcts.strategies.traced_calls import donor_calls, family, kin, rebind, siblings, traced_arguments
 
 aten = torch.ops.aten
 
@@ -18,6 +19,27 @@ def test_siblings_are_the_packet_and_its_inplace_or_functional_twin_same_packet_
     donors = {"aten.add_.Tensor": [], "aten.add.Tensor": [], "aten.addmm.default": [], "aten.add.out": []}
     assert siblings("aten.add.Scalar", donors) == ["aten.add.Tensor", "aten.add.out", "aten.add_.Tensor"]
     assert siblings("aten.__and__.Tensor", {"aten.__and__.Scalar": []}) == ["aten.__and__.Scalar"]
+
+
+def test_kin_are_similarly_named_packets_whose_schema_offers_every_required_argument():
+    donors = packaged()["donors"]
+    assert kin("aten.select_copy.int", donors)[0] == "aten.select.int"
+    assert "aten.selu.default" not in kin("aten.select_copy.int", donors)  # no `dim`, no `index`
+    lanczos = kin("aten._upsample_lanczos2d_aa.default", donors)
+    assert "aten._upsample_bilinear2d_aa.default" in lanczos and len({n.split(".")[1] for n in lanczos}) <= 3
+    assert not any("1d" in n for n in lanczos)  # upsample_linear1d: another rank
+    assert kin("aten._stack.default", donors) == []  # a size-trusting kernel: only its own family's calls
+    assert kin("aten.add.Scalar", {"aten.add.Tensor": [], "aten.addmm.default": []}) == []  # family, not kin
+    assert siblings("aten.select_copy.int", donors) == []
+
+
+def test_kin_calls_only_where_the_family_gives_none():
+    calls = donor_calls("aten.select_copy.int")  # no traced call of select_copy: select.int's, rebound
+    assert calls
+    for call in calls:
+        assert torch.equal(aten.select_copy.int(*call.args, **call.kwargs), aten.select.int(*call.args, **call.kwargs))
+    # upsample_nearest2d has traced calls of its own: none is borrowed from upsample_nearest1d's 3-D inputs
+    assert all(call.args[0].dim() == 4 for call in donor_calls("aten.upsample_nearest2d.out"))
 
 
 def test_an_out_overload_gets_an_empty_out_tensor_of_the_results_dtype():

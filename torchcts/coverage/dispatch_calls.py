@@ -18,6 +18,7 @@ from torch.utils._pytree import tree_leaves
 from torchcts.coverage.generated import from_traced_calls, resolve, split_name
 from torchcts.engine.programs import run_program
 from torchcts.strategies import Case, claimed_dtypes
+from torchcts.strategies.curated_calls import curated, curated_arguments
 from torchcts.strategies.schema_args import schema_arguments
 from torchcts.strategies.traced_calls import traced_arguments
 
@@ -62,9 +63,10 @@ def describe(name: str, args: tuple, kwargs: dict) -> str:
 
 def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: str = "",
                    traced: bool | None = None) -> st.SearchStrategy[Case]:
-    """Cases of one call of overload `name`: drawn from its schema (tensors of `dtype`, int64 and bool too where
-    claimed, shrinking toward small plain tensors and default arguments) or, with `traced` (default: where the
-    packaged list says so), rebound from OpInfo samples' calls of a sibling overload (`traced_calls`)."""
+    """Cases of one call of overload `name`: built by its hand-written builder where it has one (`curated_calls`),
+    else drawn from its schema (tensors of `dtype`, int64 and bool too where claimed, shrinking toward small plain
+    tensors and default arguments) or, with `traced` (default: where the packaged list says so), rebound from
+    OpInfo samples' calls of a sibling overload (`traced_calls`)."""
     op = resolve(name)
     claimed = claimed_dtypes(manifest)
     extra = tuple(d for d in EXTRA_DTYPES if d in claimed)
@@ -77,6 +79,8 @@ def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: st
         return Case(scenario or name, "scenario", dtype, sample, 0,
                     transforms=(describe(name, drawn.args, drawn.kwargs),))
 
+    if curated(name):
+        return curated_arguments(name, dtype).map(case)
     if traced is None:
         traced = name in from_traced_calls()
     if traced:

@@ -34,7 +34,10 @@ MAX_PACKAGED_BYTES = 4 * 2**20
 # Relevance rules whose overloads take other layouts than dense tensors: their suites' area (rule id -> reason).
 LAYOUT_RULES = {"sparse-only": "sparse layouts only (the sparse suite's area)",
                 "quantized-only": "quantized tensors only (no quantized strategies yet)",
-                "nested-only": "nested tensors only (the nested suite's area)"}
+                "nested-only": "nested tensors only (the nested suite's area)",
+                "sparse-wrapper": "sparse layouts only, in the overload it wraps (the sparse suite's area)",
+                "quantized-wrapper": "quantized tensors only, in the overload it wraps (no quantized strategies yet)",
+                "nested-wrapper": "nested tensors only, in the overload it wraps (the nested suite's area)"}
 
 # Packets (prefixes) whose CPU kernels segfault on drawn arguments they do not check: found by the probe or a
 # validation run; every overload of such a packet is left out, since one crash takes a whole run down.
@@ -46,7 +49,9 @@ UNCHECKED_PACKETS = ("_fused_", "_cummax_helper", "_cummin_helper", "_batch_norm
 # Packets whose CPU kernel trusts its arguments' sizes, found by a clean faulty run of the drawn calls (out-of-bounds
 # reads that answer one call two ways, aborts, segfaults): their cases come only from traced calls, whose shapes an
 # OpInfo sample chose; without an accepted traced call they are not generated.
-TRACED_ONLY_PACKETS = ("_log_softmax_backward_data", "_logcumsumexp", "_pdist_forward", "_stack")
+TRACED_ONLY_PACKETS = ("_log_softmax_backward_data", "_logcumsumexp", "_pdist_forward", "_stack",
+                      # a kin call (`replication_pad2d_backward`'s, padding wider than the input) aborted CPU
+                      "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward")
 SIZE_TRUSTING = ("cannot generate: a kernel that trusts its arguments' sizes (drawn calls crashed CPU or read out of "
                  "bounds), and no traced call of a sibling was accepted")
 
@@ -159,6 +164,7 @@ def targets() -> dict[str, str]:
     from torchcts.coverage.mapping import map_opinfos
     from torchcts.plan import registry
     from torchcts.plan.catalog import all_ops
+    from torchcts.strategies.curated_calls import curated
     from torchcts.strategies.schema_args import unsupported
 
     inventory = load_inventory()
@@ -171,13 +177,18 @@ def targets() -> dict[str, str]:
         if not entry.relevant or entry.name in reached:
             continue
         op = resolve(entry.name)
-        found[entry.name] = _static_reason(entry, op) or (unsupported(op._schema) or GENERATED)
+        found[entry.name] = _static_reason(entry, op) or (
+            GENERATED if curated(entry.name) else unsupported(op._schema) or GENERATED)
     return dict(sorted(found.items()))
 
 
 def _static_reason(entry: Any, op: Any) -> str | None:
+    from torchcts.strategies.curated_calls import curated
+
     if op is None:
         return "cannot generate: torch.ops.aten does not expose it"
+    if curated(entry.name):
+        return None  # hand-written calls keep the rules its kernel trusts (`strategies/curated_calls.py`)
     if entry.rule_id in LAYOUT_RULES:
         return f"cannot generate: kernels for {LAYOUT_RULES[entry.rule_id]}"
     if "unsafe" in entry.packet:
@@ -208,6 +219,19 @@ def probe(name: str, tries: int = PROBE_TRIES, traced: bool = False) -> str | No
     if found:
         return None
     return f"cannot generate: CPU's kernel rejected all {tries} drawn argument sets (last: {last or 'none drawn'})"
+
+
+def traced_only(name: str) -> bool:
+    """Whether `name`'s cases may come only from traced calls: a size-trusting packet's, without curated calls."""
+    from torchcts.strategies.curated_calls import curated
+
+    return split_name(name)[0] in TRACED_ONLY_PACKETS and not curated(name)
+
+
+def probe_status(name: str, tries: int = PROBE_TRIES) -> str:
+    """"generated" or why not, for a target whose arguments can be drawn: a `traced_only` one waits for traced
+    calls (`SIZE_TRUSTING`), any other is probed in a forked child."""
+    return SIZE_TRUSTING if traced_only(name) else probe_forked(name, tries) or GENERATED
 
 
 def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_TIMEOUT_S,
@@ -286,15 +310,16 @@ _REJECTED_ALL = "cannot generate: CPU's kernel rejected all "
 
 
 def probe_traced(found: dict[str, str], traced: set[str], progress: Callable[[str], None] = lambda _: None) -> None:
-    """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling calls of OpInfo
-    samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
+    """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling (or kin) calls of
+    OpInfo samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
     import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
     from torchcts.coverage.opinfo_trace import packaged
-    from torchcts.strategies.traced_calls import siblings
+    from torchcts.strategies.traced_calls import kin, siblings
 
     donors = packaged()["donors"]
     for name, status in found.items():
-        if (status.startswith(_REJECTED_ALL) or status == SIZE_TRUSTING) and siblings(name, donors):
+        if (status.startswith(_REJECTED_ALL) or status == SIZE_TRUSTING) and (siblings(name, donors)
+                                                                                or kin(name, donors)):
             if probe_forked(name, PROBE_TRIES, traced=True) is None:
                 found[name] = GENERATED
                 traced.add(name)
@@ -314,14 +339,33 @@ def compute(*, tries: int = PROBE_TRIES, progress: Callable[[str], None] = lambd
         if index % shard[1] != shard[0]:
             continue
         if status == GENERATED:
-            found[name] = SIZE_TRUSTING if split_name(name)[0] in TRACED_ONLY_PACKETS else (
-                probe_forked(name, tries) or GENERATED)
+            found[name] = probe_status(name, tries)
         mine[name] = found[name]
         progress(f"{index + 1}/{len(found)} {name}: {found[name]}")
     traced: set[str] = set()
     probe_traced(mine, traced, progress)
     found.update(mine)
     return found, traced
+
+
+def resync(listed: dict[str, str], traced: set[str], progress: Callable[[str], None] = lambda _: None) -> dict[str, str]:
+    """The packaged answers (`listed`, `traced`) brought to `targets()` of the installed torch without re-probing
+    every overload: static reasons are taken as they are now, a generatable target keeps its probe answer, a new
+    one (or one with curated calls) is probed; targets no longer relevant or now reached by an OpInfo leave (and
+    leave `traced`)."""
+    from torchcts.strategies.curated_calls import curated
+
+    found = targets()
+    for name, status in found.items():
+        if status != GENERATED:
+            continue
+        if name in listed and not listed[name].startswith("cannot generate: kernels for ") and not curated(name):
+            found[name] = listed[name]
+        else:
+            found[name] = probe_status(name)
+            progress(f"{name}: {found[name]}")
+    traced.intersection_update(n for n, status in found.items() if status == GENERATED)
+    return found
 
 
 def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: Path = PACKAGED) -> None:
@@ -338,7 +382,8 @@ def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: 
 
 _USAGE = ("usage: python -m torchcts.coverage.generated --refresh | --refresh-traced\n"
           "  --refresh         recompute the whole list and package it (probes every target: tens of minutes)\n"
-          "  --refresh-traced  only re-probe, with traced calls, the overloads whose schema draws were all rejected")
+          "  --refresh-traced  bring the list to the installed torch's targets (static reasons, new targets probed),\n"
+          "                    then re-probe, with traced calls, the overloads whose schema draws were all rejected")
 
 if __name__ == "__main__":  # python -m torchcts.coverage.generated --refresh
     def _print(line: str) -> None:
@@ -348,10 +393,12 @@ if __name__ == "__main__":  # python -m torchcts.coverage.generated --refresh
         write_packaged(*compute(progress=_print))
     elif sys.argv[1:] == ["--refresh-traced"]:
         _, listed, already = _packaged()
-        overloads, traced = dict(listed), set(already)
+        traced = set(already)
+        overloads = resync(dict(listed), traced, _print)
         for _name in overloads:
-            if split_name(_name)[0] in TRACED_ONLY_PACKETS and _name not in traced:
+            if traced_only(_name) and overloads[_name] == GENERATED:  # re-probed with its own family's calls only
                 overloads[_name] = SIZE_TRUSTING
+                traced.discard(_name)
         probe_traced(overloads, traced, _print)
         write_packaged(overloads, traced)
     else:

@@ -129,6 +129,27 @@ def _dispatcher_names() -> list[str]:
                    for s in schemas if s.name.startswith("aten::")})
 
 
+def _wrapper_facts(found: list[tuple]) -> dict[str, relevance.Facts]:
+    """name -> the facts its rule is decided on: its packet and kernels, and for a codegen wrapper the facts of
+    the overload it calls, themselves a wrapper's facts where that one is a wrapper too (`_philox_normal.out` ->
+    `_philox_normal.default` -> `_philox_normal_.default`)."""
+    by_name = {name: (packet, kernels, tags) for name, packet, _, _, _, kernels, tags in found}
+    names = frozenset(by_name)
+    facts: dict[str, relevance.Facts] = {}
+
+    def of(name: str, depth: int = 0) -> relevance.Facts:
+        if name not in facts:
+            packet, kernels, tags = by_name[name]
+            base = relevance.wrapper_of(name, tags, kernels, names) if kernels is not None and depth < 4 else None
+            facts[name] = relevance.Facts(packet, frozenset(kernels or ()), kernels is not None,
+                                          of(base, depth + 1) if base is not None else None)
+        return facts[name]
+
+    for name in by_name:
+        of(name)
+    return facts
+
+
 @functools.cache
 def load_inventory() -> tuple[Overload, ...]:
     """Every aten overload the dispatcher knows, sorted by name; cached per process."""
@@ -136,7 +157,7 @@ def load_inventory() -> tuple[Overload, ...]:
 
     registrations = _registrations()
     decomposed = _decomposed()
-    entries = []
+    found = []  # (name, packet, overload, dispatcher name, op, kernels or None, tags)
     for dispatcher_name in _dispatcher_names():
         name, packet, overload = overload_name(dispatcher_name)
         try:
@@ -147,11 +168,15 @@ def load_inventory() -> tuple[Overload, ...]:
             kernels = tuple(k for k in relevance.KERNEL_KEYS if dispatcher_name in registrations.get(k, ()))
         else:
             kernels = _kernels_one_by_one(dispatcher_name)
-        rule = relevance.classify(packet, kernels or (), kernels_known=kernels is not None)
+        found.append((name, packet, overload, dispatcher_name, op, kernels, _tags(op) if op is not None else ()))
+    facts = _wrapper_facts(found)
+    entries = []
+    for name, packet, overload, dispatcher_name, op, kernels, tags in found:
+        rule = relevance.decide(facts[name])
         entries.append(Overload(
             name=name, packet=packet, overload=overload,
             schema=_schema(op, dispatcher_name) if op is not None else dispatcher_name,
-            tags=_tags(op) if op is not None else (), kernels=kernels or (),
+            tags=tags, kernels=kernels or (),
             decomposition=name in decomposed, relevant=rule.relevant, rule=rule.text,
             capability=rule.capability))
     return tuple(sorted(entries, key=lambda e: e.name))

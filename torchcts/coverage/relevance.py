@@ -45,11 +45,13 @@ VENDOR_SUFFIXES = ("_for_cpu", "_for_cpu_backward")
 
 @attrs.frozen
 class Facts:
-    """What a rule may look at: the packet ("add"), its kernel keys, whether the kernel query worked."""
+    """What a rule may look at: the packet ("add"), its kernel keys, whether the kernel query worked, and for a
+    codegen wrapper (`wrapper_of`) the facts of the overload it calls."""
 
     packet: str
     kernels: frozenset[str]
     kernels_known: bool = True
+    wrapped: "Facts | None" = None
 
 
 @attrs.frozen
@@ -72,9 +74,39 @@ def _has(facts: Facts, keys: frozenset[str]) -> bool:
     return not facts.kernels.isdisjoint(keys)
 
 
-def _layout_only(facts: Facts, keys: frozenset[str]) -> bool:
+def _layout_only(facts: Facts | None, keys: frozenset[str]) -> bool:
     """Kernels for a layout (sparse, quantized, nested) and none for strided tensors."""
-    return _has(facts, keys) and not _has(facts, CPU_KEYS | EXPLICIT_KEYS | IMPLICIT_KEYS)
+    return facts is not None and _has(facts, keys) and not _has(facts, CPU_KEYS | EXPLICIT_KEYS | IMPLICIT_KEYS)
+
+
+def _wraps_irrelevant(facts: Facts) -> bool:
+    """A codegen wrapper of an overload no generic backend runs (decided by the rules for that overload)."""
+    return facts.wrapped is not None and not decide(facts.wrapped).relevant
+
+
+def _wraps_layout(facts: Facts, capability: str) -> bool:
+    """A codegen wrapper of an overload (or of a wrapper of one) relevant only under that layout capability."""
+    return facts.wrapped is not None and decide(facts.wrapped).capability == capability
+
+
+def wrapper_of(name: str, tags: Iterable[str], kernels: Iterable[str], names: frozenset[str]) -> str | None:
+    """The overload a codegen wrapper `name` calls, or None when `name` is no such wrapper. A wrapper carries the
+    tag `generated` and only an explicit composite kernel (the code generator's `.out`, `*_copy` and functional
+    variants of in-place overloads); what it calls is, of the names in `names`, the first of: the `*_copy` packet's
+    view (`select_copy.int` -> `select.int`), the functional overload of an `out=` one (`foo.out` -> `foo.default`,
+    `foo.Scalar_out` -> `foo.Scalar`), the in-place overload of a functional one (`foo.default` -> `foo_.default`)."""
+    kernels = frozenset(kernels)
+    if "generated" not in set(tags) or not kernels or not kernels <= EXPLICIT_KEYS | META_KEYS:
+        return None
+    _, packet, overload = name.split(".", 2)
+    functional = "default" if overload == "out" else overload.removesuffix("_out")
+    candidates = []
+    if packet.endswith("_copy"):
+        candidates += [f"aten.{packet.removesuffix('_copy')}.{o}" for o in (overload, functional)]
+    if functional != overload:
+        candidates.append(f"aten.{packet}.{functional}")
+    candidates.append(f"aten.{packet}_.{functional}")
+    return next((c for c in candidates if c != name and c in names), None)
 
 
 RULES: tuple[Rule, ...] = (
@@ -95,6 +127,22 @@ RULES: tuple[Rule, ...] = (
          "CompositeImplicitAutograd and no explicit composite kernel: it decomposes before reaching a "
          "backend that registers nothing for it; the overloads it calls are audited instead",
          lambda f: _has(f, IMPLICIT_KEYS) and not _has(f, EXPLICIT_KEYS)),
+    Rule("generated-wrapper", False,
+         "a codegen wrapper (tag `generated`, only an explicit composite kernel: an `out=`, `*_copy` or functional "
+         "variant) of an overload no generic backend runs; it only calls that overload",
+         _wraps_irrelevant),
+    Rule("sparse-wrapper", True,
+         "a codegen wrapper of an overload with kernels for sparse layouts only: relevant to a backend that claims "
+         "the `sparse` capability",
+         lambda f: _wraps_layout(f, "sparse"), capability="sparse"),
+    Rule("quantized-wrapper", True,
+         "a codegen wrapper of an overload with kernels for quantized tensors only: relevant to a backend that "
+         "claims `native_quantization`",
+         lambda f: _wraps_layout(f, "native_quantization"), capability="native_quantization"),
+    Rule("nested-wrapper", True,
+         "a codegen wrapper of an overload with kernels for nested tensors only: relevant to a backend that claims "
+         "the `nested` capability",
+         lambda f: _wraps_layout(f, "nested"), capability="nested"),
     Rule("backward", True,
          "a backward kernel (CPU or explicit composite): autograd reaches it on the backend",
          lambda f: "_backward" in f.packet and _has(f, CPU_KEYS | EXPLICIT_KEYS)),
@@ -123,7 +171,14 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
-def classify(packet: str, kernels: Iterable[str], kernels_known: bool = True) -> Rule:
-    """The first rule that matches an overload of `packet` with kernels for `kernels`."""
-    facts = Facts(packet, frozenset(kernels), kernels_known)
+def decide(facts: Facts) -> Rule:
+    """The first rule that matches `facts`."""
     return next(rule for rule in RULES if rule.applies(facts))
+
+
+def classify(packet: str, kernels: Iterable[str], kernels_known: bool = True,
+             wrapped: tuple[str, Iterable[str]] | None = None) -> Rule:
+    """The first rule that matches an overload of `packet` with kernels for `kernels`; `wrapped` is the (packet,
+    kernels) of the overload it calls when it is a codegen wrapper (`wrapper_of`)."""
+    inner = Facts(wrapped[0], frozenset(wrapped[1])) if wrapped is not None else None
+    return decide(Facts(packet, frozenset(kernels), kernels_known, inner))

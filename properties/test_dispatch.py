@@ -4,7 +4,8 @@ One scenario per generated overload (`torchcts.coverage.generated`: relevant, re
 by name, arguments drawable, accepted by CPU's kernel at least once in a probe). A case is one call
 `torch.ops.aten.<packet>.<overload>(*args, **kwargs)` with arguments from `strategies/schema_args.py`,
 or, for overloads whose schema draws CPU never accepted, from `strategies/traced_calls.py` (an OpInfo
-sample's call of a sibling overload, rebound to this one);
+sample's call of a sibling overload, rebound to this one) or `strategies/curated_calls.py` (hand-written
+builders; those with sparse arguments build them on the device and need the `sparse` capability);
 the program returns the result and every argument the overload writes (in-place `self`, `out=`), so
 a mutated argument is compared too. CPU runs first: a drawn call CPU's kernel rejects is rejected as
 a draw (Hypothesis draws another; the record counts it as a `cpu_contract` case, never a pass), and
@@ -27,10 +28,13 @@ from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies.curated_calls import SPARSE_CURATED
 
 DTYPES = ("float32",)  # the item's dtype; tensor arguments also take int64 and bool where the manifest claims them
 SCENARIOS = generated_scenarios()  # scenario name -> overload name
 PROGRAMS = {scenario: call_overload for scenario in SCENARIOS}
+# overloads called with sparse arguments (curated calls) run only for a manifest that declares `sparse`
+NEEDS = {scenario: "sparse" for scenario, name in SCENARIOS.items() if name in SPARSE_CURATED}
 
 
 def _same(first, second) -> bool:
@@ -60,7 +64,7 @@ def _metadata(value):
 
 
 @register_property("dispatch", capability="inference", level=4,
-                   items=ScenarioItems(tuple(SCENARIOS) or ("none_generated",), DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(tuple(SCENARIOS) or ("none_generated",), DTYPES, programs=PROGRAMS, needs=NEEDS))
 def test_dispatch(cts):
     name = SCENARIOS.get(cts.item.op)
     if name is None:

@@ -22,437 +22,81 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from torchcts.strategies import curated_builders as b
+from torchcts.strategies.curated_builders import Builder, family_adder, functional, itself
+from torchcts.strategies.curated_sparse import SPARSE_KEY, sparse_table
 from torchcts.strategies.schema_args import Drawn
 
-Builder = Callable[[Any, torch.dtype, str], dict[str, Any]]  # (draw, item dtype, target overload) -> args by name
 
-
-def _values(draw: Any, shape: tuple[int, ...], dtype: torch.dtype, label: str, low: float | None = None) -> torch.Tensor:
-    """A tensor of `shape` from a drawn seed: standard normal for floating dtypes (made >= `low` by abs), small
-    integers otherwise."""
-    seed = draw(st.integers(0, 2**16 - 1), label=f"seed of {label}")
-    generator = torch.Generator().manual_seed(seed)
-    if dtype.is_floating_point or dtype.is_complex:
-        value = torch.randn(shape, generator=generator)
-        if low is not None:
-            value = value.abs() + low
-        return value.to(dtype)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=generator).bool()
-    return torch.randint(-8 if low is None else int(low), 8, shape, generator=generator).to(dtype)
-
-
-def _size(draw: Any, label: str, low: int = 1, high: int = 4) -> int:
-    return draw(st.integers(low, high), label=label)
-
-
-def _shape(draw: Any, rank: int, label: str, low: int = 1, high: int = 4) -> tuple[int, ...]:
-    return tuple(_size(draw, f"{label} size {i}", low, high) for i in range(rank))
-
-
-# -- optimizers ------------------------------------------------------------------------------------
-
-def _param_lists(draw: Any, dtype: torch.dtype, names: tuple[str, ...], non_negative: tuple[str, ...] = ()) -> dict:
-    """Lists of as many tensors as there are parameters, each shaped like its parameter."""
-    shapes = [_shape(draw, 1, f"parameter {i}", high=5) for i in range(_size(draw, "parameters", 1, 3))]
-    return {name: [_values(draw, s, dtype, f"{name}[{i}]", low=0.0 if name in non_negative else None)
-                   for i, s in enumerate(shapes)] for name in names}
-
-
-def _lr(draw: Any, target: str) -> Any:
-    lr = draw(st.sampled_from([1e-3, 0.1]), label="lr")
-    return torch.tensor(lr) if target.startswith("tensor_lr") else lr
-
-
-def _steps(draw: Any, count: int) -> list[torch.Tensor]:
-    return [torch.tensor(float(draw(st.integers(1, 10), label=f"step {i}"))) for i in range(count)]
-
-
-def _adam(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    call = _param_lists(draw, dtype, ("self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"),
-                        non_negative=("exp_avg_sqs", "max_exp_avg_sqs"))
-    amsgrad = draw(st.booleans(), label="amsgrad")
-    if not amsgrad:  # the kernel wants no maxima without amsgrad
-        call["max_exp_avg_sqs"] = []
-    return call | {"state_steps": _steps(draw, len(call["self"])), "lr": _lr(draw, target), "beta1": 0.9,
-                   "beta2": 0.999, "weight_decay": draw(st.sampled_from([0.0, 0.01]), label="weight_decay"),
-                   "eps": 1e-8, "amsgrad": amsgrad,
-                   "maximize": draw(st.booleans(), label="maximize"),
-                   "out": [torch.empty_like(p) for p in call["self"]]}
-
-
-def _sgd(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    call = _param_lists(draw, dtype, ("self", "grads", "momentum_buffer_list"))
-    nesterov = draw(st.booleans(), label="nesterov")
-    return call | {"weight_decay": draw(st.sampled_from([0.0, 0.01]), label="weight_decay"),
-                   "momentum": 0.9, "lr": _lr(draw, target), "dampening": 0.0 if nesterov else 0.1,
-                   "nesterov": nesterov, "maximize": draw(st.booleans(), label="maximize"),
-                   "is_first_step": draw(st.booleans(), label="is_first_step"),
-                   "out": [torch.empty_like(p) for p in call["self"]]}
-
-
-def _adagrad(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    call = _param_lists(draw, dtype, ("self", "grads", "state_sums"), non_negative=("state_sums",))
-    return call | {"state_steps": _steps(draw, len(call["self"])), "lr": _lr(draw, target),
-                   "lr_decay": draw(st.sampled_from([0.0, 0.01]), label="lr_decay"),
-                   "weight_decay": draw(st.sampled_from([0.0, 0.01]), label="weight_decay"), "eps": 1e-10,
-                   "maximize": draw(st.booleans(), label="maximize"),
-                   "out": [torch.empty_like(p) for p in call["self"]]}
-
-
-def _amp_update_scale(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    return {"self": torch.tensor([draw(st.sampled_from([1.0, 65536.0]), label="scale")]),
-            "growth_tracker": torch.tensor([draw(st.integers(0, 3), label="growth_tracker")], dtype=torch.int32),
-            "found_inf": torch.tensor([float(draw(st.booleans(), label="found_inf"))]),
-            "scale_growth_factor": 2.0, "scale_backoff_factor": 0.5,
-            "growth_interval": draw(st.integers(1, 3), label="growth_interval")}
-
-
-# -- tensor plumbing -------------------------------------------------------------------------------
-
-def _range(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    start = draw(st.integers(-5, 5), label="start")
-    step = draw(st.sampled_from([1, 2, -1, 0.5]), label="step")
-    end = start + step * draw(st.integers(0, 6), label="steps")
-    return {"start": start, "end": end, "step": step, "out": torch.empty(0, dtype=dtype)}
-
-
-def _reshape_alias(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, cols = _shape(draw, 2, "self")
-    transposed = draw(st.booleans(), label="transposed view")
-    size, stride = ([cols, rows], [1, cols]) if transposed else ([rows, cols], [cols, 1])
-    return {"self": _values(draw, (rows, cols), dtype, "self"), "size": size, "stride": stride}
-
-
-def _stack(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    shape = _shape(draw, 2, "each tensor")
-    tensors = [_values(draw, shape, dtype, f"tensors[{i}]") for i in range(_size(draw, "tensors", 1, 3))]
-    return {"tensors": tensors, "dim": draw(st.integers(-3, 2), label="dim")}
-
-
-def _cumulative_helper(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    shape = _shape(draw, 2, "self")
-    return {"self": _values(draw, shape, dtype, "self"), "values": torch.empty(shape, dtype=dtype),
-            "indices": torch.empty(shape, dtype=torch.int64),
-            "dim": draw(st.integers(0, 1), label="dim")}  # a negative dim is not wrapped: it writes out of bounds
-
-
-def _logcumsumexp(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    shape = _shape(draw, 2, "self")
-    return {"self": _values(draw, shape, dtype, "self"), "dim": draw(st.integers(-2, 1), label="dim")}
-
-
-def _coo_to_csr(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    size = _size(draw, "size", 1, 5)
-    indices = sorted(draw(st.lists(st.integers(0, size - 1), max_size=8), label="row indices"))
-    return {"self": torch.tensor(indices, dtype=torch.int64), "size": size,
-            "out_int32": draw(st.booleans(), label="out_int32")}
-
-
-def _csr_to_coo(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    counts = draw(st.lists(st.integers(0, 3), min_size=1, max_size=4), label="entries per row")
-    crow = torch.tensor([0] + [sum(counts[:i + 1]) for i in range(len(counts))], dtype=torch.int64)
-    columns = _values(draw, (sum(counts),), torch.int64, "col_indices", low=0).remainder(4)
-    return {"crow_indices": crow, "col_indices": columns, "out_int32": draw(st.booleans(), label="out_int32"),
-            "transpose": draw(st.booleans(), label="transpose")}
-
-
-def _new_zeros_like_features(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    return {"self": _values(draw, _shape(draw, 2, "self"), dtype, "self"),
-            "other": _values(draw, _shape(draw, 2, "other"), dtype, "other")}
-
-
-def _foreach_copy(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    shapes = [_shape(draw, 1, f"tensor {i}") for i in range(_size(draw, "tensors", 1, 3))]
-    return {"self": [_values(draw, s, dtype, f"self[{i}]") for i, s in enumerate(shapes)],
-            "src": [_values(draw, s, dtype, f"src[{i}]") for i, s in enumerate(shapes)],
-            "out": [torch.empty(s, dtype=dtype) for s in shapes]}
-
-
-# -- normalization and attention ----------------------------------------------------------------------
-
-def _weight_norm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, cols = _shape(draw, 2, "v")
-    v, g = _values(draw, (rows, cols), dtype, "v"), _values(draw, (rows, 1), dtype, "g", low=0.1)
-    _, norms = torch.ops.aten._weight_norm_interface.default(v, g, 0)
-    return {"v": v, "g": g, "dim": 0, "grad_w": _values(draw, (rows, cols), dtype, "grad_w"), "saved_v": v,
-            "saved_g": g, "saved_norms": norms}
-
-
-def _batch_norm_no_update(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, channels, length = _shape(draw, 3, "input")
-    return {"input": _values(draw, (batch, channels, length), dtype, "input"),
-            "weight": _values(draw, (channels,), dtype, "weight"), "bias": _values(draw, (channels,), dtype, "bias"),
-            "running_mean": _values(draw, (channels,), dtype, "running_mean"),
-            "running_var": _values(draw, (channels,), dtype, "running_var", low=0.1), "momentum": 0.1, "eps": 1e-5}
-
-
-def _transform_bias_rescale_qkv(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, tokens, heads = _shape(draw, 3, "qkv", high=3)
-    width = 3 * heads * _size(draw, "head size", 1, 3)
-    return {"qkv": _values(draw, (batch, tokens, width), dtype, "qkv"),
-            "qkv_bias": _values(draw, (width,), dtype, "qkv_bias"), "num_heads": heads}
-
-
-def _glu(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, half = _shape(draw, 2, "x")
-    dim = draw(st.sampled_from([0, 1, -1]), label="dim")
-    shape = (2 * rows, half) if dim == 0 else (rows, 2 * half)
-    x = _values(draw, shape, dtype, "x")
-    glu = torch.nn.functional.glu(x, dim)
-    grad_glu = _values(draw, tuple(glu.shape), dtype, "grad_glu")
-    return {"glu": glu, "x": x, "dx": _values(draw, shape, dtype, "dx"), "dim": dim, "grad_glu": grad_glu,
-            "grad_x": torch.ops.aten.glu_backward.default(grad_glu, x, dim),
-            "dgrad_glu": _values(draw, tuple(glu.shape), dtype, "dgrad_glu")}
-
-
-# -- convolution ---------------------------------------------------------------------------------------
-
-def _convolution_shapes(draw: Any, spatial: int, transposed: bool) -> dict[str, Any]:
-    """Input, weight, stride, padding and dilation of a valid convolution with `spatial` spatial dimensions
-    (a transposed one unpadded, so that its output is never empty)."""
-    kernel = list(_shape(draw, spatial, "kernel", high=3))
-    dilation = [_size(draw, f"dilation {i}", 1, 2) for i in range(spatial)]
-    padding = [0 if transposed else _size(draw, f"padding {i}", 0, 1) for i in range(spatial)]
-    stride = [_size(draw, f"stride {i}", 1, 2) for i in range(spatial)]
-    reach = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
-    size = [max(r - 2 * p, 1) + _size(draw, f"input extent {i}", 0, 2) for i, (r, p) in enumerate(zip(reach, padding))]
-    return {"batch": _size(draw, "batch", 1, 2), "channels": _size(draw, "channels", 1, 3),
-            "out_channels": _size(draw, "out channels", 1, 3), "kernel": kernel, "dilation": dilation,
-            "padding": padding, "stride": stride, "size": size}
-
-
-def _convolution(spatial: int, transposed: bool = False, backward: bool = False) -> Builder:
-    def build(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-        c = _convolution_shapes(draw, spatial, transposed)
-        weight_shape = [c["channels"], c["out_channels"]] if transposed else [c["out_channels"], c["channels"]]
-        x = _values(draw, (c["batch"], c["channels"], *c["size"]), dtype, "input")
-        weight = _values(draw, (*weight_shape, *c["kernel"]), dtype, "weight")
-        bias = _values(draw, (c["out_channels"],), dtype, "bias") if draw(st.booleans(), label="bias") else None
-        output_padding = [draw(st.integers(0, max(s, d) - 1), label=f"output padding {i}")
-                          for i, (s, d) in enumerate(zip(c["stride"], c["dilation"]))]
-        call = {"self": x, "input": x, "weight": weight, "kernel_size": c["kernel"], "bias": bias,
-                "stride": c["stride"], "padding": c["padding"], "dilation": c["dilation"],
-                "output_padding": output_padding if transposed else [0] * spatial, "transposed": transposed,
-                "groups": 1, "benchmark": False, "deterministic": False, "cudnn_enabled": False, "allow_tf32": False}
-        if backward:  # _slow_conv2d_backward: no dilation; the gradient of its forward's output
-            call["dilation"] = [1] * spatial
-            out = torch.ops.aten._slow_conv2d_forward.default(x, weight, c["kernel"], None, c["stride"], c["padding"])
-            call |= {"grad_output": _values(draw, tuple(out.shape), dtype, "grad_output"),
-                     "output_mask": [True] * 3}  # out= overloads write all three gradients
-        return call
-    return build
-
-
-def _conv_tbc(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    kernel, pad = _size(draw, "kernel", 1, 3), _size(draw, "pad", 0, 1)
-    time = max(kernel - 2 * pad, 1) + _size(draw, "time extent", 0, 2)
-    batch, channels, out_channels = _shape(draw, 3, "batch, channels, out channels", high=3)
-    return {"self": _values(draw, (time, batch, channels), dtype, "self"),
-            "weight": _values(draw, (kernel, channels, out_channels), dtype, "weight"),
-            "bias": _values(draw, (out_channels,), dtype, "bias"), "pad": pad}
-
-
-# -- linear algebra and geometry ---------------------------------------------------------------------
-
-def _affine_grid(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    spatial = draw(st.sampled_from([2, 3]), label="spatial dimensions")
-    batch = _size(draw, "batch", 1, 2)
-    return {"theta": _values(draw, (batch, spatial, spatial + 1), dtype, "theta"),
-            "size": [batch, _size(draw, "channels", 1, 2), *_shape(draw, spatial, "output")],
-            "align_corners": draw(st.booleans(), label="align_corners")}
-
-
-def _euclidean_dist(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, other_rows, features = _shape(draw, 3, "x1, x2")
-    return {"x1": _values(draw, (rows, features), dtype, "x1"), "x2": _values(draw, (other_rows, features), dtype, "x2")}
-
-
-def _int_mm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, inner, cols = _shape(draw, 3, "self, mat2", high=5)
-    return {"self": _values(draw, (rows, inner), torch.int8, "self"), "mat2": _values(draw, (inner, cols), torch.int8, "mat2"),
-            "out": torch.empty(rows, cols, dtype=torch.int32)}  # CPU's kernel does not resize `out`
-
-
-def _addmm_activation(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, inner, cols = _shape(draw, 3, "mat1, mat2")
-    bias_shape = draw(st.sampled_from([(cols,), (rows, cols)]), label="self shape")
-    return {"self": _values(draw, bias_shape, dtype, "self"), "mat1": _values(draw, (rows, inner), dtype, "mat1"),
-            "mat2": _values(draw, (inner, cols), dtype, "mat2"), "beta": draw(st.sampled_from([1, 0.5]), label="beta"),
-            "alpha": draw(st.sampled_from([1, 2]), label="alpha"), "use_gelu": draw(st.booleans(), label="use_gelu")}
-
-
-def _cholesky_solve_helper(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    size, columns = _shape(draw, 2, "A, self")
-    upper = draw(st.booleans(), label="upper")
-    factor = _values(draw, (size, size), dtype, "A").tril(-1) + torch.diag(_values(draw, (size,), dtype, "diag", low=0.5))
-    return {"self": _values(draw, (size, columns), dtype, "self"), "A": factor.mT if upper else factor, "upper": upper}
-
-
-def _native_dropout(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    return {"input": _values(draw, _shape(draw, 2, "input"), dtype, "input"),
-            "p": draw(st.sampled_from([0.0, 0.5]), label="p"), "train": True}
-
-
-def _shift(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    """Integer tensors only: the shift operators have no floating kernel."""
-    return {"self": _values(draw, _shape(draw, 2, "self"), torch.int64, "self"),
-            "other": draw(st.integers(0, 3), label="other")}
-
-
-def _foreach_pointwise(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    """`_foreach_addcmul/addcdiv` with a `scalars` tensor: one value per list entry."""
-    shapes = [_shape(draw, 1, f"tensor {i}") for i in range(_size(draw, "tensors", 1, 3))]
-    lists = {name: [_values(draw, s, dtype, f"{name}[{i}]", low=0.5 if name == "tensor2" else None)
-                    for i, s in enumerate(shapes)] for name in ("self", "tensor1", "tensor2")}
-    return lists | {"scalars": _values(draw, (len(shapes),), dtype, "scalars"),
-                    "out": [torch.empty(s, dtype=dtype) for s in shapes]}
-
-
-def _foreach_mm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    shapes = [_shape(draw, 3, f"matrices {i}") for i in range(_size(draw, "tensors", 1, 3))]
-    return {"self": [_values(draw, (m, k), dtype, f"self[{i}]") for i, (m, k, _) in enumerate(shapes)],
-            "mat2": [_values(draw, (k, n), dtype, f"mat2[{i}]") for i, (_, k, n) in enumerate(shapes)]}
-
-
-def _embedding_renorm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, width = _shape(draw, 2, "self")
-    indices = draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=4, unique=True), label="indices")
-    return {"self": _values(draw, (rows, width), dtype, "self"), "indices": torch.tensor(indices),
-            "max_norm": draw(st.sampled_from([0.5, 1.0, 10.0]), label="max_norm"),
-            "norm_type": draw(st.sampled_from([1.0, 2.0]), label="norm_type")}
-
-
-def _batch_norm_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, channels, length = _shape(draw, 3, "input")
-    train = draw(st.booleans(), label="train")
-    x = _values(draw, (batch, channels, length), dtype, "input")
-    weight = _values(draw, (channels,), dtype, "weight")
-    mean, var = _values(draw, (channels,), dtype, "running_mean"), _values(draw, (channels,), dtype, "running_var", 0.1)
-    _, save_mean, save_invstd = torch.ops.aten.native_batch_norm.default(x, weight, None, mean.clone(), var.clone(),
-                                                                         train, 0.1, 1e-5)
-    return {"grad_out": _values(draw, (batch, channels, length), dtype, "grad_out"), "input": x, "weight": weight,
-            "running_mean": mean, "running_var": var, "save_mean": save_mean, "save_invstd": save_invstd,
-            "train": train, "eps": 1e-5, "output_mask": [True] * 3}  # out= overloads write all three
-
-
-def _weight_int8pack_mm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, inner, cols = _shape(draw, 3, "self, mat2", high=5)
-    return {"self": _values(draw, (rows, inner), dtype, "self"),
-            "mat2": _values(draw, (cols, inner), torch.int8, "mat2"),
-            "scales": _values(draw, (cols,), dtype, "scales", low=0.01)}
-
-
-def _fake_quantize(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    """Fake quantization of a float tensor: quantization parameters per tensor, or per channel of `axis`."""
-    shape = _shape(draw, 2, "self")
-    axis = draw(st.integers(0, 1), label="axis")
-    low, high = draw(st.sampled_from([(0, 255), (-128, 127)]), label="quant_min, quant_max")
-    scale = draw(st.sampled_from([0.01, 0.1, 1.0]), label="scale")
-    zero = draw(st.integers(low, high), label="zero_point")
-    channels = shape[axis]
-    return {"self": _values(draw, shape, dtype, "self"), "axis": axis, "quant_min": low, "quant_max": high,
-            "grad_factor": draw(st.sampled_from([1.0, 0.5]), label="grad_factor"),
-            "grad": _values(draw, shape, dtype, "grad"),
-            "scale": scale, "zero_point": zero,  # per tensor, plain numbers
-            "scale_tensor": torch.full((1,), scale, dtype=dtype),
-            "zero_point_tensor": torch.full((1,), float(zero), dtype=dtype),
-            "scale_channels": _values(draw, (channels,), dtype, "scale per channel", low=0.01),
-            "zero_point_channels": torch.full((channels,), zero, dtype=torch.int32),
-            "fake_quant_enabled": torch.tensor([1], dtype=torch.int64)}
-
-
-def _fake_quantize_as(kind: str) -> Builder:
-    """`_fake_quantize` with `scale`/`zero_point` as the overload takes them: "tensor" (1-element float tensors),
-    "channels" (one per channel, integer zero points; float for the learnable ones) or "numbers"."""
-    def build(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-        call = _fake_quantize(draw, dtype, target)
-        if kind == "tensor":
-            call |= {"scale": call["scale_tensor"], "zero_point": call["zero_point_tensor"]}
-        elif kind.startswith("channels"):
-            zero = call["zero_point_channels"]
-            call |= {"scale": call["scale_channels"], "zero_point": zero.to(dtype) if kind == "channels_float" else zero}
-        return call
-    return build
-
-
-# target overload -> (its builder, the overload the built call is for)
-def _table() -> dict[str, tuple[Builder, str]]:
+def strided_table() -> dict[str, tuple[Builder, str]]:
+    """target overload -> (its builder, the overload the built call is for), for calls of dense tensors."""
     table: dict[str, tuple[Builder, str]] = {}
+    family = family_adder(table)
 
-    def family(builder: Builder, donor_of: Callable[[str], str], *targets: str) -> None:
-        for target in targets:
-            table[target] = (builder, donor_of(target))
-
-    def itself(target: str) -> str:
-        return target
-
-    def functional(target: str) -> str:  # "aten.x.out" -> "aten.x.default", "aten.x.grad_input" -> given below
-        _, packet, overload = target.split(".", 2)
-        return f"aten.{packet}.{'default' if overload in ('out', 'output') else overload.removesuffix('_out')}"
-
-    for name, builder in (("adam", _adam), ("adamw", _adam), ("sgd", _sgd), ("adagrad", _adagrad)):
+    for name, builder in (("adam", b.adam), ("adamw", b.adam), ("sgd", b.sgd), ("adagrad", b.adagrad)):
         family(builder, itself, *(f"aten._fused_{name}{suffix}" for suffix in (
             ".default", ".out", "_.default", ".tensor_lr", ".tensor_lr_out", "_.tensor_lr")))
-    family(_amp_update_scale, itself, "aten._amp_update_scale_.default", "aten._amp_update_scale.default")
-    family(_amp_update_scale, functional, "aten._amp_update_scale.out")
-    family(_range, itself, "aten.range.default", "aten.range.step", "aten.range.out", "aten.range.out_")
-    family(_reshape_alias, itself, "aten._reshape_alias.default", "aten._reshape_alias_copy.default")
-    family(_reshape_alias, functional, "aten._reshape_alias_copy.out")
-    family(_stack, functional, "aten._stack.default", "aten._stack.out")
-    family(_cumulative_helper, itself, "aten._cummax_helper.default", "aten._cummin_helper.default")
-    family(_logcumsumexp, functional, "aten._logcumsumexp.default", "aten._logcumsumexp.out")
-    family(_coo_to_csr, functional, "aten._convert_indices_from_coo_to_csr.default",
+    family(b.amp_update_scale, itself, "aten._amp_update_scale_.default", "aten._amp_update_scale.default")
+    family(b.amp_update_scale, functional, "aten._amp_update_scale.out")
+    family(b.arange_call, itself, "aten.range.default", "aten.range.step", "aten.range.out", "aten.range.out_")
+    family(b.reshape_alias, itself, "aten._reshape_alias.default", "aten._reshape_alias_copy.default")
+    family(b.reshape_alias, functional, "aten._reshape_alias_copy.out")
+    family(b.stack, functional, "aten._stack.default", "aten._stack.out")
+    family(b.cumulative_helper, itself, "aten._cummax_helper.default", "aten._cummin_helper.default")
+    family(b.logcumsumexp, functional, "aten._logcumsumexp.default", "aten._logcumsumexp.out")
+    family(b.coo_to_csr, functional, "aten._convert_indices_from_coo_to_csr.default",
            "aten._convert_indices_from_coo_to_csr.out")
-    family(_csr_to_coo, functional, "aten._convert_indices_from_csr_to_coo.default",
+    family(b.csr_to_coo, functional, "aten._convert_indices_from_csr_to_coo.default",
            "aten._convert_indices_from_csr_to_coo.out")
-    family(_new_zeros_like_features, functional, "aten._new_zeros_with_same_feature_meta.default",
+    family(b.new_zeros_like_features, functional, "aten._new_zeros_with_same_feature_meta.default",
            "aten._new_zeros_with_same_feature_meta.out")
-    family(_foreach_copy, itself, "aten._foreach_copy.default", "aten._foreach_copy.out")
-    family(_weight_norm, functional, "aten._weight_norm_interface.default", "aten._weight_norm_interface.out",
+    family(b.foreach_copy, itself, "aten._foreach_copy.default", "aten._foreach_copy.out")
+    family(b.weight_norm, functional, "aten._weight_norm_interface.default", "aten._weight_norm_interface.out",
            "aten._weight_norm_interface_backward.default", "aten._weight_norm_interface_backward.out")
-    family(_batch_norm_no_update, functional, "aten._batch_norm_no_update.default", "aten._batch_norm_no_update.out")
-    family(_transform_bias_rescale_qkv, functional, "aten._transform_bias_rescale_qkv.default",
+    family(b.batch_norm_no_update, functional, "aten._batch_norm_no_update.default", "aten._batch_norm_no_update.out")
+    family(b.transform_bias_rescale_qkv, functional, "aten._transform_bias_rescale_qkv.default",
            "aten._transform_bias_rescale_qkv.out")
-    family(_glu, functional, "aten.glu_jvp.default", "aten.glu_jvp.out", "aten.glu_backward_jvp.default",
+    family(b.glu, functional, "aten.glu_jvp.default", "aten.glu_jvp.out", "aten.glu_backward_jvp.default",
            "aten.glu_backward_jvp.out")
-    for packet, builder in (("slow_conv_dilated2d", _convolution(2)), ("slow_conv_dilated3d", _convolution(3)),
-                            ("slow_conv_transpose2d", _convolution(2, True)),
-                            ("slow_conv_transpose3d", _convolution(3, True)),
-                            ("_convolution", _convolution(2)), ("conv_tbc", _conv_tbc)):
+    for packet, builder in (("slow_conv_dilated2d", b.convolution(2)), ("slow_conv_dilated3d", b.convolution(3)),
+                            ("slow_conv_transpose2d", b.convolution(2, True)),
+                            ("slow_conv_transpose3d", b.convolution(3, True)),
+                            ("_convolution", b.convolution(2)), ("conv_tbc", b.conv_tbc)):
         family(builder, functional, f"aten.{packet}.default", f"aten.{packet}.out")
-    for packet, builder in (("_slow_conv2d_forward", _convolution(2)), ("slow_conv3d_forward", _convolution(3))):
+    for packet, builder in (("_slow_conv2d_forward", b.convolution(2)), ("slow_conv3d_forward", b.convolution(3))):
         family(builder, functional, f"aten.{packet}.default", f"aten.{packet}.output")
-    backward = _convolution(2, backward=True)
+    backward = b.convolution(2, backward=True)
     table["aten._slow_conv2d_backward.grad_input"] = (backward, "aten._slow_conv2d_backward.output_mask")
     table["aten._slow_conv2d_backward.output_mask_out"] = (backward, "aten._slow_conv2d_backward.output_mask")
-    family(_affine_grid, functional, "aten.affine_grid_generator.default", "aten.affine_grid_generator.out")
-    family(_euclidean_dist, functional, "aten._euclidean_dist.default", "aten._euclidean_dist.out")
-    family(_int_mm, functional, "aten._int_mm.default", "aten._int_mm.out")
-    family(_addmm_activation, functional, "aten._addmm_activation.default", "aten._addmm_activation.out")
-    family(_cholesky_solve_helper, functional, "aten._cholesky_solve_helper.out")
-    family(_native_dropout, functional, "aten.native_dropout.out")
-    family(_shift, functional, "aten.__lshift__.Scalar_out")
+    family(b.affine_grid, functional, "aten.affine_grid_generator.default", "aten.affine_grid_generator.out")
+    family(b.euclidean_dist, functional, "aten._euclidean_dist.default", "aten._euclidean_dist.out")
+    family(b.int_mm, functional, "aten._int_mm.default", "aten._int_mm.out")
+    family(b.addmm_activation, functional, "aten._addmm_activation.default", "aten._addmm_activation.out")
+    family(b.cholesky_solve_helper, functional, "aten._cholesky_solve_helper.out")
+    family(b.native_dropout, functional, "aten.native_dropout.out")
+    family(b.shift, functional, "aten.__lshift__.Scalar_out")
     for packet in ("_foreach_addcmul", "_foreach_addcdiv"):
-        family(_foreach_pointwise, itself, f"aten.{packet}.Tensor_out", f"aten.{packet}_.Tensor")
-    family(_foreach_mm, itself, "aten._foreach_mm.default")
-    family(_embedding_renorm, functional, "aten.embedding_renorm.out")
-    family(_batch_norm_backward, functional, "aten.native_batch_norm_backward.out")
-    family(_weight_int8pack_mm, itself, "aten._weight_int8pack_mm.default")
-    family(_fake_quantize_as("numbers"), functional, "aten.fake_quantize_per_tensor_affine_cachemask.out")
-    family(_fake_quantize_as("channels"), functional, "aten.fake_quantize_per_channel_affine_cachemask.default",
+        family(b.foreach_pointwise, itself, f"aten.{packet}.Tensor_out", f"aten.{packet}_.Tensor")
+    family(b.foreach_mm, itself, "aten._foreach_mm.default")
+    family(b.embedding_renorm, functional, "aten.embedding_renorm.out")
+    family(b.batch_norm_backward, functional, "aten.native_batch_norm_backward.out")
+    family(b.weight_int8pack_mm, itself, "aten._weight_int8pack_mm.default")
+    family(b.fake_quantize_as("numbers"), functional, "aten.fake_quantize_per_tensor_affine_cachemask.out")
+    family(b.fake_quantize_as("channels"), functional, "aten.fake_quantize_per_channel_affine_cachemask.default",
            "aten.fake_quantize_per_channel_affine_cachemask.out")
-    family(_fake_quantize_as("tensor"), functional, "aten._fake_quantize_learnable_per_tensor_affine.default",
+    family(b.fake_quantize_as("tensor"), functional, "aten._fake_quantize_learnable_per_tensor_affine.default",
            "aten._fake_quantize_learnable_per_tensor_affine.out",
            "aten._fake_quantize_learnable_per_tensor_affine_backward.default",
            "aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams.out")
-    family(_fake_quantize_as("channels_float"), functional, "aten._fake_quantize_learnable_per_channel_affine.default",
+    family(b.fake_quantize_as("channels_float"), functional, "aten._fake_quantize_learnable_per_channel_affine.default",
            "aten._fake_quantize_learnable_per_channel_affine.out",
            "aten._fake_quantize_learnable_per_channel_affine_backward.default")
     return table
 
 
-CURATED = _table()
+CURATED = strided_table() | sparse_table()
+# the overloads whose curated calls hold sparse tensors: they run where a manifest declares `sparse`
+SPARSE_CURATED = frozenset(sparse_table())
 
 
 def curated(name: str) -> bool:
@@ -465,6 +109,33 @@ def _donor(name: str) -> Any:
     from torchcts.coverage.generated import resolve
 
     return resolve(name)
+
+
+def _location(target: Any, drawn: Drawn, name: str) -> int | str | None:
+    """Where argument `name` went in a rebound call: by name, or its schema position (rebinding passes a prefix of
+    the schema's arguments by position)."""
+    if name in drawn.kwargs:
+        return name
+    index = next((i for i, arg in enumerate(target._schema.arguments) if arg.name == name), None)
+    return index if index is not None and index < len(drawn.args) else None
+
+
+def _with_layouts(drawn: Drawn, layouts: dict[str, tuple[str, Any]], target: Any) -> Drawn:
+    sparse = tuple((where, layout, tuple(size) if size else None) for name, (layout, size) in sorted(layouts.items())
+                   if (where := _location(target, drawn, name)) is not None)
+    return Drawn(drawn.args, drawn.kwargs, drawn.device_slots, drawn.mutated, sparse)
+
+
+def _densified(drawn: Drawn, dense: dict[str, Any], layouts: dict[str, Any], target: Any) -> Drawn:
+    """`drawn` with the sparse arguments (used to run the functional donor) back to their dense forms."""
+    args, kwargs = list(drawn.args), dict(drawn.kwargs)
+    for name in layouts:
+        where = _location(target, drawn, name)
+        if isinstance(where, int):
+            args[where] = dense[name]
+        elif where is not None:
+            kwargs[where] = dense[name]
+    return Drawn(tuple(args), kwargs, drawn.device_slots, drawn.mutated)
 
 
 def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]:
@@ -480,12 +151,23 @@ def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]
         raise InvalidArgument(f"{name}: this torch lacks {name if target is None else donor_name}")
     overload = name.split(".", 2)[2]
     names = {arg.name for arg in donor._schema.arguments} | {arg.name for arg in target._schema.arguments}
+    results_needed = donor is not target and any(a.alias_info is not None and a.alias_info.is_write and a.kwarg_only
+                                                   for a in target._schema.arguments)
 
     @st.composite
     def call(draw) -> Drawn:
-        built = {key: value for key, value in builder(draw, dtype, overload).items() if key in names}
-        drawn = rebind(target, donor, (), built)
+        built = builder(draw, dtype, overload)
+        layouts = built.pop(SPARSE_KEY, {})
+        built = {key: value for key, value in built.items() if key in names}
+        if layouts and results_needed:  # the functional call that sizes out= tensors takes the sparse arguments
+            built_for_donor = dict(built) | {key: built[key].to_sparse(layout=getattr(torch, layout), blocksize=size)
+                                             for key, (layout, size) in layouts.items() if key in built}
+            drawn = rebind(target, donor, (), built_for_donor)
+            assume(drawn is not None)
+            drawn = _densified(drawn, built, layouts, target)
+        else:
+            drawn = rebind(target, donor, (), built)
         assume(drawn is not None)  # CPU's functional kernel rejected the call, so no out= tensor could be made
-        return drawn
+        return _with_layouts(drawn, layouts, target) if layouts else drawn
 
     return call()

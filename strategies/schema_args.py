@@ -58,6 +58,8 @@ class Drawn:
     kwargs: dict[str, Any]
     device_slots: tuple[int | str, ...]
     mutated: tuple[int | str, ...]
+    # dense arguments the call turns sparse where it runs: (position or name, layout name, blocksize or None)
+    sparse: tuple[tuple[int | str, str, tuple[int, int] | None], ...] = ()
 
 
 class CallBuilder:

@@ -26,12 +26,15 @@ def test_every_curated_overload_and_its_donor_exist_and_are_generated_targets():
 
 @pytest.mark.parametrize("name", sorted(CURATED))
 def test_cpu_runs_every_curated_call(name):
-    op = resolve(name)
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    _, packet, overload = name.split(".", 2)
 
     @FEW
     @given(curated_arguments(name, torch.float32))
-    def check(drawn):
-        op(*drawn.args, **drawn.kwargs)  # raises if the builder broke a rule CPU's kernel checks
+    def check(drawn):  # raises if the builder broke a rule CPU's kernel checks
+        call_overload(torch.zeros(()), packet, overload, drawn.args, drawn.kwargs, drawn.device_slots, drawn.mutated,
+                      drawn.sparse)
 
     check()
 
@@ -65,3 +68,42 @@ def test_only_listed_overloads_are_curated():
     assert curated("aten._stack.default") and not curated("aten.add.Tensor")
     with pytest.raises(InvalidArgument, match="no curated call builder"):
         curated_arguments("aten.add.Tensor", torch.float32)
+
+
+@FEW
+@given(curated_arguments("aten._sparse_softmax.default", torch.float32))
+def test_sparse_arguments_are_built_where_the_call_runs_and_results_compare_dense(drawn):
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    assert drawn.sparse == ((0, "sparse_coo", None),) and drawn.args[0].layout == torch.strided
+    dense, dim = drawn.args[0], drawn.args[1]
+    result, written = call_overload(torch.zeros(()), "_sparse_softmax", "default", drawn.args, drawn.kwargs,
+                                    drawn.device_slots, drawn.mutated, drawn.sparse)
+    assert result[0] == "torch.sparse_coo" and written == []
+    expected = torch.sparse.softmax(dense.to_sparse(), dim).to_dense()
+    assert torch.allclose(result[1], expected)
+
+
+@FEW
+@given(curated_arguments("aten.crow_indices_copy.out", torch.float32))
+def test_an_out_overload_of_a_sparse_argument_sizes_its_out_from_the_sparse_call(drawn):
+    assert drawn.sparse[0][1] in ("sparse_csr", "sparse_bsr") and drawn.kwargs["out"].dtype == torch.int64
+    layout, blocksize = getattr(torch, drawn.sparse[0][1]), drawn.sparse[0][2]
+    compressed = drawn.args[0].to_sparse(layout=layout, blocksize=blocksize)
+    assert torch.equal(aten.crow_indices_copy.out(compressed, out=drawn.kwargs["out"]), compressed.crow_indices())
+
+
+def test_sparse_scenarios_need_the_sparse_capability(tmp_path):
+    from torchcts.manifest import load_manifest
+    from torchcts.manifest.templates import render_template
+    from torchcts.plan.build import Selection, build_plan
+    from torchcts.strategies.curated_calls import SPARSE_CURATED
+
+    assert "aten._sparse_softmax.default" in SPARSE_CURATED and "aten._stack.default" not in SPARSE_CURATED
+    path = tmp_path / "manifest.py"
+    path.write_text(render_template("complete", device_name="cpu") + '\nmanifest["capabilities"]["sparse"] = False\n')
+    plan = build_plan(load_manifest(path)[0], Selection(properties=("dispatch",)), ops=())
+    reasons = {a.item.op: (a.outcome.value, a.reason) for a in plan.accounting}
+    assert reasons["private_sparse_softmax_default"] == (
+        "capability_not_declared", "dispatch's private_sparse_softmax_default needs the sparse capability")
+    assert "private_stack_default" in {item.op for item in plan.items}

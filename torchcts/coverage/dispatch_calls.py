@@ -29,9 +29,11 @@ _UNINITIALIZED = ("empty", "resize", "set_")  # packets whose results hold unini
 _UNINITIALIZED_PACKETS = ("_ctc_loss", "_make_dep_token")
 
 
-def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated):
+def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated, sparse=()):
     """`torch.ops.aten.<packet>.<overload>(*args, **kwargs)`, its Device arguments set to the anchor tensor's
-    device; returns [its result, the arguments it writes (by position or name)]."""
+    device, the dense arguments `sparse` names (position or name, layout, blocksize) turned sparse first on
+    their device; returns [its result, the arguments it writes (by position or name)], a sparse tensor among
+    them as [its layout, its dense form]."""
     args = list(args)
     kwargs = dict(kwargs)
     for slot in device_slots:
@@ -39,12 +41,24 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated)
             args[slot] = anchor.device
         else:
             kwargs[slot] = anchor.device
+    for where, layout, blocksize in sparse:
+        holder = args if isinstance(where, int) else kwargs
+        holder[where] = holder[where].to_sparse(layout=getattr(torch, layout), blocksize=blocksize)
     function = getattr(getattr(torch.ops.aten, packet), overload)
     result = function(*args, **kwargs)
     written = [args[slot] if isinstance(slot, int) else kwargs[slot] for slot in mutated]
     returns = function._schema.returns
     if returns and all(r.alias_info is not None and r.alias_info.is_write for r in returns):
         result = None  # by schema the written arguments themselves (CPU's `_add_relu.out` returns a temporary)
+    if sparse:
+        def dense(value):
+            if isinstance(value, torch.Tensor) and value.layout != torch.strided:
+                return [str(value.layout), value.to_dense()]
+            if isinstance(value, (list, tuple)):
+                return [dense(v) for v in value]
+            return value
+
+        result, written = dense(result), dense(written)
     return [result, written]
 
 
@@ -74,8 +88,10 @@ def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: st
     anchor = torch.zeros((), dtype=dtype)
 
     def case(drawn) -> Case:
+        sparse = ([[[where, layout, list(blocksize) if blocksize else None] for where, layout, blocksize in drawn.sparse]]
+                  if drawn.sparse else [])
         sample = SampleInput(anchor, args=(packet, overload, list(drawn.args), dict(drawn.kwargs),
-                                           list(drawn.device_slots), list(drawn.mutated)))
+                                           list(drawn.device_slots), list(drawn.mutated), *sparse))
         return Case(scenario or name, "scenario", dtype, sample, 0,
                     transforms=(describe(name, drawn.args, drawn.kwargs),))
 

@@ -87,6 +87,9 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
         return Outcome.CAPABILITY_NOT_DECLARED, "float8 dtypes need the fp8 capability"
     if not manifest.declares(spec.capability):
         return Outcome.CAPABILITY_NOT_DECLARED, f"the {spec.name} property needs the {spec.capability} capability"
+    need = getattr(spec.items, "needs", {}).get(names[0])
+    if need is not None and not manifest.declares(need):
+        return Outcome.CAPABILITY_NOT_DECLARED, f"{spec.name}'s {names[0]} needs the {need} capability"
     if spec.capability == "ieee754" and not manifest.ieee754_claimed_for(names[0]):  # ieee754 given as op regexes
         return Outcome.CAPABILITY_NOT_DECLARED, f"capabilities.ieee754's op regexes do not match {names[0]}"
     reason = next((r for r in map(manifest.skip_reason, names) if r is not None), None)

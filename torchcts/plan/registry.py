@@ -94,6 +94,9 @@ class ScenarioItems:
     # how the check compares results: "tolerance" (the oracle's, per dtype) or "bits" (bit for bit: views,
     # copies, IEEE-754 semantics); an exported script compares the same way
     comparison: str = attrs.field(default="tolerance")
+    # scenario -> a capability it needs besides the property's (the `dispatch` property's sparse overloads need
+    # `sparse`); a manifest that does not declare it leaves the scenario out, accounted
+    needs: Any = attrs.field(factory=dict, converter=lambda value: dict(value or {}), eq=False, hash=False)
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
@@ -115,6 +118,14 @@ class ScenarioItems:
     def _check_comparison(self, _: Any, value: str) -> None:
         if value not in COMPARISONS:
             raise RegistryError(f"ScenarioItems.comparison: one of {', '.join(COMPARISONS)}, got {value!r}")
+
+    @needs.validator
+    def _check_needs(self, _: Any, value: dict[str, Any]) -> None:
+        from torchcts.manifest.vocabulary import CAPABILITIES
+
+        bad = {name: need for name, need in value.items() if name not in self.scenarios or need not in CAPABILITIES}
+        if bad:
+            raise RegistryError(f"ScenarioItems.needs: scenario name -> a capability name; not valid: {bad}")
 
     @programs.validator
     def _check_programs(self, _: Any, value: dict[str, Any]) -> None:

@@ -1,0 +1,132 @@
+"""Builders of hand-written calls with sparse arguments (`curated_calls.py` says why and how they are used).
+
+A sparse argument travels as its dense form and a layout (`SPARSE_KEY`): the call turns it sparse
+where it runs, on the device (`Drawn.sparse`, `dispatch_calls.call_overload`), so a case holds
+only dense tensors and the device's own dense-to-sparse conversion is part of what is tested.
+About half of each dense form is zero. Results that are sparse compare as their dense forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from hypothesis import strategies as st
+
+from torchcts.strategies.curated_builders import (Builder, draw_shape, draw_size, draw_values, family_adder, functional,
+                                                 itself)
+
+SPARSE_KEY = "__sparse__"  # a builder's entry: argument name -> (layout name, blocksize or None)
+
+
+def _sparse_source(draw: Any, shape: tuple[int, ...], dtype: torch.dtype, label: str,
+                   mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a dense tensor with about half its elements zero, where they are not): the values a sparse argument holds."""
+    if mask is None:
+        seed = draw(st.integers(0, 2**16 - 1), label=f"pattern of {label}")
+        mask = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) < 0.5
+    value = draw_values(draw, shape, dtype, label, low=0.5) * torch.where(
+        draw_values(draw, shape, torch.bool, f"signs of {label}"), 1, -1).to(dtype)
+    return value * mask.to(dtype), mask
+
+
+def _sparse_self(*layouts: str, extra: Callable[[Any, torch.Tensor], dict] | None = None) -> Builder:
+    """`self` a sparse matrix of one of `layouts` (blocked ones with a drawn blocksize that divides its shape);
+    `extra(draw, dense self)` adds the call's other arguments."""
+    def build(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+        layout = draw(st.sampled_from(layouts), label="layout")
+        blocksize = None
+        if layout in ("sparse_bsr", "sparse_bsc"):
+            blocksize = (draw_size(draw, "block rows", 1, 2), draw_size(draw, "block columns", 1, 2))
+            shape = (blocksize[0] * draw_size(draw, "row blocks", 1, 3), blocksize[1] * draw_size(draw, "column blocks", 1, 3))
+        else:
+            shape = draw_shape(draw, 2, "self")
+        dense, _ = _sparse_source(draw, shape, dtype, "self")
+        call = {"self": dense, SPARSE_KEY: {"self": (layout, blocksize)}}
+        return call | (extra(draw, dense) if extra else {})
+    build.sparse = True  # type: ignore[attr-defined]
+    return build
+
+
+def _sparse_softmax_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`output` the softmax of `self`, `grad_output` on the same pattern: all three COO, as the kernel wants."""
+    shape = draw_shape(draw, 2, "self")
+    dense, mask = _sparse_source(draw, shape, dtype, "self")
+    dim = draw(st.integers(0, 1), label="dim")
+    forward = torch.ops.aten._sparse_log_softmax if "log" in target else torch.ops.aten._sparse_softmax
+    output = forward.default(dense.to_sparse(), dim, False).to_dense()
+    grad, _ = _sparse_source(draw, shape, dtype, "grad_output", mask)
+    coo = ("sparse_coo", None)
+    return {"grad_output": grad, "output": output, "dim": dim, "self": dense,
+            SPARSE_KEY: {"grad_output": coo, "output": coo, "self": coo}}
+
+
+_sparse_softmax_backward.sparse = True  # type: ignore[attr-defined]
+
+
+def _sparse_pair(other_sparse: bool, same_shape: bool = False) -> Builder:
+    """`self` COO [m, k] with a second matrix: `other`/`src`/`the_template`/`mask`/`mat2` [k, n] (or [m, k] with
+    `same_shape`), COO too with `other_sparse`."""
+    def build(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+        rows, inner, cols = draw_shape(draw, 3, "self, other")
+        first, _ = _sparse_source(draw, (rows, inner), dtype, "self")
+        shape = (rows, inner) if same_shape else (inner, cols)
+        second = _sparse_source(draw, shape, dtype, "other")[0] if other_sparse else draw_values(draw, shape, dtype, "other")
+        call = {"self": first, "mat1": first, "accumulate_matches": draw(st.booleans(), label="accumulate_matches")}
+        names = ("other", "src", "the_template", "mask", "mat2")
+        call |= {name: second for name in names}
+        coo = ("sparse_coo", None)
+        call[SPARSE_KEY] = {"self": coo, "mat1": coo} | ({name: coo for name in names if name != "mat2"} if
+                                                          other_sparse else {})
+        return call
+    build.sparse = True  # type: ignore[attr-defined]
+    return build
+
+
+def _grow(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
+    return {"size": [n + draw_size(draw, f"grow {i}", 0, 2) for i, n in enumerate(dense.shape)], "sparse_dim": 2,
+            "dense_dim": 0}
+
+
+def _broadcast(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
+    return {"size": [draw_size(draw, "new leading size", 1, 3), *dense.shape]}
+
+
+def sparse_table() -> dict[str, tuple[Builder, str]]:
+    """target overload -> (its builder, the overload the built call is for), for calls with sparse arguments."""
+    table: dict[str, tuple[Builder, str]] = {}
+    family = family_adder(table)
+    coo, compressed_rows, compressed_columns = (_sparse_self("sparse_coo"), _sparse_self("sparse_csr", "sparse_bsr"),
+                                                  _sparse_self("sparse_csc", "sparse_bsc"))
+    # not `indices_copy`, `values_copy` and the like: no kernel takes a sparse tensor (SparseCPU has none), and a
+    # strided one has no indices; torch.export graphs call them, eager never does
+    family(coo, functional, "aten._values.default", "aten._dimI.default", "aten._dimV.default")
+    family(compressed_rows, functional, "aten.crow_indices_copy.default", "aten.crow_indices_copy.out",
+           "aten.col_indices_copy.default", "aten.col_indices_copy.out")
+    family(compressed_columns, functional, "aten.ccol_indices_copy.default", "aten.ccol_indices_copy.out",
+           "aten.row_indices_copy.default", "aten.row_indices_copy.out")
+    family(_sparse_self("sparse_coo", "sparse_csr"), functional, "aten._to_dense.out")
+    family(_sparse_self("sparse_coo", extra=lambda draw, _: {"coalesced": draw(st.booleans(), label="coalesced")}),
+           itself, "aten._coalesced.default", "aten._coalesced_.default")
+    family(_sparse_self("sparse_coo", extra=lambda draw, _: {"dim": draw(st.integers(0, 1), label="dim"),
+                                                             "half_to_float": False}),
+           itself, "aten._sparse_softmax.default", "aten._sparse_log_softmax.default")
+    family(_sparse_softmax_backward, itself, "aten._sparse_softmax_backward_data.default",
+           "aten._sparse_log_softmax_backward_data.default")
+    family(_sparse_self("sparse_csr", extra=lambda draw, _: {"dim": [draw(st.integers(0, 1), label="dim")],
+                                                             "keepdim": True}),
+           itself, "aten._sparse_csr_sum.dim_dtype", "aten._sparse_csr_prod.dim_dtype")
+    family(_sparse_self("sparse_coo", extra=lambda draw, _: {"p": draw(st.sampled_from([1, 2]), label="p"),
+                                                             "dim": [0, 1],  # only full reductions of sparse
+                                                             "keepdim": False, "dtype": None}),
+           functional, "aten.native_norm.default", "aten.native_norm.out", "aten.native_norm.ScalarOpt_dim_dtype",
+           "aten.native_norm.ScalarOpt_dim_dtype_out")
+    family(_sparse_self("sparse_coo", extra=_grow), itself, "aten.sparse_resize.default", "aten.sparse_resize_.default",
+           "aten.sparse_resize_and_clear.default", "aten.sparse_resize_and_clear_.default")
+    family(_sparse_self("sparse_coo", extra=_broadcast), itself, "aten._sparse_broadcast_to.default")
+    family(_sparse_pair(other_sparse=True), itself, "aten._sparse_sparse_matmul.default")
+    family(_sparse_pair(other_sparse=False), itself, "aten.hspmm.default")
+    family(_sparse_pair(other_sparse=True, same_shape=True), itself, "aten._sparse_mask_projection.default",
+           "aten.copy_sparse_to_sparse.default", "aten.copy_sparse_to_sparse_.default", "aten.resize_as_sparse.default",
+           "aten.resize_as_sparse_.default")
+    return table

@@ -5,7 +5,8 @@ by name, arguments drawable, accepted by CPU's kernel at least once in a probe).
 `torch.ops.aten.<packet>.<overload>(*args, **kwargs)` with arguments from `strategies/schema_args.py`,
 or, for overloads whose schema draws CPU never accepted, from `strategies/traced_calls.py` (an OpInfo
 sample's call of a sibling overload, rebound to this one) or `strategies/curated_calls.py` (hand-written
-builders; those with sparse arguments build them on the device and need the `sparse` capability);
+builders; those with sparse or nested arguments build them on the device and need the `sparse` or
+`nested` capability);
 the program returns the result and every argument the overload writes (in-place `self`, `out=`), so
 a mutated argument is compared too. CPU runs first: a drawn call CPU's kernel rejects is rejected as
 a draw (Hypothesis draws another; the record counts it as a `cpu_contract` case, never a pass), and
@@ -28,13 +29,13 @@ from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.strategies.curated_calls import SPARSE_CURATED
+from torchcts.strategies.curated_calls import CURATED_NEEDS
 
 DTYPES = ("float32",)  # the item's dtype; tensor arguments also take int64 and bool where the manifest claims them
 SCENARIOS = generated_scenarios()  # scenario name -> overload name
 PROGRAMS = {scenario: call_overload for scenario in SCENARIOS}
-# overloads called with sparse arguments (curated calls) run only for a manifest that declares `sparse`
-NEEDS = {scenario: "sparse" for scenario, name in SCENARIOS.items() if name in SPARSE_CURATED}
+# overloads called with sparse or nested arguments (curated calls) run only for a manifest that declares them
+NEEDS = {scenario: CURATED_NEEDS[name] for scenario, name in SCENARIOS.items() if name in CURATED_NEEDS}
 
 
 def _same(first, second) -> bool:

@@ -160,90 +160,6 @@ def foreach_copy(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
             "out": [torch.empty(s, dtype=dtype) for s in shapes]}
 
 
-# -- normalization and attention ----------------------------------------------------------------------
-
-def weight_norm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, cols = draw_shape(draw, 2, "v")
-    v, g = draw_values(draw, (rows, cols), dtype, "v"), draw_values(draw, (rows, 1), dtype, "g", low=0.1)
-    _, norms = torch.ops.aten._weight_norm_interface.default(v, g, 0)
-    return {"v": v, "g": g, "dim": 0, "grad_w": draw_values(draw, (rows, cols), dtype, "grad_w"), "saved_v": v,
-            "saved_g": g, "saved_norms": norms}
-
-
-def batch_norm_no_update(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, channels, length = draw_shape(draw, 3, "input")
-    return {"input": draw_values(draw, (batch, channels, length), dtype, "input"),
-            "weight": draw_values(draw, (channels,), dtype, "weight"), "bias": draw_values(draw, (channels,), dtype, "bias"),
-            "running_mean": draw_values(draw, (channels,), dtype, "running_mean"),
-            "running_var": draw_values(draw, (channels,), dtype, "running_var", low=0.1), "momentum": 0.1, "eps": 1e-5}
-
-
-def transform_bias_rescale_qkv(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, tokens, heads = draw_shape(draw, 3, "qkv", high=3)
-    width = 3 * heads * draw_size(draw, "head size", 1, 3)
-    return {"qkv": draw_values(draw, (batch, tokens, width), dtype, "qkv"),
-            "qkv_bias": draw_values(draw, (width,), dtype, "qkv_bias"), "num_heads": heads}
-
-
-def glu(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    rows, half = draw_shape(draw, 2, "x")
-    dim = draw(st.sampled_from([0, 1, -1]), label="dim")
-    shape = (2 * rows, half) if dim == 0 else (rows, 2 * half)
-    x = draw_values(draw, shape, dtype, "x")
-    glu = torch.nn.functional.glu(x, dim)
-    grad_glu = draw_values(draw, tuple(glu.shape), dtype, "grad_glu")
-    return {"glu": glu, "x": x, "dx": draw_values(draw, shape, dtype, "dx"), "dim": dim, "grad_glu": grad_glu,
-            "grad_x": torch.ops.aten.glu_backward.default(grad_glu, x, dim),
-            "dgrad_glu": draw_values(draw, tuple(glu.shape), dtype, "dgrad_glu")}
-
-
-# -- convolution ---------------------------------------------------------------------------------------
-
-def _convolution_shapes(draw: Any, spatial: int, transposed: bool) -> dict[str, Any]:
-    """Input, weight, stride, padding and dilation of a valid convolution with `spatial` spatial dimensions
-    (a transposed one unpadded, so that its output is never empty)."""
-    kernel = list(draw_shape(draw, spatial, "kernel", high=3))
-    dilation = [draw_size(draw, f"dilation {i}", 1, 2) for i in range(spatial)]
-    padding = [0 if transposed else draw_size(draw, f"padding {i}", 0, 1) for i in range(spatial)]
-    stride = [draw_size(draw, f"stride {i}", 1, 2) for i in range(spatial)]
-    reach = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
-    size = [max(r - 2 * p, 1) + draw_size(draw, f"input extent {i}", 0, 2) for i, (r, p) in enumerate(zip(reach, padding))]
-    return {"batch": draw_size(draw, "batch", 1, 2), "channels": draw_size(draw, "channels", 1, 3),
-            "out_channels": draw_size(draw, "out channels", 1, 3), "kernel": kernel, "dilation": dilation,
-            "padding": padding, "stride": stride, "size": size}
-
-
-def convolution(spatial: int, transposed: bool = False, backward: bool = False) -> Builder:
-    def build(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-        c = _convolution_shapes(draw, spatial, transposed)
-        weight_shape = [c["channels"], c["out_channels"]] if transposed else [c["out_channels"], c["channels"]]
-        x = draw_values(draw, (c["batch"], c["channels"], *c["size"]), dtype, "input")
-        weight = draw_values(draw, (*weight_shape, *c["kernel"]), dtype, "weight")
-        bias = draw_values(draw, (c["out_channels"],), dtype, "bias") if draw(st.booleans(), label="bias") else None
-        output_padding = [draw(st.integers(0, max(s, d) - 1), label=f"output padding {i}")
-                          for i, (s, d) in enumerate(zip(c["stride"], c["dilation"]))]
-        call = {"self": x, "input": x, "weight": weight, "kernel_size": c["kernel"], "bias": bias,
-                "stride": c["stride"], "padding": c["padding"], "dilation": c["dilation"],
-                "output_padding": output_padding if transposed else [0] * spatial, "transposed": transposed,
-                "groups": 1, "benchmark": False, "deterministic": False, "cudnn_enabled": False, "allow_tf32": False}
-        if backward:  # _slow_conv2d_backward: no dilation; the gradient of its forward's output
-            call["dilation"] = [1] * spatial
-            out = torch.ops.aten._slow_conv2d_forward.default(x, weight, c["kernel"], None, c["stride"], c["padding"])
-            call |= {"grad_output": draw_values(draw, tuple(out.shape), dtype, "grad_output"),
-                     "output_mask": [True] * 3}  # out= overloads write all three gradients
-        return call
-    return build
-
-
-def conv_tbc(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    kernel, pad = draw_size(draw, "kernel", 1, 3), draw_size(draw, "pad", 0, 1)
-    time = max(kernel - 2 * pad, 1) + draw_size(draw, "time extent", 0, 2)
-    batch, channels, out_channels = draw_shape(draw, 3, "batch, channels, out channels", high=3)
-    return {"self": draw_values(draw, (time, batch, channels), dtype, "self"),
-            "weight": draw_values(draw, (kernel, channels, out_channels), dtype, "weight"),
-            "bias": draw_values(draw, (out_channels,), dtype, "bias"), "pad": pad}
-
-
 # -- linear algebra and geometry ---------------------------------------------------------------------
 
 def affine_grid(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
@@ -314,19 +230,6 @@ def embedding_renorm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, An
             "norm_type": draw(st.sampled_from([1.0, 2.0]), label="norm_type")}
 
 
-def batch_norm_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
-    batch, channels, length = draw_shape(draw, 3, "input")
-    train = draw(st.booleans(), label="train")
-    x = draw_values(draw, (batch, channels, length), dtype, "input")
-    weight = draw_values(draw, (channels,), dtype, "weight")
-    mean, var = draw_values(draw, (channels,), dtype, "running_mean"), draw_values(draw, (channels,), dtype, "running_var", 0.1)
-    _, save_mean, save_invstd = torch.ops.aten.native_batch_norm.default(x, weight, None, mean.clone(), var.clone(),
-                                                                         train, 0.1, 1e-5)
-    return {"grad_out": draw_values(draw, (batch, channels, length), dtype, "grad_out"), "input": x, "weight": weight,
-            "running_mean": mean, "running_var": var, "save_mean": save_mean, "save_invstd": save_invstd,
-            "train": train, "eps": 1e-5, "output_mask": [True] * 3}  # out= overloads write all three
-
-
 def weight_int8pack_mm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
     rows, inner, cols = draw_shape(draw, 3, "self, mat2", high=5)
     return {"self": draw_values(draw, (rows, inner), dtype, "self"),
@@ -365,6 +268,53 @@ def fake_quantize_as(kind: str) -> Builder:
             call |= {"scale": call["scale_channels"], "zero_point": zero.to(dtype) if kind == "channels_float" else zero}
         return call
     return build
+
+
+def unsafe_index(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """Indices within bounds (the kernel does not check them), one tensor per leading dimension or None."""
+    rows, cols = draw_shape(draw, 2, "self")
+    count = draw_size(draw, "index count", 1, 4)
+    indices = [draw_values(draw, (count,), torch.int64, "row indices", low=0).remainder(rows),
+               draw_values(draw, (count,), torch.int64, "column indices", low=0).remainder(cols)]
+    if draw(st.booleans(), label="rows only"):
+        indices = indices[:1]
+    shape = (count,) if len(indices) == 2 else (count, cols)
+    return {"self": draw_values(draw, (rows, cols), dtype, "self"), "indices": indices,
+            "values": draw_values(draw, shape, dtype, "values"), "accumulate": draw(st.booleans(), label="accumulate")}
+
+
+def unsafe_view(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """A size with the input's number of elements (the kernel trusts it)."""
+    rows, cols = draw_shape(draw, 2, "self")
+    size = draw(st.sampled_from([[rows * cols], [cols, rows], [rows, cols, 1]]), label="size")
+    return {"self": draw_values(draw, (rows, cols), dtype, "self"), "size": size}
+
+
+def unsafe_split(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """Split sizes that add up to the split dimension; one out= tensor per piece."""
+    rows, cols = draw_shape(draw, 2, "self", high=5)
+    dim = draw(st.integers(0, 1), label="dim")
+    extent = (rows, cols)[dim]
+    split_size = draw_size(draw, "split_size", 1, extent)
+    sizes = [split_size] * (extent // split_size) + ([extent % split_size] if extent % split_size else [])
+    if target in ("default", "out"):  # unsafe_split_with_sizes: the pieces in any order
+        sizes = draw(st.permutations(sizes), label="split_sizes")
+    return {"self": draw_values(draw, (rows, cols), dtype, "self"), "split_size": split_size, "split_sizes": sizes,
+            "dim": dim, "out": [torch.empty(0, dtype=dtype) for _ in sizes]}
+
+
+def compressed_indices(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """Valid compressed and plain indices of a CSR (or CSC) matrix, with values: the parts of one."""
+    compressed_dim, plain_dim = draw_shape(draw, 2, "compressed, plain dims")
+    rows = [sorted(draw(st.sets(st.integers(0, plain_dim - 1), max_size=plain_dim), label=f"row {i}"))
+            for i in range(compressed_dim)]
+    counts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0)
+    plain = torch.tensor([j for r in rows for j in r], dtype=torch.int64)
+    is_crow = draw(st.booleans(), label="is_crow")
+    return {"is_crow": is_crow, "compressed_idx": counts, "plain_idx": plain, "cdim": compressed_dim,
+            "dim": plain_dim, "nnz": int(counts[-1]), "compressed_indices": counts, "plain_indices": plain,
+            "values": draw_values(draw, (int(counts[-1]),), dtype, "values"),
+            "layout": torch.sparse_csr if is_crow else torch.sparse_csc}
 
 
 def itself(target: str) -> str:

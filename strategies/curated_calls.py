@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from torchcts.strategies import curated_builders as b
+from torchcts.strategies import curated_nn as nn
 from torchcts.strategies.curated_builders import Builder, family_adder, functional, itself
-from torchcts.strategies.curated_sparse import SPARSE_KEY, sparse_table
+from torchcts.strategies.curated_layouts import SPARSE_KEY, nested_table, sparse_table
 from torchcts.strategies.schema_args import Drawn
 
 
@@ -51,21 +52,21 @@ def strided_table() -> dict[str, tuple[Builder, str]]:
     family(b.new_zeros_like_features, functional, "aten._new_zeros_with_same_feature_meta.default",
            "aten._new_zeros_with_same_feature_meta.out")
     family(b.foreach_copy, itself, "aten._foreach_copy.default", "aten._foreach_copy.out")
-    family(b.weight_norm, functional, "aten._weight_norm_interface.default", "aten._weight_norm_interface.out",
+    family(nn.weight_norm, functional, "aten._weight_norm_interface.default", "aten._weight_norm_interface.out",
            "aten._weight_norm_interface_backward.default", "aten._weight_norm_interface_backward.out")
-    family(b.batch_norm_no_update, functional, "aten._batch_norm_no_update.default", "aten._batch_norm_no_update.out")
-    family(b.transform_bias_rescale_qkv, functional, "aten._transform_bias_rescale_qkv.default",
+    family(nn.batch_norm_no_update, functional, "aten._batch_norm_no_update.default", "aten._batch_norm_no_update.out")
+    family(nn.transform_bias_rescale_qkv, functional, "aten._transform_bias_rescale_qkv.default",
            "aten._transform_bias_rescale_qkv.out")
-    family(b.glu, functional, "aten.glu_jvp.default", "aten.glu_jvp.out", "aten.glu_backward_jvp.default",
+    family(nn.glu, functional, "aten.glu_jvp.default", "aten.glu_jvp.out", "aten.glu_backward_jvp.default",
            "aten.glu_backward_jvp.out")
-    for packet, builder in (("slow_conv_dilated2d", b.convolution(2)), ("slow_conv_dilated3d", b.convolution(3)),
-                            ("slow_conv_transpose2d", b.convolution(2, True)),
-                            ("slow_conv_transpose3d", b.convolution(3, True)),
-                            ("_convolution", b.convolution(2)), ("conv_tbc", b.conv_tbc)):
+    for packet, builder in (("slow_conv_dilated2d", nn.convolution(2)), ("slow_conv_dilated3d", nn.convolution(3)),
+                            ("slow_conv_transpose2d", nn.convolution(2, True)),
+                            ("slow_conv_transpose3d", nn.convolution(3, True)),
+                            ("_convolution", nn.convolution(2)), ("conv_tbc", nn.conv_tbc)):
         family(builder, functional, f"aten.{packet}.default", f"aten.{packet}.out")
-    for packet, builder in (("_slow_conv2d_forward", b.convolution(2)), ("slow_conv3d_forward", b.convolution(3))):
+    for packet, builder in (("_slow_conv2d_forward", nn.convolution(2)), ("slow_conv3d_forward", nn.convolution(3))):
         family(builder, functional, f"aten.{packet}.default", f"aten.{packet}.output")
-    backward = b.convolution(2, backward=True)
+    backward = nn.convolution(2, backward=True)
     table["aten._slow_conv2d_backward.grad_input"] = (backward, "aten._slow_conv2d_backward.output_mask")
     table["aten._slow_conv2d_backward.output_mask_out"] = (backward, "aten._slow_conv2d_backward.output_mask")
     family(b.affine_grid, functional, "aten.affine_grid_generator.default", "aten.affine_grid_generator.out")
@@ -79,7 +80,7 @@ def strided_table() -> dict[str, tuple[Builder, str]]:
         family(b.foreach_pointwise, itself, f"aten.{packet}.Tensor_out", f"aten.{packet}_.Tensor")
     family(b.foreach_mm, itself, "aten._foreach_mm.default")
     family(b.embedding_renorm, functional, "aten.embedding_renorm.out")
-    family(b.batch_norm_backward, functional, "aten.native_batch_norm_backward.out")
+    family(nn.batch_norm_backward, functional, "aten.native_batch_norm_backward.out")
     family(b.weight_int8pack_mm, itself, "aten._weight_int8pack_mm.default")
     family(b.fake_quantize_as("numbers"), functional, "aten.fake_quantize_per_tensor_affine_cachemask.out")
     family(b.fake_quantize_as("channels"), functional, "aten.fake_quantize_per_channel_affine_cachemask.default",
@@ -91,12 +92,22 @@ def strided_table() -> dict[str, tuple[Builder, str]]:
     family(b.fake_quantize_as("channels_float"), functional, "aten._fake_quantize_learnable_per_channel_affine.default",
            "aten._fake_quantize_learnable_per_channel_affine.out",
            "aten._fake_quantize_learnable_per_channel_affine_backward.default")
+    family(b.unsafe_index, itself, "aten._unsafe_index.Tensor", "aten._unsafe_index_put.default")
+    family(b.unsafe_view, functional, "aten._unsafe_view.out")
+    family(b.unsafe_split, functional, "aten.unsafe_split_with_sizes.default", "aten.unsafe_split_with_sizes.out")
+    family(b.unsafe_split, itself, "aten.unsafe_split.Tensor_out")
+    family(b.compressed_indices, itself, "aten._validate_compressed_sparse_indices.default",
+           "aten.sparse_compressed_tensor.comp_plain_value")
+    family(nn.embedding_bag_backward, functional, "aten._embedding_bag_dense_backward.default",
+           "aten._embedding_bag_dense_backward.out")
+    family(nn.multi_head_attention, functional, "aten._native_multi_head_attention.default",
+           "aten._native_multi_head_attention.out")
     return table
 
 
-CURATED = strided_table() | sparse_table()
-# the overloads whose curated calls hold sparse tensors: they run where a manifest declares `sparse`
-SPARSE_CURATED = frozenset(sparse_table())
+CURATED = strided_table() | sparse_table() | nested_table()
+# the capability an overload's curated calls need besides inference: sparse or nested arguments
+CURATED_NEEDS = {name: "sparse" for name in sparse_table()} | {name: "nested" for name in nested_table()}
 
 
 def curated(name: str) -> bool:

@@ -97,9 +97,10 @@ def test_sparse_scenarios_need_the_sparse_capability(tmp_path):
     from torchcts.manifest import load_manifest
     from torchcts.manifest.templates import render_template
     from torchcts.plan.build import Selection, build_plan
-    from torchcts.strategies.curated_calls import SPARSE_CURATED
+    from torchcts.strategies.curated_calls import CURATED_NEEDS
 
-    assert "aten._sparse_softmax.default" in SPARSE_CURATED and "aten._stack.default" not in SPARSE_CURATED
+    assert CURATED_NEEDS["aten._sparse_softmax.default"] == "sparse" and "aten._stack.default" not in CURATED_NEEDS
+    assert CURATED_NEEDS["aten.to_padded_tensor.default"] == "nested"
     path = tmp_path / "manifest.py"
     path.write_text(render_template("complete", device_name="cpu") + '\nmanifest["capabilities"]["sparse"] = False\n')
     plan = build_plan(load_manifest(path)[0], Selection(properties=("dispatch",)), ops=())
@@ -107,3 +108,18 @@ def test_sparse_scenarios_need_the_sparse_capability(tmp_path):
     assert reasons["private_sparse_softmax_default"] == (
         "capability_not_declared", "dispatch's private_sparse_softmax_default needs the sparse capability")
     assert "private_stack_default" in {item.op for item in plan.items}
+
+
+@FEW
+@given(curated_arguments("aten.to_padded_tensor.default", torch.float32))
+def test_nested_arguments_travel_as_components_and_results_compare_padded(drawn):
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    assert drawn.sparse == ((0, "nested", None),) and isinstance(drawn.args[0], list)
+    components, padding = drawn.args[0], drawn.args[1]
+    result, _ = call_overload(torch.zeros(()), "to_padded_tensor", "default", drawn.args, drawn.kwargs,
+                              drawn.device_slots, drawn.mutated, drawn.sparse)
+    rows = max(c.shape[0] for c in components)
+    for i, component in enumerate(components):
+        assert torch.equal(result[i, :component.shape[0]], component)
+        assert bool((result[i, component.shape[0]:rows] == padding).all())

@@ -32,8 +32,9 @@ _UNINITIALIZED_PACKETS = ("_ctc_loss", "_make_dep_token")
 def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated, sparse=()):
     """`torch.ops.aten.<packet>.<overload>(*args, **kwargs)`, its Device arguments set to the anchor tensor's
     device, the dense arguments `sparse` names (position or name, layout, blocksize) turned sparse first on
-    their device; returns [its result, the arguments it writes (by position or name)], a sparse tensor among
-    them as [its layout, its dense form]."""
+    their device (layout "nested": a list of tensors turned into one nested tensor); returns [its result, the
+    arguments it writes (by position or name)], a sparse or nested tensor among them as [its layout, its dense
+    (padded) form]."""
     args = list(args)
     kwargs = dict(kwargs)
     for slot in device_slots:
@@ -43,7 +44,10 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
             kwargs[slot] = anchor.device
     for where, layout, blocksize in sparse:
         holder = args if isinstance(where, int) else kwargs
-        holder[where] = holder[where].to_sparse(layout=getattr(torch, layout), blocksize=blocksize)
+        if layout == "nested":  # a list of components becomes one nested tensor
+            holder[where] = torch.nested.nested_tensor(list(holder[where]))
+        else:
+            holder[where] = holder[where].to_sparse(layout=getattr(torch, layout), blocksize=blocksize)
     function = getattr(getattr(torch.ops.aten, packet), overload)
     result = function(*args, **kwargs)
     written = [args[slot] if isinstance(slot, int) else kwargs[slot] for slot in mutated]
@@ -52,6 +56,8 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
         result = None  # by schema the written arguments themselves (CPU's `_add_relu.out` returns a temporary)
     if sparse:
         def dense(value):
+            if isinstance(value, torch.Tensor) and value.is_nested:
+                return ["nested", value.to_padded_tensor(0.0)]
             if isinstance(value, torch.Tensor) and value.layout != torch.strided:
                 return [str(value.layout), value.to_dense()]
             if isinstance(value, (list, tuple)):

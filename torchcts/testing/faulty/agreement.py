@@ -51,6 +51,11 @@ EXPLAINED = {
                     "out-of-tree device needs a kernel of its own, and the faulty device has none (INTERNAL ASSERT)")),
     "sparse_coo_tensor_size": ("mismatch", "the faulty device registers no SparsePrivateUse1 kernels: a sparse "
                                            "factory on it is a missing kernel (`_sparse_coo_tensor_with_dims`)"),
+    **dict.fromkeys(("private_nested_tensor_size_default", "private_nested_tensor_strides_default",
+                     "private_nested_tensor_storage_offsets_default", "to_padded_tensor_default",
+                     "private_nested_from_padded_and_nested_example_default"), (
+        "mismatch", "curated calls of strided nested tensors (NestedTensorCPU kernels): the faulty device holds no "
+                    "strided nested tensors (FaultyTensor refuses them)")),
     # scenarios of the nested suite (their names stand where an op would)
     "strided_nested": ("mismatch", "the faulty device holds no strided nested tensors (FaultyTensor refuses them)"),
     "jagged_sdpa": ("mismatch", "jagged SDPA off CPU/CUDA runs torch's math fallback through strided nested "

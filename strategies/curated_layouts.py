@@ -1,9 +1,10 @@
-"""Builders of hand-written calls with sparse arguments (`curated_calls.py` says why and how they are used).
+"""Builders of hand-written calls with sparse or nested arguments (`curated_calls.py` says how they are used).
 
-A sparse argument travels as its dense form and a layout (`SPARSE_KEY`): the call turns it sparse
-where it runs, on the device (`Drawn.sparse`, `dispatch_calls.call_overload`), so a case holds
-only dense tensors and the device's own dense-to-sparse conversion is part of what is tested.
-About half of each dense form is zero. Results that are sparse compare as their dense forms.
+A sparse argument travels as its dense form and a layout (`SPARSE_KEY`), a nested one as the list
+of its components and the layout "nested": the call builds it where it runs, on the device
+(`Drawn.sparse`, `dispatch_calls.call_overload`), so a case holds only dense tensors and the
+device's own conversion is part of what is tested. About half of each sparse argument's dense
+form is zero. Sparse and nested results compare as their dense (padded) forms.
 """
 
 from __future__ import annotations
@@ -92,6 +93,35 @@ def _broadcast(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
     return {"size": [draw_size(draw, "new leading size", 1, 3), *dense.shape]}
 
 
+def _nested_components(draw: Any, dtype: torch.dtype, label: str) -> list[torch.Tensor]:
+    """2-D components of one nested tensor: their own first sizes, a shared last size."""
+    width = draw_size(draw, f"{label} width")
+    return [draw_values(draw, (draw_size(draw, f"{label}[{i}] rows", 1, 3), width), dtype, f"{label}[{i}]")
+            for i in range(draw_size(draw, f"{label} components", 1, 3))]
+
+
+def _nested_self(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` (and `nt_example`) a nested tensor; `padded` a dense tensor shaped like its padded form."""
+    components = _nested_components(draw, dtype, "self")
+    rows = max(c.shape[0] for c in components)
+    padded = draw_values(draw, (len(components), rows, components[0].shape[1]), dtype, "padded")
+    return {"self": components, "nt_example": components, "padded": padded,
+            "padding": draw(st.sampled_from([0.0, -1.0]), label="padding"),
+            SPARSE_KEY: {"self": ("nested", None), "nt_example": ("nested", None)}}
+
+
+_nested_self.sparse = True  # type: ignore[attr-defined]
+
+
+def _nested_mask(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """A padded batch [B, T, D] and a left-aligned mask of its valid rows (plain tensors: no nested argument)."""
+    batch, tokens, width = draw_shape(draw, 3, "t")
+    lengths = [draw_size(draw, f"length {i}", 1, tokens) for i in range(batch)]
+    mask = torch.arange(tokens)[None, :] < torch.tensor(lengths)[:, None]
+    sizes = torch.tensor([[n, width] for n in lengths])
+    return {"t": draw_values(draw, (batch, tokens, width), dtype, "t"), "mask": mask, "nested_size": sizes}
+
+
 def sparse_table() -> dict[str, tuple[Builder, str]]:
     """target overload -> (its builder, the overload the built call is for), for calls with sparse arguments."""
     table: dict[str, tuple[Builder, str]] = {}
@@ -129,4 +159,17 @@ def sparse_table() -> dict[str, tuple[Builder, str]]:
     family(_sparse_pair(other_sparse=True, same_shape=True), itself, "aten._sparse_mask_projection.default",
            "aten.copy_sparse_to_sparse.default", "aten.copy_sparse_to_sparse_.default", "aten.resize_as_sparse.default",
            "aten.resize_as_sparse_.default")
+    return table
+
+
+def nested_table() -> dict[str, tuple[Builder, str]]:
+    """target overload -> (its builder, the overload the built call is for), for overloads with nested-tensor
+    kernels only (their arguments nested tensors, or plain tensors such a kernel turns into one)."""
+    table: dict[str, tuple[Builder, str]] = {}
+    family = family_adder(table)
+    family(_nested_self, itself, "aten._nested_tensor_size.default", "aten._nested_tensor_strides.default",
+           "aten._nested_tensor_storage_offsets.default", "aten.to_padded_tensor.default",
+           "aten._nested_from_padded_and_nested_example.default")
+    family(_nested_mask, itself, "aten._nested_tensor_from_mask_left_aligned.default",
+           "aten._nested_compute_contiguous_strides_offsets.default")
     return table

@@ -34,7 +34,8 @@ def test_every_seeded_bug_is_on_a_generated_overload(bug):
         assert generated_overloads()[name] == GENERATED, name
 
 
-@pytest.mark.parametrize("name", ["aten.lift_fresh_copy.default", "aten.hardshrink_backward.grad_input"])
+@pytest.mark.parametrize("name", ["aten.lift_fresh_copy.default", "aten.hardshrink_backward.grad_input",
+                                  "aten._fused_adam.default", "aten.slow_conv_dilated2d.default"])
 def test_a_generated_overload_passes_on_cpu_and_clean_faulty(run_suite, name):
     assert run_suite("dispatch", SCENARIO[name], max_examples=6)["outcome"] is Outcome.PASSED
     record = run_suite("dispatch", SCENARIO[name], device="faulty", max_examples=6)
@@ -43,7 +44,9 @@ def test_a_generated_overload_passes_on_cpu_and_clean_faulty(run_suite, name):
 
 @pytest.mark.parametrize("bug, name, shrink", [
     ("lift_fresh_copy_strided_tail", "aten.lift_fresh_copy.default", True),
-    ("hardshrink_backward_default_lambd", "aten.hardshrink_backward.grad_input", False)])
+    ("hardshrink_backward_default_lambd", "aten.hardshrink_backward.grad_input", False),
+    ("fused_adam_ignores_maximize", "aten._fused_adam.default", False),
+    ("slow_conv_dilated2d_drops_bias", "aten.slow_conv_dilated2d.default", False)])
 def test_each_seeded_bug_is_detected(run_suite, tmp_path, bug, name, shrink):
     record = run_suite("dispatch", SCENARIO[name], device="faulty", bugs=(bug,), max_examples=25, corpus_dir=tmp_path,
                        shrink=shrink)

@@ -1,8 +1,9 @@
 """Seeded bugs for the dispatch property (properties/test_dispatch.py): kernels of overloads no OpInfo reaches.
 
 Each acts on one overload the property generates cases for and no OpInfo property calls by name, under
-a condition of its arguments, so only schema-generated calls can catch it: a functional copy that loses
-an element of strided inputs, and an `out=` backward kernel that ignores its argument. Arguments are
+a condition of its arguments, so only generated calls can catch it: a functional copy that loses an
+element of strided inputs and an `out=` backward kernel that ignores its argument (schema draws), a
+fused optimizer that ignores `maximize` and a dilated convolution that drops its bias (curated calls). Arguments are
 read by name (a generated call passes later arguments by keyword once it leaves one at its default).
 """
 
@@ -52,6 +53,32 @@ def _default_lambd(func, args, kwargs, result):
     return result
 
 
+# -- fused_adam_ignores_maximize: the functional fused Adam descends where it was asked to ascend ----------------------
+
+def _maximize(func, args, kwargs) -> bool:
+    return bool(_argument(func, args, kwargs, "maximize", False))
+
+
+def _minimized(func, args, kwargs, result):
+    kwargs = dict(kwargs)
+    position = next(i for i, arg in enumerate(func._schema.arguments) if arg.name == "maximize")
+    if position < len(args):
+        args = args[:position] + (False,) + args[position + 1:]
+    else:
+        kwargs["maximize"] = False
+    return func(*args, **kwargs)
+
+
+# -- slow_conv_dilated2d_drops_bias: the dilated convolution forgets the bias it is given ------------------------------
+
+def _bias_given(func, args, kwargs) -> bool:
+    return isinstance(_argument(func, args, kwargs, "bias"), torch.Tensor)
+
+
+def _without_bias(func, args, kwargs, result):
+    return result - _argument(func, args, kwargs, "bias").reshape(1, -1, 1, 1)
+
+
 BUGS = (
     Bug("lift_fresh_copy_strided_tail", ("aten.lift_fresh_copy.default",),
         "the input is non-contiguous (transposed, stepped, offset) with more than one element",
@@ -61,4 +88,12 @@ BUGS = (
         "the out= form is called with lambd other than 0.5",
         "computes the gradient with lambd=0.5 whatever lambd is given, writing it into grad_input",
         _lambd_given, _default_lambd, suite="dispatch"),
+    Bug("fused_adam_ignores_maximize", ("aten._fused_adam.default",),
+        "the functional fused Adam is called with maximize=True",
+        "updates as if maximize were False (descends instead of ascending)",
+        _maximize, _minimized, suite="dispatch"),
+    Bug("slow_conv_dilated2d_drops_bias", ("aten.slow_conv_dilated2d.default",),
+        "a bias is given",
+        "returns the convolution without the bias added",
+        _bias_given, _without_bias, suite="dispatch"),
 )

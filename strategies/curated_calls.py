@@ -149,6 +149,13 @@ def _densified(drawn: Drawn, dense: dict[str, Any], layouts: dict[str, Any], tar
     return Drawn(tuple(args), kwargs, drawn.device_slots, drawn.mutated)
 
 
+def _materialized(value: Any, layout: str, blocksize: Any) -> torch.Tensor:
+    """The sparse or nested tensor a dense argument (or list of components) stands for, as the call makes it."""
+    if layout == "nested":
+        return torch.nested.nested_tensor(list(value))
+    return value.to_sparse(layout=getattr(torch, layout), blocksize=blocksize)
+
+
 def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]:
     """Calls of overload `name` built by its `CURATED` builder for tensors of `dtype` and rebound to it;
     InvalidArgument for an overload with no builder, or one this torch lacks."""
@@ -171,7 +178,7 @@ def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]
         layouts = built.pop(SPARSE_KEY, {})
         built = {key: value for key, value in built.items() if key in names}
         if layouts and results_needed:  # the functional call that sizes out= tensors takes the sparse arguments
-            built_for_donor = dict(built) | {key: built[key].to_sparse(layout=getattr(torch, layout), blocksize=size)
+            built_for_donor = dict(built) | {key: _materialized(built[key], layout, size)
                                              for key, (layout, size) in layouts.items() if key in built}
             drawn = rebind(target, donor, (), built_for_donor)
             assume(drawn is not None)

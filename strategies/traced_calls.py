@@ -15,8 +15,8 @@ tensor the call does not write), shrinking to the donor's own layout (kept as it
 
 Siblings are the overloads of the target's packet and of its in-place or functional twin (`add_`
 and `add`); only where none of their calls rebinds, "kin": overloads of other, similarly named
-packets whose schema offers every argument the target requires (`select.int` for `select_copy.int`). Donor calls are rebuilt once
-per process and overload.
+packets whose schema offers every argument the target requires (`select.int` for `select_copy.int`).
+Donor calls are rebuilt once per process and overload.
 """
 
 from __future__ import annotations
@@ -91,8 +91,7 @@ def _offered(name: str) -> frozenset[tuple[str, str]]:
 def kin(name: str, donors: dict[str, Any]) -> list[str]:
     """Traced overloads of other packets whose schema offers every argument `name` requires, by name and type, and
     whose packet is named like `name`'s (`difflib` ratio of the stems at least `MIN_KIN_SIMILARITY`, no other rank
-    in the name: `_other_rank`): those of the
-    `MAX_KIN_PACKETS` most similar packets, most similar first. `upsample_bilinear2d.default`'s calls rebind to
+    in the name: `_other_rank`): those of the `MAX_KIN_PACKETS` most similar packets, most similar first. `upsample_bilinear2d.default`'s calls rebind to
     `_upsample_lanczos2d_aa.default`, `select.int`'s to `select_copy.int`. None for the packets whose CPU kernel
     trusts sizes (`TRACED_ONLY_PACKETS`): only their own family's calls have the sizes they need."""
     from torchcts.coverage.generated import TRACED_ONLY_PACKETS, resolve

@@ -123,3 +123,11 @@ def test_nested_arguments_travel_as_components_and_results_compare_padded(drawn)
     for i, component in enumerate(components):
         assert torch.equal(result[i, :component.shape[0]], component)
         assert bool((result[i, component.shape[0]:rows] == padding).all())
+
+
+def test_a_case_naming_another_layout_is_refused_not_looked_up():
+    """A corpus case is data from another team: its layout names only the five sparse layouts or "nested"."""
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    with pytest.raises(ValueError, match="layout 'save' is not a sparse layout"):
+        call_overload(torch.zeros(()), "_values", "default", [torch.ones(2, 2)], {}, [], [], [[0, "save", None]])

@@ -43,6 +43,8 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
         else:
             kwargs[slot] = anchor.device
     for where, layout, blocksize in sparse:
+        if layout not in ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "nested"):
+            raise ValueError(f"argument {where!r}: layout {layout!r} is not a sparse layout or 'nested'")
         holder = args if isinstance(where, int) else kwargs
         if layout == "nested":  # a list of components becomes one nested tensor
             holder[where] = torch.nested.nested_tensor(list(holder[where]))

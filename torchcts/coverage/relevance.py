@@ -74,9 +74,9 @@ def _has(facts: Facts, keys: frozenset[str]) -> bool:
     return not facts.kernels.isdisjoint(keys)
 
 
-def _layout_only(facts: Facts | None, keys: frozenset[str]) -> bool:
+def _layout_only(facts: Facts, keys: frozenset[str]) -> bool:
     """Kernels for a layout (sparse, quantized, nested) and none for strided tensors."""
-    return facts is not None and _has(facts, keys) and not _has(facts, CPU_KEYS | EXPLICIT_KEYS | IMPLICIT_KEYS)
+    return _has(facts, keys) and not _has(facts, CPU_KEYS | EXPLICIT_KEYS | IMPLICIT_KEYS)
 
 
 def _wraps_irrelevant(facts: Facts) -> bool:

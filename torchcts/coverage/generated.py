@@ -2,10 +2,12 @@
 
 The target set is every backend-relevant overload of the inventory that no OpInfo property reaches
 by name (`mapping.map_opinfos`). Each target is "generated" (the `dispatch` property draws its
-arguments from its schema, `strategies/schema_args.py`, and compares the device with CPU) or carries
-the reason it cannot be: a policy reason (layout-only kernels that belong to a suite, unchecked
-`_unsafe_*` kernels), an argument type no strategy draws, or a CPU kernel that rejected every one of
-`PROBE_TRIES` drawn argument sets (probed in a forked child, so a crashing kernel is a reason too).
+arguments from its schema, `strategies/schema_args.py`, from traced calls of a sibling or kin,
+`strategies/traced_calls.py`, or from a hand-written builder, `strategies/curated_calls.py`, and
+compares the device with CPU) or carries the reason it cannot be: a policy reason (layout-only kernels
+that belong to a suite, unchecked `_unsafe_*` kernels, both waived for curated overloads), an argument
+type no strategy draws, or a CPU kernel that rejected every one of `PROBE_TRIES` drawn argument sets
+(probed in a forked child, so a crashing kernel is a reason too).
 
 Computing it imports torch's op database (seconds) and probes CPU kernels (a minute), too slow for
 registration time, where the list becomes the property's scenarios. So the answer for the installed

@@ -270,6 +270,44 @@ def fake_quantize_as(kind: str) -> Builder:
     return build
 
 
+def moving_average_observer(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`_fused_moving_avg_obs_fq_helper`: observer state shaped as the kernel trusts ([C] per row along `ch_axis`,
+    else [1]: running min <= max, scale, int32 zero point), flags as 1-element integer tensors."""
+    shape = draw_shape(draw, 2, "self")
+    per_row = draw(st.booleans(), label="per_row_fake_quant")
+    axis = draw(st.integers(0, 1), label="ch_axis") if per_row else 0
+    state = (shape[axis],) if per_row else (1,)
+    low = -draw_values(draw, state, torch.float32, "running_min", low=0.0)
+    quant_min, quant_max = draw(st.sampled_from([(0, 255), (-128, 127)]), label="quantization range")
+    return {"self": draw_values(draw, shape, dtype, "self"),
+            "observer_on": torch.tensor([int(draw(st.booleans(), label="observer_on"))]),
+            "fake_quant_on": torch.tensor([int(draw(st.booleans(), label="fake_quant_on"))]),
+            "running_min": low, "running_max": low.abs() + draw_values(draw, state, torch.float32, "range", low=0.1),
+            "scale": draw_values(draw, state, torch.float32, "scale", low=0.01),
+            "zero_point": torch.zeros(state, dtype=torch.int32) + (0 if quant_min < 0 else 128),
+            "averaging_const": draw(st.sampled_from([0.01, 0.5, 1.0]), label="averaging_const"),
+            "quant_min": quant_min, "quant_max": quant_max, "ch_axis": axis, "per_row_fake_quant": per_row,
+            "symmetric_quant": draw(st.booleans(), label="symmetric_quant")}
+
+
+def pack_padded(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`_pack_padded_sequence`: a padded batch ([T, B, *] or batch first) and its lengths, sorted longest first
+    and none longer than T (the kernel wants them so, on CPU, as int64)."""
+    steps, batch, width = draw_shape(draw, 3, "steps, batch, features")
+    lengths = sorted((draw_size(draw, f"length {i}", 1, steps) for i in range(batch)), reverse=True)
+    batch_first = draw(st.booleans(), label="batch_first")
+    shape = (batch, steps, width) if batch_first else (steps, batch, width)
+    return {"input": draw_values(draw, shape, dtype, "input"), "lengths": torch.tensor(lengths, dtype=torch.int64),
+            "batch_first": batch_first}
+
+
+def assert_message(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`_assert_async.msg`: a 1-element tensor that holds (a true condition: a false one fails on CPU as well) and a
+    message; the functional form's effect token."""
+    return {"self": draw_values(draw, (1,), dtype, "self", low=0.5).reshape(()),
+            "assert_msg": draw(st.sampled_from(["check", ""]), label="assert_msg"), "dep_token": torch.empty(0)}
+
+
 def unsafe_index(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
     """Indices within bounds (the kernel does not check them), one tensor per leading dimension or None."""
     rows, cols = draw_shape(draw, 2, "self")

@@ -26,6 +26,7 @@ from torchcts.strategies import curated_builders as b
 from torchcts.strategies import curated_nn as nn
 from torchcts.strategies.curated_builders import Builder, family_adder, functional, itself
 from torchcts.strategies.curated_layouts import SPARSE_KEY, nested_table, sparse_table
+from torchcts.strategies.curated_quantized import quantized_table
 from torchcts.strategies.schema_args import Drawn
 
 
@@ -81,6 +82,13 @@ def strided_table() -> dict[str, tuple[Builder, str]]:
     family(b.foreach_mm, itself, "aten._foreach_mm.default")
     family(b.embedding_renorm, functional, "aten.embedding_renorm.out")
     family(nn.batch_norm_backward, functional, "aten.native_batch_norm_backward.out")
+    family(b.moving_average_observer, itself, "aten._fused_moving_avg_obs_fq_helper.default",
+           "aten._fused_moving_avg_obs_fq_helper_functional.default")
+    # its out= tensors sized by the functional form's results (the in-place default writes no out=)
+    table["aten._fused_moving_avg_obs_fq_helper.out"] = (b.moving_average_observer,
+                                                          "aten._fused_moving_avg_obs_fq_helper_functional.default")
+    family(b.pack_padded, functional, "aten._pack_padded_sequence.default", "aten._pack_padded_sequence.out")
+    family(b.assert_message, itself, "aten._assert_async.msg", "aten._functional_assert_async.msg")
     family(b.weight_int8pack_mm, itself, "aten._weight_int8pack_mm.default")
     family(b.fake_quantize_as("numbers"), functional, "aten.fake_quantize_per_tensor_affine_cachemask.out")
     family(b.fake_quantize_as("channels"), functional, "aten.fake_quantize_per_channel_affine_cachemask.default",
@@ -105,9 +113,10 @@ def strided_table() -> dict[str, tuple[Builder, str]]:
     return table
 
 
-CURATED = strided_table() | sparse_table() | nested_table()
-# the capability an overload's curated calls need besides inference: sparse or nested arguments
-CURATED_NEEDS = {name: "sparse" for name in sparse_table()} | {name: "nested" for name in nested_table()}
+CURATED = strided_table() | sparse_table() | nested_table() | quantized_table()
+# the capability an overload's curated calls need besides inference: sparse, nested or quantized tensors
+CURATED_NEEDS = ({name: "sparse" for name in sparse_table()} | {name: "nested" for name in nested_table()}
+                 | {name: "native_quantization" for name in quantized_table()})
 
 
 def curated(name: str) -> bool:
@@ -149,6 +158,65 @@ def _densified(drawn: Drawn, dense: dict[str, Any], layouts: dict[str, Any], tar
     return Drawn(tuple(args), kwargs, drawn.device_slots, drawn.mutated)
 
 
+def quantizer_parameters(t: torch.Tensor) -> list[Any]:
+    """The parameters `dispatch_calls.call_overload` quantizes a tensor's dequantized values with to get `t` back."""
+    dtype = str(t.dtype).removeprefix("torch.")
+    if t.qscheme() == torch.per_tensor_affine:
+        return ["per_tensor_affine", t.q_scale(), t.q_zero_point(), dtype]
+    if t.qscheme() == torch.per_channel_affine:
+        return ["per_channel_affine", t.q_per_channel_axis(), dtype, t.q_per_channel_scales().tolist(),
+                t.q_per_channel_zero_points().tolist()]
+    raise InvalidArgument(f"no quantizer parameters for a {t.qscheme()} tensor")
+
+
+def _encoded_tensor(value: Any) -> tuple[Any, str, Any] | None:
+    """(dense form, layout, parameters) of a quantized or sparse tensor (or a list of quantized ones); None for
+    anything a case holds as it is."""
+    if isinstance(value, torch.Tensor) and value.is_quantized:
+        return value.dequantize(), "quantized", quantizer_parameters(value)
+    if isinstance(value, torch.Tensor) and value.layout in (torch.sparse_bsr, torch.sparse_bsc):
+        return value.to_dense(), str(value.layout).removeprefix("torch."), tuple(value.values().shape[1:3])
+    if isinstance(value, torch.Tensor) and value.layout != torch.strided:
+        return value.to_dense(), str(value.layout).removeprefix("torch."), None
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) and v.is_quantized
+                                                           for v in value):
+        return [v.dequantize() for v in value], "quantized_list", [quantizer_parameters(v) for v in value]
+    return None
+
+
+def _encoded(drawn: Drawn) -> Drawn:
+    """`drawn` with quantized and sparse tensors left in it (out= tensors made from such results, quantized
+    arguments a builder made) as dense forms the call turns back where it runs: a case holds dense tensors."""
+    args, kwargs, found = list(drawn.args), dict(drawn.kwargs), []
+    for holder, keys in ((args, range(len(args))), (kwargs, list(kwargs))):
+        for key in keys:
+            encoded = _encoded_tensor(holder[key])
+            if encoded is not None:
+                holder[key] = encoded[0]
+                found.append((key, encoded[1], encoded[2]))
+    if not found:
+        return drawn
+    return Drawn(tuple(args), kwargs, drawn.device_slots, drawn.mutated, drawn.sparse + tuple(found))
+
+
+def _out_for(result: torch.Tensor) -> torch.Tensor:
+    """An out= tensor for a donor's `result`: empty for a strided result, else one of its layout and quantizer
+    (sparse or quantized out= tensors are not resized from nothing), holding no result value."""
+    if result.is_quantized:
+        zeros = torch.zeros(result.shape)
+        if result.qscheme() == torch.per_channel_affine:
+            return torch.quantize_per_channel(zeros, result.q_per_channel_scales(), result.q_per_channel_zero_points(),
+                                              result.q_per_channel_axis(), result.dtype)
+        return torch.quantize_per_tensor(zeros, result.q_scale(), result.q_zero_point(), result.dtype)
+    if result.layout == torch.sparse_coo:
+        return torch.zeros(result.shape, dtype=result.dtype).to_sparse()
+    if result.layout != torch.strided:  # compressed: the result's pattern (the kernels copy into equal nnz)
+        blocksize = tuple(result.values().shape[1:3]) if result.layout in (torch.sparse_bsr, torch.sparse_bsc) else None
+        pattern = (result.to_dense() != 0).to(result.dtype)
+        return pattern.to_sparse(layout=result.layout, blocksize=blocksize)
+    return torch.empty(0, dtype=result.dtype)
+
+
 def _materialized(value: Any, layout: str, blocksize: Any) -> torch.Tensor:
     """The sparse or nested tensor a dense argument (or list of components) stands for, as the call makes it."""
     if layout == "nested":
@@ -180,12 +248,12 @@ def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]
         if layouts and results_needed:  # the functional call that sizes out= tensors takes the sparse arguments
             built_for_donor = dict(built) | {key: _materialized(built[key], layout, size)
                                              for key, (layout, size) in layouts.items() if key in built}
-            drawn = rebind(target, donor, (), built_for_donor)
+            drawn = rebind(target, donor, (), built_for_donor, _out_for)
             assume(drawn is not None)
             drawn = _densified(drawn, built, layouts, target)
         else:
-            drawn = rebind(target, donor, (), built)
+            drawn = rebind(target, donor, (), built, _out_for)
         assume(drawn is not None)  # CPU's functional kernel rejected the call, so no out= tensor could be made
-        return _with_layouts(drawn, layouts, target) if layouts else drawn
+        return _encoded(_with_layouts(drawn, layouts, target) if layouts else drawn)
 
     return call()

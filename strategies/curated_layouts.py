@@ -45,7 +45,6 @@ def _sparse_self(*layouts: str, extra: Callable[[Any, torch.Tensor], dict] | Non
         dense, _ = _sparse_source(draw, shape, dtype, "self")
         call = {"self": dense, SPARSE_KEY: {"self": (layout, blocksize)}}
         return call | (extra(draw, dense) if extra else {})
-    build.sparse = True  # type: ignore[attr-defined]
     return build
 
 
@@ -60,9 +59,6 @@ def _sparse_softmax_backward(draw: Any, dtype: torch.dtype, target: str) -> dict
     coo = ("sparse_coo", None)
     return {"grad_output": grad, "output": output, "dim": dim, "self": dense,
             SPARSE_KEY: {"grad_output": coo, "output": coo, "self": coo}}
-
-
-_sparse_softmax_backward.sparse = True  # type: ignore[attr-defined]
 
 
 def _sparse_pair(other_sparse: bool, same_shape: bool = False) -> Builder:
@@ -80,7 +76,6 @@ def _sparse_pair(other_sparse: bool, same_shape: bool = False) -> Builder:
         call[SPARSE_KEY] = {"self": coo, "mat1": coo} | ({name: coo for name in names if name != "mat2"} if
                                                           other_sparse else {})
         return call
-    build.sparse = True  # type: ignore[attr-defined]
     return build
 
 
@@ -91,6 +86,64 @@ def _grow(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
 
 def _broadcast(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
     return {"size": [draw_size(draw, "new leading size", 1, 3), *dense.shape]}
+
+
+def _dense_source(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` a dense matrix about half zero, for the conversions to sparse layouts: a drawn `sparse_dim`, and a
+    `blocksize` dividing its shape (for the blocked ones)."""
+    blocksize = [draw_size(draw, "block rows", 1, 2), draw_size(draw, "block columns", 1, 2)]
+    shape = (blocksize[0] * draw_size(draw, "row blocks", 1, 3), blocksize[1] * draw_size(draw, "column blocks", 1, 3))
+    return {"self": _sparse_source(draw, shape, dtype, "self")[0], "blocksize": blocksize,
+            "sparse_dim": draw(st.integers(1, 2), label="sparse_dim"),  # `_to_sparse`'s layout: a blocked one
+            "layout": draw(st.sampled_from([torch.sparse_bsr, torch.sparse_bsc]), label="layout")}
+
+
+def _dense_and_mask(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` dense, `mask` a COO matrix of its shape (`sparse_mask`)."""
+    shape = draw_shape(draw, 2, "self")
+    mask, _ = _sparse_source(draw, shape, dtype, "mask")
+    return {"self": draw_values(draw, shape, dtype, "self"), "mask": mask, SPARSE_KEY: {"mask": ("sparse_coo", None)}}
+
+
+def _sum_dim(draw: Any, dense: torch.Tensor) -> dict[str, Any]:
+    return {"dim": [draw(st.integers(0, 1), label="dim")]}
+
+
+def _sum_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`grad` a COO tensor shaped like `_sparse_sum(self, dim)`, `self` COO."""
+    shape = draw_shape(draw, 2, "self")
+    dense, _ = _sparse_source(draw, shape, dtype, "self")
+    dim = draw(st.integers(0, 1), label="dim")
+    grad, _ = _sparse_source(draw, shape[:dim] + shape[dim + 1:], dtype, "grad")
+    coo = ("sparse_coo", None)
+    return {"grad": grad, "self": dense, "dim": [dim], SPARSE_KEY: {"grad": coo, "self": coo}}
+
+
+def _sspaddmm(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` COO [m, n] + `mat1` COO [m, k] @ `mat2` dense [k, n], scaled by drawn beta and alpha."""
+    rows, inner, cols = draw_shape(draw, 3, "self, mat1, mat2")
+    coo = ("sparse_coo", None)
+    return {"self": _sparse_source(draw, (rows, cols), dtype, "self")[0],
+            "mat1": _sparse_source(draw, (rows, inner), dtype, "mat1")[0],
+            "mat2": draw_values(draw, (inner, cols), dtype, "mat2"),
+            "beta": draw(st.sampled_from([1, 0.5]), label="beta"), "alpha": draw(st.sampled_from([1, 2]), label="alpha"),
+            SPARSE_KEY: {"self": coo, "mat1": coo}}
+
+
+def _coo_parts(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """A COO matrix's parts (indices, values, size) and an empty one's (`sparse_dim`, `dense_dim`, `size`)."""
+    shape = draw_shape(draw, 2, "size")
+    coo = _sparse_source(draw, shape, dtype, "values")[0].to_sparse()
+    return {"sparse_dim": 2, "dense_dim": 0, "size": list(shape), "indices": coo._indices(), "values": coo._values(),
+            "dtype": dtype, "layout": torch.sparse_coo}
+
+
+def _spdiags(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`diagonals` [k, n] placed at `k` distinct `offsets` of a [m, n] matrix."""
+    rows, cols = draw_shape(draw, 2, "shape")
+    offsets = draw(st.lists(st.integers(-rows + 1, cols - 1), min_size=1, max_size=3, unique=True), label="offsets")
+    return {"diagonals": draw_values(draw, (len(offsets), cols), dtype, "diagonals"),
+            "offsets": torch.tensor(offsets, dtype=torch.int64), "shape": [rows, cols]}
 
 
 def _nested_components(draw: Any, dtype: torch.dtype, label: str) -> list[torch.Tensor]:
@@ -108,9 +161,6 @@ def _nested_self(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
     return {"self": components, "nt_example": components, "padded": padded,
             "padding": draw(st.sampled_from([0.0, -1.0]), label="padding"),
             SPARSE_KEY: {"self": ("nested", None), "nt_example": ("nested", None)}}
-
-
-_nested_self.sparse = True  # type: ignore[attr-defined]
 
 
 def _nested_mask(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
@@ -159,6 +209,36 @@ def sparse_table() -> dict[str, tuple[Builder, str]]:
     family(_sparse_pair(other_sparse=True, same_shape=True), itself, "aten._sparse_mask_projection.default",
            "aten.copy_sparse_to_sparse.default", "aten.copy_sparse_to_sparse_.default", "aten.resize_as_sparse.default",
            "aten.resize_as_sparse_.default")
+    # out= forms whose results are sparse: the out= tensor is made sparse on the device too (`curated_calls`)
+    family(_sparse_self("sparse_coo", extra=lambda draw, _: {"coalesced": draw(st.booleans(), label="coalesced")}),
+           functional, "aten._coalesced.out")
+    family(_sparse_self("sparse_coo", extra=lambda draw, _: {"dim": draw(st.integers(0, 1), label="dim"),
+                                                             "half_to_float": False}),
+           functional, "aten._sparse_softmax.out", "aten._sparse_log_softmax.out")
+    family(_sparse_softmax_backward, functional, "aten._sparse_softmax_backward_data.out",
+           "aten._sparse_log_softmax_backward_data.out")
+    family(_sparse_self("sparse_coo", extra=_sum_dim), functional, "aten._sparse_sum.dim_out")
+    family(_sum_backward, functional, "aten._sparse_sum_backward.default", "aten._sparse_sum_backward.out")
+    family(_sparse_self("sparse_coo", extra=_grow), functional, "aten.sparse_resize.out",
+           "aten.sparse_resize_and_clear.out")
+    family(_sparse_pair(other_sparse=True), functional, "aten._sparse_sparse_matmul.out")
+    family(_sparse_pair(other_sparse=False), functional, "aten.hspmm.out")
+    family(_sparse_pair(other_sparse=True, same_shape=True), functional, "aten._sparse_mask_projection.out",
+           "aten.copy_sparse_to_sparse.out", "aten.resize_as_sparse.out")
+    family(_dense_and_mask, functional, "aten.sparse_mask.out")
+    family(_sspaddmm, functional, "aten.sspaddmm.out")
+    family(_dense_source, functional, "aten._to_sparse.out", "aten._to_sparse.sparse_dim_out",
+           "aten._to_sparse_csr.out", "aten._to_sparse_csc.out", "aten._to_sparse_bsr.out", "aten._to_sparse_bsc.out")
+    family(_coo_parts, functional, "aten._sparse_coo_tensor_with_dims.out",
+           "aten._sparse_coo_tensor_with_dims_and_tensors.out", "aten.sparse_coo_tensor.size_out")
+    family(_coo_parts, itself, "aten._sparse_coo_tensor_with_dims.default")
+    family(_spdiags, functional, "aten._spdiags.default", "aten._spdiags.out")
+    # the copy of `values()` has a kernel for compressed layouts only (none for COO)
+    family(_sparse_self("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"), functional, "aten.values_copy.default",
+           "aten.values_copy.out")
+    family(_sparse_self("sparse_csr", extra=lambda draw, _: {"dim": [draw(st.integers(0, 1), label="dim")],
+                                                             "keepdim": True}),
+           functional, "aten._sparse_csr_sum.dim_dtype_out", "aten._sparse_csr_prod.dim_dtype_out")
     return table
 
 

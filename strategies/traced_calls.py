@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from hypothesis import strategies as st
@@ -169,9 +169,15 @@ def _results(function: Any, args: tuple, kwargs: dict) -> list[torch.Tensor] | N
     return [t for t in leaves if isinstance(t, torch.Tensor)]
 
 
-def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
+def _empty_like_result(result: torch.Tensor) -> torch.Tensor:
+    return torch.empty(0, dtype=result.dtype)
+
+
+def rebind(target: Any, donor: Any, args: tuple, kwargs: dict,
+           out_for: Callable[[torch.Tensor], torch.Tensor] = _empty_like_result) -> Drawn | None:
     """The donor overload's call (`args`, `kwargs`) as a call of `target` (both `OpOverload`s), or None
-    when a required argument of the target has no value: see the module docstring for the rules."""
+    when a required argument of the target has no value: see the module docstring for the rules. `out_for`
+    makes an out= tensor from the donor's matching result (default: an empty tensor of its dtype)."""
     bound = _bind(donor._schema, args, kwargs)
     outs = [arg for arg in target._schema.arguments if writes_to(arg) and arg.kwarg_only and arg.name not in bound]
     results = None
@@ -193,9 +199,9 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict) -> Drawn | None:
             value = _detached_copy(bound[arg.name])
         elif writes_to(arg) and arg.kwarg_only and results is not None:
             if kind == "List[Tensor]":  # one out= list (`unsafe_split.Tensor_out`): one tensor per result
-                value = [torch.empty(0, dtype=t.dtype) for t in results]
+                value = [out_for(t) for t in results]
             else:
-                value = torch.empty(0, dtype=results[outs.index(arg)].dtype)
+                value = out_for(results[outs.index(arg)])
         elif arg.has_default_value():
             call.leave_out()
             continue

@@ -35,7 +35,9 @@ def test_every_seeded_bug_is_on_a_generated_overload(bug):
 
 
 @pytest.mark.parametrize("name", ["aten.lift_fresh_copy.default", "aten.hardshrink_backward.grad_input",
-                                  "aten._fused_adam.default", "aten.slow_conv_dilated2d.default"])
+                                  "aten._fused_adam.default", "aten.slow_conv_dilated2d.default",
+                                  "aten.quantize_per_tensor.tensor_qparams", "aten.quantized_max_pool2d.out",
+                                  "aten.dequantize.tensors_out", "aten._sparse_sum.dim_out", "aten._to_sparse_bsr.out"])
 def test_a_generated_overload_passes_on_cpu_and_clean_faulty(run_suite, name):
     assert run_suite("dispatch", SCENARIO[name], max_examples=6)["outcome"] is Outcome.PASSED
     record = run_suite("dispatch", SCENARIO[name], device="faulty", max_examples=6)
@@ -46,7 +48,8 @@ def test_a_generated_overload_passes_on_cpu_and_clean_faulty(run_suite, name):
     ("lift_fresh_copy_strided_tail", "aten.lift_fresh_copy.default", True),
     ("hardshrink_backward_default_lambd", "aten.hardshrink_backward.grad_input", False),
     ("fused_adam_ignores_maximize", "aten._fused_adam.default", False),
-    ("slow_conv_dilated2d_drops_bias", "aten.slow_conv_dilated2d.default", False)])
+    ("slow_conv_dilated2d_drops_bias", "aten.slow_conv_dilated2d.default", False),
+    ("quantize_tensor_qparams_drops_zero_point", "aten.quantize_per_tensor.tensor_qparams", True)])
 def test_each_seeded_bug_is_detected(run_suite, tmp_path, bug, name, shrink):
     record = run_suite("dispatch", SCENARIO[name], device="faulty", bugs=(bug,), max_examples=25, corpus_dir=tmp_path,
                        shrink=shrink)
@@ -61,6 +64,10 @@ def test_the_bugs_stay_silent_without_their_condition():
     call = aten.hardshrink_backward.grad_input
     assert BUG["hardshrink_backward_default_lambd"].fires(call, (plain, plain, 1.0), {"grad_input": plain})
     assert not BUG["hardshrink_backward_default_lambd"].fires(call, (plain, plain, 0.5), {"grad_input": plain})
+    call, scale = aten.quantize_per_tensor.tensor_qparams, torch.tensor(0.1, dtype=torch.float64)
+    assert BUG["quantize_tensor_qparams_drops_zero_point"].fires(call, (plain, scale, torch.tensor(3), torch.quint8), {})
+    assert not BUG["quantize_tensor_qparams_drops_zero_point"].fires(call, (plain, scale, torch.tensor(0), torch.quint8),
+                                                                     {})
 
 
 def test_the_program_returns_the_result_and_the_written_arguments():

@@ -20,7 +20,8 @@ def test_every_curated_overload_and_its_donor_exist_and_are_generated_targets():
     found = generated_overloads()
     for name, (_, donor) in CURATED.items():
         assert resolve(name) is not None and resolve(donor) is not None, name
-        assert donor.split(".")[1].rstrip("_") == name.split(".")[1].rstrip("_"), name  # the same family
+        stem = [n.split(".")[1].removesuffix("_functional").rstrip("_") for n in (donor, name)]
+        assert stem[0] == stem[1], name  # the same family
         assert found.get(name) == "generated", (name, found.get(name))
 
 
@@ -131,3 +132,90 @@ def test_a_case_naming_another_layout_is_refused_not_looked_up():
 
     with pytest.raises(ValueError, match="layout 'save' is not a sparse layout"):
         call_overload(torch.zeros(()), "_values", "default", [torch.ones(2, 2)], {}, [], [], [[0, "save", None]])
+
+
+@FEW
+@given(st.data())
+def test_quantized_tensors_travel_as_dequantized_values_and_their_quantizer(data):
+    """A quantized argument is dequantized values plus parameters; quantizing them again where the call runs
+    gives the very integers back (per tensor and per channel)."""
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    drawn = data.draw(curated_arguments("aten.int_repr.default", torch.float32))
+    ((where, layout, parameters),) = drawn.sparse
+    assert (where, layout) == (0, "quantized") and drawn.args[0].dtype == torch.float32
+    assert parameters[0] in ("per_tensor_affine", "per_channel_affine")
+    integers, _ = call_overload(torch.zeros(()), "int_repr", "default", drawn.args, drawn.kwargs, drawn.device_slots,
+                                drawn.mutated, drawn.sparse)
+    qdtype = getattr(torch, parameters[2] if parameters[0] == "per_channel_affine" else parameters[3])
+    rebuilt = (torch.quantize_per_tensor(drawn.args[0], parameters[1], parameters[2], qdtype)
+               if parameters[0] == "per_tensor_affine" else
+               torch.quantize_per_channel(drawn.args[0], torch.tensor(parameters[3], dtype=torch.float64),
+                                          torch.tensor(parameters[4]), parameters[1], qdtype))
+    assert torch.equal(integers, rebuilt.int_repr())
+    assert torch.equal(rebuilt.dequantize(), drawn.args[0])  # the case's values are exactly on the grid
+
+
+@FEW
+@given(curated_arguments("aten.quantize_per_tensor.out", torch.float32))
+def test_a_quantized_out_tensor_is_made_on_the_device_and_results_compare_as_integers_and_values(drawn):
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    assert drawn.mutated == ("out",) and drawn.kwargs["out"].dtype == torch.float32
+    assert not drawn.kwargs["out"].any()  # holds no result value: a kernel that writes nothing is caught
+    assert [layout for where, layout, _ in drawn.sparse] == ["quantized"]
+    result, (written,) = call_overload(torch.zeros(()), "quantize_per_tensor", "out", drawn.args, drawn.kwargs,
+                                       drawn.device_slots, drawn.mutated, drawn.sparse)
+    self, scale, zero_point, qdtype = drawn.args[:4]
+    expected = torch.quantize_per_tensor(self, scale, zero_point, qdtype)
+    assert result is None and written[0] == "per_tensor_affine"
+    assert torch.equal(written[1], expected.int_repr()) and torch.equal(written[2], expected.dequantize())
+
+
+@FEW
+@given(curated_arguments("aten._sparse_sum.dim_out", torch.float32))
+def test_a_sparse_out_tensor_is_made_on_the_device_from_zeros(drawn):
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    layouts = {where: layout for where, layout, _ in drawn.sparse}
+    assert layouts == {0: "sparse_coo", "out": "sparse_coo"} and not drawn.kwargs["out"].any()
+    _, (written,) = call_overload(torch.zeros(()), "_sparse_sum", "dim_out", drawn.args, drawn.kwargs,
+                                  drawn.device_slots, drawn.mutated, drawn.sparse)
+    assert written[0] == "torch.sparse_coo"
+    assert torch.allclose(written[1], drawn.args[0].sum(drawn.args[1]))
+
+
+@pytest.mark.parametrize("parameters, message", [
+    (["per_tensor_affine", 0.1, 0, "float32"], "not per_tensor_affine or per_channel_affine"),
+    (["per_tensor_affine", 0.1, 0], "not per_tensor_affine or per_channel_affine"),
+    (["per_channel_affine", 0, "qint8", [0.1]], "not per_tensor_affine or per_channel_affine"),
+    (["__import__('os')", 0.1, 0, "quint8"], "not per_tensor_affine or per_channel_affine"),
+    ("per_tensor_affine", "are not quantizer parameters"),
+    (None, "are not quantizer parameters")])
+def test_a_case_with_malformed_quantizer_parameters_is_refused(parameters, message):
+    """Corpus cases are untrusted: quantizer parameters name only known schemes and quantized dtypes."""
+    from torchcts.coverage.dispatch_calls import call_overload
+
+    with pytest.raises(ValueError, match=message):
+        call_overload(torch.zeros(()), "int_repr", "default", [torch.ones(2)], {}, [], [], [[0, "quantized", parameters]])
+    with pytest.raises(ValueError, match="one parameter list per tensor"):
+        call_overload(torch.zeros(()), "dequantize", "tensors", [[torch.ones(2)]], {}, [], [],
+                      [[0, "quantized_list", [["per_tensor_affine", 0.1, 0, "quint8"]] * 2]])
+
+
+def test_quantized_scenarios_need_native_quantization(tmp_path):
+    from torchcts.manifest import load_manifest
+    from torchcts.manifest.templates import render_template
+    from torchcts.plan.build import Selection, build_plan
+    from torchcts.strategies.curated_calls import CURATED_NEEDS
+
+    assert CURATED_NEEDS["aten.quantize_per_tensor.default"] == "native_quantization"
+    assert CURATED_NEEDS["aten._sparse_sum.dim_out"] == "sparse"
+    path = tmp_path / "manifest.py"
+    path.write_text(render_template("complete", device_name="cpu")
+                    + '\nmanifest["capabilities"]["native_quantization"] = False\n')
+    plan = build_plan(load_manifest(path)[0], Selection(properties=("dispatch",)), ops=())
+    reasons = {a.item.op: (a.outcome.value, a.reason) for a in plan.accounting}
+    assert reasons["int_repr_default"] == (
+        "capability_not_declared", "dispatch's int_repr_default needs the native_quantization capability")
+    assert "private_sparse_sum_dim_out" in {item.op for item in plan.items}

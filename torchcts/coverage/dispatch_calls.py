@@ -31,10 +31,13 @@ _UNINITIALIZED_PACKETS = ("_ctc_loss", "_make_dep_token")
 
 def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated, sparse=()):
     """`torch.ops.aten.<packet>.<overload>(*args, **kwargs)`, its Device arguments set to the anchor tensor's
-    device, the dense arguments `sparse` names (position or name, layout, blocksize) turned sparse first on
-    their device (layout "nested": a list of tensors turned into one nested tensor); returns [its result, the
-    arguments it writes (by position or name)], a sparse or nested tensor among them as [its layout, its dense
-    (padded) form]."""
+    device, the dense arguments `sparse` names (position or name, layout, parameters) made on their device
+    first: a sparse layout (parameters: its blocksize or None), "nested" (a list of tensors becomes one nested
+    tensor), "quantized" (parameters: ["per_tensor_affine", scale, zero_point, dtype] or ["per_channel_affine",
+    axis, dtype, scales, zero_points]) or "quantized_list" (a list of tensors, parameters one such list each);
+    returns [its result, the arguments it writes (by position or name)], a sparse or nested tensor among them
+    as [its layout, its dense (padded) form], a quantized one as [its scheme, its integers, its dequantized
+    values]."""
     args = list(args)
     kwargs = dict(kwargs)
     for slot in device_slots:
@@ -42,12 +45,35 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
             args[slot] = anchor.device
         else:
             kwargs[slot] = anchor.device
+    quantized_dtypes = {"quint8": torch.quint8, "qint8": torch.qint8, "qint32": torch.qint32}
+
+    def quantize(value, parameters):
+        if not isinstance(value, torch.Tensor) or not isinstance(parameters, (list, tuple)) or not parameters:
+            raise ValueError(f"quantized argument: {parameters!r} are not quantizer parameters of a tensor")
+        if parameters[0] == "per_tensor_affine" and len(parameters) == 4 and parameters[3] in quantized_dtypes:
+            return torch.quantize_per_tensor(value, float(parameters[1]), int(parameters[2]),
+                                             quantized_dtypes[parameters[3]])
+        if parameters[0] == "per_channel_affine" and len(parameters) == 5 and parameters[2] in quantized_dtypes:
+            scales = torch.tensor([float(x) for x in parameters[3]], dtype=torch.float64, device=value.device)
+            zero_points = torch.tensor([int(x) for x in parameters[4]], dtype=torch.int64, device=value.device)
+            return torch.quantize_per_channel(value, scales, zero_points, int(parameters[1]),
+                                              quantized_dtypes[parameters[2]])
+        raise ValueError(f"quantized argument: {parameters!r} are not per_tensor_affine or per_channel_affine "
+                         f"parameters of a dtype in {sorted(quantized_dtypes)}")
+
     for where, layout, blocksize in sparse:
-        if layout not in ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "nested"):
-            raise ValueError(f"argument {where!r}: layout {layout!r} is not a sparse layout or 'nested'")
+        if layout not in ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "nested", "quantized",
+                          "quantized_list"):
+            raise ValueError(f"argument {where!r}: layout {layout!r} is not a sparse layout, 'nested' or 'quantized'")
         holder = args if isinstance(where, int) else kwargs
         if layout == "nested":  # a list of components becomes one nested tensor
             holder[where] = torch.nested.nested_tensor(list(holder[where]))
+        elif layout == "quantized":
+            holder[where] = quantize(holder[where], blocksize)
+        elif layout == "quantized_list":
+            if not isinstance(blocksize, (list, tuple)) or len(blocksize) != len(holder[where]):
+                raise ValueError(f"argument {where!r}: quantized_list needs one parameter list per tensor")
+            holder[where] = [quantize(value, each) for value, each in zip(holder[where], blocksize)]
         else:
             holder[where] = holder[where].to_sparse(layout=getattr(torch, layout), blocksize=blocksize)
     function = getattr(getattr(torch.ops.aten, packet), overload)
@@ -56,16 +82,24 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
     returns = function._schema.returns
     if returns and all(r.alias_info is not None and r.alias_info.is_write for r in returns):
         result = None  # by schema the written arguments themselves (CPU's `_add_relu.out` returns a temporary)
-    if sparse:
-        def dense(value):
-            if isinstance(value, torch.Tensor) and value.is_nested:
-                return ["nested", value.to_padded_tensor(0.0)]
-            if isinstance(value, torch.Tensor) and value.layout != torch.strided:
-                return [str(value.layout), value.to_dense()]
-            if isinstance(value, (list, tuple)):
-                return [dense(v) for v in value]
-            return value
 
+    def dense(value):
+        if isinstance(value, torch.Tensor) and value.is_quantized:
+            return [str(value.qscheme()).removeprefix("torch."), value.int_repr(), value.dequantize()]
+        if isinstance(value, torch.Tensor) and value.is_nested:
+            return ["nested", value.to_padded_tensor(0.0)]
+        if isinstance(value, torch.Tensor) and value.layout != torch.strided:
+            return [str(value.layout), value.to_dense()]
+        if isinstance(value, (list, tuple)):
+            return [dense(v) for v in value]
+        return value
+
+    def has_quantized(value):
+        if isinstance(value, (list, tuple)):
+            return any(has_quantized(v) for v in value)
+        return isinstance(value, torch.Tensor) and value.is_quantized
+
+    if sparse or has_quantized(result) or has_quantized(written):
         result, written = dense(result), dense(written)
     return [result, written]
 

@@ -49,8 +49,12 @@ EXPLAINED = {
     **dict.fromkeys(("kaiser_window_default", "kaiser_window_periodic", "kaiser_window_beta"), (
         "mismatch", "its explicit composite fills the window through a DispatchStub with no PrivateUse1 entry: an "
                     "out-of-tree device needs a kernel of its own, and the faulty device has none (INTERNAL ASSERT)")),
-    "sparse_coo_tensor_size": ("mismatch", "the faulty device registers no SparsePrivateUse1 kernels: a sparse "
-                                           "factory on it is a missing kernel (`_sparse_coo_tensor_with_dims`)"),
+    **dict.fromkeys(("sparse_coo_tensor_size", "private_sparse_coo_tensor_with_dims_default"), (
+        "mismatch", "the faulty device registers no SparsePrivateUse1 kernels: a sparse factory on it is a missing "
+                    "kernel (`_sparse_coo_tensor_with_dims`)")),
+    "private_empty_affine_quantized_default": (
+        "mismatch", "the faulty device registers no QuantizedPrivateUse1 kernels: a quantized factory with no tensor "
+                    "argument on it is a missing kernel (`_empty_affine_quantized`)"),
     **dict.fromkeys(("private_nested_tensor_size_default", "private_nested_tensor_strides_default",
                      "private_nested_tensor_storage_offsets_default", "to_padded_tensor_default",
                      "private_nested_from_padded_and_nested_example_default"), (

@@ -3,7 +3,8 @@
 Each acts on one overload the property generates cases for and no OpInfo property calls by name, under
 a condition of its arguments, so only generated calls can catch it: a functional copy that loses an
 element of strided inputs and an `out=` backward kernel that ignores its argument (schema draws), a
-fused optimizer that ignores `maximize` and a dilated convolution that drops its bias (curated calls). Arguments are
+fused optimizer that ignores `maximize`, a dilated convolution that drops its bias and a quantization that
+reads a zero point given as a tensor as 0 (curated calls). Arguments are
 read by name (a generated call passes later arguments by keyword once it leaves one at its default).
 """
 
@@ -79,6 +80,18 @@ def _without_bias(func, args, kwargs, result):
     return result - _argument(func, args, kwargs, "bias").reshape(1, -1, 1, 1)
 
 
+# -- quantize_tensor_qparams_drops_zero_point: quantizing with tensor parameters ignores the zero point -------------
+
+def _zero_point_tensor_given(func, args, kwargs) -> bool:
+    zero_point = _argument(func, args, kwargs, "zero_point")
+    return isinstance(zero_point, torch.Tensor) and zero_point.numel() == 1 and int(zero_point) != 0
+
+
+def _zero_point_dropped(func, args, kwargs, result):
+    return torch.quantize_per_tensor(_argument(func, args, kwargs, "self"),
+                                     float(_argument(func, args, kwargs, "scale")), 0, result.dtype)
+
+
 BUGS = (
     Bug("lift_fresh_copy_strided_tail", ("aten.lift_fresh_copy.default",),
         "the input is non-contiguous (transposed, stepped, offset) with more than one element",
@@ -96,4 +109,8 @@ BUGS = (
         "a bias is given",
         "returns the convolution without the bias added",
         _bias_given, _without_bias, suite="dispatch"),
+    Bug("quantize_tensor_qparams_drops_zero_point", ("aten.quantize_per_tensor.tensor_qparams",),
+        "the zero point is given as a nonzero 1-element tensor",
+        "quantizes with zero point 0 (integers shifted by the zero point, dequantized values too)",
+        _zero_point_tensor_given, _zero_point_dropped, suite="dispatch"),
 )

@@ -172,6 +172,41 @@ def _nested_mask(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
     return {"t": draw_values(draw, (batch, tokens, width), dtype, "t"), "mask": mask, "nested_size": sizes}
 
 
+def _nested_from_padded(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """A padded batch [B, T, D] and the sizes [B, 2] of the components to cut from it (rows <= T, all D wide)."""
+    batch, tokens, width = draw_shape(draw, 3, "padded")
+    sizes = torch.tensor([[draw_size(draw, f"rows {i}", 1, tokens), width] for i in range(batch)])
+    return {"padded": draw_values(draw, (batch, tokens, width), dtype, "padded"), "cpu_nested_shape_example": sizes}
+
+
+def _nested_buffer(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """A flat buffer and the sizes, contiguous strides and offsets of components that tile it (the view trusts them)."""
+    width = draw_size(draw, "width")
+    rows = [draw_size(draw, f"rows {i}", 1, 3) for i in range(draw_size(draw, "components", 1, 3))]
+    offsets = torch.tensor([0, *rows[:-1]]).cumsum(0) * width
+    return {"self": draw_values(draw, (sum(rows) * width,), dtype, "self"),
+            "nested_size": torch.tensor([[r, width] for r in rows]),
+            "nested_strides": torch.tensor([[width, 1]] * len(rows)), "offsets": offsets}
+
+
+def _nested_select_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` nested, the gradient of its component `index` (selected along dim 0)."""
+    components = _nested_components(draw, dtype, "self")
+    index = draw(st.integers(0, len(components) - 1), label="index")
+    return {"grad_output": draw_values(draw, tuple(components[index].shape), dtype, "grad_output"),
+            "self": components, "dim": 0, "index": index, SPARSE_KEY: {"self": ("nested", None)}}
+
+
+def _nested_sum_backward(draw: Any, dtype: torch.dtype, target: str) -> dict[str, Any]:
+    """`self` nested, `grad` nested: the gradient of its sum over the last dimension (kept or not)."""
+    components = _nested_components(draw, dtype, "self")
+    keepdim = draw(st.booleans(), label="keepdim")
+    grad = [draw_values(draw, (c.shape[0], 1) if keepdim else (c.shape[0],), dtype, f"grad[{i}]")
+            for i, c in enumerate(components)]
+    return {"grad": grad, "self": components, "dim": [-1], "keepdim": keepdim,
+            SPARSE_KEY: {"grad": ("nested", None), "self": ("nested", None)}}
+
+
 def sparse_table() -> dict[str, tuple[Builder, str]]:
     """target overload -> (its builder, the overload the built call is for), for calls with sparse arguments."""
     table: dict[str, tuple[Builder, str]] = {}
@@ -251,5 +286,9 @@ def nested_table() -> dict[str, tuple[Builder, str]]:
            "aten._nested_tensor_storage_offsets.default", "aten.to_padded_tensor.default",
            "aten._nested_from_padded_and_nested_example.default")
     family(_nested_mask, itself, "aten._nested_tensor_from_mask_left_aligned.default",
-           "aten._nested_compute_contiguous_strides_offsets.default")
+           "aten._nested_compute_contiguous_strides_offsets.default", "aten._nested_tensor_from_mask.default")
+    family(_nested_from_padded, itself, "aten._nested_from_padded.default")
+    family(_nested_buffer, itself, "aten._nested_view_from_buffer.default", "aten._nested_view_from_buffer_copy.default")
+    family(_nested_select_backward, itself, "aten._nested_select_backward.default")
+    family(_nested_sum_backward, itself, "aten._nested_sum_backward.default")
     return table

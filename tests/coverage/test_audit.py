@@ -201,3 +201,25 @@ def test_a_broken_backend_pack_or_manifest_exits_2_naming_it(tmp_path, monkeypat
     assert result.exit_code == 2, result.output
     assert words in result.output and len(result.output.strip().splitlines()) == lines, result.output
     assert "Traceback" not in result.output and not (tmp_path / "results").exists()
+
+
+def test_names_this_torch_lacks_are_warnings_never_failures(world, plain, tmp_path, monkeypatch):
+    """An older (or newer) torch lacks some names a pack, the exclusions or the packaged generated list give: the
+    audit still gives every relevant overload a status, and says which names it could not find."""
+    from torchcts.coverage import generated
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "test_pack.py").write_text(PACK.format(overload="aten.only_in_another_torch.default"))
+    properties = registry.load([tmp_path / "suite"])
+    (tmp_path / "coverage_exclusions.json").write_text(json.dumps({"schema_version": 1, "exclusions": [
+        {"overload": "aten.gone_from_this_torch.default", "reason": "removed upstream"}]}))
+    packaged = generated._packaged()
+    monkeypatch.setattr(generated, "_packaged", lambda: (
+        packaged[0], packaged[1] | {"aten.only_in_another_torch.out": "generated"}, packaged[2]))
+    assert "aten.only_in_another_torch.out" not in generated.generated_overloads()
+    result = _audit(world, tmp_path, properties)
+    assert any("declared overload not in torch" in w and "aten.only_in_another_torch.default" in w
+               for w in result["warnings"]), result["warnings"]
+    assert len(result["entries"]) == len(plain["entries"]) and all(e["status"] for e in result["entries"])
+    assert not any("only_in_another_torch" in e["overload"] or "gone_from" in e["overload"] for e in result["entries"])

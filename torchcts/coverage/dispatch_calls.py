@@ -94,12 +94,13 @@ def call_overload(anchor, packet, overload, args, kwargs, device_slots, mutated,
             return [dense(v) for v in value]
         return value
 
-    def has_quantized(value):
+    def special(value):  # a quantized, nested or sparse tensor: compared by its dense form
         if isinstance(value, (list, tuple)):
-            return any(has_quantized(v) for v in value)
-        return isinstance(value, torch.Tensor) and value.is_quantized
+            return any(special(v) for v in value)
+        return isinstance(value, torch.Tensor) and (value.is_quantized or value.is_nested
+                                                    or value.layout != torch.strided)
 
-    if sparse or has_quantized(result) or has_quantized(written):
+    if sparse or special(result) or special(written):
         result, written = dense(result), dense(written)
     return [result, written]
 

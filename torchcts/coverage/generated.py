@@ -35,10 +35,11 @@ PROBE_TIMEOUT_S = 30.0
 MAX_PACKAGED_BYTES = 4 * 2**20
 # Relevance rules whose overloads take other layouts than dense tensors: their suites' area (rule id -> reason).
 LAYOUT_RULES = {"sparse-only": "sparse layouts only (the sparse suite's area)",
-                "quantized-only": "quantized tensors only (no quantized strategies yet)",
+                "quantized-only": "quantized tensors only (no curated call for it: the quantized suites' area)",
                 "nested-only": "nested tensors only (the nested suite's area)",
                 "sparse-wrapper": "sparse layouts only, in the overload it wraps (the sparse suite's area)",
-                "quantized-wrapper": "quantized tensors only, in the overload it wraps (no quantized strategies yet)",
+                "quantized-wrapper": ("quantized tensors only, in the overload it wraps (no curated call for it: the "
+                                      "quantized suites' area)"),
                 "nested-wrapper": "nested tensors only, in the overload it wraps (the nested suite's area)"}
 
 # Packets (prefixes) whose CPU kernels segfault on drawn arguments they do not check: found by the probe or a

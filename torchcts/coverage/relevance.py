@@ -139,10 +139,11 @@ RULES: tuple[Rule, ...] = (
          "a codegen wrapper of an overload with kernels for quantized tensors only: relevant to a backend that "
          "claims `native_quantization`",
          lambda f: _wraps_layout(f, "native_quantization"), capability="native_quantization"),
-    Rule("nested-wrapper", True,
-         "a codegen wrapper of an overload with kernels for nested tensors only: relevant to a backend that claims "
-         "the `nested` capability",
-         lambda f: _wraps_layout(f, "nested"), capability="nested"),
+    Rule("nested-wrapper", False,
+         "a codegen wrapper of an overload with kernels for nested tensors only: its explicit composite kernel does "
+         "not cover the nested-tensor dispatch keys, so no call with the nested tensors it needs reaches a kernel, "
+         "on CPU or any backend (and there is no oracle)",
+         lambda f: _wraps_layout(f, "nested")),
     Rule("backward", True,
          "a backward kernel (CPU or explicit composite): autograd reaches it on the backend",
          lambda f: "_backward" in f.packet and _has(f, CPU_KEYS | EXPLICIT_KEYS)),

@@ -57,7 +57,10 @@ EXPLAINED = {
                     "argument on it is a missing kernel (`_empty_affine_quantized`)"),
     **dict.fromkeys(("private_nested_tensor_size_default", "private_nested_tensor_strides_default",
                      "private_nested_tensor_storage_offsets_default", "to_padded_tensor_default",
-                     "private_nested_from_padded_and_nested_example_default"), (
+                     "private_nested_from_padded_and_nested_example_default", "private_nested_from_padded_default",
+                     "private_nested_select_backward_default", "private_nested_sum_backward_default",
+                     "private_nested_tensor_from_mask_default", "private_nested_view_from_buffer_default",
+                     "private_nested_view_from_buffer_copy_default"), (
         "mismatch", "curated calls of strided nested tensors (NestedTensorCPU kernels): the faulty device holds no "
                     "strided nested tensors (FaultyTensor refuses them)")),
     # scenarios of the nested suite (their names stand where an op would)

@@ -101,7 +101,7 @@ def test_show_skips_narrows_the_accounting_to_a_capability(tmp_path):
               "--dtype", "float32", "--list"]
     training = runner.invoke(cli, [*common, "--capability", "training"])
     assert training.exit_code == 0, training.output
-    assert training.output.startswith("capability training: properties backward\n")
+    assert training.output.startswith("capability training: properties training, backward\n")
     assert "backward::abs::function::float32" in training.output and "forward::abs" not in training.output
     assert "the backward property needs the training capability" in training.output
     untested = runner.invoke(cli, [*common, "--capability", "serialization"])

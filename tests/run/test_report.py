@@ -100,7 +100,8 @@ def test_complete_run_report_matches_its_records(runs):
     assert sum(groups.values()) == len(records)
     assert "**Backend support: 100.00%**" in out["md"] and f"of {executed} executed items" in out["md"]
     capabilities = {c["capability"]: c for c in summary["capabilities"]}
-    assert capabilities["training"]["properties"] == ["backward"] and capabilities["training"]["verdict"] == "passing"
+    assert capabilities["training"]["properties"] == ["backward", "training"]
+    assert capabilities["training"]["verdict"] == "passing"
     assert capabilities["training"]["executed"] == sum(
         1 for r in records if r["property"] == "backward" and r["outcome"] == Outcome.PASSED)
     assert "declared; no property tests it yet" in {c["verdict"] for c in summary["capabilities"]}

@@ -1,0 +1,102 @@
+"""Determinism: under `torch.use_deterministic_algorithms(True)`, accumulating ops repeat bit for bit on the device.
+
+Each scenario is an op whose GPU kernels accumulate with atomics (the order of a sum over repeated
+indices varies run to run) and which torch documents as having a deterministic implementation:
+`index_add_`, `scatter_add_`, `scatter_reduce_` (sum), `index_put_` and `put_` with accumulation,
+`bincount` with weights, and an embedding's backward. The program turns deterministic algorithms on
+(restoring the previous setting after), runs the op three times on fresh copies and returns its
+result and whether all three runs are bitwise equal; indices are drawn with repeats, so sums over
+the same slot happen in some order. The oracle is the same program on CPU (deterministic by
+construction): the flag must be true, and the result must match CPU within the dtype's tolerance.
+
+Limits: float32; three repeats (a kernel that is nondeterministic rarely can pass); whether ops
+without a deterministic implementation raise (CUDA's policy) is not checked, since that policy is
+each backend's own.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case
+
+DTYPES = ("float32",)
+OPS = ("index_add", "scatter_add", "scatter_reduce_sum", "index_put_accumulate", "put_accumulate", "bincount",
+       "embedding_backward")
+
+
+# -- the program: torch only ------------------------------------------------------------------------------------------
+
+def repeated_deterministic(input, index, source, op):
+    """`op` over `input` [n, d] at `index` [k] (repeats allowed) with `source` [k, d], run three times with
+    deterministic algorithms on; returns [the first result, whether all runs are bitwise equal]."""
+    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+
+    def once():
+        if op == "index_add":
+            return input.clone().index_add_(0, index, source)
+        if op == "scatter_add":
+            return input.clone().scatter_add_(0, index[:, None].expand_as(source), source)
+        if op == "scatter_reduce_sum":
+            return input.clone().scatter_reduce_(0, index[:, None].expand_as(source), source, "sum")
+        if op == "index_put_accumulate":
+            return input.clone().index_put_((index,), source, accumulate=True)
+        if op == "put_accumulate":
+            flat = index * input.shape[1] + torch.arange(index.numel(), device=index.device) % input.shape[1]
+            return input.clone().put_(flat, source[:, 0].contiguous(), accumulate=True)
+        if op == "bincount":
+            return torch.bincount(index, weights=source[:, 0], minlength=input.shape[0])
+        weight = input.clone().requires_grad_(True)  # embedding_backward
+        torch.nn.functional.embedding(index, weight).backward(source)
+        return weight.grad
+
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [once() for _ in range(3)]
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    return [runs[0], all(torch.equal(runs[0], other) for other in runs[1:])]
+
+
+PROGRAMS = {op: repeated_deterministic for op in OPS}
+
+
+# -- cases ------------------------------------------------------------------------------------------------------------
+
+def deterministic_cases(op: str) -> st.SearchStrategy[Case]:
+    @st.composite
+    def draw_case(draw) -> Case:
+        rows, width = draw(st.integers(1, 6), label="rows"), draw(st.integers(1, 4), label="width")
+        index = draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=16), label="index")
+        seeds = draw(st.tuples(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1)), label="seeds")
+        input = torch.randn((rows, width), generator=torch.Generator().manual_seed(seeds[0]))
+        source = torch.randn((len(index), width), generator=torch.Generator().manual_seed(seeds[1]))
+        sample = SampleInput(input, args=(torch.tensor(index, dtype=torch.int64), source, op))
+        repeats = len(index) - len(set(index))
+        what = f"{op}: [{rows}, {width}] at {len(index)} indices ({repeats} repeated)"
+        return Case(op, "scenario", torch.float32, sample, 0, transforms=(what,))
+
+    return draw_case()
+
+
+def deterministic_check(cts):
+    """The device's three runs are bitwise equal (CPU's flag is true) and its result matches CPU's."""
+    run = run_program(repeated_deterministic)
+
+    def check(case):
+        expected = cts.on_cpu_call(run, case.sample)
+        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
+        cts.assert_matches(actual, expected, what=f"{case.transforms[0]} [result, runs bitwise equal]",
+                           inputs=case.sample)
+
+    return check
+
+
+@register_property("deterministic", capability="deterministic", level=3,
+                   items=ScenarioItems(OPS, DTYPES, programs=PROGRAMS))
+def test_deterministic(cts):
+    cts.run(deterministic_cases(cts.item.op), deterministic_check(cts))

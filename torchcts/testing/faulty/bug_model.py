@@ -24,3 +24,14 @@ class Bug:
     @property
     def in_all(self) -> bool:
         return self.kind in ("wrong-result", "missing-kernel", "wrong-error")
+
+
+def argument(func: Any, args: tuple, kwargs: dict, name: str, default: Any = None) -> Any:
+    """The value of argument `name` of a call of aten overload `func`, positional or keyword, else `default`
+    (a generated call passes later arguments by keyword once it leaves one at its default)."""
+    for position, arg in enumerate(func._schema.arguments):
+        if arg.name == name:
+            if name in kwargs:
+                return kwargs[name]
+            return args[position] if position < len(args) else default
+    return default

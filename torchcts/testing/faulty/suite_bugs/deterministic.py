@@ -12,16 +12,9 @@ import itertools
 
 import torch
 
-from torchcts.testing.faulty.bug_model import Bug
+from torchcts.testing.faulty.bug_model import Bug, argument as _argument
 
 _calls = itertools.count()
-
-
-def _argument(func, args: tuple, kwargs: dict, name: str, default=None):
-    for position, arg in enumerate(func._schema.arguments):
-        if arg.name == name:
-            return kwargs[name] if name in kwargs else (args[position] if position < len(args) else default)
-    return default
 
 
 def _deterministic_sum_over_repeats(func, args, kwargs) -> bool:

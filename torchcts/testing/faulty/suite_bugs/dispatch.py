@@ -10,21 +10,9 @@ read by name (a generated call passes later arguments by keyword once it leaves 
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from torchcts.testing.faulty.bug_model import Bug
-
-
-def _argument(func: Any, args: tuple, kwargs: dict, name: str, default: Any = None) -> Any:
-    """The value of argument `name` of a call of `func`, positional or keyword, else `default`."""
-    for position, arg in enumerate(func._schema.arguments):
-        if arg.name == name:
-            if name in kwargs:
-                return kwargs[name]
-            return args[position] if position < len(args) else default
-    return default
+from torchcts.testing.faulty.bug_model import Bug, argument as _argument
 
 
 # -- lift_fresh_copy_strided_tail: a copy of a non-contiguous input drops its last element -----------------------------

@@ -10,16 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.testing.faulty.bug_model import Bug
+from torchcts.testing.faulty.bug_model import Bug, argument as _argument
 
 HANDLED_ONCE = 4  # fused_adam_repeats_past_four: list positions past this one are updated twice
-
-
-def _argument(func, args: tuple, kwargs: dict, name: str, default=None):
-    for position, arg in enumerate(func._schema.arguments):
-        if arg.name == name:
-            return kwargs[name] if name in kwargs else (args[position] if position < len(args) else default)
-    return default
 
 
 # -- fused_adam_repeats_past_four: a second chunk of the list gets the update applied twice ----------------------------

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.testing.faulty.bug_model import Bug
-
-
-def _argument(func, args: tuple, kwargs: dict, name: str, default=None):
-    for position, arg in enumerate(func._schema.arguments):
-        if arg.name == name:
-            return kwargs[name] if name in kwargs else (args[position] if position < len(args) else default)
-    return default
+from torchcts.testing.faulty.bug_model import Bug, argument as _argument
 
 
 # -- batch_norm_keeps_running_var: training batch norm never writes its running variance -------------------------------

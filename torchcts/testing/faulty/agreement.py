@@ -65,6 +65,9 @@ EXPLAINED = {
                     "strided nested tensors (FaultyTensor refuses them)")),
     # scenarios of the nested suite (their names stand where an op would)
     "strided_nested": ("mismatch", "the faulty device holds no strided nested tensors (FaultyTensor refuses them)"),
+    "from_cpu": ("mismatch", "the faulty device has no storages of its own (its data lives in CPU storages): "
+                             "torch.load with map_location='faulty' cannot move a CPU checkpoint's storages to it, "
+                             "so those tensors stay on CPU"),
     "jagged_sdpa": ("mismatch", "jagged SDPA off CPU/CUDA runs torch's math fallback through strided nested "
                                 "tensors, which the faulty device cannot hold"),
 }

@@ -24,6 +24,7 @@ from torch.utils._pytree import tree_map
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
 from torchcts.testing.faulty import bugs
+from torchcts.testing.faulty.bug_model import SAVE_STEP
 
 DEVICE_NAME = "faulty"
 
@@ -68,6 +69,13 @@ class FaultyTensor(torch.Tensor):
             suffix += ", requires_grad=True"
         return text[:-1] + suffix + ")" if text.endswith(")") else text + suffix
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """torch.save and pickle: the CPU data (its storage, offset and strides) and `rebuild_saved`. Views saved
+        together keep sharing one storage, as a real device's storages do (torch's default for a wrapper
+        subclass would keep only the metadata)."""
+        data = bugs.after(SAVE_STEP, (self._data,), {}, _to_cpu(self))
+        return (rebuild_saved, (data, self.requires_grad))
+
     def tolist(self) -> Any:  # torch refuses tolist() on wrapper subclasses; jagged nested ops call it on offsets
         return _to_cpu(self).tolist()
 
@@ -78,6 +86,28 @@ class FaultyTensor(torch.Tensor):
         if func is torch.ops.prim.layout.default:
             return args[0]._data.layout
         return run_on_cpu(func, args, kwargs or {})
+
+
+def rebuild_saved(data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    """torch.load's rebuild of a saved device tensor: on the device again, or the CPU data itself where
+    `map_location` sends the device to CPU. A safe global, so `weights_only=True` loads it."""
+    location = torch.device(torch._utils._get_restore_location(f"{DEVICE_NAME}:0"))
+    tensor = data if location.type == "cpu" else FaultyTensor(data)
+    tensor.requires_grad_(requires_grad)
+    return tensor
+
+
+def _no_tag(storage: Any) -> None:
+    return None  # the device's data lives in CPU storages, which CPU's tagger names
+
+
+def _storage_stays_on_cpu(storage: Any, location: str) -> Any:
+    """torch.load's placement of a storage sent to the device (`map_location="faulty"`): the device has no storages
+    of its own, so the data stays in a CPU storage; `rebuild_saved` then wraps what the device saved. A tensor saved
+    from CPU and loaded with map_location="faulty" therefore stays on CPU (agreement.EXPLAINED)."""
+    if location == DEVICE_NAME or location.startswith(f"{DEVICE_NAME}:"):
+        return storage
+    return None
 
 
 def _to_cpu(value: Any) -> Any:
@@ -278,6 +308,8 @@ def register() -> None:
             overload = _resolve(name)
             _aten_library.impl(name, _kernel_for(overload), "PrivateUse1")
         _libraries.append(_aten_library)
+        torch.serialization.add_safe_globals([rebuild_saved])
+        torch.serialization.register_package(5, _no_tag, _storage_stays_on_cpu)
         _registered = True
 
 

@@ -36,10 +36,8 @@ def save_and_load(input, scenario, start, step, length, window, weights_only):
     """Save tensors of `input`'s device (1-D base `input`; a slice `input[start::step][:length]`; a window of
     `window` = [offset, rows, columns] viewed [rows, columns] and transposed) and load them back as `scenario`
     says; returns what the loaded tensors hold and whether their views still share the base's storage."""
-    import io
-
     offset, rows, columns = window
-    buffer = io.BytesIO()
+    buffer = torch.serialization.io.BytesIO()  # io reached through torch: a program imports nothing
 
     def views_of(base):
         return base[start::step][:length], base[offset:offset + rows * columns].view(rows, columns).t()

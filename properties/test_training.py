@@ -37,31 +37,6 @@ def train_steps(input, target, model, sizes, seed, steps, lr):
     `input`'s device, train `steps` steps (cross-entropy, SGD with momentum 0.9 and learning rate `lr`); returns
     [the losses, the parameters, the buffers, the last gradients]."""
     nn = torch.nn
-
-    class MeanHead(nn.Module):
-        """An encoder layer, then the mean over tokens and a linear classifier."""
-
-        def __init__(self, width, heads, hidden, classes):
-            super().__init__()
-            self.encoder = nn.TransformerEncoderLayer(width, heads, dim_feedforward=hidden, dropout=0.0,
-                                                      batch_first=True)
-            self.head = nn.Linear(width, classes)
-
-        def forward(self, x):
-            return self.head(self.encoder(x).mean(dim=1))
-
-    class LastStepHead(nn.Module):
-        """Embedding, a tanh RNN, then a linear classifier on the last step."""
-
-        def __init__(self, vocabulary, width, hidden, classes):
-            super().__init__()
-            self.embedding = nn.Embedding(vocabulary, width)
-            self.rnn = nn.RNN(width, hidden, batch_first=True)
-            self.head = nn.Linear(hidden, classes)
-
-        def forward(self, tokens):
-            return self.head(self.rnn(self.embedding(tokens))[0][:, -1])
-
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if model == "mlp":
@@ -72,16 +47,28 @@ def train_steps(input, target, model, sizes, seed, steps, lr):
             height, width = input.shape[-2:]
             net = nn.Sequential(nn.Conv2d(channels, hidden, 3, padding=1), nn.BatchNorm2d(hidden), nn.ReLU(),
                                 nn.MaxPool2d(2), nn.Flatten(), nn.Linear(hidden * (height // 2) * (width // 2), classes))
-        elif model == "transformer":
-            net = MeanHead(*sizes)
-        else:
-            net = LastStepHead(*sizes)
+        elif model == "transformer":  # an encoder layer, the mean over tokens, a linear classifier
+            width, heads, hidden, classes = sizes
+            net = nn.ModuleList([nn.TransformerEncoderLayer(width, heads, dim_feedforward=hidden, dropout=0.0,
+                                                            batch_first=True), nn.Linear(width, classes)])
+        else:  # embedding, a tanh RNN, a linear classifier on the last step
+            vocabulary, width, hidden, classes = sizes
+            net = nn.ModuleList([nn.Embedding(vocabulary, width), nn.RNN(width, hidden, batch_first=True),
+                                 nn.Linear(hidden, classes)])
     net = net.to(input.device)
+
+    def forward(x):
+        if model == "transformer":
+            return net[1](net[0](x).mean(dim=1))
+        if model == "rnn":
+            return net[2](net[1](net[0](x))[0][:, -1])
+        return net(x)
+
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     losses = []
     for _ in range(steps):
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(input), target)
+        loss = torch.nn.functional.cross_entropy(forward(input), target)
         loss.backward()
         optimizer.step()
         losses.append(loss.detach())

@@ -281,3 +281,19 @@ def test_the_scenario_script_allows_only_its_own_and_the_programs_vocabulary(pro
     with pytest.raises(CaseFileError, match="backend"):
         export_script(scenario_case(tmp_path, "add_transposed", SampleInput(torch.ones(2)), "bad.json",
                                     backend="inductor'); import os; ('"))
+
+
+def test_every_registered_program_is_exportable():
+    """Each built-in suite's programs pass the exporter's checks (torch-only, no imports), so their cases export."""
+    from torchcts.cases.export_program import program_source
+
+    registry.load()
+    refused = []
+    for name in registry.names():
+        spec = registry.get(name)
+        for scenario, program in (spec.items.programs.items() if spec.scenario else ()):
+            try:
+                program_source(spec, scenario, "registry")
+            except CaseFileError as exc:
+                refused.append(f"{name}/{scenario}: {exc}")
+    assert not refused, refused

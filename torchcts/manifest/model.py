@@ -19,6 +19,7 @@ import attrs
 import torch
 
 from torchcts import dtypes
+from torchcts.manifest import vocabulary
 from torchcts.manifest.schema import default
 
 
@@ -124,6 +125,7 @@ class Manifest:
     tolerance_overrides: Mapping[tuple[str, str], Tolerance] = attrs.field(factory=dict)
     container_formats: frozenset[str] = frozenset()
     custom_container_decoders: Mapping[str, str] = attrs.field(factory=dict)
+    autocast_policy: Mapping[str, str] = attrs.field(factory=dict)  # op -> class, where it differs from the default
     custom_test_dirs: tuple[Path, ...] = ()  # resolved folders (relative entries against the manifest's folder)
     show_traceback: bool = default("show_traceback")
     hypothesis: HypothesisSettings = HypothesisSettings()
@@ -151,6 +153,12 @@ class Manifest:
         if "ieee754" not in self.capabilities:
             return False
         return not self.ieee754_op_patterns or any(p.search(op_name) for p in self.ieee754_op_patterns)
+
+    def autocast_class(self, op_name: str, device_type: str) -> str:
+        """What torch.autocast on `device_type` does to an op of the autocast suite (vocabulary.AUTOCAST_OPS): the
+        manifest's `autocast_policy` entry, else torch's published policy (CPU's on CPU, CUDA's elsewhere)."""
+        cuda, cpu = vocabulary.AUTOCAST_OPS[op_name]
+        return self.autocast_policy.get(op_name, cpu if device_type == "cpu" else cuda)
 
     def skip_reason(self, op_name: str) -> str | None:
         return self.skip_ops.get(op_name)
@@ -183,6 +191,7 @@ class Manifest:
             "supported_container_formats": sorted(self.container_formats),
             "custom_container_decoders": dict(sorted(self.custom_container_decoders.items())),
             "custom_test_dirs": [self._relative(p) for p in self.custom_test_dirs],
+            **({"autocast_policy": dict(sorted(self.autocast_policy.items()))} if self.autocast_policy else {}),
             "show_traceback": self.show_traceback,
             "hypothesis": self.hypothesis.as_json(),
         }

@@ -90,6 +90,7 @@ class _Fields:
             "supported_container_formats": self._container_formats,
             "custom_container_decoders": self._decoders,
             "custom_test_dirs": self._custom_test_dirs,
+            "autocast_policy": self._autocast_policy,
         }
         for key in schema.TOP_LEVEL:
             if key.name in schema.SECTION_KEYS:
@@ -368,6 +369,19 @@ class _Fields:
             else:
                 decoders[name] = target
         return decoders
+
+    def _autocast_policy(self) -> dict[str, str]:
+        policy: dict[str, str] = {}
+        for name, value in self._mapping("autocast_policy").items():
+            path = ("autocast_policy", name)
+            if name not in vocab.AUTOCAST_OPS:
+                self.log.unknown_key(path, "op of the autocast suite", list(vocab.AUTOCAST_OPS))
+            elif not isinstance(value, str) or value not in vocab.AUTOCAST_CLASSES:
+                self.log.error(path, "must name an autocast class", value,
+                               allowed=", ".join(repr(c) for c in vocab.AUTOCAST_CLASSES))
+            else:
+                policy[name] = value
+        return policy
 
     def _custom_test_dirs(self) -> tuple[Path, ...]:
         value = self.raw.get("custom_test_dirs", [])

@@ -117,6 +117,11 @@ TOP_LEVEL: tuple[Key, ...] = (
         'Format → `"module:function"` decoder for `custom_quantized_decode`.',
         "the custom decoder suite (issue 20); validated today",
         allowed="container format -> 'module:function' decoder path", shown="`{}`"),
+    Key("autocast_policy", "dict str → str", {},
+        "How `torch.autocast` on the device treats ops, where it differs from torch's published policy (CUDA's "
+        "lists; CPU's for a CPU target); see [`autocast_policy`](#autocast_policy).",
+        "the `autocast` suite (docs/suites/autocast.md)",
+        allowed="op name -> 'lower_precision', 'float32', 'promote' or 'unchanged'", shown="`{}`"),
     Key("custom_test_dirs", "list of str", (),
         "Extra folders of property modules, relative to the manifest's folder; their properties are registered and "
         "run like the built-in ones. A folder that does not exist is a warning.",

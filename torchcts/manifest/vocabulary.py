@@ -88,6 +88,28 @@ CONTAINER_FORMATS: tuple[str, ...] = (
     "mxint8",
 )
 
+# What torch.autocast does to an op (the `autocast_policy` key): cast its floating inputs (not float64) to the
+# autocast dtype, or to float32, or to the widest floating dtype among them; or leave them alone.
+AUTOCAST_CLASSES: dict[str, str] = {
+    "lower_precision": "floating inputs (not float64) are cast to the autocast dtype",
+    "float32": "floating inputs (not float64) are cast to float32",
+    "promote": "floating inputs are cast to the widest floating dtype among them",
+    "unchanged": "autocast leaves the op's inputs alone",
+}
+
+# The ops the autocast suite calls, each with its class in torch's published policies: (CUDA's, CPU's).
+# A manifest's `autocast_policy` overrides these by op; a CPU target defaults to CPU's column, any other to CUDA's.
+AUTOCAST_OPS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "conv1d", "conv2d",
+                     "conv_transpose2d", "prelu"), ("lower_precision", "lower_precision")),
+    **dict.fromkeys(("prod", "cdist", "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "kl_div",
+                     "binary_cross_entropy_with_logits"), ("float32", "float32")),
+    **dict.fromkeys(("softmax", "log_softmax", "layer_norm", "group_norm", "exp", "log", "pow", "sum", "cumsum"),
+                    ("float32", "unchanged")),
+    **dict.fromkeys(("cat", "stack"), ("promote", "promote")),
+    **dict.fromkeys(("dot", "atan2", "addcmul"), ("promote", "unchanged")),
+}
+
 # Comparison categories of the tolerance model; `default` applies to every category.
 TOLERANCE_CATEGORIES: tuple[str, ...] = (
     "default",

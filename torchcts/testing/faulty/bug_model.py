@@ -7,8 +7,10 @@ from typing import Any, Callable
 import attrs
 
 # Steps of the device that are no aten overload, named where a bug's `ops` names overloads: the device's torch.save
-# (`bugs.after` sees the CPU data about to be written, and what it returns is written).
+# (`bugs.after` sees the CPU data about to be written, and what it returns is written) ...
 SAVE_STEP = "faulty.save"
+# ... and its autocast kernels (`bugs.after` sees (op, class) and the dtype the policy chose; None: no cast)
+AUTOCAST_STEP = "faulty.autocast"
 
 
 @attrs.frozen

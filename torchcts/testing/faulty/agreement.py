@@ -68,6 +68,8 @@ EXPLAINED = {
     "from_cpu": ("mismatch", "the faulty device has no storages of its own (its data lives in CPU storages): "
                              "torch.load with map_location='faulty' cannot move a CPU checkpoint's storages to it, "
                              "so those tensors stay on CPU"),
+    "pin_memory": ("mismatch", "the faulty device has no pinned-memory allocator: torch asks a C++ "
+                               "PrivateUse1HooksInterface for it, which a Python backend cannot register"),
     "jagged_sdpa": ("mismatch", "jagged SDPA off CPU/CUDA runs torch's math fallback through strided nested "
                                 "tensors, which the faulty device cannot hold"),
 }

@@ -1,0 +1,85 @@
+"""Data loading: batches a `DataLoader` collates and moves to the device hold CPU's values, in CPU's order.
+
+Each scenario loads a drawn dataset (features and integer labels) with a seeded shuffle, a drawn
+batch size and `drop_last`, and moves every batch to the device with `non_blocking=True`:
+- `batches`: in the main process, from a `TensorDataset`;
+- `dict_samples`: a list of `{"x": ..., "y": ...}` samples, collated into dicts of batches;
+- `workers`: one or two worker processes, whose batches arrive in shared memory;
+- `pin_memory`: batches pinned for the device (`pin_memory_device`) before the copy; needs the
+  `pinned_memory` capability too. Pinning is left out when the device is CPU itself (host memory).
+The oracle is the same program on CPU. Values must be CPU's bit for bit (loading computes nothing).
+
+Limits: map-style datasets only (no IterableDataset, samplers other than the seeded shuffle,
+`persistent_workers`, `prefetch_factor`); workers start with the platform's default method; a
+worker that hangs fails the case after a generous timeout.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.exact_check import exact_program_check
+from torchcts.strategies import Case
+
+DTYPES = ("float32",)
+SCENARIOS = ("batches", "dict_samples", "workers", "pin_memory")
+
+
+# -- the program: torch only ------------------------------------------------------------------------------------------
+
+def load_batches(input, labels, batch_size, drop_last, seed, workers, pin, as_dicts):
+    """Load (input[i], labels[i]) from CPU copies through a DataLoader (seeded shuffle, `batch_size`, `drop_last`,
+    `workers` processes, pinned for the device when `pin` and the device is not CPU; samples as dicts when
+    `as_dicts`), moving each batch to input's device with non_blocking=True; returns the batches."""
+    device = input.device
+    data, targets = input.cpu(), labels.cpu()
+    if as_dicts:
+        dataset = [{"x": data[i], "y": targets[i]} for i in range(len(data))]
+    else:
+        dataset = torch.utils.data.TensorDataset(data, targets)
+    pinned = pin and device.type != "cpu"
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=batch_size, shuffle=True, drop_last=drop_last, num_workers=workers,
+        generator=torch.Generator().manual_seed(seed), pin_memory=pinned,
+        pin_memory_device=device.type if pinned else "", timeout=120 if workers else 0)  # a safety net
+    batches = []
+    for batch in loader:
+        features, classes = (batch["x"], batch["y"]) if as_dicts else batch
+        batches.append([features.to(device, non_blocking=True), classes.to(device, non_blocking=True)])
+    return batches
+
+
+PROGRAMS = {scenario: load_batches for scenario in SCENARIOS}
+
+
+# -- cases ------------------------------------------------------------------------------------------------------------
+
+def dataloader_cases(scenario: str) -> st.SearchStrategy[Case]:
+    @st.composite
+    def draw_case(draw) -> Case:
+        samples = draw(st.integers(1, 12), label="samples")
+        features = draw(st.lists(st.integers(1, 4), min_size=0, max_size=2), label="shape of a sample")
+        batch_size = draw(st.integers(1, samples), label="batch size")
+        drop_last = draw(st.booleans(), label="drop_last")
+        seed = draw(st.integers(0, 2**16 - 1), label="seed")
+        workers = draw(st.integers(1, 2), label="workers") if scenario == "workers" else 0
+        generator = torch.Generator().manual_seed(seed)
+        input = torch.randn((samples, *features), generator=generator)
+        labels = torch.randint(0, 10, (samples,), generator=generator)
+        sample = SampleInput(input, args=(labels, batch_size, drop_last, seed, workers, scenario == "pin_memory",
+                                          scenario == "dict_samples"))
+        what = (f"{scenario}: {samples} samples of {features}, batch_size={batch_size}, drop_last={drop_last}, "
+                f"workers={workers}")
+        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(what,))
+
+    return draw_case()
+
+
+@register_property("dataloader", capability="dataloader", level=4,
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits",
+                                       needs={"pin_memory": "pinned_memory"}))
+def test_dataloader(cts):
+    cts.run(dataloader_cases(cts.item.op), exact_program_check(cts, load_batches))

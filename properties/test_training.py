@@ -32,10 +32,11 @@ MAX_STEPS = 3
 
 # -- the program: torch only ------------------------------------------------------------------------------------------
 
-def train_steps(input, target, model, sizes, seed, steps, lr):
+def train_steps(input, target, model, sizes, seed, steps, lr, backend=None):
     """Build `model` ("mlp", "cnn", "transformer" or "rnn") of `sizes` on CPU with weights from `seed`, move it to
     `input`'s device, train `steps` steps (cross-entropy, SGD with momentum 0.9 and learning rate `lr`); returns
-    [the losses, the parameters, the buffers, the last gradients]."""
+    [the losses, the parameters, the buffers, the last gradients]. With `backend`, the model's forward runs through
+    torch.compile(backend=backend) (compiled afresh: dynamo's caches are reset first)."""
     nn = torch.nn
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -64,6 +65,9 @@ def train_steps(input, target, model, sizes, seed, steps, lr):
             return net[2](net[1](net[0](x))[0][:, -1])
         return net(x)
 
+    if backend is not None:
+        torch._dynamo.reset()
+        forward = torch.compile(forward, backend=backend)
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     losses = []
     for _ in range(steps):

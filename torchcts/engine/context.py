@@ -105,6 +105,7 @@ class CaseContext:
     statistics: dict[str, Any] | None = None  # Hypothesis's statistics, when the run asks for them
     ulp: ulp_oracle.UlpTally = attrs.field(factory=ulp_oracle.UlpTally)  # the ULP rule's evidence (docs/oracle.md)
     dispatch_trace: Any = None  # a `dispatch_trace.DispatchTrace` under --trace-dispatch: the device side's overloads
+    compile_stats: dict[str, int] | None = None  # a compile suite's dynamo counts, summed over its cases (`count_compile`)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -403,6 +404,11 @@ class CaseContext:
             return case.sample, None, case.describe()
         return case.sample_input, (case.error_type.__name__, case.error_regex), "OpInfo error input"
 
+    def count_compile(self, **counts: int) -> None:
+        """Add a case's torch.compile counts (graphs compiled, graph breaks) to the item's record."""
+        totals = self.compile_stats or {}
+        self.compile_stats = {name: totals.get(name, 0) + counts.get(name, 0) for name in {*totals, *counts}}
+
     def record_fields(self) -> dict[str, Any]:
         return {
             "examples": self.examples,
@@ -415,6 +421,7 @@ class CaseContext:
             **self.ulp.record_fields(),
             **({"metadata_only_cases": self.metadata_only_cases} if self.metadata_only_cases else {}),
             **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
+            **({"compile_stats": dict(sorted(self.compile_stats.items()))} if self.compile_stats is not None else {}),
         }
 
 

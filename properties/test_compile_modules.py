@@ -1,0 +1,84 @@
+"""Whole-model compile: the training workloads, their forward under torch.compile on the device, give eager CPU's.
+
+One scenario per training model (`mlp`, `cnn`, `transformer`, `rnn`: properties/test_training.py) and
+compile backend (`inductor`, `aot_eager`). The device runs the training program with the model's
+forward (and so its backward, through AOT autograd) compiled afresh for each case; the oracle is the
+same program eager on CPU. Losses, weights, buffers and gradients must match within the training
+tolerance widened for the compiler's reordered arithmetic. The graphs dynamo compiled and its
+graph breaks are counted into the item's record (`compile_stats`): a backend whose tensors break
+graphs still passes if its values are right, and the record shows what compile made of it.
+
+Comparing with eager CPU rather than eager on the device: the training suite proves the device's
+eager run equal to CPU's, so a difference here that the training suite does not show is the
+compiler's.
+
+Limits: float32; the optimizer step stays eager; dynamic shapes are whatever dynamo decides (each
+case starts from a reset); `mode=` and `fullgraph=` are not varied; inductor on CPU compiles C++ for
+each new shape, so these items are slow (level 6).
+"""
+
+from __future__ import annotations
+
+import attrs
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import run_program
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.test_training import MODELS, train_steps, training_cases
+
+DTYPES = ("float32",)
+BACKENDS = ("aot_eager", "inductor")
+SCENARIOS = tuple(f"{model}_{backend}" for model in MODELS for backend in BACKENDS)
+PROGRAMS = {scenario: train_steps for scenario in SCENARIOS}
+
+
+def _split(scenario: str) -> tuple[str, str]:
+    model, _, backend = scenario.partition("_")
+    return model, backend
+
+
+def compiled_cases(scenario: str) -> st.SearchStrategy:
+    """The training suite's cases for the scenario's model, with its backend as the program's last argument."""
+    model, backend = _split(scenario)
+
+    def compiled(case):
+        sample = SampleInput(case.sample.input, args=(*case.sample.args, backend))
+        return attrs.evolve(case, op_id=scenario, sample=sample,
+                            transforms=(f"{case.transforms[0]}, forward compiled with {backend}",))
+
+    return training_cases(model).map(compiled)
+
+
+def _dynamo_counts() -> dict[str, int]:
+    from torch._dynamo.utils import counters
+
+    return {"graphs": counters["stats"]["unique_graphs"], "graph_breaks": sum(counters["graph_break"].values())}
+
+
+def compiled_check(cts):
+    """Compiled on the device equals eager on CPU; dynamo's counts for the device run go to the record."""
+    run = run_program(train_steps)
+
+    def check(case):
+        eager = SampleInput(case.sample.input, args=(*case.sample.args[:-1], None))
+        expected = cts.on_cpu_call(run, eager)
+        from torch._dynamo.utils import counters
+
+        counters.clear()
+        try:
+            actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
+        finally:
+            cts.count_compile(**_dynamo_counts())
+        steps = case.sample.args[4]
+        cts.assert_matches(actual, expected, what=case.transforms[0], widen=4.0 * steps, inputs=case.sample,
+                           normwise=True)
+
+    return check
+
+
+@register_property("compile_modules", capability="compile", level=6,
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+def test_compile_modules(cts):
+    cts.run(compiled_cases(cts.item.op), compiled_check(cts))

@@ -1,0 +1,39 @@
+"""The whole-model compile suite (`torchcts.properties.test_compile_modules`): the training workloads with their
+forward compiled give eager CPU's results, and the record counts dynamo's graphs and graph breaks."""
+
+from __future__ import annotations
+
+import torch
+
+from torchcts.outcomes import Outcome
+from torchcts.plan import registry
+from torchcts.properties.test_compile_modules import SCENARIOS
+from torchcts.properties.test_training import train_steps
+from torchcts.testing import faulty  # noqa: F401 - registered before autograd's engine starts (its device queues)
+
+
+def test_the_suite_is_registered_with_the_compile_capability():
+    registry.load()
+    spec = registry.get("compile_modules")
+    assert (spec.capability, spec.level, len(spec.items.scenarios)) == ("compile", 6, 8)
+    assert set(SCENARIOS) == {f"{m}_{b}" for m in ("mlp", "cnn", "transformer", "rnn")
+                              for b in ("aot_eager", "inductor")}
+
+
+def test_the_compiled_program_trains_like_eager():
+    input, target = torch.randn(3, 4, generator=torch.Generator().manual_seed(1)), torch.tensor([0, 1, 1])
+    eager = train_steps(input, target, "mlp", [4, 5, 2], 3, 2, 0.1)
+    compiled = train_steps(input, target, "mlp", [4, 5, 2], 3, 2, 0.1, "aot_eager")
+    torch.testing.assert_close(compiled, eager)
+
+
+def test_an_item_passes_on_cpu_and_records_dynamo_counts(run_suite):
+    record = run_suite("compile_modules", "mlp_aot_eager", max_examples=2)
+    assert record["outcome"] is Outcome.PASSED, record
+    assert record["compile_stats"] == {"graph_breaks": 0, "graphs": 2}  # one graph per case: each starts afresh
+
+
+def test_a_training_bug_is_caught_through_compile(run_suite):
+    record = run_suite("compile_modules", "cnn_aot_eager", device="faulty", bugs=("batch_norm_keeps_running_var",),
+                       max_examples=2, shrink=False)
+    assert record["outcome"] is Outcome.FAILED, record

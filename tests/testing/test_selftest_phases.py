@@ -24,10 +24,12 @@ def test_opinfo_properties_run_at_the_level_asked_and_suites_at_their_own():
 
 
 def test_the_installed_suites_are_a_phase_of_their_own():
-    names = {p.name for p in registry.load() if p.scenario}
+    specs = registry.load()
+    names = {p.name for p in specs if p.scenario and p.capability != "compile"}
     found = {phase.name: phase for phase in phases(2, ("float32",))}
     assert {"views", "copies", "ieee754", "sparse", "nested", "foreach", "fp8", "channels_last"} <= names
     assert set(found["suites"].properties) == names and found["suites"].dtypes == ()
+    assert "compile_modules" not in found["suites"].properties  # dynamo traces into the faulty device
     assert not names & set(found["opinfo"].properties)
 
 

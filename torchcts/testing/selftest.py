@@ -77,19 +77,22 @@ class Phase:
 
 
 def phases(level: int, dtypes: tuple[str, ...], specs: Iterable[Any] | None = None) -> tuple[Phase, ...]:
-    """The OpInfo properties at `level` in `dtypes`, and the scenario suites at their own levels in all their dtypes."""
+    """The OpInfo properties at `level` in `dtypes`, and the scenario suites (but the compile ones) at their own
+    levels in all their dtypes."""
     if specs is None:
         from torchcts.plan import registry
 
         specs = registry.load()
     specs = list(specs)
     opinfo = tuple(p.name for p in specs if not p.scenario and p.level <= level)
-    suites = tuple(p.name for p in specs if p.scenario)
+    # Whole-model compile suites are left out: dynamo traces into the faulty device's Python dispatch, so they hold
+    # no seeded bug of their own, and re-running them once per eager bug they reach would take hours.
+    suites = [p for p in specs if p.scenario and p.capability != "compile"]
     found = []
     if opinfo:
         found.append(Phase("opinfo", opinfo, level, tuple(dtypes)))
     if suites:
-        found.append(Phase("suites", suites, max(p.level for p in specs if p.scenario)))
+        found.append(Phase("suites", tuple(p.name for p in suites), max(p.level for p in suites)))
     return tuple(found)
 
 

@@ -73,6 +73,7 @@ class FaultyTensor(torch.Tensor):
         """torch.save and pickle: the CPU data (its storage, offset and strides) and `rebuild_saved`. Views saved
         together keep sharing one storage, as a real device's storages do (torch's default for a wrapper
         subclass would keep only the metadata)."""
+        note_step(SAVE_STEP)
         data = bugs.after(SAVE_STEP, (self._data,), {}, _to_cpu(self))
         return (rebuild_saved, (data, self.requires_grad))
 
@@ -145,6 +146,13 @@ def take_trace() -> list[str]:
     global _traced
     found, _traced = sorted(_traced or ()), set()
     return found
+
+
+def note_step(name: str) -> None:
+    """Record a step of the device that is no aten overload (`bug_model.SAVE_STEP`, ...) in the trace, as
+    `run_on_cpu` records overloads: the selftest learns from the trace which items reach which bugs."""
+    if _traced is not None:
+        _traced.add(name)
 
 
 def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:

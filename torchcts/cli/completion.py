@@ -19,9 +19,9 @@ from click.shell_completion import CompletionItem
 # registry.names() of the installed suites (by level, then name)
 PROPERTY_NAMES: tuple[str, ...] = (
     "forward", "copies", "errors", "layout", "deterministic", "dtype_semantics", "foreach", "foreach_floating",
-    "foreach_optimizer", "fused_optimizer", "ieee754", "inplace", "out", "serialization", "training", "views", "autocast",
-    "backward",
-    "channels_last", "dispatch", "fp8", "fp8_scaled_mm", "nested", "sparse")
+    "foreach_optimizer", "fused_optimizer", "ieee754", "inplace", "out", "serialization", "training", "views",
+    "autocast", "backward", "channels_last", "dataloader", "dispatch", "fp8", "fp8_scaled_mm", "gradient_checkpointing",
+    "module_hooks", "nested", "sparse", "compile_modules")
 
 # torchcts.dtypes.claimable_names() on the supported torch (the dtypes a --dtype may name)
 DTYPE_NAMES: tuple[str, ...] = (

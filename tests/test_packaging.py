@@ -65,9 +65,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     assert "torchcts/report/templates/scorecard.md.jinja" in names
     assert "torchcts/crashes/known_crashes.json" in names
     assert "torchcts/coverage/exclusions.json" in names
-    for package in ("cases", "cli", "coverage", "crashes", "engine", "fuzz", "isolation", "manifest", "plan", "plugin", "probe",
-                    "report", "results", "testing"):  # every stage's subpackage is packaged
-        assert f"torchcts/{package}/__init__.py" in names
+    for init in (REPO / "torchcts").rglob("__init__.py"):  # every subpackage, however deep, is packaged
+        assert init.relative_to(REPO).as_posix() in names
     assert any(name.startswith("torchcts/corpus/") and name.endswith(".json") for name in names)
     assert not any(n.startswith(("strategies/", "properties/", "tests/")) for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
@@ -78,6 +77,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
                     str(wheel)], check=True, capture_output=True)
     probe = (
         "import torchcts, torchcts.strategies, torchcts.properties, torchcts.corpus\n"
+        "from torchcts.testing.faulty.bugs import BUGS\n"  # the seeded bugs, suite_bugs' modules included
+        "assert any(bug.suite == 'serialization' for bug in BUGS.values())\n"
         "from torchcts.manifest.templates import render_template\n"
         "assert render_template('complete').startswith('# complete: ')\n"
         "print(torchcts.__file__)\n"

@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import torch
 from hypothesis import given, settings
 
@@ -93,6 +96,25 @@ def test_sparse_tensors_move_and_compute():
     assert torch.equal(coo.to_dense().cpu(), dense)
     csr = dense.to_sparse_csr().to("faulty")
     assert csr.layout == torch.sparse_csr and torch.equal(csr.to_dense().cpu(), dense)
+
+
+def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
+    """sparse.mm's amax/amin kernel keeps the argmax its backward reads only for inputs that require grad; the
+    device's CPU data never does, so the device mirrors the flag (else the backward indexed an empty tensor and
+    the process died). Run in a child: a regression is a crash."""
+    program = (
+        "import torch, torchcts.testing.faulty\n"
+        "grads = []\n"
+        "for device in ('cpu', 'faulty'):\n"
+        "    a = torch.tensor([[0.0, 2.0, 0.5], [3.0, 0.0, -1.0]], dtype=torch.float64).to_sparse_csr().to(device)\n"
+        "    b = torch.arange(6, dtype=torch.float64).reshape(3, 2).to(device).requires_grad_()\n"
+        "    torch.sparse.mm(a.requires_grad_(), b, 'amax').sum().backward()\n"
+        "    grads.append(b.grad.cpu())\n"
+        "assert torch.equal(grads[0], grads[1]), grads\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
 def test_printing_looks_like_a_device_tensor():

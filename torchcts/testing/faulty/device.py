@@ -160,6 +160,8 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     if _traced is not None:
         _traced.add(str(func))
     cpu_args, cpu_kwargs = tree_map(_to_cpu, args), tree_map(_to_cpu, kwargs)
+    if func in _READS_REQUIRES_GRAD:
+        cpu_args = tuple(_with_requires_grad(cpu, arg) for cpu, arg in zip(cpu_args, args))
     bugs.before(func, cpu_args, cpu_kwargs)
     result = func(*cpu_args, **cpu_kwargs)
     result = bugs.after(func, cpu_args, cpu_kwargs, result)
@@ -173,6 +175,20 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         return result
     return tree_map(lambda v: FaultyTensor(v) if isinstance(v, torch.Tensor) and not isinstance(v, FaultyTensor)
                     else v, result)
+
+
+# CPU kernels that branch on their inputs' requires_grad: the device's CPU data never requires grad, so they would
+# leave out what their backward reads (_sparse_mm_reduce_impl's arg_out for amax/amin: its backward then indexes
+# an empty tensor and crashes the process)
+_READS_REQUIRES_GRAD = frozenset({torch.ops.aten._sparse_mm_reduce_impl.default})
+
+
+def _with_requires_grad(cpu: Any, arg: Any) -> Any:
+    """`cpu` (the CPU data of `arg`) as an alias that requires grad where `arg` does (no graph is recorded here:
+    the device's kernels run below autograd)."""
+    if isinstance(arg, FaultyTensor) and arg.requires_grad and not cpu.requires_grad:
+        return cpu.detach().requires_grad_(True)
+    return cpu
 
 
 def _written_tensors(func, args: tuple, kwargs: dict) -> list[Any]:

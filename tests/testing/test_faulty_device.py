@@ -117,6 +117,20 @@ def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
+def test_autograds_zero_gradients_are_dense_zeros_on_the_device():
+    """sgn's gradient is autograd's storage-less ZeroTensor on CPU; the device makes dense zeros (the device's
+    kernels run below the ZeroTensor key, and reading it as data crashed the process). Run in a child."""
+    program = (
+        "import torch, torchcts.testing.faulty\n"
+        "x = torch.tensor([1.5, -2.0, 0.0], dtype=torch.float64).to('faulty').requires_grad_()\n"
+        "(grad,) = torch.autograd.grad(torch.sgn(x), x, torch.ones(3, dtype=torch.float64).to('faulty'))\n"
+        "assert grad.device.type == 'faulty' and bool(grad.eq(0).all()) and grad.cpu().tolist() == [0.0] * 3\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
 def test_printing_looks_like_a_device_tensor():
     assert repr(torch.ones(2, device="faulty")) == "tensor([1., 1.], device='faulty:0')"
     assert "requires_grad=True" in repr(torch.ones(2, device="faulty", requires_grad=True))

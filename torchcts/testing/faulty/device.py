@@ -164,6 +164,8 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         cpu_args = tuple(_with_requires_grad(cpu, arg) for cpu, arg in zip(cpu_args, args))
     bugs.before(func, cpu_args, cpu_kwargs)
     result = func(*cpu_args, **cpu_kwargs)
+    if func is _EFFICIENT_ZEROS:
+        result = torch.zeros(result.shape, dtype=result.dtype)
     result = bugs.after(func, cpu_args, cpu_kwargs, result)
     for tensor in _written_tensors(func, args, kwargs):  # resized by the kernel: also those no return aliases
         if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
@@ -176,6 +178,10 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     return tree_map(lambda v: FaultyTensor(v) if isinstance(v, torch.Tensor) and not isinstance(v, FaultyTensor)
                     else v, result)
 
+
+# autograd's zero gradients: on CPU a ZeroTensor without storage, which the device's kernels (below the ZeroTensor
+# key) would read as data and crash on; the device makes dense zeros, as a backend without a ZeroTensor kernel does
+_EFFICIENT_ZEROS = torch.ops.aten._efficientzerotensor.default
 
 # CPU kernels that branch on their inputs' requires_grad: the device's CPU data never requires grad, so they would
 # leave out what their backward reads (_sparse_mm_reduce_impl's arg_out for amax/amin: its backward then indexes

@@ -8,6 +8,7 @@ the child sets a shared byte around `on_cpu_call`, so such a death is the oracle
 with the CPU-oracle crash rule's reason), not the backend's.
 A missing kernel comes back as the same `MissingKernelError` (its overload and dispatch key), and
 the warnings the child recorded are added to the item's (`item_warnings.merge`).
+An oracle death is remembered per case: a rerun of that case gets the same verdict without running.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 from torchcts.engine import item_warnings
 from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseContext, CaseCrashed,
-                                     CpuRejects, MissingKernelError)
+                                     CpuRejects, MissingKernelError, case_fingerprint)
 from torchcts.engine.missing_kernels import MissingKernel
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import run_forked
@@ -38,6 +39,10 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
     A child that dies or hangs is CaseCrashed, unless it did so while the CPU oracle ran (a shared
     byte the child sets around `on_cpu_call` says so): then the case is CpuRejects, with the
     CPU-oracle crash rule's reason when one isolated it."""
+    fingerprint = case_fingerprint(case)
+    if fingerprint in context.oracle_deaths:  # the oracle died on this case before: the same verdict, not a rerun
+        context.oracle_crashes += 1
+        raise CpuRejects(context.oracle_deaths[fingerprint])
     phase = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here after it dies
     phase[0] = DEVICE_PHASE
 
@@ -57,8 +62,10 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
         if oracle_died:
             context.oracle_crashes += 1
             why = context.case_isolation.reason if context.case_isolation is not None else "no rule names it"
-            raise CpuRejects(f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
-                             f"({result.describe()}): {why}")
+            verdict = (f"the CPU oracle {'crashed' if result.status == 'crashed' else 'hung'} on the case "
+                       f"({result.describe()}): {why}")
+            context.oracle_deaths[fingerprint] = verdict
+            raise CpuRejects(verdict)
         raise CaseCrashed(f"{result.describe()}\n{result.output_tail}")
     item_warnings.merge(result.answer.get("warnings"))
     if context.dispatch_trace is not None:

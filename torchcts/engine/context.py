@@ -99,6 +99,9 @@ class CaseContext:
     case_timeout_s: float | None = None  # set: every case runs in a forked child (shrinking a crash)
     case_isolation: Any = None  # a CPU-oracle crash rule's `CaseIsolation`: its crash-prone cases run forked
     oracle_crashes: int = 0  # cases whose CPU oracle died or hung in their child (or were not run for it)
+    # the verdicts of those deaths by case fingerprint: a heap corruption kills the oracle on one run of a case and
+    # not the next, and Hypothesis reruns a case (replaying, shrinking) expecting the same verdict
+    oracle_deaths: dict[str, str] = attrs.field(factory=dict)
     in_hypothesis: bool = False
     phase: Any = None  # in a case's child: a shared byte saying whether the CPU oracle is running
     draw: Any = None  # the run's `hypothesis_profile.DrawSettings` (None: Hypothesis's current profile)
@@ -190,7 +193,7 @@ class CaseContext:
         """`check(case)`, in a forked child when cases are isolated, with the global RNGs seeded
         from the case: a random op sees the same stream whether the case is drawn, shrunk or
         replayed, whatever ran before it in the process."""
-        with seeded_globals(int(_case_fingerprint(case)[:16], 16)):
+        with seeded_globals(int(case_fingerprint(case)[:16], 16)):
             timeout = self._case_timeout(case)
             if timeout is None:
                 check(case)
@@ -212,7 +215,7 @@ class CaseContext:
 
     def _count(self, case: Any) -> None:
         self.examples += 1
-        self.fingerprints.append(_case_fingerprint(case)[:16])
+        self.fingerprints.append(case_fingerprint(case)[:16])
 
     def finish(self) -> None:
         """NotRun when no case said anything about the backend (none drawn, all rejected by CPU, none runnable)."""
@@ -439,7 +442,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _case_fingerprint(case: Any) -> str:
+def case_fingerprint(case: Any) -> str:
     """A case's fingerprint: a strategies Case's own, an OpInfo ErrorInput's, or that of a scenario's drawn value."""
     if isinstance(case, Case):
         return case.fingerprint

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from torchcts.crashes import ledger, versions
 from torchcts.crashes.ledger import LedgerError, audit_lines, ledger_rules, load_ledger
@@ -26,7 +27,8 @@ def test_the_packaged_ledger_loads_and_bounds_every_oracle_rule():
     assert {rule.kind for rule in rules} == {"oracle", "backend"}
     by_op = {rule.op: rule for rule in oracle}
     assert by_op["^special\\..*polynomial"].timeout_s < ledger.DEFAULT_CASE_TIMEOUT_S  # a hang costs its limit a case
-    assert any(rule.dtypes == ("bfloat16",) for rule in oracle)  # the former plan-time table lives here now
+    assert any(rule.dtypes == ("bfloat16", "float16") for rule in oracle)  # the former plan-time table lives here now
+    assert any(rule.corrupts and rule.cases == ("large_dim",) for rule in oracle)  # grid_sample's heap corruption
 
 
 def test_both_kinds_parse_with_their_fields(tmp_path):
@@ -87,6 +89,8 @@ def test_version_ranges():
     ("cases", ["nan"], "case traits: special_values, empty, zero_stride, large_dim"),
     ("cases", [], "case traits"),
     ("cases", "empty", "case traits"),
+    ("corrupts", "yes", "true or false"),
+    ("corrupts", 1, "true or false"),
 ])
 def test_a_hostile_oracle_field_is_one_line_naming_file_rule_and_field(tmp_path, field, value, says):
     rule = {"kind": "oracle", "op": "^foo$", "torch": ">=2.13,<2.14", "reason": "dies", field: value}
@@ -101,6 +105,7 @@ def test_a_hostile_oracle_field_is_one_line_naming_file_rule_and_field(tmp_path,
     ({"kind": "oracle", "op": "^foo$", "reason": "dies"}, "rules[0].torch: required for an oracle rule"),
     ({"op": "^foo$", "reason": "dies", "timeout_s": 5}, "rules[0].timeout_s: only oracle rules"),
     ({"op": "^foo$", "reason": "dies", "cases": ["empty"]}, "rules[0].cases: only oracle rules"),
+    ({"op": "^foo$", "reason": "dies", "corrupts": True}, "rules[0].corrupts: only oracle rules"),
     ({"op": "^foo$", "reason": "dies", "device_type": ""}, "rules[0].device_type: ''"),
     ({"op": "^foo$", "reason": "dies", "dtype": "f"}, "rules[0]: unknown field(s) dtype; allowed: kind, op"),
     ("rule", "rules[0]: expected an object"),
@@ -109,6 +114,17 @@ def test_hostile_rules_of_either_kind(tmp_path, rule, says):
     with pytest.raises(LedgerError, match=None) as error:
         load_ledger(write(tmp_path, [rule]))
     assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_corrupting_oracle_rule_leaves_its_cases_unrun_even_where_forking_works(tmp_path):
+    from torchcts.isolation.policy import IsolationPolicy
+
+    crash = {"kind": "oracle", "op": "^foo$", "torch": ">=2.13,<2.14", "cases": ["large_dim"], "reason": "dies"}
+    plain, corrupting = load_ledger(write(tmp_path, [crash, {**crash, "op": "^bar$", "corrupts": True}]))
+    assert not plain.corrupts and corrupting.corrupts and "not run" in corrupting.describe()
+    policy = IsolationPolicy(rules=(plain, corrupting), device_type="cpu", torch_version=(2, 13))
+    assert policy.case_isolation(item("foo")).fork and not policy.case_isolation(item("bar")).fork
+    assert policy.case_isolation(item("bar")).probe_runner()(lambda: None, torch.zeros(300)) is None
 
 
 @pytest.mark.parametrize("text, says", [("{", "not JSON"), ("[]", "a list `rules`"),

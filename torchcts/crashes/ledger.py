@@ -34,7 +34,7 @@ ORACLE, BACKEND = "oracle", "backend"
 KINDS = (ORACLE, BACKEND)
 DEFAULT_CASE_TIMEOUT_S = 30.0  # an oracle rule's per-case limit unless it says `timeout_s`
 MAX_CASE_TIMEOUT_S = 3600.0
-FIELDS = ("kind", "op", "reason", "property", "dtypes", "device_type", "torch", "cases", "timeout_s")
+FIELDS = ("kind", "op", "reason", "property", "dtypes", "device_type", "torch", "cases", "timeout_s", "corrupts")
 
 
 class LedgerError(Exception):
@@ -54,6 +54,8 @@ class CrashRule:
     kind: str = BACKEND
     timeout_s: float = DEFAULT_CASE_TIMEOUT_S  # oracle rules: the limit per isolated case
     cases: tuple[str, ...] | None = None  # oracle rules: the case traits the crash needs (None: any case)
+    # oracle rules: the crash is memory corruption, so a run that survives answers garbage: such cases are not run
+    corrupts: bool = False
 
     @property
     def name(self) -> str:
@@ -78,6 +80,7 @@ class CrashRule:
                 + (f", device {self.device_type}" if self.device_type else "")
                 + (f", torch {self.torch}" if self.torch else "")
                 + (f", cases with {' or '.join(self.cases)}" if self.cases else "")
+                + (", not run (the oracle corrupts memory)" if self.corrupts else "")
                 + (f", {self.timeout_s:g} s a case" if self.is_oracle else "") + f": {self.reason}")
 
 
@@ -127,7 +130,8 @@ def _rule(path: str, index: int, raw: Any) -> CrashRule:
     if torch_range is not None and (not isinstance(torch_range, str) or not valid_range(torch_range)):
         raise LedgerError(f"{where}.torch: {_brief(torch_range)}; expected clauses like \">=2.13,<2.14\"")
     return CrashRule(path, index, raw["op"], raw["reason"], raw.get("property"), _dtypes(where, raw.get("dtypes")),
-                     device_type, torch_range, kind, _timeout(where, kind, raw), _cases(where, kind, raw))
+                     device_type, torch_range, kind, _timeout(where, kind, raw), _cases(where, kind, raw),
+                     _corrupts(where, kind, raw))
 
 
 def _check_property(where: str, name: Any) -> None:
@@ -163,6 +167,15 @@ def _cases(where: str, kind: str, raw: dict) -> tuple[str, ...] | None:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v in TRAITS for v in value):
         raise LedgerError(f"{where}.cases: {_brief(value)}; a non-empty list of case traits: {', '.join(TRAITS)}")
     return tuple(value)
+
+
+def _corrupts(where: str, kind: str, raw: dict) -> bool:
+    value = raw.get("corrupts", False)
+    if not isinstance(value, bool):
+        raise LedgerError(f"{where}.corrupts: {_brief(value)}; true or false")
+    if value and kind != ORACLE:
+        raise LedgerError(f"{where}.corrupts: only oracle rules leave cases unrun; a backend rule isolates its items")
+    return value
 
 
 def _timeout(where: str, kind: str, raw: dict) -> float:

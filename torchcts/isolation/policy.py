@@ -97,7 +97,8 @@ class IsolationPolicy:
         """How this item's cases run isolated because the CPU oracle crashes or hangs on some of them, or None.
 
         Every oracle rule matching the item counts: the cases any of them needs, the longest limit,
-        their reasons. Without forking (`can_fork` False) the crash-prone cases are not run (`fork`)."""
+        their reasons. Without forking (`can_fork` False), or where a rule's crash corrupts memory (a run that
+        survives answers garbage: `corrupts`), the crash-prone cases are not run (`fork`)."""
         rules = [rule for rule in self.rules if rule.is_oracle and rule.matches(
             item.property, item.op, item.dtype, self.device_type, self.torch_version)]
         if not rules:
@@ -106,7 +107,8 @@ class IsolationPolicy:
             tuple(dict.fromkeys(trait for rule in rules for trait in rule.cases))
         return CaseIsolation(timeout_s=max(rule.timeout_s for rule in rules),
                              reason="; ".join(dict.fromkeys(rule.reason for rule in rules)),
-                             rule=", ".join(rule.name for rule in rules), cases=cases, fork=self.can_fork)
+                             rule=", ".join(rule.name for rule in rules), cases=cases,
+                             fork=self.can_fork and not any(rule.corrupts for rule in rules))
 
     def describe(self) -> str:
         oracle = sum(rule.kind == ORACLE for rule in self.rules)

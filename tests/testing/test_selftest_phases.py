@@ -33,6 +33,24 @@ def test_the_installed_suites_are_a_phase_of_their_own():
     assert not names & set(found["opinfo"].properties)
 
 
+def test_bugs_of_opinfo_properties_above_the_level_are_not_run_and_say_which_level_runs_them():
+    from torchcts.testing.faulty.bugs import BUGS
+    from torchcts.testing.selftest import deferred_bugs
+
+    specs = [_spec("forward", 1, False), _spec("gradcheck", 4, False), _spec("views", 3, True)]
+    bugs = [BUGS["log_softmax_backward_float64_drops_sum"], BUGS["backward_reuses_grad_output"]]
+    assert [b.suite for b in bugs] == ["gradcheck", "double_backward"]
+    assert deferred_bugs(bugs, 2, specs) == (("log_softmax_backward_float64_drops_sum", "gradcheck", 4),)
+    assert deferred_bugs(bugs, 4, specs) == ()
+    on_the_registry = deferred_bugs(BUGS.values(), 2)
+    assert {name for name, _, _ in on_the_registry} == {"log_softmax_backward_float64_drops_sum",
+                                                        "backward_reuses_grad_output"}
+    lines = []
+    print_report(SelftestReport((), (), deferred_bugs=on_the_registry), lines.append)
+    assert any(line.startswith("  NOT RUN  backward_reuses_grad_output [double_backward]: its suite is a level-4")
+               and "selftest --level 4" in line for line in lines)
+
+
 def test_the_report_prints_a_table_per_suite_and_names_missed_bugs():
     report = SelftestReport((), (BugResult("a", "does a", ("abs",), ("forward-abs",), "opinfo"),
                                  BugResult("b", "does b", ("transpose_write",), (), "views"),

@@ -301,7 +301,9 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
     The OpInfo properties run at --level in --dtype; the scenario suites (views, copies, ieee754,
     sparse, ...) at their own levels in every dtype they list. Prints the detection table per suite,
     which bugs were detected (with the failing items), which were missed, and the clean backend's
-    failures (there must be none). Exits 1 when a bug was missed or the clean run failed.
+    failures (there must be none). Bugs written for an OpInfo property above --level (gradcheck,
+    double_backward: level 4) are listed as not run, with the level that runs them
+    (--level 4 --dtype float64 --dtype float32). Exits 1 when a bug was missed or the clean run failed.
     """
     from torchcts.testing.faulty.bugs import BUGS
     from torchcts.testing.selftest import print_report, run_selftest

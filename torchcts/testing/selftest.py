@@ -10,7 +10,9 @@ some item that passes on the clean backend fails or errors with the bug on; the 
 have no failure, except on ops where the faulty device is documented to differ from CPU
 (`agreement.EXPLAINED`, e.g. scaled_dot_product_attention: math kernel vs CPU's fused kernel),
 which are listed apart. The registered properties (`torchcts.plan.registry`) no clean item
-exercised are listed too: a seeded bug only they could see cannot be detected.
+exercised are listed too: a seeded bug only they could see cannot be detected. A bug written for an
+OpInfo property above `--level` (gradcheck, double_backward: level 4) is listed as not run, with the
+level that runs it, rather than counted missed.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class SelftestReport:
     incomplete_runs: tuple[str, ...] = ()  # runs that did not finish
     explained_clean_failures: tuple[str, ...] = ()  # the faulty device's documented disagreements with CPU
     unexercised_properties: tuple[str, ...] = ()  # registered properties no clean item executed
+    # (bug, suite, level): bugs written for an OpInfo property above the run's --level, so not run (`deferred_bugs`)
+    deferred_bugs: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def detection_rate(self) -> float:
@@ -131,6 +135,8 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     manifest = results_dir / "manifest.py"
     manifest.write_text(render_template("complete", device_name="faulty"))
     chosen = [b for b in BUGS.values() if b.in_all and (not only_bugs or b.name in only_bugs)]
+    deferred = deferred_bugs(chosen, level)
+    chosen = [b for b in chosen if b.name not in {name for name, _, _ in deferred}]
     clean_records: list[dict] = []
     incomplete: list[str] = []
     failing: dict[str, list[str]] = {bug.name: [] for bug in chosen}
@@ -171,7 +177,18 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     failed_items = tuple(r["item"] for r in failing_clean)
     explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
     return SelftestReport(tuple(item for item in failed_items if item not in explained), results, tuple(incomplete),
-                          explained, unexercised_properties(clean_records, 8, _specs_of(planned)))
+                          explained, unexercised_properties(clean_records, 8, _specs_of(planned)), deferred)
+
+
+def deferred_bugs(bugs: Iterable[Any], level: int, specs: Iterable[Any] | None = None) -> tuple[tuple[str, str, int], ...]:
+    """(bug, suite, suite level) of the bugs written for an OpInfo property (`Bug.suite`: gradcheck, ...) above
+    `level`: the opinfo phase runs at `level`, so no item of theirs runs; `--level` >= theirs runs them."""
+    if specs is None:
+        from torchcts.plan import registry
+
+        specs = registry.load()
+    levels = {spec.name: spec.level for spec in specs if not spec.scenario}
+    return tuple((bug.name, bug.suite, levels[bug.suite]) for bug in bugs if levels.get(bug.suite, 0) > level)
 
 
 def _specs_of(planned: Iterable[Phase]) -> list[Any]:
@@ -222,6 +239,9 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
         if not bug.detected:
             why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
             echo(f"  MISSED   {bug.name} [{bug.suite}]: {bug.description} ({why})")
+    for name, suite, level in report.deferred_bugs:
+        echo(f"  NOT RUN  {name} [{suite}]: its suite is a level-{level} OpInfo property; selftest --level {level} "
+             f"(with a dtype its items run in: {BUGS[name].condition}) runs it")
     if report.unexercised_properties:
         echo("registered properties no clean item executed (bugs only they could see go unseen): "
              + ", ".join(report.unexercised_properties))

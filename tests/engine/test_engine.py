@@ -22,6 +22,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.results.writer import read_records
+from torchcts.strategies import opinfo_samples
 
 ABS = PlanItem("forward", "abs", "function", "float32", 1)
 COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "cpu_contract_cases", "unavailable_cases",
@@ -213,3 +214,37 @@ def test_a_failed_comparison_in_a_case_child_is_the_same_failure_as_in_process(s
     forked = run_item(item, attrs.evolve(settings, isolation=OracleCrashPolicy()))
     assert here["outcome"] is Outcome.FAILED and here["error"] == "AssertionError: cpu differs from CPU on case 1"
     assert {k: forked[k] for k in ("outcome", "reason", "error")} == {k: here[k] for k in ("outcome", "reason", "error")}
+
+
+def test_an_exception_outside_the_check_keeps_the_items_record(tmp_path, settings, monkeypatch):
+    """Storing the failing case or tracing can raise (a full disk, a module changed under a long run): the
+    finding keeps its record (counterexample_error), and anything else raised around the check is a harness
+    error record, never an item that silently has none."""
+    from torchcts.engine import run as engine_run
+
+    def test_fails(cts):
+        def check(case):
+            raise AssertionError("the device differs")
+
+        cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=1), check)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine_run, "_store", disk_full)
+    failing = run_item(ABS, attrs.evolve(settings, corpus_dir=tmp_path / "corpus"))
+    assert failing["outcome"] is Outcome.PASSED  # abs passes on CPU: nothing to store, _store not called
+
+    monkeypatch.setattr(engine_run, "property_check", lambda name: test_fails)
+    failing = run_item(ABS, attrs.evolve(settings, corpus_dir=tmp_path / "corpus"))
+    assert failing["outcome"] is Outcome.FAILED and failing["counterexample"] is None
+    assert failing["counterexample_error"] == "the failing case could not be stored: OSError: [Errno 28] No space " \
+                                              "left on device"
+
+    def broken_isolation_reason(item, settings):
+        raise RuntimeError("the isolation policy broke")
+
+    monkeypatch.setattr(engine_run, "isolation_reason", broken_isolation_reason)
+    record = run_item(ABS, settings)
+    assert record["outcome"] is Outcome.ERROR and record["error_kind"] == "harness" and record["item"] == ABS.id
+    assert "RuntimeError: the isolation policy broke" in record["error"] and "Traceback" in record["error"]

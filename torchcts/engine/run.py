@@ -25,7 +25,7 @@ from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine import item_warnings
 from torchcts.engine.context import CaseContext, item_seed
-from torchcts.engine.outcome import PASSED, Verdict, classify, first_line, setup_failure
+from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
@@ -82,11 +82,17 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
     `seed` and `max_examples` override the item's derived seed and the settings' example count
     (fuzz). The record's `outcome` is an `Outcome`. KeyboardInterrupt and `interrupts.Interrupted`
     propagate: an interrupted item has no record."""
-    reason = isolation_reason(item, settings)
-    if reason is None:
-        return run_here(item, settings, seed=seed, max_examples=max_examples)
-    return _run_isolated(item, settings, reason, lambda: run_here(item, settings, seed=seed,
-                                                                    max_examples=max_examples))
+    started = time.monotonic()
+    try:
+        reason = isolation_reason(item, settings)
+        if reason is None:
+            return run_here(item, settings, seed=seed, max_examples=max_examples)
+        return _run_isolated(item, settings, reason, lambda: run_here(item, settings, seed=seed,
+                                                                        max_examples=max_examples))
+    except Exception as exc:  # noqa: BLE001 - raised outside the check (storing, tracing): the item keeps a record
+        verdict = Verdict(Outcome.ERROR, "harness: the item's run raised outside its property check",
+                          error_text(exc, show_traceback=True), "harness", first_line(error_text(exc)))
+        return _record(item, verdict, time.monotonic() - started)
 
 
 def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
@@ -130,7 +136,11 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
     record.update(context.record_fields())
     if verdict.outcome in PROBLEMS and context.failing_case_storable() and settings.corpus_dir is not None \
             and not isinstance(item, ReplayItem):
-        record.update(_store(context, verdict, settings))
+        try:
+            record.update(_store(context, verdict, settings))
+        except Exception as exc:  # noqa: BLE001 - the finding stands without its stored case
+            record.update(counterexample=None,
+                          counterexample_error=f"the failing case could not be stored: {first_line(error_text(exc))}")
     if settings.trace_device_ops:
         from torchcts.testing import faulty
 

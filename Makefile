@@ -12,6 +12,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.torchcts-installed
 RUN_DIR ?= results/make-run
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test`: one per usable core, at most 4 (each worker holds torch and the OpInfo
+# database, ~1-2 GiB); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(min(4, n))')
 
 .PHONY: run test venv clean
 
@@ -32,7 +35,7 @@ run: $(STAMP)
 		--manifest $(RUN_DIR)/manifest.py --results-dir $(RUN_DIR) --corpus-dir $(RUN_DIR)/corpus
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info results/make-run

@@ -67,8 +67,11 @@ def test_an_unknown_property_exits_2_naming_it_and_the_registered_ones(tmp_path)
                                       "--property", "forwards"])
     assert result.exit_code == 2, result.output
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
-    known = ", ".join(spec.name for spec in registry.properties())
-    assert line == f"--property 'forwards' is unknown; choose from {known}"
+    known = len(registry.properties())
+    assert line == f"--property 'forwards' is unknown; did you mean forward? {known} are registered " \
+                   "(`torchcts run --help` lists them)"
+    help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+    assert all(spec.name in help_text.replace("\n", " ").replace("  ", " ") for spec in registry.properties())
 
 
 def test_a_default_corpus_that_cannot_be_written_is_a_one_line_error(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -56,6 +57,9 @@ def check_properties(names: Any, known: Any) -> tuple[str, ...] | None:
         return None
     known = list(known)
     for name in names:
-        if name not in known:
-            raise SelectionError(f"--property {shown(name)} is unknown; choose from {', '.join(known)}")
+        if name not in known:  # the list itself is too long for a one-line error: the closest names, or where to look
+            close = difflib.get_close_matches(str(name), known, n=3)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise SelectionError(f"--property {shown(name)} is unknown; {hint}{len(known)} are registered "
+                                 "(`torchcts run --help` lists them)")
     return tuple(names)

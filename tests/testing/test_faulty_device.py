@@ -98,6 +98,12 @@ def test_sparse_tensors_move_and_compute():
     assert csr.layout == torch.sparse_csr and torch.equal(csr.to_dense().cpu(), dense)
 
 
+def _prints_ok_in_a_child(program: str) -> None:
+    """Run `program` in a fresh interpreter (a regression there may be a crash) and expect it to print ok."""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
 def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
     """sparse.mm's amax/amin kernel keeps the argmax its backward reads only for inputs that require grad; the
     device's CPU data never does, so the device mirrors the flag (else the backward indexed an empty tensor and
@@ -113,8 +119,7 @@ def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
         "assert torch.equal(grads[0], grads[1]), grads\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+    _prints_ok_in_a_child(program)
 
 
 def test_autograds_zero_gradients_are_dense_zeros_on_the_device():
@@ -127,8 +132,7 @@ def test_autograds_zero_gradients_are_dense_zeros_on_the_device():
         "assert grad.device.type == 'faulty' and bool(grad.eq(0).all()) and grad.cpu().tolist() == [0.0] * 3\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+    _prints_ok_in_a_child(program)
 
 
 def test_printing_looks_like_a_device_tensor():

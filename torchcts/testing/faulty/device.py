@@ -19,12 +19,12 @@ import threading
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
-from torchcts.testing.faulty import bugs
-from torchcts.testing.faulty.bug_model import SAVE_STEP
+from torchcts.testing.faulty import bugs, memory, pinned, runtime, streams
+from torchcts.testing.faulty.bug_model import SAVE_STEP, argument
 
 DEVICE_NAME = "faulty"
 
@@ -39,7 +39,7 @@ class FaultyTensor(torch.Tensor):
     _data: torch.Tensor
 
     @staticmethod
-    def __new__(cls, data: torch.Tensor, requires_grad: bool = False) -> "FaultyTensor":
+    def __new__(cls, data: torch.Tensor, requires_grad: bool = False, index: int | None = None) -> "FaultyTensor":
         if data.is_nested:
             raise NotImplementedError("the faulty device does not hold strided nested tensors; "
                                       "jagged nested tensors work (their values move to the device)")
@@ -47,7 +47,8 @@ class FaultyTensor(torch.Tensor):
         # Sparse layouts have no strides: the wrapper asks __torch_dispatch__ for its layout instead.
         layout_args = dict(strides=data.stride(), storage_offset=data.storage_offset()) if strided else {}
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, data.size(), dtype=data.dtype, device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad,
+            cls, data.size(), dtype=data.dtype, device=torch.device(DEVICE_NAME, runtime.current() if index is None else index),
+            requires_grad=requires_grad,
             dispatch_layout=not strided, **layout_args,
         )
         # Lazy conjugate and negative views: the wrapper carries the bits (so torch's composites
@@ -60,6 +61,7 @@ class FaultyTensor(torch.Tensor):
         torch._C._set_conj(wrapper, conj)
         torch._C._set_neg(wrapper, neg)
         wrapper._data = data
+        memory.track(wrapper, data, wrapper.device.index)
         return wrapper
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105
@@ -156,17 +158,35 @@ def note_step(name: str) -> None:
 
 
 def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
-    """The generic path: run `func` on the CPU data, apply active bugs, wrap the results."""
+    """The generic path: run `func` on the CPU data of the device it is called on (its current stream, its
+    generator, its memory), apply active bugs, wrap the results."""
     if _traced is not None:
         _traced.add(str(func))
+    index = _device_index(func, args, kwargs)
+    _op.devices = (index, _source_indices(args, kwargs))
+    if func is _RECORD_STREAM:
+        return None  # the device's work lands in stream order: a storage's other streams need no record
+    if _targets_device(kwargs):
+        requested = memory.requested_bytes(func, args, kwargs)
+        if requested:
+            memory.check_request(index, requested)
     cpu_args, cpu_kwargs = tree_map(_to_cpu, args), tree_map(_to_cpu, kwargs)
     if func in _READS_REQUIRES_GRAD:
         cpu_args = tuple(_with_requires_grad(cpu, arg) for cpu, arg in zip(cpu_args, args))
+    side = streams.op_stream(index) if streams.side_stream_current() else None
+    if side is not None:
+        side.flush()  # a stream's work runs in order: what it queued before lands first
+        landing = _Landing(func, args, kwargs, cpu_args, cpu_kwargs)
     bugs.before(func, cpu_args, cpu_kwargs)
-    result = func(*cpu_args, **cpu_kwargs)
+    if torch.Tag.nondeterministic_seeded in func.tags and argument(func, cpu_args, cpu_kwargs, "generator") is None:
+        result = _with_device_generator(func, index, cpu_args, cpu_kwargs)
+    else:
+        result = func(*cpu_args, **cpu_kwargs)
     if func is _EFFICIENT_ZEROS:
         result = torch.zeros(result.shape, dtype=result.dtype)
     result = bugs.after(func, cpu_args, cpu_kwargs, result)
+    if side is not None:
+        landing.defer(side, result)
     for tensor in _written_tensors(func, args, kwargs):  # resized by the kernel: also those no return aliases
         if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
             _sync_metadata(tensor)
@@ -175,8 +195,90 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         return mutated
     if not _targets_device(kwargs):
         return result
-    return tree_map(lambda v: FaultyTensor(v) if isinstance(v, torch.Tensor) and not isinstance(v, FaultyTensor)
-                    else v, result)
+    return tree_map(lambda v: FaultyTensor(v, index=index) if isinstance(v, torch.Tensor)
+                    and not isinstance(v, FaultyTensor) else v, result)
+
+
+_op = threading.local()
+
+
+def op_devices() -> tuple[int, frozenset[int]]:
+    """For seeded bugs (which see CPU data only): the faulty device index the running op targets, and the indices of
+    its device-tensor arguments (a copy from faulty:0 to faulty:1 gives (1, {0}); a factory (i, {}))."""
+    return getattr(_op, "devices", (0, frozenset()))
+
+
+def _source_indices(args: tuple, kwargs: dict) -> frozenset[int]:
+    return frozenset(leaf.device.index for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, FaultyTensor))
+
+
+# ops that take tensors of two devices by design: copies
+_CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "to"})
+_RECORD_STREAM = torch.ops.aten.record_stream.default
+
+
+def _device_index(func, args: tuple, kwargs: dict) -> int:
+    """The faulty device an op runs on: its `device=` argument's, else its device tensors' (which must all be on one
+    device, but for copies, as on CUDA), else the current device."""
+    target = kwargs.get("device")
+    if target is not None and torch.device(target).type == DEVICE_NAME:
+        return runtime.index_of(target)
+    found = {leaf.device.index for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, FaultyTensor)}
+    if len(found) > 1 and func._schema.name.split("::")[-1] not in _CROSS_DEVICE:
+        first, second = sorted(found)[:2]
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{DEVICE_NAME}:{first} and {DEVICE_NAME}:{second}!")
+    if found:
+        written = [t for t in _written_tensors(func, args, kwargs) if isinstance(t, FaultyTensor)]
+        return written[0].device.index if written else min(found)
+    return runtime.current()
+
+
+def _with_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:
+    """Run a random op given no generator on the device's generator (lent to CPU's default generator's state)."""
+    generator = runtime.generator_for(func, index)
+    kept = torch.default_generator.get_state()
+    torch.default_generator.set_state(generator.get_state())
+    try:
+        return func(*cpu_args, **cpu_kwargs)
+    finally:
+        generator.set_state(torch.default_generator.get_state())
+        torch.default_generator.set_state(kept)
+
+
+class _Landing:
+    """An op run on a side stream (`streams`): its effects are taken back at once and landed when the stream
+    is flushed. Written tensors keep their old values until then; new results read as the sentinel."""
+
+    def __init__(self, func, args: tuple, kwargs: dict, cpu_args: tuple, cpu_kwargs: dict):
+        self.blocking_to_host = not argument(func, args, kwargs, "non_blocking", False) and (
+            not _targets_device(kwargs) or any(isinstance(t, torch.Tensor) and not isinstance(t, FaultyTensor)
+                                               for t in _written_tensors(func, args, kwargs)))
+        self.written = [t for t in _written_tensors(func, cpu_args, cpu_kwargs)
+                        if isinstance(t, torch.Tensor) and t.layout == torch.strided]
+        self.before = [t.clone() for t in self.written]
+        self.inputs = {leaf.untyped_storage().data_ptr() for leaf in tree_leaves((cpu_args, cpu_kwargs))
+                       if isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided}
+
+    def defer(self, stream: Any, result: Any) -> None:
+        if self.blocking_to_host:  # a blocking copy to CPU waits for the stream: lands now
+            return
+        for target, old in zip(self.written, self.before):
+            if target.shape == old.shape:
+                stream.defer(_landing(target, target.clone()))
+                target.copy_(old)
+        for leaf in tree_leaves(result):
+            if (isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided and leaf.numel()
+                    and leaf.untyped_storage().data_ptr() not in self.inputs):
+                stream.defer(_landing(leaf, leaf.clone()))
+                leaf.copy_(streams.sentinel_of(leaf))
+
+
+def _landing(target: torch.Tensor, value: torch.Tensor) -> Any:
+    def land() -> None:
+        target.copy_(value)
+
+    return land
 
 
 # autograd's zero gradients: on CPU a ZeroTensor without storage, which the device's kernels (below the ZeroTensor
@@ -268,55 +370,6 @@ def _factory_fallback(op, *args, **kwargs):
     return run_on_cpu(op, args, kwargs)
 
 
-class _DeviceModule:
-    """`torch.faulty`: what torch and OpInfo helpers call on a device module. One device; the
-    CPU generator serves as the device's generator, so seeding either seeds both."""
-
-    def is_available(self) -> bool:
-        return True
-
-    def is_initialized(self) -> bool:
-        return True
-
-    def device_count(self) -> int:
-        return 1
-
-    def current_device(self) -> int:
-        return 0
-
-    def set_device(self, device: Any) -> None:
-        pass
-
-    def synchronize(self, device: Any = None) -> None:
-        pass
-
-    def _is_in_bad_fork(self) -> bool:
-        return False
-
-    # torch.manual_seed() calls manual_seed_all() of custom device modules: seed the CPU
-    # generator directly, or the two would recurse.
-    def manual_seed(self, seed: int) -> None:
-        torch.default_generator.manual_seed(seed)
-
-    def manual_seed_all(self, seed: int) -> None:
-        torch.default_generator.manual_seed(seed)
-
-    def seed(self) -> None:
-        torch.default_generator.seed()
-
-    def initial_seed(self) -> int:
-        return torch.default_generator.initial_seed()
-
-    def get_rng_state(self, device: Any = None) -> torch.Tensor:
-        return torch.get_rng_state()
-
-    def set_rng_state(self, state: torch.Tensor, device: Any = None) -> None:
-        torch.set_rng_state(state)
-
-    def get_amp_supported_dtype(self) -> list[torch.dtype]:
-        return [torch.float16, torch.bfloat16]
-
-
 def register() -> None:
     """Rename PrivateUse1 to `faulty` and install the device module and the generic path (once)."""
     global _registered, _library
@@ -330,7 +383,7 @@ def register() -> None:
         from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
         if current == "privateuseone":
-            _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=_DeviceModule())
+            _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=runtime.MODULE)
         _library = torch.library.Library("_", "IMPL")
         _library.fallback(_factory_fallback, "PrivateUse1")
         _aten_library = torch.library.Library("aten", "IMPL")
@@ -341,6 +394,7 @@ def register() -> None:
         from torchcts.testing.faulty import autocast
 
         autocast.register()
+        pinned.register()
         torch.serialization.add_safe_globals([rebuild_saved])
         torch.serialization.register_package(5, _no_tag, _storage_stays_on_cpu)
         _registered = True

@@ -1,0 +1,88 @@
+"""What the device runtime suites share: the device's runtime module, the facilities a claim needs, invariant checks.
+
+A runtime suite (device_api, streams, events, pinned_memory, rng, ...) proves facts about the
+device's runtime rather than values an op computes, so most of its checks are invariants observed on
+the device alone ("the same seed draws the same numbers", "an event's elapsed time is positive"),
+not a comparison with CPU. Three helpers:
+
+- `runtime_module(cts)`: `torch.<device type>` (`torch.cuda`, `torch.faulty`, `torch.cpu`).
+- `require(cts, module, *names)`: before the cases, the attributes a suite needs from that module.
+  A missing one is `runtime_unavailable` on the CPU validation target (CPU is the reference, not a
+  backend: it has no streams to wait on or device memory to count) and a backend `error` on any
+  other device, which claimed the capability.
+- `invariant_check(cts, program, what)`: a check for `cts.run` that runs `program(device, *args)` on
+  the device (its exceptions are the backend's `error`s) and fails on every `Observation` that does
+  not hold, naming each with what was seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import attrs
+import torch
+
+from torchcts.engine.outcome import NotRun
+from torchcts.outcomes import Outcome
+
+
+@attrs.frozen
+class Observation:
+    """One fact a runtime program checked: what should hold, whether it did, and what was seen."""
+
+    what: str
+    holds: bool
+    seen: str = ""
+
+    def describe(self) -> str:
+        return f"{self.what}" + (f" (seen: {self.seen})" if self.seen else "")
+
+
+def observe(what: str, holds: Any, seen: Any = "") -> Observation:
+    return Observation(what, bool(holds), str(seen))
+
+
+def runtime_module(cts: Any) -> Any:
+    """`torch.<device type>` of the target, or None when torch has no such module."""
+    return getattr(torch, cts.target.device_type, None)
+
+
+def on_validation_target(cts: Any) -> bool:
+    """Whether the device under test is CPU itself (the validation run: the oracle against itself)."""
+    return cts.target.device_type == "cpu"
+
+
+def unavailable(why: str) -> NotRun:
+    return NotRun(Outcome.RUNTIME_UNAVAILABLE, why)
+
+
+def require(cts: Any, module: Any, *names: str, capability: str = "") -> None:
+    """Raise (before any case) unless `module` has every attribute in `names`: runtime_unavailable on the CPU
+    validation target, an AssertionError (a `failed` item: the claimed facility is missing) on any other device."""
+    label = f"torch.{cts.target.device_type}"
+    missing = [name for name in names if module is None or not hasattr(module, name)]
+    if not missing:
+        return
+    what = f"{label} has no {', '.join(missing)}"
+    if on_validation_target(cts):
+        raise unavailable(f"{what}: CPU has no such facility (the validation target proves only what CPU has)")
+    raise AssertionError(f"{what}, which the {capability or cts.item.property} capability the manifest claims needs")
+
+
+def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], what: str = "") -> Callable[[Any], None]:
+    """A check for `cts.run(cases, check)`: `program(device, *sample.args, **sample.kwargs)` run on the device under
+    test (the sample's `input` is not passed: a runtime case stores its drawn sizes and seeds as plain arguments,
+    with a placeholder input tensor); fails naming the observations that do not hold."""
+    label = what or program.__name__
+
+    def run(cts_: Any, sample: Any, target: Any) -> list[Observation]:
+        return list(program(target.device, *sample.args, **sample.kwargs))
+
+    def check(case: Any) -> None:
+        observations = cts.on_device_call(run, case.sample, what=f" ({label})")
+        broken = [o for o in observations if not o.holds]
+        if broken:
+            detail = "; ".join(o.describe() for o in broken[:4])
+            raise AssertionError(f"{label} [{'; '.join(case.transforms)}] on {cts.target.describe()}: {detail}")
+
+    return check

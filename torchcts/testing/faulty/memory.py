@@ -1,0 +1,149 @@
+"""The faulty device's memory: what its live storages hold, per device, and out-of-memory past its capacity.
+
+The device's data lives in CPU storages; this module accounts for them as a device allocator does.
+A storage counts from the first device tensor that holds it until the last one is freed (views share
+it); `allocated` is the sum over live storages, `peak` its maximum since the last reset, `reserved`
+what a caching allocator keeps (it grows with `allocated` and falls back to it on `empty_cache`).
+A device has `capacity` bytes (TORCHCTS_FAULTY_MEMORY_MB, default 4096 MiB per device): an
+allocation that would pass it raises `torch.OutOfMemoryError` before anything is allocated, and the
+device stays usable. Seeded allocator bugs act at `bug_model.OUT_OF_MEMORY_STEP`, only when an allocation is
+refused (`check_request`), so that ordinary allocations reach no bug.
+
+Limits: a storage resized in place (`resize_`) keeps the size it was first seen with; CPU tensors
+sharing a device storage (`_to_cpu` aliases) do not keep it allocated.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from typing import Any
+
+import torch
+
+from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP
+
+MEMORY_ENV = "TORCHCTS_FAULTY_MEMORY_MB"
+DEFAULT_CAPACITY_MB = 4096
+
+_lock = threading.Lock()
+_live: dict[int, list[int]] = {}  # storage data_ptr -> [device index, bytes, device tensors holding it]
+_allocated: dict[int, int] = {}
+_peak: dict[int, int] = {}
+_reserved: dict[int, int] = {}
+_allocations: dict[int, int] = {}  # allocations made since the process started (a counter, as CUDA's)
+
+
+def capacity(index: int) -> int:
+    """Bytes of memory device `index` has."""
+    try:
+        megabytes = float(os.environ.get(MEMORY_ENV, DEFAULT_CAPACITY_MB))
+    except ValueError:
+        megabytes = DEFAULT_CAPACITY_MB
+    return int(max(megabytes, 1) * 2**20)
+
+
+def allocated(index: int) -> int:
+    return _allocated.get(index, 0)
+
+
+def peak(index: int) -> int:
+    return _peak.get(index, 0)
+
+
+def reserved(index: int) -> int:
+    return _reserved.get(index, 0)
+
+
+def allocations(index: int) -> int:
+    return _allocations.get(index, 0)
+
+
+def reset_peak(index: int) -> None:
+    with _lock:
+        _peak[index] = allocated(index)
+
+
+def empty_cache(index: int) -> None:
+    with _lock:
+        _reserved[index] = allocated(index)
+
+
+def out_of_memory(index: int, nbytes: int) -> torch.OutOfMemoryError:
+    mib = 2**20
+    return torch.OutOfMemoryError(
+        f"faulty:{index} out of memory: tried to allocate {nbytes / mib:.2f} MiB; {allocated(index) / mib:.2f} MiB "
+        f"of {capacity(index) / mib:.2f} MiB already allocated")
+
+
+def check_request(index: int, nbytes: int) -> None:
+    """Raise torch.OutOfMemoryError when `nbytes` more would pass device `index`'s capacity (before allocating)."""
+    if allocated(index) + nbytes <= capacity(index):
+        return
+    from torchcts.testing.faulty import bugs
+    from torchcts.testing.faulty.device import note_step
+
+    note_step(OUT_OF_MEMORY_STEP)
+    bugs.after(OUT_OF_MEMORY_STEP, (index, nbytes), {}, None)
+    raise out_of_memory(index, nbytes)
+
+
+def track(wrapper: Any, data: torch.Tensor, index: int) -> None:
+    """Account `data`'s storage to device `index` while `wrapper` (a device tensor holding it) lives."""
+    if data.layout != torch.strided:
+        return
+    storage = data.untyped_storage()
+    key, nbytes = storage.data_ptr(), storage.nbytes()
+    if not key or not nbytes:
+        return
+    with _lock:
+        entry = _live.get(key)
+        if entry is None:
+            if allocated(index) + nbytes > capacity(index):
+                raise out_of_memory(index, nbytes)
+            entry = _live[key] = [index, nbytes, 0]
+            _allocated[index] = allocated(index) + nbytes
+            _peak[index] = max(peak(index), _allocated[index])
+            _reserved[index] = max(reserved(index), _allocated[index])
+            _allocations[index] = allocations(index) + 1
+        entry[2] += 1
+    weakref.finalize(wrapper, _release, key)
+
+
+def _release(key: int) -> None:
+    with _lock:
+        entry = _live.get(key)
+        if entry is None:
+            return
+        entry[2] -= 1
+        if entry[2] <= 0:
+            del _live[key]
+            _allocated[entry[0]] = allocated(entry[0]) - entry[1]
+
+
+# Factories whose `size` argument says what they allocate: checked against the capacity before CPU allocates it.
+SIZED_FACTORIES = frozenset({"empty", "empty_strided", "new_empty", "new_empty_strided", "new_zeros", "new_ones",
+                             "new_full", "full", "zeros", "ones", "rand", "randn", "randint", "empty_like"})
+
+
+def requested_bytes(func: Any, args: tuple, kwargs: dict) -> int | None:
+    """Bytes a sized factory call asks for, or None when `func` is none (or its size cannot be read)."""
+    if func._schema.name.split("::")[-1] not in SIZED_FACTORIES:
+        return None
+    from torchcts.testing.faulty.bug_model import argument
+
+    size = argument(func, args, kwargs, "size")
+    if size is None:
+        template = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        size = template.shape if template is not None else None
+    if size is None:
+        return None
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        template = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        dtype = template.dtype if template is not None else torch.get_default_dtype()
+    count = 1
+    for side in size:
+        count *= max(int(side), 0)
+    return count * torch.empty((), dtype=dtype).element_size()

@@ -24,10 +24,16 @@ _MANIFESTS: dict[str, Any] = {}
 
 
 def complete_manifest(tmp_root: Path, device: str = "cpu") -> Any:
-    """The `complete` template's manifest (every dtype and capability, level 8) for `device`, loaded once."""
+    """The `complete` template's manifest (every dtype and capability, level 8) for `device`, loaded once (for the
+    faulty device, the selftest's manifest)."""
     if device not in _MANIFESTS:
         path = Path(tmp_root) / f"complete-{device}.py"
-        path.write_text(render_template("complete", device_name=device))
+        if device == "faulty":  # the selftest's: two devices, multi_device claimed, device_generator not
+            from torchcts.testing.selftest import faulty_manifest
+
+            path.write_text(faulty_manifest())
+        else:
+            path.write_text(render_template("complete", device_name=device))
         _MANIFESTS[device] = load_manifest(path)[0]
     return _MANIFESTS[device]
 

@@ -133,7 +133,7 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     manifest = results_dir / "manifest.py"
-    manifest.write_text(render_template("complete", device_name="faulty"))
+    manifest.write_text(faulty_manifest())
     chosen = [b for b in BUGS.values() if b.in_all and (not only_bugs or b.name in only_bugs)]
     deferred = deferred_bugs(chosen, level)
     chosen = [b for b in chosen if b.name not in {name for name, _, _ in deferred}]
@@ -178,6 +178,19 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
     return SelftestReport(tuple(item for item in failed_items if item not in explained), results, tuple(incomplete),
                           explained, unexercised_properties(clean_records, 8, _specs_of(planned)), deferred)
+
+
+def faulty_manifest() -> str:
+    """The manifest the selftest runs with: the `complete` template for the faulty device, with its two devices and
+    multi_device claimed, and device_generator not claimed (torch gives a Python backend no hook for
+    `torch.Generator(device=...)`: docs/faulty-backend.md)."""
+    from torchcts.testing.faulty import runtime
+
+    return (render_template("complete", device_name="faulty")
+            + "\n# the faulty device's runtime (torchcts.testing.faulty.runtime)\n"
+            + f'manifest["device_count"] = {runtime.count()}\n'
+            + f'manifest["capabilities"]["multi_device"] = {runtime.count() >= 2}\n'
+            + 'manifest["capabilities"]["device_generator"] = False\n')
 
 
 def deferred_bugs(bugs: Iterable[Any], level: int, specs: Iterable[Any] | None = None) -> tuple[tuple[str, str, int], ...]:

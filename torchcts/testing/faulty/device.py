@@ -162,8 +162,9 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     generator, its memory), apply active bugs, wrap the results."""
     if _traced is not None:
         _traced.add(str(func))
-    index = _device_index(func, args, kwargs)
-    _op.devices = (index, _source_indices(args, kwargs))
+    on_device = _device_tensors(args, kwargs)
+    index = _device_index(func, args, kwargs, on_device)
+    _op.devices = (index, tuple(t.device.index for t in on_device))  # indices only: never keep tensors alive
     if func is _RECORD_STREAM:
         return None  # the device's work lands in stream order: a storage's other streams need no record
     if _targets_device(kwargs):
@@ -178,7 +179,7 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         side.flush()  # a stream's work runs in order: what it queued before lands first
         landing = _Landing(func, args, kwargs, cpu_args, cpu_kwargs)
     bugs.before(func, cpu_args, cpu_kwargs)
-    if torch.Tag.nondeterministic_seeded in func.tags and argument(func, cpu_args, cpu_kwargs, "generator") is None:
+    if _is_random(func) and argument(func, cpu_args, cpu_kwargs, "generator") is None:
         result = _with_device_generator(func, index, cpu_args, cpu_kwargs)
     else:
         result = func(*cpu_args, **cpu_kwargs)
@@ -205,11 +206,19 @@ _op = threading.local()
 def op_devices() -> tuple[int, frozenset[int]]:
     """For seeded bugs (which see CPU data only): the faulty device index the running op targets, and the indices of
     its device-tensor arguments (a copy from faulty:0 to faulty:1 gives (1, {0}); a factory (i, {}))."""
-    return getattr(_op, "devices", (0, frozenset()))
+    index, sources = getattr(_op, "devices", (0, ()))
+    return index, frozenset(sources)
 
 
-def _source_indices(args: tuple, kwargs: dict) -> frozenset[int]:
-    return frozenset(leaf.device.index for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, FaultyTensor))
+def _device_tensors(args: tuple, kwargs: dict) -> list[FaultyTensor]:
+    """The device tensors among an op's arguments, and in its lists of tensors (no deeper: aten takes no more)."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, FaultyTensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, FaultyTensor))
+    return found
 
 
 # ops that take tensors of two devices by design: copies
@@ -217,21 +226,34 @@ _CROSS_DEVICE = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_
 _RECORD_STREAM = torch.ops.aten.record_stream.default
 
 
-def _device_index(func, args: tuple, kwargs: dict) -> int:
+def _device_index(func, args: tuple, kwargs: dict, on_device: list[FaultyTensor]) -> int:
     """The faulty device an op runs on: its `device=` argument's, else its device tensors' (which must all be on one
     device, but for copies, as on CUDA), else the current device."""
     target = kwargs.get("device")
     if target is not None and torch.device(target).type == DEVICE_NAME:
         return runtime.index_of(target)
-    found = {leaf.device.index for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, FaultyTensor)}
-    if len(found) > 1 and func._schema.name.split("::")[-1] not in _CROSS_DEVICE:
-        first, second = sorted(found)[:2]
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{DEVICE_NAME}:{first} and {DEVICE_NAME}:{second}!")
-    if found:
+    if not on_device:
+        return runtime.current()
+    first = on_device[0].device.index
+    if any(t.device.index != first for t in on_device):
+        if func._schema.name.split("::")[-1] not in _CROSS_DEVICE:
+            found = sorted({t.device.index for t in on_device})
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{DEVICE_NAME}:{found[0]} and {DEVICE_NAME}:{found[1]}!")
         written = [t for t in _written_tensors(func, args, kwargs) if isinstance(t, FaultyTensor)]
-        return written[0].device.index if written else min(found)
-    return runtime.current()
+        return written[0].device.index if written else first
+    return first
+
+
+_random: dict[Any, bool] = {}
+
+
+def _is_random(func) -> bool:
+    """Whether `func` draws random numbers (torch tags such overloads), cached per overload."""
+    found = _random.get(func)
+    if found is None:
+        found = _random[func] = torch.Tag.nondeterministic_seeded in func.tags
+    return found
 
 
 def _with_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:

@@ -32,16 +32,23 @@ _live: dict[int, list[int]] = {}  # storage data_ptr -> [device index, bytes, de
 _allocated: dict[int, int] = {}
 _peak: dict[int, int] = {}
 _reserved: dict[int, int] = {}
+_holders: dict[int, tuple[weakref.ref, int]] = {}  # id -> (weak reference to a device tensor, its storage's key)
 _allocations: dict[int, int] = {}  # allocations made since the process started (a counter, as CUDA's)
 
 
 def capacity(index: int) -> int:
-    """Bytes of memory device `index` has."""
-    try:
-        megabytes = float(os.environ.get(MEMORY_ENV, DEFAULT_CAPACITY_MB))
-    except ValueError:
-        megabytes = DEFAULT_CAPACITY_MB
-    return int(max(megabytes, 1) * 2**20)
+    """Bytes of memory device `index` has (every device the same)."""
+    text = os.environ.get(MEMORY_ENV, "")
+    if _capacity[0] != text:
+        try:
+            megabytes = float(text) if text else DEFAULT_CAPACITY_MB
+        except ValueError:
+            megabytes = DEFAULT_CAPACITY_MB
+        _capacity[:] = [text, int(max(megabytes, 1) * 2**20)]
+    return _capacity[1]
+
+
+_capacity: list = [None, 0]  # [the environment's text, the bytes it gives]: read once per change
 
 
 def allocated(index: int) -> int:
@@ -108,10 +115,12 @@ def track(wrapper: Any, data: torch.Tensor, index: int) -> None:
             _reserved[index] = max(reserved(index), _allocated[index])
             _allocations[index] = allocations(index) + 1
         entry[2] += 1
-    weakref.finalize(wrapper, _release, key)
+    holder = weakref.ref(wrapper, _released)  # a plain weak reference: a fraction of weakref.finalize's cost
+    _holders[id(holder)] = (holder, key)
 
 
-def _release(key: int) -> None:
+def _released(holder: weakref.ref) -> None:
+    _, key = _holders.pop(id(holder), (None, 0))
     with _lock:
         entry = _live.get(key)
         if entry is None:
@@ -127,9 +136,15 @@ SIZED_FACTORIES = frozenset({"empty", "empty_strided", "new_empty", "new_empty_s
                              "new_full", "full", "zeros", "ones", "rand", "randn", "randint", "empty_like"})
 
 
+_sized: dict[Any, bool] = {}  # overload -> whether it is one of SIZED_FACTORIES
+
+
 def requested_bytes(func: Any, args: tuple, kwargs: dict) -> int | None:
     """Bytes a sized factory call asks for, or None when `func` is none (or its size cannot be read)."""
-    if func._schema.name.split("::")[-1] not in SIZED_FACTORIES:
+    sized = _sized.get(func)
+    if sized is None:
+        sized = _sized[func] = func._schema.name.split("::")[-1] in SIZED_FACTORIES
+    if not sized:
         return None
     from torchcts.testing.faulty.bug_model import argument
 

@@ -60,7 +60,9 @@ def test_capability_probes_cover_every_capability_on_cpu(fork):
     assert [(r.kind, r.name) for r in results] == probes
     assert all(r.status in STATUSES for r in results)
     by_name = {r.name: r for r in results}
-    assert {name for name, r in by_name.items() if r.status == FAILED} == CPU_LACKS, \
+    # a process where the faulty device registered has an accelerator: CPU tensors can be pinned for it
+    lacks = CPU_LACKS - {"pinned_memory"} if torch._C._get_privateuse1_backend_name() == "faulty" else CPU_LACKS
+    assert {name for name, r in by_name.items() if r.status == FAILED} == lacks, \
         {name: r.problem() for name, r in by_name.items() if r.status == FAILED}
     assert by_name["custom_quantized_decode"].status == NO_PROBE
     assert by_name["custom_quantized_decode"].error.startswith("no probe: ")

@@ -1,0 +1,272 @@
+"""Streams: work queued on device streams lands in order, and what orders streams (waits, synchronize) orders them.
+
+Each scenario runs a correct program (one that orders every cross-stream read, so it holds on any
+correct device, whatever the race timing) through the device's runtime module, used generically:
+`module.Stream(device)`, `module.current_stream()`, `module.stream(s)`, `s.wait_stream(other)`,
+`s.synchronize()`, `s.query()`, `module.synchronize()`:
+- `stream_order`: a drawn chain of ops on a side stream, then `module.synchronize()`;
+- `stream_synchronize`: the same, then `s.synchronize()`; `s.query()` is then True;
+- `wait_stream`: a producer chain on a side stream, a consumer chain on another stream (the current
+  one or a side stream) after `consumer.wait_stream(producer)`; 1..3 side streams;
+- `synchronize_all`: an independent chain on each of 1..3 side streams, one `module.synchronize()`;
+- `record_stream`: a tensor made on one stream, used on another, `record_stream`ed and deleted while
+  the first stream allocates again: the consumer's values stay right;
+- `non_blocking_copies`: on a side stream, CPU -> device and device -> CPU copies with
+  `non_blocking=True`; after `module.synchronize()` the CPU copy holds the chain's values.
+Ops come from a small fixed list (sin, tanh, silu, an affine map, an in-place add, a matmul with a
+scaled random square matrix), so values stay bounded. Shapes, chains, seeds and the streams that
+produce and consume are drawn.
+
+The oracle is the same chain computed on CPU in the check, compared within rtol=1e-3, atol=1e-4
+(device kernels may round differently; a value that never landed reads as garbage or, on the faulty
+device, as NaN). Every read happens after the program ordered it, so a pass on a real device is not
+luck of timing; a failure means an ordering primitive did not order.
+
+CPU (validation) has `Stream`, `current_stream`, `stream`, `wait_stream` and `synchronize`, and runs
+everything at once: `stream_order`, `wait_stream`, `synchronize_all` and `non_blocking_copies` pass;
+`torch.cpu.Stream` has no `synchronize`/`query` and is no `torch.Stream` (which `record_stream`
+takes), so `stream_synchronize` and `record_stream` are runtime_unavailable there.
+
+Limits: one device; float32; stream priorities, `torch.cuda.graphs`, external streams and the
+caching allocator's reuse across streams are not observed directly (`record_stream` only checks
+that values survive); a device whose streams happen to be synchronous passes every scenario (the
+suite proves ordering primitives order, not that streams overlap).
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
+                                                runtime_module, unavailable)
+from torchcts.strategies import Case
+
+DTYPES = ("float32",)
+SCENARIOS = ("stream_order", "stream_synchronize", "wait_stream", "synchronize_all", "record_stream",
+             "non_blocking_copies")
+OPS = ("sin", "tanh", "silu", "affine", "add_", "matmul")
+RTOL, ATOL = 1e-3, 1e-4
+
+
+# -- the programs: torch only -----------------------------------------------------------------------------------------
+
+def device_module(device):
+    """`torch.<type>` of `device` (torch.cuda, torch.xpu, torch.cpu, ...)."""
+    return getattr(torch, torch.device(device).type)
+
+
+def inputs(rows, cols, seed):
+    """A (rows, cols) input and a (cols, cols) matrix scaled to keep a matmul's values bounded, on CPU."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(rows, cols, generator=generator), torch.randn(cols, cols, generator=generator) / cols ** 0.5
+
+
+def apply(op, x, w):
+    if op == "sin":
+        return x.sin()
+    if op == "tanh":
+        return x.tanh()
+    if op == "silu":
+        return x * torch.sigmoid(x)
+    if op == "affine":
+        return x * 0.75 + 0.25
+    if op == "add_":
+        return (x + 0).add_(0.5)  # in place, on a result of this stream
+    if op == "matmul":
+        return x @ w
+    raise ValueError(f"unknown op {op!r}")
+
+
+def chain(x, w, ops):
+    for op in ops:
+        x = apply(op, x, w)
+    return x
+
+
+def agrees(what, got, expected):
+    """An observation: `got` (moved to CPU) equals `expected` (CPU's) within the suite's tolerance."""
+    got = got.cpu()
+    holds = got.shape == expected.shape and torch.allclose(got, expected, rtol=RTOL, atol=ATOL)
+    worst = (got - expected).abs().nan_to_num(float("inf")).max().item() if got.shape == expected.shape else None
+    return observe(what, holds, f"shape {tuple(got.shape)} vs {tuple(expected.shape)}, largest difference {worst}, "
+                                f"first values {got.flatten()[:3].tolist()} vs {expected.flatten()[:3].tolist()}")
+
+
+def to_side(module, device, stream, *tensors):
+    """`tensors` (CPU) on the device, copied on the current stream, which `stream` (if another) then waits for."""
+    placed = [t.to(device) for t in tensors]
+    if stream != module.current_stream(device):
+        stream.wait_stream(module.current_stream(device))
+    return placed
+
+
+def stream_order(device, rows, cols, seed, ops, use_stream_sync):
+    module = device_module(device)
+    x, w = inputs(rows, cols, seed)
+    side = module.Stream(device)
+    dx, dw = to_side(module, device, side, x, w)
+    with module.stream(side):
+        out = chain(dx, dw, ops)
+    if use_stream_sync:
+        side.synchronize()
+        yield observe("stream.query() is True after stream.synchronize()", side.query() is True, side.query())
+    else:
+        module.synchronize(device)
+    yield agrees(f"the chain {ops} on a side stream after synchronize", out, chain(x, w, ops))
+
+
+def wait_stream(device, rows, cols, seed, produce, consume, streams, producer, consumer):
+    """`streams` side streams; stream `producer` runs `produce`, stream `consumer` (-1: the current stream) waits for
+    it and runs `consume` on the result; the current stream waits for the consumer before reading."""
+    module = device_module(device)
+    x, w = inputs(rows, cols, seed)
+    side = [module.Stream(device) for _ in range(streams)]
+    current = module.current_stream(device)
+    make, use = side[producer], current if consumer < 0 else side[consumer]
+    dx, dw = to_side(module, device, make, x, w)
+    with module.stream(make):
+        made = chain(dx, dw, produce)
+    use.wait_stream(make)
+    with module.stream(use):
+        used = chain(made, dw, consume)
+    current.wait_stream(use)
+    yield agrees(f"{consume} after wait_stream on {produce}", used, chain(chain(x, w, produce), w, consume))
+
+
+def synchronize_all(device, rows, cols, seeds, chains):
+    """One side stream per chain, each on its own input; one device-wide synchronize lands them all."""
+    module = device_module(device)
+    side = [module.Stream(device) for _ in chains]
+    cases, results = [inputs(rows, cols, seed) for seed in seeds], []
+    for stream, (x, w), ops in zip(side, cases, chains):
+        dx, dw = to_side(module, device, stream, x, w)
+        with module.stream(stream):
+            results.append(chain(dx, dw, ops))
+    module.synchronize(device)
+    for index, (out, (x, w), ops) in enumerate(zip(results, cases, chains)):
+        yield agrees(f"stream {index} of {len(chains)}: {ops} after module.synchronize()", out, chain(x, w, ops))
+
+
+def record_stream(device, rows, cols, seed, produce, consume, churn):
+    """Make a tensor on stream A, use it on stream B, record_stream(B), delete it, allocate `churn` tensors of its
+    size on A (which may reuse its memory unless the record holds it), then synchronize."""
+    module = device_module(device)
+    x, w = inputs(rows, cols, seed)
+    first, second = module.Stream(device), module.Stream(device)
+    dx, dw = to_side(module, device, first, x, w)
+    with module.stream(first):
+        made = chain(dx, dw, produce)
+    second.wait_stream(first)
+    with module.stream(second):
+        used = chain(made, dw, consume)
+    made.record_stream(second)
+    del made
+    with module.stream(first):
+        garbage = [torch.full((rows, cols), -7.0, device=device) for _ in range(churn)]
+    module.synchronize(device)
+    del garbage
+    yield agrees(f"{consume} on stream B of a tensor made on A, recorded and freed", used,
+                 chain(chain(x, w, produce), w, consume))
+
+
+def non_blocking_copies(device, rows, cols, seed, ops, via_copy):
+    """On a side stream: CPU -> device with non_blocking (`to` or `copy_`), a chain, device -> CPU with
+    non_blocking; module.synchronize() before reading the CPU copy."""
+    module = device_module(device)
+    x, w = inputs(rows, cols, seed)
+    side = module.Stream(device)
+    side.wait_stream(module.current_stream(device))
+    with module.stream(side):
+        if via_copy:
+            dx = torch.empty(rows, cols, device=device)
+            dx.copy_(x, non_blocking=True)
+        else:
+            dx = x.to(device, non_blocking=True)
+        dw = w.to(device, non_blocking=True)
+        host = chain(dx, dw, ops).to("cpu", non_blocking=True)
+    module.synchronize(device)
+    yield agrees(f"a non_blocking round trip through {ops}", host, chain(x, w, ops))
+
+
+PROGRAMS = {"stream_order": stream_order, "stream_synchronize": stream_order, "wait_stream": wait_stream,
+            "synchronize_all": synchronize_all, "record_stream": record_stream,
+            "non_blocking_copies": non_blocking_copies}
+
+
+# -- facilities -------------------------------------------------------------------------------------------------------
+
+MODULE_NEEDS = ("Stream", "current_stream", "stream", "synchronize")
+STREAM_METHODS = {"stream_synchronize": ("wait_stream", "synchronize", "query")}
+
+
+def require_methods(cts, owner, label, *names):
+    """Like `require`, for methods of a runtime class (`torch.cpu.Stream` has no `query`): runtime_unavailable on the
+    CPU validation target, a failed item on a device that claimed the capability."""
+    missing = [name for name in names if not hasattr(owner, name)]
+    if not missing:
+        return
+    what = f"{label} has no {', '.join(missing)}"
+    if on_validation_target(cts):
+        raise unavailable(f"{what}: CPU has no such facility (the validation target proves only what CPU has)")
+    raise AssertionError(f"{what}, which the {cts.item.property} capability the manifest claims needs")
+
+
+def require_streams(cts, scenario):
+    module = runtime_module(cts)
+    require(cts, module, *MODULE_NEEDS, capability="streams")
+    label = f"torch.{cts.target.device_type}.Stream"
+    require_methods(cts, module.Stream, label, "wait_stream", *STREAM_METHODS.get(scenario, ()))
+    if scenario == "record_stream" and on_validation_target(cts) and not issubclass(module.Stream, torch.Stream):
+        raise unavailable(f"{label} is no torch.Stream, which Tensor.record_stream takes: CPU has no stream to record")
+
+
+# -- cases ------------------------------------------------------------------------------------------------------------
+
+def op_chains(min_size=1, max_size=4):
+    return st.lists(st.sampled_from(OPS), min_size=min_size, max_size=max_size)
+
+
+def stream_cases(scenario):
+    @st.composite
+    def draw_case(draw):
+        rows = draw(st.integers(1, 8), label="rows")
+        cols = draw(st.integers(1, 8), label="cols")
+        seed = draw(st.integers(0, 2**16 - 1), label="seed")
+        if scenario in ("stream_order", "stream_synchronize"):
+            ops = draw(op_chains(), label="ops")
+            args, what = (rows, cols, seed, ops, scenario == "stream_synchronize"), f"{ops}"
+        elif scenario == "wait_stream":
+            streams = draw(st.integers(1, 3), label="side streams")
+            producer = draw(st.integers(0, streams - 1), label="producer")
+            consumer = draw(st.sampled_from([-1, *[i for i in range(streams) if i != producer]]), label="consumer")
+            produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
+            args = (rows, cols, seed, produce, consume, streams, producer, consumer)
+            what = (f"{streams} side streams: {produce} on side {producer}, then {consume} on "
+                    f"{'the current stream' if consumer < 0 else f'side {consumer}'}")
+        elif scenario == "synchronize_all":
+            count = draw(st.integers(1, 3), label="streams")
+            chains = draw(st.lists(op_chains(), min_size=count, max_size=count), label="chains")
+            seeds = [seed + i for i in range(count)]
+            args, what = (rows, cols, seeds, chains), f"{count} side streams: {chains}"
+        elif scenario == "record_stream":
+            produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
+            churn = draw(st.integers(1, 3), label="allocations after the free")
+            args, what = (rows, cols, seed, produce, consume, churn), f"{produce} on A, {consume} on B, churn {churn}"
+        else:
+            ops = draw(op_chains(), label="ops")
+            via_copy = draw(st.booleans(), label="copy_ (else to)")
+            args, what = (rows, cols, seed, ops, via_copy), f"{ops}, {'copy_' if via_copy else 'to'}"
+        sample = SampleInput(torch.zeros(1), args=args)
+        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
+
+    return draw_case()
+
+
+@register_property("streams", capability="streams", level=6, items=ScenarioItems(SCENARIOS, DTYPES))
+def test_streams(cts):
+    scenario = cts.item.op
+    require_streams(cts, scenario)
+    cts.run(stream_cases(scenario), invariant_check(cts, PROGRAMS[scenario], scenario))

@@ -56,11 +56,12 @@ def unavailable(why: str) -> NotRun:
     return NotRun(Outcome.RUNTIME_UNAVAILABLE, why)
 
 
-def require(cts: Any, module: Any, *names: str, capability: str = "") -> None:
-    """Raise (before any case) unless `module` has every attribute in `names`: runtime_unavailable on the CPU
-    validation target, an AssertionError (a `failed` item: the claimed facility is missing) on any other device."""
-    label = f"torch.{cts.target.device_type}"
-    missing = [name for name in names if module is None or not hasattr(module, name)]
+def require(cts: Any, owner: Any, *names: str, capability: str = "", label: str = "") -> None:
+    """Raise (before any case) unless `owner` (the runtime module, or a class of it such as its `Stream`, named
+    `label`) has every attribute in `names`: runtime_unavailable on the CPU validation target, an AssertionError (a
+    `failed` item: the claimed facility is missing) on any other device."""
+    label = label or f"torch.{cts.target.device_type}"
+    missing = [name for name in names if owner is None or not hasattr(owner, name)]
     if not missing:
         return
     what = f"{label} has no {', '.join(missing)}"

@@ -46,8 +46,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
-from torchcts.properties.test_streams import (agrees, chain, device_module, inputs, op_chains, require_methods,
-                                              to_side)
+from torchcts.properties.test_streams import agrees, chain, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
 
 DTYPES = ("float32",)
@@ -189,11 +188,11 @@ PROGRAMS = {"query_after_synchronize": query_after_synchronize, "query_polling":
 def require_events(cts, scenario):
     module = runtime_module(cts)
     require(cts, module, "Stream", "current_stream", "stream", "synchronize", capability="events")
-    require_methods(cts, module.Stream, f"torch.{cts.target.device_type}.Stream", "wait_stream", "wait_event")
+    require(cts, module.Stream, "wait_stream", "wait_event", label=f"torch.{cts.target.device_type}.Stream")
     event_class = getattr(module, "Event", torch.Event)
     label = f"torch.{cts.target.device_type}.Event" if hasattr(module, "Event") else "torch.Event"
-    require_methods(cts, event_class, label, "record", "query", "synchronize", "wait",
-                    *(("elapsed_time",) if scenario in TIMED else ()))
+    require(cts, event_class, "record", "query", "synchronize", "wait",
+            *(("elapsed_time",) if scenario in TIMED else ()), label=label)
     if scenario in TIMED and on_validation_target(cts):
         try:
             new_event(cts.target.device, timing=True)

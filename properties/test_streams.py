@@ -202,23 +202,11 @@ MODULE_NEEDS = ("Stream", "current_stream", "stream", "synchronize")
 STREAM_METHODS = {"stream_synchronize": ("wait_stream", "synchronize", "query")}
 
 
-def require_methods(cts, owner, label, *names):
-    """Like `require`, for methods of a runtime class (`torch.cpu.Stream` has no `query`): runtime_unavailable on the
-    CPU validation target, a failed item on a device that claimed the capability."""
-    missing = [name for name in names if not hasattr(owner, name)]
-    if not missing:
-        return
-    what = f"{label} has no {', '.join(missing)}"
-    if on_validation_target(cts):
-        raise unavailable(f"{what}: CPU has no such facility (the validation target proves only what CPU has)")
-    raise AssertionError(f"{what}, which the {cts.item.property} capability the manifest claims needs")
-
-
 def require_streams(cts, scenario):
     module = runtime_module(cts)
     require(cts, module, *MODULE_NEEDS, capability="streams")
     label = f"torch.{cts.target.device_type}.Stream"
-    require_methods(cts, module.Stream, label, "wait_stream", *STREAM_METHODS.get(scenario, ()))
+    require(cts, module.Stream, "wait_stream", *STREAM_METHODS.get(scenario, ()), label=label)
     if scenario == "record_stream" and on_validation_target(cts) and not issubclass(module.Stream, torch.Stream):
         raise unavailable(f"{label} is no torch.Stream, which Tensor.record_stream takes: CPU has no stream to record")
 

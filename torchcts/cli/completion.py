@@ -18,11 +18,11 @@ from click.shell_completion import CompletionItem
 
 # registry.names() of the installed suites (by level, then name)
 PROPERTY_NAMES: tuple[str, ...] = (
-    "forward", "copies", "errors", "layout", "deterministic", "dtype_semantics", "foreach", "foreach_floating",
-    "foreach_optimizer", "fused_optimizer", "ieee754", "inplace", "out", "serialization", "training", "views",
-    "autocast", "backward", "channels_last", "dataloader", "dispatch", "double_backward", "fp8", "fp8_scaled_mm",
-    "gradcheck", "gradient_checkpointing", "module_hooks", "nested", "sparse", "compile_modules", "events",
-    "pinned_memory", "streams")
+    "forward", "copies", "errors", "layout", "deterministic", "device_generator", "dtype_semantics", "foreach",
+    "foreach_floating", "foreach_optimizer", "fused_optimizer", "ieee754", "inplace", "out", "rng", "serialization",
+    "training", "views", "autocast", "backward", "channels_last", "dataloader", "dispatch", "double_backward", "fp8",
+    "fp8_scaled_mm", "gradcheck", "gradient_checkpointing", "module_hooks", "nested", "sparse", "rng_distributions",
+    "compile_modules", "events", "pinned_memory", "streams")
 
 # torchcts.dtypes.claimable_names() on the supported torch (the dtypes a --dtype may name)
 DTYPE_NAMES: tuple[str, ...] = (

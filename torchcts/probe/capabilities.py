@@ -302,12 +302,22 @@ def _pinned_memory(env: ProbeEnv) -> None:
 
 
 def _streams(env: ProbeEnv) -> None:
-    stream = env.steps.run("torch.Stream(device)", lambda: torch.Stream(device=env.device))
+    # the device module's Stream where it has one (torch.cuda.Stream, a Python backend's), as the streams suite uses
+    module = getattr(torch, env.device_type, None)
+    if hasattr(module, "Stream") and env.device_type != "cpu":  # torch.cpu.Stream has no synchronize
+        label = f"torch.{env.device_type}.Stream(device)"
+        stream = env.steps.run(label, lambda: module.Stream(env.device))
+    else:
+        stream = env.steps.run("torch.Stream(device)", lambda: torch.Stream(device=env.device))
     env.steps.run("stream.synchronize()", lambda: stream.synchronize())
 
 
 def _events(env: ProbeEnv) -> None:
-    event = env.steps.run("torch.Event(device)", lambda: torch.Event(device=env.device))
+    module = getattr(torch, env.device_type, None)
+    if hasattr(module, "Event") and env.device_type != "cpu":  # torch.cpu.Event records nothing: torch.Event says so
+        event = env.steps.run(f"torch.{env.device_type}.Event()", lambda: module.Event())
+    else:
+        event = env.steps.run("torch.Event(device)", lambda: torch.Event(device=env.device))
     env.steps.run("event.record()", lambda: event.record())
     env.steps.run("event.synchronize()", lambda: event.synchronize())
 

@@ -23,7 +23,7 @@ import attrs
 from torchcts import dtypes as dtype_names
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
-from torchcts.engine import item_warnings
+from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.targets import Target
@@ -111,6 +111,7 @@ def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
     with item_warnings.capture() as log:
         record = _run_here(item, settings, seed=seed, max_examples=max_examples)
     record.update(log.record_fields())
+    memory_cleanup.cleanup_if_needed(settings.target.device_type, settings.manifest)
     return record
 
 

@@ -64,7 +64,7 @@ class Section:
     keys: tuple[Key, ...]
 
 
-_ISSUE_19 = "the memory and allocator suites (issue 19); validated today"
+_INFORMATIONAL = "informational: validated and kept with the manifest; no suite sizes anything from it"
 
 TOP_LEVEL: tuple[Key, ...] = (
     Key("manifest_version", "int", REQUIRED, "Format version; must be `1`.",
@@ -85,7 +85,7 @@ TOP_LEVEL: tuple[Key, ...] = (
         "the plan (`dtype_not_supported`, ...) and the strategies", field="dtype_claims",
         allowed="dtype -> True, False, or a regex of op names the dtype is claimed for"),
     Key("device_count", "int ≥ 1", 1, "Devices available to multi-device tests.",
-        "the device API and multi-device suites (issue 19); validated today",
+        "the `device_api` suite (the device must report this many) and `multi_device` (needs 2 or more)",
         allowed="a positive integer: devices available to multi-device tests", kind=kinds.integer(1)),
     Key("semantic_level", "int 1..8", 3,
         "The deepest level of behaviour claimed; see [Semantic levels](#semantic-levels).",
@@ -94,7 +94,7 @@ TOP_LEVEL: tuple[Key, ...] = (
         "the OpInfo sample strategy", allowed="a non-negative integer: OpInfo samples per item (0: no cap)",
         kind=kinds.integer(0)),
     Key("hardware", "dict", None, "The device's memory, for sizing tests; see [`hardware`](#hardware).",
-        _ISSUE_19, allowed="a dict describing the device's memory", shown="see below"),
+        "see [`hardware`](#hardware)", allowed="a dict describing the device's memory", shown="see below"),
     Key("resource_limits", "dict", None,
         "Memory limits the harness keeps to; see [`resource_limits`](#resource_limits).",
         "see [`resource_limits`](#resource_limits)", allowed="a dict of memory limits the harness keeps to",
@@ -137,27 +137,33 @@ TOP_LEVEL: tuple[Key, ...] = (
 SECTIONS: tuple[Section, ...] = (
     Section("hardware", "hardware key", (
         Key("memory_model", '`"discrete"` or `"unified"`', "discrete",
-            "Whether device memory is separate from host memory.", _ISSUE_19,
+            "Whether device memory is separate from host memory.", _INFORMATIONAL,
             kind=kinds.choice(vocab.MEMORY_MODELS, "memory model")),
         Key("device_memory_gb", '`"auto"` or list of positive numbers', None,
-            "Memory per device; a list should have `device_count` entries.", _ISSUE_19,
+            "Memory per device; a list should have `device_count` entries.",
+            "`guard_alloc` (an allocation beyond the device's memory must raise out-of-memory)",
             allowed="'auto' or a list of positive numbers, one per device", kind=kinds.AUTO_OR_POSITIVE_LIST,
             shown='`"auto"`'),
-        Key("system_memory_gb", '`"auto"` or positive number', None, "Host memory.", _ISSUE_19,
+        Key("system_memory_gb", '`"auto"` or positive number', None, "Host memory.", _INFORMATIONAL,
             allowed="'auto' or a positive number", kind=kinds.AUTO_OR_POSITIVE, shown='`"auto"`'),
-        Key("oom_recoverable", "bool", True, "Whether the device recovers from out-of-memory errors.", _ISSUE_19,
+        Key("oom_recoverable", "bool", True, "Whether the device recovers from out-of-memory errors.",
+            "`guard_alloc`: `False` leaves out its `reusable_after_oom` scenario (accounted, with the reason)",
             allowed="True or False", kind=kinds.FLAG),
     )),
     Section("resource_limits", "resource limit", (
         Key("max_device_memory_mb", "None or positive number", None, "Device memory the harness may use (MiB).",
-            _ISSUE_19, allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+            "`guard_alloc` (out-of-memory beyond it; what it allocates stays within a quarter of it), `stress` (its "
+            "tensors within a quarter of it), the cleanup between items (the capacity it measures use against)",
+            allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_system_memory_mb", "None or positive number", None, "Host memory the harness may use (MiB).",
-            _ISSUE_19, allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies)", allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_tensor_size_mb", "None or positive number", None, "Largest single tensor a test may build (MiB).",
-            "`strategies.shapes_for` (element budget of drawn shapes); the stress suites (issue 19)",
+            "`strategies.shapes_for` (element budget of drawn shapes); `stress` (its large tensors)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("cleanup_threshold_pct", "int 1..100", 80,
-            "Memory use (percent) above which the harness frees caches between items.", _ISSUE_19,
+            "Memory use (percent) above which the harness frees caches between items.",
+            "the engine after each item: at or above it (reserved memory over `max_device_memory_mb`, else the device's "
+            "total memory) it collects garbage and calls `empty_cache()`, on devices that report `memory_reserved`",
             kind=kinds.integer_range(1, 100, show_allowed=False)),
     )),
     Section("hypothesis", "hypothesis setting", (

@@ -15,6 +15,7 @@ sharing a device storage (`_to_cpu` aliases) do not keep it allocated.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import weakref
@@ -33,6 +34,9 @@ _allocated: dict[int, int] = {}
 _peak: dict[int, int] = {}
 _reserved: dict[int, int] = {}
 _holders: dict[int, tuple[weakref.ref, int]] = {}  # id -> (weak reference to a device tensor, its storage's key)
+# storages whose device tensor was freed, not yet taken off: a weak reference's callback may run inside `track`
+# (a garbage collection there), so it only queues the key; `_drain` takes it off under the lock
+_freed: collections.deque = collections.deque()
 _allocations: dict[int, int] = {}  # allocations made since the process started (a counter, as CUDA's)
 
 
@@ -52,35 +56,60 @@ _capacity: list = [None, 0]  # [the environment's text, the bytes it gives]: rea
 
 
 def allocated(index: int) -> int:
-    return _allocated.get(index, 0)
+    with _lock:
+        _drain()
+        return _allocated.get(index, 0)
 
 
 def peak(index: int) -> int:
-    return _peak.get(index, 0)
+    with _lock:
+        _drain()
+        return _peak.get(index, 0)
 
 
 def reserved(index: int) -> int:
-    return _reserved.get(index, 0)
+    with _lock:
+        _drain()
+        return _reserved.get(index, 0)
 
 
 def allocations(index: int) -> int:
     return _allocations.get(index, 0)
 
 
+def live_storages(index: int) -> int:
+    """How many storages device `index` holds (seeded allocator bugs fire on fragmented devices)."""
+    with _lock:
+        _drain()
+        return sum(1 for entry in _live.values() if entry[0] == index)
+
+
+def hold(index: int, nbytes: int) -> None:
+    """Count `nbytes` more as allocated on device `index` without a storage: what a seeded leak does."""
+    with _lock:
+        _drain()
+        _allocated[index] = _allocated.get(index, 0) + nbytes
+        _peak[index] = max(_peak.get(index, 0), _allocated[index])
+        _reserved[index] = max(_reserved.get(index, 0), _allocated[index])
+
+
 def reset_peak(index: int) -> None:
     with _lock:
-        _peak[index] = allocated(index)
+        _drain()
+        _peak[index] = _allocated.get(index, 0)
 
 
 def empty_cache(index: int) -> None:
     with _lock:
-        _reserved[index] = allocated(index)
+        _drain()
+        _reserved[index] = _allocated.get(index, 0)
 
 
-def out_of_memory(index: int, nbytes: int) -> torch.OutOfMemoryError:
+def out_of_memory(index: int, nbytes: int, used: int | None = None) -> torch.OutOfMemoryError:
     mib = 2**20
+    used = allocated(index) if used is None else used
     return torch.OutOfMemoryError(
-        f"faulty:{index} out of memory: tried to allocate {nbytes / mib:.2f} MiB; {allocated(index) / mib:.2f} MiB "
+        f"faulty:{index} out of memory: tried to allocate {nbytes / mib:.2f} MiB; {used / mib:.2f} MiB "
         f"of {capacity(index) / mib:.2f} MiB already allocated")
 
 
@@ -105,14 +134,16 @@ def track(wrapper: Any, data: torch.Tensor, index: int) -> None:
     if not key or not nbytes:
         return
     with _lock:
+        _drain()
         entry = _live.get(key)
         if entry is None:
-            if allocated(index) + nbytes > capacity(index):
-                raise out_of_memory(index, nbytes)
+            used = _allocated.get(index, 0)
+            if used + nbytes > capacity(index):
+                raise out_of_memory(index, nbytes, used)
             entry = _live[key] = [index, nbytes, 0]
-            _allocated[index] = allocated(index) + nbytes
-            _peak[index] = max(peak(index), _allocated[index])
-            _reserved[index] = max(reserved(index), _allocated[index])
+            _allocated[index] = used + nbytes
+            _peak[index] = max(_peak.get(index, 0), _allocated[index])
+            _reserved[index] = max(_reserved.get(index, 0), _allocated[index])
             _allocations[index] = allocations(index) + 1
         entry[2] += 1
     holder = weakref.ref(wrapper, _released)  # a plain weak reference: a fraction of weakref.finalize's cost
@@ -120,15 +151,23 @@ def track(wrapper: Any, data: torch.Tensor, index: int) -> None:
 
 
 def _released(holder: weakref.ref) -> None:
+    """A device tensor was freed: queue its storage's key (never lock here: this may run inside `track`)."""
     _, key = _holders.pop(id(holder), (None, 0))
-    with _lock:
+    if key:
+        _freed.append(key)
+
+
+def _drain() -> None:
+    """Take the freed device tensors off their storages (the lock held); a storage no tensor holds is freed."""
+    while _freed:
+        key = _freed.popleft()
         entry = _live.get(key)
         if entry is None:
-            return
+            continue
         entry[2] -= 1
         if entry[2] <= 0:
             del _live[key]
-            _allocated[entry[0]] = allocated(entry[0]) - entry[1]
+            _allocated[entry[0]] = _allocated.get(entry[0], 0) - entry[1]
 
 
 # Factories whose `size` argument says what they allocate: checked against the capacity before CPU allocates it.

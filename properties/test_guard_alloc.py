@@ -1,0 +1,267 @@
+"""Allocator guards: an allocation past the device's memory raises out-of-memory (never crashes), and the
+device stays usable after it.
+
+Scenarios (the two that provoke out-of-memory run their program in a child process, so a backend that
+dies instead of raising is a finding naming the signal, not the end of the run):
+- `oom_raises`: `torch.empty(request, dtype=uint8)` with a request a drawn factor (2..16) times the
+  device's memory must raise `torch.OutOfMemoryError` (CPU validation: CPU's documented
+  RuntimeError "DefaultCPUAllocator: can't allocate memory" for 2**50 bytes).
+- `reusable_after_oom`: with a drawn live tensor held, the refused request leaves memory_allocated()
+  at its level before the attempt, and a drawn allocation and a computation (a sum of an arange)
+  then succeed and read right.
+- `fragmentation`: drawn blocks (1..16 KiB, 40..80 of them) are filled with their own values, every
+  block a drawn mask picks is freed, new drawn blocks are allocated in the holes, and every live
+  block must still hold its values (and their sums).
+The oracle is the invariant itself; the fill values are known to the program.
+
+The device's memory: the largest of `resource_limits.max_device_memory_mb`,
+`hardware.device_memory_gb` (the device's entry) and `get_device_properties(i).total_memory` that is
+known, so the request is past each of them; with none known (CPU) 2**50 bytes. What the suite
+allocates successfully stays within 1/4 of `max_device_memory_mb` (fragmentation: at most 1.25 MiB).
+`hardware.oom_recoverable = False` leaves `reusable_after_oom` out (capability_not_declared, with
+that reason). The child is forked where the device survives a fork (CPU, meta, Python devices);
+for CUDA-like devices (torch.cuda cannot be used in a child forked after it was initialised) it is
+a fresh interpreter (`python -c`) that imports torch and the manifest's `backend_import` and runs
+the same program: slower (seconds per case), the same verdicts.
+
+Limits: the request is a single allocation (no gradual exhaustion); whether a backend's caching
+allocator retries after freeing its cache is not observed; unified-memory devices
+(`memory_model = "unified"`) may page instead of refusing: their request is still sized from the
+device's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.outcome import NotRun
+from torchcts.isolation.fork import fork_safe, run_forked
+from torchcts.outcomes import Outcome
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.runtime_checks import Observation, observe, require, runtime_module
+from torchcts.strategies import Case
+
+DTYPES = ("float32",)
+SCENARIOS = ("oom_raises", "reusable_after_oom", "fragmentation")
+CPU_IMPOSSIBLE = 2**50  # bytes no CPU allocator can give: CPU's documented "can't allocate memory"
+CHILD_TIMEOUT_S = 300.0
+MIB = 2**20
+
+
+# -- the programs: torch only -----------------------------------------------------------------------------------------
+
+def _module(device):
+    return getattr(torch, torch.device(device).type)
+
+
+def _attempt(device, request):
+    """Try to allocate `request` bytes; the exception raised (None: the allocation succeeded)."""
+    try:
+        block = torch.empty(request, dtype=torch.uint8, device=device)
+    except Exception as exc:  # noqa: BLE001 - which exception is what the program reports
+        return exc
+    del block
+    return None
+
+
+def _expected_error(device, error):
+    """Whether `error` is the out-of-memory error the device type documents."""
+    if torch.device(device).type == "cpu":
+        return isinstance(error, torch.OutOfMemoryError) or (
+            type(error) is RuntimeError and "can't allocate memory" in str(error))
+    return isinstance(error, torch.OutOfMemoryError)
+
+
+def _describe(error):
+    return "no exception" if error is None else f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+
+
+def oom_raises(device, request):
+    """An allocation of `request` bytes (past the device's memory) raises the device's out-of-memory error."""
+    error = _attempt(device, request)
+    expected = "RuntimeError (can't allocate memory)" if torch.device(device).type == "cpu" else \
+        "torch.OutOfMemoryError"
+    yield observe(f"torch.empty({request}, dtype=uint8) raises {expected}", _expected_error(device, error),
+                  _describe(error))
+
+
+def reusable_after_oom(device, request, live, n):
+    """With `live` bytes held, a refused `request` leaves memory_allocated() where it was; `n` elements are then
+    allocated and summed right."""
+    module = _module(device)
+    held = torch.ones(live, dtype=torch.uint8, device=device)
+    before = module.memory_allocated(device)
+    error = _attempt(device, request)
+    yield observe("the request past the device's memory raises out-of-memory", _expected_error(device, error),
+                  _describe(error))
+    after = module.memory_allocated(device)
+    yield observe(f"memory_allocated() is back to {before} after the refused request", after == before, after)
+    x = torch.arange(n, dtype=torch.float64, device=device)
+    total = (x + 1).sum().item()
+    yield observe(f"a sum of arange({n}) + 1 computed after out-of-memory is {n * (n + 1) // 2}",
+                  total == n * (n + 1) // 2, total)
+    yield observe(f"the tensor held across the refused request still holds {live} ones",
+                  held.sum().item() == live, held.sum().item())
+
+
+def fragmentation(device, first, freed, second):
+    """Blocks of `first` byte sizes filled with their own values; those `freed` marks are freed, blocks of
+    `second` sizes allocated in the holes; every live block must still hold its value."""
+    live = {}
+    for index, size in enumerate(first):
+        live[index] = torch.full((size,), index % 251, dtype=torch.uint8, device=device)
+    for index, drop in enumerate(freed):
+        if drop:
+            del live[index]
+    for offset, size in enumerate(second):
+        index = len(first) + offset
+        live[index] = torch.full((size,), index % 251, dtype=torch.uint8, device=device)
+    wrong = [(index, block.numel()) for index, block in live.items()
+             if not bool((block == index % 251).all())]
+    yield observe(f"all {len(live)} live blocks hold their fill values", not wrong,
+                  f"blocks (index, bytes) with other values: {wrong[:6]}")
+
+
+PROGRAMS = {"oom_raises": oom_raises, "reusable_after_oom": reusable_after_oom, "fragmentation": fragmentation}
+
+
+# -- running a program in a child --------------------------------------------------------------------------------------
+
+def _as_json(program, device, args):
+    try:
+        return {"observations": [[o.what, o.holds, o.seen] for o in program(device, *args)]}
+    except Exception as exc:  # noqa: BLE001 - the device raised: reported to the parent as the backend's error
+        return {"raised": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+
+
+_SPAWNED = """import importlib, json, sys
+device, name, args, backend = json.loads(sys.argv[1])
+if backend:
+    importlib.import_module(backend)
+from torchcts.properties import test_guard_alloc as suite
+print("TORCHCTS-ANSWER " + json.dumps(suite._as_json(suite.PROGRAMS[name], device, args)))
+"""
+
+
+def run_in_child(device, name, args, backend_import=None, timeout_s=CHILD_TIMEOUT_S):
+    """PROGRAMS[name](device, *args) in a child process: its observations, with a failing one when the child died."""
+    program = PROGRAMS[name]
+    if fork_safe(torch.device(device).type):
+        result = run_forked(lambda: _as_json(program, device, args), timeout_s)
+        if result.status == "finished":
+            return _answer(result.answer)
+        died = result.describe()
+    else:
+        try:
+            done = subprocess.run([sys.executable, "-c", _SPAWNED, json.dumps([device, name, list(args),
+                                                                               backend_import])],
+                                  capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            died = f"still running after {timeout_s:.0f} s; killed"
+        else:
+            answer = [line for line in done.stdout.splitlines() if line.startswith("TORCHCTS-ANSWER ")]
+            if done.returncode == 0 and answer:
+                return _answer(json.loads(answer[-1].split(" ", 1)[1]))
+            died = f"the process running it died ({_exit(done.returncode)}): {done.stderr[-300:]}"
+    return [Observation(f"{name} runs to its end in the child process (an allocator error must raise, not crash)",
+                        False, died)]
+
+
+def _exit(code):
+    if code < 0:
+        import signal
+
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+def _answer(answer):
+    if "raised" in answer:
+        raise RuntimeError(answer["raised"])  # in on_device_call: the backend's error
+    return [Observation(what, bool(holds), seen) for what, holds, seen in answer["observations"]]
+
+
+# -- sizes from the manifest ---------------------------------------------------------------------------------------------
+
+def device_memory_bytes(cts, module):
+    """The largest size the manifest or the runtime gives for the device's memory (None when none is known)."""
+    index = torch.device(cts.target.device).index or 0
+    known = []
+    limits, hardware = cts.manifest.resource_limits, cts.manifest.hardware
+    if limits.max_device_memory_mb:
+        known.append(int(limits.max_device_memory_mb * MIB))
+    if hardware.device_memory_gb:
+        listed = hardware.device_memory_gb
+        known.append(int(listed[min(index, len(listed) - 1)] * 2**30))
+    if module is not None and hasattr(module, "get_device_properties"):
+        total = getattr(module.get_device_properties(index), "total_memory", None)
+        if total:
+            known.append(int(total))
+    return max(known) if known else None
+
+
+def usable_bytes(cts):
+    """What the suite may allocate successfully: 1/4 of max_device_memory_mb, at most 16 MiB."""
+    limit = cts.manifest.resource_limits.max_device_memory_mb
+    return int(min(16 * MIB, limit * MIB / 4)) if limit else 16 * MIB
+
+
+# -- cases ------------------------------------------------------------------------------------------------------------
+
+def guard_alloc_cases(scenario, dtype, memory, usable):
+    def request(factor):
+        return CPU_IMPOSSIBLE if memory is None else int(memory * factor)
+
+    @st.composite
+    def draw_case(draw):
+        if scenario == "oom_raises":
+            args = (request(draw(st.integers(2, 16), label="times the device's memory")),)
+        elif scenario == "reusable_after_oom":
+            args = (request(draw(st.integers(2, 16), label="times the device's memory")),
+                    draw(st.integers(1, max(usable // 4, 1)), label="bytes held across the request"),
+                    draw(st.integers(1, 4096), label="elements computed after"))
+        else:
+            block = st.integers(1, max(min(16 * 1024, usable // 80), 1))
+            first = draw(st.lists(block, min_size=40, max_size=80), label="sizes of the first blocks")
+            freed = draw(st.lists(st.booleans(), min_size=len(first), max_size=len(first)), label="blocks freed")
+            second = draw(st.lists(block, min_size=1, max_size=max(1, sum(freed))), label="sizes of the new blocks")
+            args = (first, freed, second)
+        shown = [a if not isinstance(a, list) else f"{len(a)} values" for a in args]
+        return Case(scenario, "scenario", dtype, SampleInput(torch.zeros(1), args=args), 0,
+                    transforms=(f"{scenario}{shown}",))
+
+    return draw_case()
+
+
+@register_property("guard_alloc", capability="guard_alloc", level=6,
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+def test_guard_alloc(cts):
+    scenario = cts.item.op
+    module = runtime_module(cts)
+    if scenario == "reusable_after_oom":
+        if not cts.manifest.hardware.oom_recoverable:
+            raise NotRun(Outcome.CAPABILITY_NOT_DECLARED, "the manifest says hardware.oom_recoverable = False: "
+                                                          "the device is not claimed to recover from out-of-memory")
+        require(cts, module, "memory_allocated")
+    memory = None if cts.target.device_type == "cpu" else device_memory_bytes(cts, module)
+    backend = getattr(cts.manifest, "backend_import", None)
+
+    def run(cts_, sample, target):
+        if scenario == "fragmentation":  # provokes no out-of-memory: runs here
+            return list(fragmentation(target.device, *sample.args))
+        return run_in_child(target.device, scenario, sample.args, backend)
+
+    def check(case):
+        observations = cts.on_device_call(run, case.sample, what=f" ({scenario} in a child process)")
+        broken = [o for o in observations if not o.holds]
+        if broken:
+            raise AssertionError(f"{scenario} [{'; '.join(case.transforms)}] on {cts.target.describe()}: "
+                                 + "; ".join(o.describe() for o in broken[:4]))
+
+    cts.run(guard_alloc_cases(scenario, cts.dtype, memory, usable_bytes(cts)), check)

@@ -1,0 +1,127 @@
+"""Stress: large tensors, long sequences of small ops and long loops on the device end as they do on CPU.
+
+Scenarios (float32; the program builds its tensors on the device from a drawn size):
+- `large_tensor`: one tensor of a drawn 50..100% of the tensor budget (below), `a + a.flip(0)` of
+  `sin` of a scaled (int32, modulo 65536) arange, its sum and maximum and its last elements.
+- `op_sequence`: a drawn pattern of up to 16 small ops (tanh of an affine map, sin, a mix with a
+  rolled copy, clamp, a scaled cumsum) repeated to a drawn length, on a tensor of 1..4096 elements,
+  with `synchronize()` every drawn 16..512 ops and once at the start and the end.
+- `long_loop`: a loop of a drawn number of iterations of one contracting update (tanh of an affine
+  map of the tensor and its rolled copy), with no synchronization until the end.
+The oracle is the same program on CPU (program_check: values within the float32 tolerance; the
+updates contract, so differences of a few ulps do not grow along the sequence).
+
+Budgets (from the manifest's `resource_limits`; level 7, and at level >= 8 in brackets):
+- tensor budget: `max_tensor_size_mb` when set, else 64 MiB [256 MiB]; never above
+  `max_device_memory_mb` / 4 (the program holds about three such tensors) nor above
+  `max_system_memory_mb` / 8 (the CPU oracle and the comparison hold copies).
+- `op_sequence`: 256..512 ops [1024..2048]; `long_loop`: 300..600 iterations [1200..2400].
+CPU validation at level 7 with 5 examples takes a few seconds per item.
+
+Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
+memory the device keeps cached across the items is not checked (device_api, guard_alloc).
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.engine.programs import program_check
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.strategies import Case
+
+DTYPES = ("float32",)
+SCENARIOS = ("large_tensor", "op_sequence", "long_loop")
+MIB = 2**20
+DEFAULT_TENSOR_MB = {7: 64, 8: 256}
+SEQUENCE = {7: (256, 512), 8: (1024, 2048)}
+LOOP = {7: (300, 600), 8: (1200, 2400)}
+OPS = 5  # op codes of `op_sequence`
+
+
+# -- the program: torch only ------------------------------------------------------------------------------------------
+
+def _step(x, code):
+    if code == 0:
+        return torch.tanh(x * 1.25 + 0.125)
+    if code == 1:
+        return torch.sin(x)
+    if code == 2:
+        return x * 0.5 + x.roll(1) * 0.5
+    if code == 3:
+        return torch.clamp(x, -0.75, 0.75)
+    return torch.cumsum(x, 0) / x.numel()
+
+
+def stress(input, scenario, size, pattern, length, sync_every):
+    """`scenario` on `input`'s device: `size` is the bytes of `large_tensor` or the elements of the others;
+    `op_sequence` repeats the op codes `pattern` to `length` ops, synchronizing every `sync_every`; `long_loop`
+    runs `length` iterations."""
+    device = input.device
+    module = getattr(torch, device.type)
+    if scenario == "large_tensor":
+        n = size // 4
+        a = torch.sin((torch.arange(n, dtype=torch.int32, device=device) % 65536).float() * 1e-3)
+        c = a + a.flip(0)
+        return [c, c.sum(dtype=torch.float64), c.amax(), c[-8:]]
+    x = torch.linspace(-1.0, 1.0, size, dtype=torch.float32, device=device)
+    module.synchronize()
+    if scenario == "op_sequence":
+        for index in range(length):
+            x = _step(x, pattern[index % len(pattern)])
+            if (index + 1) % sync_every == 0:
+                module.synchronize()
+    else:  # long_loop
+        for _ in range(length):
+            x = torch.tanh(x * 0.75 + x.roll(1) * 0.25 + 0.0625)
+    module.synchronize()
+    return x
+
+
+PROGRAMS = {scenario: stress for scenario in SCENARIOS}
+
+
+# -- budgets and cases ------------------------------------------------------------------------------------------------
+
+def tensor_budget_bytes(limits, level):
+    """Bytes of `large_tensor`'s largest tensor: max_tensor_size_mb, else the level's default, within the
+    device and system memory limits."""
+    budget = limits.max_tensor_size_mb or DEFAULT_TENSOR_MB[8 if level >= 8 else 7]
+    if limits.max_device_memory_mb:
+        budget = min(budget, limits.max_device_memory_mb / 4)
+    if limits.max_system_memory_mb:
+        budget = min(budget, limits.max_system_memory_mb / 8)
+    return max(int(budget * MIB) // 4 * 4, 4)
+
+
+def stress_cases(scenario, dtype, level, budget):
+    deep = 8 if level >= 8 else 7
+
+    @st.composite
+    def draw_case(draw):
+        pattern, length, sync_every = [0], 0, 1
+        if scenario == "large_tensor":
+            percent = draw(st.integers(50, 100), label="percent of the tensor budget")
+            size = max(budget * percent // 100 // 4 * 4, 4)
+            what = f"large_tensor: {size / MIB:.2f} MiB ({percent}% of {budget / MIB:.2f} MiB)"
+        else:
+            size = draw(st.integers(1, 4096), label="elements")
+            bounds = SEQUENCE[deep] if scenario == "op_sequence" else LOOP[deep]
+            length = draw(st.integers(*bounds), label="ops" if scenario == "op_sequence" else "iterations")
+            if scenario == "op_sequence":
+                pattern = draw(st.lists(st.integers(0, OPS - 1), min_size=1, max_size=16), label="pattern of ops")
+                sync_every = draw(st.integers(16, 512), label="ops between synchronizations")
+            what = f"{scenario}: {size} elements, {length} steps, pattern {pattern}, synchronize every {sync_every}"
+        sample = SampleInput(torch.zeros(1), args=(scenario, size, pattern, length, sync_every))
+        return Case(scenario, "scenario", dtype, sample, 0, transforms=(what,))
+
+    return draw_case()
+
+
+@register_property("stress", capability="device_api", level=7,
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+def test_stress(cts):
+    budget = tensor_budget_bytes(cts.manifest.resource_limits, cts.level)
+    cts.run(stress_cases(cts.item.op, cts.dtype, cts.level, budget), program_check(cts, stress, strides=False))

@@ -1,0 +1,107 @@
+"""The stress suite (`torchcts.properties.test_stress`): large tensors sized from the manifest's limits, long op
+sequences and loops match CPU on the clean faulty device and on CPU, and each seeded bug (a capped launch grid, a
+wrapping command queue) is caught and fires only under its condition."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+import torch
+
+from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.targets import Target
+from torchcts.manifest.model import ResourceLimits
+from torchcts.outcomes import Outcome
+from torchcts.plan import registry
+from torchcts.properties.test_stress import SCENARIOS, stress, tensor_budget_bytes
+from torchcts.testing.faulty.bug_model import SYNCHRONIZE_STEP
+from torchcts.testing.faulty.suite_bugs.stress import BUGS
+from tests.properties.conftest import complete_manifest, item_for
+
+BUG = {bug.name: bug for bug in BUGS}
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def run_stress(tmp_path_factory):
+    """Run one stress item at `level` with `max_tensor_size_mb` (small by default: tests stay fast)."""
+    root = tmp_path_factory.mktemp("stress")
+
+    def run(scenario, device="faulty", bugs=(), max_examples=3, level=7, tensor_mb=2, shrink=False):
+        from torchcts.testing import faulty
+
+        faulty.disable_bugs()
+        if bugs:
+            faulty.enable_bugs(*bugs)
+        manifest = complete_manifest(root, device)
+        manifest = attrs.evolve(manifest, resource_limits=attrs.evolve(manifest.resource_limits,
+                                                                       max_tensor_size_mb=tensor_mb))
+        settings = EngineSettings(target=Target(device), manifest=manifest, level=level, max_examples=max_examples,
+                                  versions=versions(), shrink=shrink)
+        try:
+            return run_item(item_for("stress", scenario, "float32"), settings)
+        finally:
+            faulty.disable_bugs()
+
+    return run
+
+
+def test_the_suite_is_registered_at_level_7_with_the_device_api_capability():
+    registry.load()
+    spec = registry.get("stress")
+    assert (spec.capability, spec.level, spec.items.scenarios) == ("device_api", 7, SCENARIOS)
+
+
+def test_the_tensor_budget_follows_the_manifests_limits():
+    assert tensor_budget_bytes(ResourceLimits(), 7) == 64 * MIB and tensor_budget_bytes(ResourceLimits(), 8) == 256 * MIB
+    assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=8), 8) == 8 * MIB
+    assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=100), 7) == 25 * MIB
+    assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=64, max_system_memory_mb=80), 7) == 10 * MIB
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_scenario_passes_on_cpu_and_clean_faulty(run_stress, scenario):
+    assert run_stress(scenario, device="cpu")["outcome"] is Outcome.PASSED
+    assert run_stress(scenario)["outcome"] is Outcome.PASSED
+
+
+def test_each_seeded_bug_is_detected(run_stress):
+    record = run_stress("large_tensor", bugs=("large_grid_tail_skipped",), max_examples=2, tensor_mb=40)
+    assert record["outcome"] is Outcome.FAILED and "8388608" in str(record), record  # the first element past 2**23
+    record = run_stress("long_loop", bugs=("queue_wrap_drops_op",), max_examples=6)
+    assert record["outcome"] is Outcome.FAILED, record
+
+
+def test_the_grid_bug_needs_more_than_2_23_elements():
+    grid = BUG["large_grid_tail_skipped"]
+    add = torch.ops.aten.add.Tensor
+    big, edge = torch.empty(2**23 + 1), torch.empty(2**23)
+    assert grid.fires(add, (big, big), {}) and not grid.fires(add, (edge, edge), {})
+    assert not grid.fires(add, (big, torch.empty(1)), {})  # a broadcast scalar-like operand: another kernel
+
+
+def test_the_queue_bug_drops_only_the_256th_queued_tanh_and_synchronize_drains_it():
+    from torchcts.testing import faulty
+
+    faulty.enable_bugs("queue_wrap_drops_op")
+    try:
+        x = torch.full((64,), 0.5, device="faulty")
+        torch.faulty.synchronize()
+        outputs = [torch.tanh(x) for _ in range(256)]
+        assert [i for i, o in enumerate(outputs) if o.cpu()[0].item() == 0.5] == [255]
+        torch.faulty.synchronize()
+        for _ in range(255):
+            torch.tanh(x)
+            torch.tanh(torch.full((63,), 0.5, device="faulty"))  # fewer than 64 elements: not counted
+        torch.faulty.synchronize()
+        assert torch.tanh(x).cpu()[0].item() != 0.5  # the count restarted at synchronize
+    finally:
+        faulty.disable_bugs()
+    assert BUG["queue_wrap_drops_op"].ops == ("aten.tanh.default", SYNCHRONIZE_STEP)
+
+
+def test_the_program_is_the_same_on_cpu_whatever_the_synchronization():
+    x = torch.zeros(1)
+    every_op = stress(x, "op_sequence", 100, [0, 2, 4], 300, 1)
+    rarely = stress(x, "op_sequence", 100, [0, 2, 4], 300, 512)
+    assert torch.equal(every_op, rarely) and every_op.abs().max() <= 1

@@ -1,0 +1,63 @@
+"""Seeded bugs for the multi-device suite (properties/test_multi_device.py).
+
+- `peer_copy_drops_last_chunk`: a copy from device 0 to device 1 (`.to`, `copy_`) goes through a
+  64 KiB peer staging buffer, and for a contiguous tensor larger than the buffer the last chunk is
+  never sent: the elements past the last whole 64 KiB chunk keep zeros. Copies within one device and
+  smaller copies are right.
+- `second_device_cumsum_restarts`: device 1's cumsum kernel was built with a block size for another
+  device: for more than 1024 elements the running sum restarts at element 1024 (the scan's carry
+  between blocks is lost). Device 0's cumsum is right.
+Both are aten bugs; they use `device.op_devices()` (the faulty index an op targets and its device-tensor
+arguments' indices), since a bug sees CPU data only.
+"""
+
+from __future__ import annotations
+
+from torchcts.testing.faulty.bug_model import Bug
+
+CHUNK_BYTES = 64 * 1024
+SCAN_BLOCK = 1024
+
+
+def _devices():
+    from torchcts.testing.faulty.device import op_devices
+
+    return op_devices()
+
+
+def _peer_copy_past_a_chunk(func, args, kwargs) -> bool:
+    target, sources = _devices()
+    data = args[1] if str(func) == "aten.copy_.default" else args[0]
+    return target == 1 and 0 in sources and data.is_contiguous() and data.numel() * data.element_size() > CHUNK_BYTES
+
+
+def _last_chunk_zero(func, args, kwargs, value):
+    if not value.is_contiguous():
+        return value
+    per_chunk = CHUNK_BYTES // value.element_size()
+    sent = (value.numel() // per_chunk) * per_chunk
+    value.view(-1)[sent if sent < value.numel() else value.numel() - per_chunk:] = 0
+    return value
+
+
+def _long_scan_on_second(func, args, kwargs) -> bool:
+    target, _ = _devices()
+    x = args[0]
+    return target == 1 and x.dim() == 1 and x.numel() > SCAN_BLOCK
+
+
+def _restart_at_block(func, args, kwargs, value):
+    out = value.clone()
+    out[SCAN_BLOCK:] = value[SCAN_BLOCK:] - value[SCAN_BLOCK - 1]
+    return out
+
+
+BUGS = (
+    Bug("peer_copy_drops_last_chunk", ("aten._to_copy.default", "aten.copy_.default"),
+        "a contiguous copy of more than 64 KiB from faulty:0 to faulty:1",
+        "the elements past the last whole 64 KiB chunk stay zero", _peer_copy_past_a_chunk, _last_chunk_zero,
+        suite="multi_device"),
+    Bug("second_device_cumsum_restarts", ("aten.cumsum.default",), "cumsum of a 1-D tensor of more than 1024 "
+        "elements on faulty:1", "the running sum restarts at element 1024", _long_scan_on_second, _restart_at_block,
+        suite="multi_device"),
+)

@@ -222,7 +222,7 @@ def device_api_cases(scenario, dtype, claimed):
 
 
 @register_property("device_api", capability="device_api", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(SCENARIOS, DTYPES))
 def test_device_api(cts):
     scenario = cts.item.op
     module = runtime_module(cts)

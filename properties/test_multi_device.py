@@ -170,7 +170,7 @@ def multi_device_cases(scenario, dtype):
 
 
 @register_property("multi_device", capability="multi_device", level=7,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(SCENARIOS, DTYPES))
 def test_multi_device(cts):
     scenario = cts.item.op
     module = runtime_module(cts)

@@ -18,7 +18,8 @@ Budgets (from the manifest's `resource_limits`; level 7, and at level >= 8 in br
 - `op_sequence`: 256..512 ops [1024..2048]; `long_loop`: 300..600 iterations [1200..2400].
 CPU validation at level 7 with 5 examples takes a few seconds per item.
 
-Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
+A stored case asking for more than the run's budgets (a corpus file from another team) is not run
+(runtime_unavailable for the case, with the sizes). Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
 memory the device keeps cached across the items is not checked (device_api, guard_alloc).
 """
 
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import program_check
+from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 
@@ -124,4 +126,16 @@ def stress_cases(scenario, dtype, level, budget):
                    items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
 def test_stress(cts):
     budget = tensor_budget_bytes(cts.manifest.resource_limits, cts.level)
-    cts.run(stress_cases(cts.item.op, cts.dtype, cts.level, budget), program_check(cts, stress, strides=False))
+    check = program_check(cts, stress, strides=False)
+
+    def within_budget(case):
+        """A stored case (corpus files travel between teams) runs only within this run's budgets."""
+        scenario, size, pattern, length, sync_every = case.sample.args
+        most = max(SEQUENCE[8][1], LOOP[8][1])
+        if size > (budget if scenario == "large_tensor" else 4096) or length > most or len(pattern) > 16:
+            raise CaseUnavailable(f"the case asks for {size} {'bytes' if scenario == 'large_tensor' else 'elements'}"
+                                  f" and {length} steps, past this run's budget ({budget} bytes, 4096 elements, "
+                                  f"{most} steps): not run")
+        check(case)
+
+    cts.run(stress_cases(cts.item.op, cts.dtype, cts.level, budget), within_budget)

@@ -165,3 +165,13 @@ def test_the_device_count_comes_from_the_environment(monkeypatch):
     assert runtime.count() == 3
     monkeypatch.setenv(runtime.DEVICES_ENV, "many")
     assert runtime.count() == runtime.DEFAULT_DEVICES
+
+
+def test_checkpointing_restores_the_device_generator_after_its_recompute():
+    net = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.5)).to("faulty")
+    x = torch.ones(2, 3, device="faulty", requires_grad=True)
+    torch.manual_seed(0)
+    out = torch.utils.checkpoint.checkpoint(net, x, use_reentrant=True)
+    after_forward = F.get_rng_state()
+    out.sum().backward()  # recomputes the dropout with the forward's state, then puts the device's state back
+    assert torch.equal(F.get_rng_state(), after_forward)

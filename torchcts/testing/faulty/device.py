@@ -180,7 +180,7 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         landing = _Landing(func, args, kwargs, cpu_args, cpu_kwargs)
     bugs.before(func, cpu_args, cpu_kwargs)
     if _is_random(func) and argument(func, cpu_args, cpu_kwargs, "generator") is None:
-        result = _with_device_generator(func, index, cpu_args, cpu_kwargs)
+        result = draw_on_device_generator(func, index, cpu_args, cpu_kwargs)
     else:
         result = func(*cpu_args, **cpu_kwargs)
     if func is _EFFICIENT_ZEROS:
@@ -256,7 +256,7 @@ def _is_random(func) -> bool:
     return found
 
 
-def _with_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:
+def draw_on_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:
     """Run a random op given no generator on the device's generator (lent to CPU's default generator's state)."""
     generator = runtime.generator_for(func, index)
     kept = torch.default_generator.get_state()

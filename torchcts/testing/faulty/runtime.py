@@ -135,6 +135,8 @@ class DeviceModule:
     Event = streams.Event
     StreamContext = streams.StreamContext
     OutOfMemoryError = torch.OutOfMemoryError
+    # torch.utils.checkpoint saves and restores a device's RNG state only where its module says it is initialised
+    _initialized = True
 
     # -- devices ----------------------------------------------------------------------------------------------------
 

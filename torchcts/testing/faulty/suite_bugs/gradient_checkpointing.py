@@ -26,7 +26,9 @@ def _recomputed_dropout(func, args, kwargs) -> bool:
 
 
 def _redrawn(func, args, kwargs, result):
-    return func(*args, **kwargs)  # the next mask from the generator, not the replayed one
+    from torchcts.testing.faulty.device import draw_on_device_generator, op_devices
+
+    return draw_on_device_generator(func, op_devices()[0], args, kwargs)  # the generator's next mask, not the replayed one
 
 
 # -- recompute_addmm_adds_bias_twice: a recomputed linear layer adds its bias twice ---------------------------------

@@ -105,3 +105,20 @@ def test_the_program_is_the_same_on_cpu_whatever_the_synchronization():
     every_op = stress(x, "op_sequence", 100, [0, 2, 4], 300, 1)
     rarely = stress(x, "op_sequence", 100, [0, 2, 4], 300, 512)
     assert torch.equal(every_op, rarely) and every_op.abs().max() <= 1
+
+
+def test_a_stored_case_past_the_runs_budget_is_not_run(tmp_path):
+    """A corpus case comes from another team: one asking for a 1 TiB tensor or a billion steps is refused, not run."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.engine.run import build_context, property_check
+    from torchcts.engine.outcome import NotRun
+    from torchcts.strategies import Case
+
+    settings = EngineSettings(target=Target("cpu"), manifest=complete_manifest(tmp_path, "cpu"), level=7,
+                              max_examples=1, versions=versions())
+    for args in (("large_tensor", 2**40, [0], 0, 1), ("long_loop", 16, [0], 10**9, 1)):
+        context = build_context(item_for("stress", args[0], "float32"), settings)
+        context.replay = [Case(args[0], "scenario", torch.float32, SampleInput(torch.zeros(1), args=args), 0)]
+        with pytest.raises(NotRun, match="past this run's budget"):
+            property_check("stress")(context)

@@ -5,7 +5,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, settings
+
+from torchcts.engine.run import HARNESS_THREADS
 
 # No clock decides an outcome: no deadline, and no `too_slow` health check (it times the draws,
 # so a busy machine would fail a test that an idle one passes).
@@ -17,6 +20,10 @@ settings.load_profile("torchcts-tests")
 # subprocess's environment): a developer's exported TORCHCTS_FAULTY=1 would take PrivateUse1 from the user-style
 # backends (tests/backends) in every subprocess and hide a path that forgets to ask.
 os.environ.pop("TORCHCTS_FAULTY", None)
+
+# As a run does (torchcts.plugin.options): tests fork children (isolation, the guard_alloc suite's out-of-memory
+# child), and an OpenMP pool that ran in the parent deadlocks a forked child's first parallel kernel.
+torch.set_num_threads(HARNESS_THREADS)
 
 # A small valid manifest; tests derive bad ones from it (`dict(BASE, key=value)`).
 BASE_MANIFEST_SOURCE = '''\

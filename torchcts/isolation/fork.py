@@ -100,8 +100,30 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
     code = os.WEXITSTATUS(status)
     if code != 0 or not data:
         return ForkResult("crashed", exit_code=code, output_tail=_tail(output), duration_s=duration)
-    return ForkResult("finished", answer=json.loads(data), exit_code=0, output_tail=_tail(output),
+    decoded = json.loads(data)
+    _merge_device_trace(decoded.get("device_ops", ()))
+    return ForkResult("finished", answer=decoded["answer"], exit_code=0, output_tail=_tail(output),
                       duration_s=duration)
+
+
+def _faulty_device() -> Any:
+    """The faulty test device's module when this process registered it (else None: nothing to trace)."""
+    return sys.modules.get("torchcts.testing.faulty.device")
+
+
+def _device_trace() -> list[str]:
+    """The overloads and steps the faulty device ran in this child, when its trace is on (the selftest learns from
+    the trace which items reach which seeded bugs: a suite's own child, such as guard_alloc's, counts too)."""
+    device = _faulty_device()
+    return device.take_trace() if device is not None and device.tracing() else []
+
+
+def _merge_device_trace(names: Any) -> None:
+    device = _faulty_device()
+    if device is not None and isinstance(names, list):
+        for name in names:
+            if isinstance(name, str):
+                device.note_step(name)
 
 
 def _wait(pid: int, read_end: int, chunks: list[bytes], deadline: float) -> int | None:
@@ -149,7 +171,8 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int,
 
         # its own descriptor: pytest's capture may move fd 2 later; a crash's Python stack still lands here
         faulthandler.enable(file=os.dup(output_fd), all_threads=False)
-        payload = json.dumps(work(), default=str).encode()
+        answer = work()
+        payload = json.dumps({"answer": answer, "device_ops": _device_trace()}, default=str).encode()
         view = memoryview(payload)
         while view:
             written = os.write(answer_fd, view)

@@ -143,6 +143,11 @@ def start_trace() -> None:
     _traced = set()
 
 
+def tracing() -> bool:
+    """Whether the trace is recording (`start_trace`)."""
+    return _traced is not None
+
+
 def take_trace() -> list[str]:
     """The overloads run since `start_trace` (sorted), and restart the record."""
     global _traced

@@ -188,7 +188,7 @@ def _answer(answer):
     return [Observation(what, bool(holds), seen) for what, holds, seen in answer["observations"]]
 
 
-# -- sizes from the manifest ---------------------------------------------------------------------------------------------
+# -- sizes from the manifest ------------------------------------------------------------------------------------------
 
 def device_memory_bytes(cts, module):
     """The largest size the manifest or the runtime gives for the device's memory (None when none is known)."""

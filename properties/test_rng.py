@@ -158,7 +158,8 @@ def per_device(device, n, seed, other_seed):
         expected = draw(first, "rand", n)
         module.manual_seed_all(seed)
         on_second = draw(second, "rand", n)
-        yield observe(f"manual_seed_all({seed}): devices 0 and 1 draw the same numbers", torch.equal(expected, on_second),
+        yield observe(f"manual_seed_all({seed}): devices 0 and 1 draw the same numbers",
+                      torch.equal(expected, on_second),
                       f"{expected[:3].tolist()} on 0, {on_second[:3].tolist()} on 1")
         module.manual_seed_all(seed)
         with module.device(1):

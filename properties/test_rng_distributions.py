@@ -25,8 +25,8 @@ Integer-valued draws stay exact: randint bounds and randperm sizes are kept belo
 2**11 (float16); bernoulli_tensor tests the probabilities as the dtype stores them.
 
 Limits: tests have power against sizeable departures (a scale off by 10%+, a shifted support, a missing
-category) at a few thousand draws (measured: std 20% too large rejected in 95% of
-runs at n = 5000, std 10% too large in 99% at n = 20000), not against subtle ones; independence between draws is only touched
+category) at a few thousand draws (measured: std 20% too large rejected in 95% of runs at n = 5000, std
+10% too large in 99% at n = 20000), not against subtle ones; independence between draws is only touched
 by the rng suite (consecutive draws differ).
 """
 

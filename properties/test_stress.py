@@ -19,7 +19,9 @@ Budgets (from the manifest's `resource_limits`; level 7, and at level >= 8 in br
 CPU validation at level 7 with 5 examples takes a few seconds per item.
 
 A stored case asking for more than the run's budgets (a corpus file from another team) is not run
-(runtime_unavailable for the case, with the sizes). Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
+(runtime_unavailable for the case, with the sizes).
+
+Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
 memory the device keeps cached across the items is not checked (device_api, guard_alloc).
 """
 

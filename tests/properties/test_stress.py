@@ -53,7 +53,8 @@ def test_the_suite_is_registered_at_level_7_with_the_device_api_capability():
 
 
 def test_the_tensor_budget_follows_the_manifests_limits():
-    assert tensor_budget_bytes(ResourceLimits(), 7) == 64 * MIB and tensor_budget_bytes(ResourceLimits(), 8) == 256 * MIB
+    assert tensor_budget_bytes(ResourceLimits(), 7) == 64 * MIB
+    assert tensor_budget_bytes(ResourceLimits(), 8) == 256 * MIB
     assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=8), 8) == 8 * MIB
     assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=100), 7) == 25 * MIB
     assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=64, max_system_memory_mb=80), 7) == 10 * MIB

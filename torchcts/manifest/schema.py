@@ -156,13 +156,15 @@ SECTIONS: tuple[Section, ...] = (
             "tensors within a quarter of it), the cleanup between items (the capacity it measures use against)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_system_memory_mb", "None or positive number", None, "Host memory the harness may use (MiB).",
-            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies)", allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
+            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies)",
+            allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_tensor_size_mb", "None or positive number", None, "Largest single tensor a test may build (MiB).",
             "`strategies.shapes_for` (element budget of drawn shapes); `stress` (its large tensors)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("cleanup_threshold_pct", "int 1..100", 80,
             "Memory use (percent) above which the harness frees caches between items.",
-            "the engine after each item: at or above it (reserved memory over `max_device_memory_mb`, else the device's "
+            "the engine after each item: at or above it (reserved memory over `max_device_memory_mb`, else the "
+            "device's "
             "total memory) it collects garbage and calls `empty_cache()`, on devices that report `memory_reserved`",
             kind=kinds.integer_range(1, 100, show_allowed=False)),
     )),

@@ -11,13 +11,13 @@ import attrs
 SAVE_STEP = "faulty.save"
 # ... and its autocast kernels (`bugs.after` sees (op, class) and the dtype the policy chose; None: no cast)
 AUTOCAST_STEP = "faulty.autocast"
-# ... and its runtime (`torch.faulty`: runtime.py, memory.py, streams.py, pinned.py); `bugs.after` sees (args) and value:
+# ... and its runtime (`torch.faulty`: runtime.py, memory.py, streams.py, pinned.py); `bugs.after` sees (args), value:
 DEVICE_COUNT_STEP = "faulty.device_count"  # () and the count torch.faulty.device_count() returns
 SET_DEVICE_STEP = "faulty.set_device"  # (current index, requested index) and the index made current
 SEED_STEP = "faulty.manual_seed"  # (device index, seed) and the seed its generator gets
 GENERATOR_STEP = "faulty.generator"  # (aten overload, device index) and the generator a random op given none draws from
 MEMORY_STATS_STEP = "faulty.memory_stats"  # (device index,) and the statistics dict
-OUT_OF_MEMORY_STEP = "faulty.out_of_memory"  # (device index, bytes) and None: an allocation past capacity, about to raise
+OUT_OF_MEMORY_STEP = "faulty.out_of_memory"  # (device index, bytes) and None: an allocation refused, about to raise
 STREAM_WAIT_STEP = "faulty.stream_wait"  # (waiting stream, awaited stream) and True (False: no wait)
 SYNCHRONIZE_STEP = "faulty.synchronize"  # (device index, current stream) and the streams with queued work to land
 EVENT_QUERY_STEP = "faulty.event_query"  # (event,) and whether it is complete

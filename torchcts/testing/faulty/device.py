@@ -46,9 +46,9 @@ class FaultyTensor(torch.Tensor):
         strided = data.layout == torch.strided
         # Sparse layouts have no strides: the wrapper asks __torch_dispatch__ for its layout instead.
         layout_args = dict(strides=data.stride(), storage_offset=data.storage_offset()) if strided else {}
+        device = torch.device(DEVICE_NAME, runtime.current() if index is None else index)
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, data.size(), dtype=data.dtype, device=torch.device(DEVICE_NAME, runtime.current() if index is None else index),
-            requires_grad=requires_grad,
+            cls, data.size(), dtype=data.dtype, device=device, requires_grad=requires_grad,
             dispatch_layout=not strided, **layout_args,
         )
         # Lazy conjugate and negative views: the wrapper carries the bits (so torch's composites

@@ -47,24 +47,24 @@ OPS = 5  # op codes of `op_sequence`
 
 # -- the program: torch only ------------------------------------------------------------------------------------------
 
-def _step(x, code):
-    if code == 0:
-        return torch.tanh(x * 1.25 + 0.125)
-    if code == 1:
-        return torch.sin(x)
-    if code == 2:
-        return x * 0.5 + x.roll(1) * 0.5
-    if code == 3:
-        return torch.clamp(x, -0.75, 0.75)
-    return torch.cumsum(x, 0) / x.numel()
-
-
 def stress(input, scenario, size, pattern, length, sync_every):
     """`scenario` on `input`'s device: `size` is the bytes of `large_tensor` or the elements of the others;
     `op_sequence` repeats the op codes `pattern` to `length` ops, synchronizing every `sync_every`; `long_loop`
     runs `length` iterations."""
     device = input.device
     module = getattr(torch, device.type)
+
+    def step(x, code):  # nested: an exported program is one function
+        if code == 0:
+            return torch.tanh(x * 1.25 + 0.125)
+        if code == 1:
+            return torch.sin(x)
+        if code == 2:
+            return x * 0.5 + x.roll(1) * 0.5
+        if code == 3:
+            return torch.clamp(x, -0.75, 0.75)
+        return torch.cumsum(x, 0) / x.numel()
+
     if scenario == "large_tensor":
         n = size // 4
         a = torch.sin((torch.arange(n, dtype=torch.int32, device=device) % 65536).float() * 1e-3)
@@ -74,7 +74,7 @@ def stress(input, scenario, size, pattern, length, sync_every):
     module.synchronize()
     if scenario == "op_sequence":
         for index in range(length):
-            x = _step(x, pattern[index % len(pattern)])
+            x = step(x, pattern[index % len(pattern)])
             if (index + 1) % sync_every == 0:
                 module.synchronize()
     else:  # long_loop

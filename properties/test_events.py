@@ -46,7 +46,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
-from torchcts.properties.test_streams import agrees, chain, device_module, inputs, op_chains, to_side
+from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
 
 DTYPES = ("float32",)

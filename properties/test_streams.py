@@ -42,66 +42,15 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
+from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
 
 DTYPES = ("float32",)
 SCENARIOS = ("stream_order", "stream_synchronize", "wait_stream", "synchronize_all", "record_stream",
              "non_blocking_copies")
-OPS = ("sin", "tanh", "silu", "affine", "add_", "matmul")
-RTOL, ATOL = 1e-3, 1e-4
 
 
 # -- the programs: torch only -----------------------------------------------------------------------------------------
-
-def device_module(device):
-    """`torch.<type>` of `device` (torch.cuda, torch.xpu, torch.cpu, ...)."""
-    return getattr(torch, torch.device(device).type)
-
-
-def inputs(rows, cols, seed):
-    """A (rows, cols) input and a (cols, cols) matrix scaled to keep a matmul's values bounded, on CPU."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randn(rows, cols, generator=generator), torch.randn(cols, cols, generator=generator) / cols ** 0.5
-
-
-def apply(op, x, w):
-    if op == "sin":
-        return x.sin()
-    if op == "tanh":
-        return x.tanh()
-    if op == "silu":
-        return x * torch.sigmoid(x)
-    if op == "affine":
-        return x * 0.75 + 0.25
-    if op == "add_":
-        return (x + 0).add_(0.5)  # in place, on a result of this stream
-    if op == "matmul":
-        return x @ w
-    raise ValueError(f"unknown op {op!r}")
-
-
-def chain(x, w, ops):
-    for op in ops:
-        x = apply(op, x, w)
-    return x
-
-
-def agrees(what, got, expected):
-    """An observation: `got` (moved to CPU) equals `expected` (CPU's) within the suite's tolerance."""
-    got = got.cpu()
-    holds = got.shape == expected.shape and torch.allclose(got, expected, rtol=RTOL, atol=ATOL)
-    worst = (got - expected).abs().nan_to_num(float("inf")).max().item() if got.shape == expected.shape else None
-    return observe(what, holds, f"shape {tuple(got.shape)} vs {tuple(expected.shape)}, largest difference {worst}, "
-                                f"first values {got.flatten()[:3].tolist()} vs {expected.flatten()[:3].tolist()}")
-
-
-def to_side(module, device, stream, *tensors):
-    """`tensors` (CPU) on the device, copied on the current stream, which `stream` (if another) then waits for."""
-    placed = [t.to(device) for t in tensors]
-    if stream != module.current_stream(device):
-        stream.wait_stream(module.current_stream(device))
-    return placed
-
 
 def stream_order(device, rows, cols, seed, ops, use_stream_sync):
     module = device_module(device)
@@ -212,10 +161,6 @@ def require_streams(cts, scenario):
 
 
 # -- cases ------------------------------------------------------------------------------------------------------------
-
-def op_chains(min_size=1, max_size=4):
-    return st.lists(st.sampled_from(OPS), min_size=min_size, max_size=max_size)
-
 
 def stream_cases(scenario):
     @st.composite

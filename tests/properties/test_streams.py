@@ -9,7 +9,8 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_streams import SCENARIOS, chain, inputs, stream_order, wait_stream
+from torchcts.properties.stream_programs import chain, inputs
+from torchcts.properties.test_streams import SCENARIOS, stream_order, wait_stream
 from torchcts.testing.faulty.bug_model import STREAM_WAIT_STEP, SYNCHRONIZE_STEP
 from torchcts.testing.faulty.suite_bugs.streams import BUGS
 

@@ -117,6 +117,9 @@ def test_a_check_not_named_test_is_refused(fresh_registry):
     (lambda: ScenarioItems(["round_trip"], ["float32", "torch.float32"]), "ScenarioItems.dtypes: distinct names"),
     (lambda: ScenarioItems(["round_trip"], []), "ScenarioItems.dtypes: distinct names of dtypes a manifest can claim"),
     (lambda: OpInfoItems(variant="scenario"), "OpInfoItems.variant: one of function, method, inplace, out, got 'sc"),
+    (lambda: ScenarioItems(["nf4"], ["uint8"], formats="container_formats"), "ScenarioItems.formats: '' or one of"),
+    (lambda: ScenarioItems(["nf4", "round_trip"], ["uint8"], formats="supported_container_formats"),
+     r"every scenario must be a container format; not: \['round_trip'\]"),
 ])
 def test_a_bad_scenario_source_raises(items, message):
     with pytest.raises(RegistryError, match=message):

@@ -25,15 +25,21 @@ _MANIFESTS: dict[str, Any] = {}
 
 def complete_manifest(tmp_root: Path, device: str = "cpu") -> Any:
     """The `complete` template's manifest (every dtype and capability, level 8) for `device`, loaded once (for the
-    faulty device, the selftest's manifest)."""
+    faulty device, the selftest's manifest; elsewhere with the reference container decoders)."""
     if device not in _MANIFESTS:
         path = Path(tmp_root) / f"complete-{device}.py"
         if device == "faulty":  # the selftest's: two devices, multi_device claimed, device_generator not
             from torchcts.testing.selftest import faulty_manifest
 
             path.write_text(faulty_manifest())
-        else:
-            path.write_text(render_template("complete", device_name=device))
+        else:  # with the codec's reference decoders, so custom_quantized_decode runs (CPU validates its machinery)
+            from torchcts.containers import reference_decoders
+            from torchcts.manifest.vocabulary import CONTAINER_FORMATS
+
+            decoders = {name: reference_decoders.path(name) for name in CONTAINER_FORMATS}
+            path.write_text(render_template("complete", device_name=device)
+                            + 'manifest["capabilities"]["custom_quantized_decode"] = True\n'
+                            + f'manifest["custom_container_decoders"] = {decoders!r}\n')
         _MANIFESTS[device] = load_manifest(path)[0]
     return _MANIFESTS[device]
 

@@ -59,12 +59,16 @@ STALE_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "quantized": ("quantized_container_plumbing", "native_quantization", "custom_quantized_decode"),
 }
 
-# Packed quantized container formats a backend may declare (supported_container_formats).
+# Packed quantized container formats a backend may declare (supported_container_formats); each is defined, with its
+# byte layout, in torchcts.containers.formats (docs/quantized.md).
 CONTAINER_FORMATS: tuple[str, ...] = (
     "int2_ternary",
     "int4_symmetric",
+    "int4_symmetric_msb_first",
     "int4_asymmetric",
+    "int4_asymmetric_msb_first",
     "uint4",
+    "uint4_msb_first",
     "nf4",
     "fp4_e2m1",
     "fp4_bnb",

@@ -90,6 +90,9 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     need = getattr(spec.items, "needs", {}).get(names[0])
     if need is not None and not manifest.declares(need):
         return Outcome.CAPABILITY_NOT_DECLARED, f"{spec.name}'s {names[0]} needs the {need} capability"
+    unclaimed = _unclaimed_format(manifest, spec, names[0])
+    if unclaimed is not None:
+        return Outcome.CAPABILITY_NOT_DECLARED, unclaimed
     if spec.capability == "ieee754" and not manifest.ieee754_claimed_for(names[0]):  # ieee754 given as op regexes
         return Outcome.CAPABILITY_NOT_DECLARED, f"capabilities.ieee754's op regexes do not match {names[0]}"
     reason = next((r for r in map(manifest.skip_reason, names) if r is not None), None)
@@ -107,3 +110,15 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     if not selection.op_selected(names[-1]):
         return Outcome.DESELECTED, "--ops leaves it out"
     return None
+
+
+def _unclaimed_format(manifest: Manifest, spec: PropertySpec, scenario: str) -> str | None:
+    """Why a container-format scenario does not run (its format is not named by the manifest key its suite reads),
+    or None."""
+    key = getattr(spec.items, "formats", "")
+    if not key:
+        return None
+    claimed = manifest.container_formats if key == "supported_container_formats" else manifest.custom_container_decoders
+    if scenario in claimed:
+        return None
+    return f"{key} does not name {scenario}"

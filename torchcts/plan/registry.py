@@ -34,6 +34,7 @@ CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _OVERLOAD = re.compile(rf"^aten\.{IDENT}(\.{IDENT})?$")  # aten.<packet>[.<overload>]
 COMPARISONS = ("tolerance", "bits")
+FORMAT_CLAIMS = ("supported_container_formats", "custom_container_decoders")  # ScenarioItems.formats
 ATTRIBUTE = "__torchcts_property__"  # set on a registered check function: its property's name
 
 
@@ -97,6 +98,9 @@ class ScenarioItems:
     # scenario -> a capability it needs besides the property's (the `dispatch` property's sparse overloads need
     # `sparse`); a manifest that does not declare it leaves the scenario out, accounted
     needs: Any = attrs.field(factory=dict, converter=lambda value: dict(value or {}), eq=False, hash=False)
+    # "" or a manifest key naming container formats (FORMAT_CLAIMS): each scenario is a format, run only where that
+    # key names it (the quantized container suites: one item per format a manifest claims)
+    formats: str = attrs.field(default="")
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
@@ -126,6 +130,16 @@ class ScenarioItems:
         bad = {name: need for name, need in value.items() if name not in self.scenarios or need not in CAPABILITIES}
         if bad:
             raise RegistryError(f"ScenarioItems.needs: scenario name -> a capability name; not valid: {bad}")
+
+    @formats.validator
+    def _check_formats(self, _: Any, value: str) -> None:
+        from torchcts.manifest.vocabulary import CONTAINER_FORMATS
+
+        if value and value not in FORMAT_CLAIMS:
+            raise RegistryError(f"ScenarioItems.formats: '' or one of {', '.join(FORMAT_CLAIMS)}, got {value!r}")
+        stray = [name for name in self.scenarios if value and name not in CONTAINER_FORMATS]
+        if stray:
+            raise RegistryError(f"ScenarioItems.formats: every scenario must be a container format; not: {stray}")
 
     @programs.validator
     def _check_programs(self, _: Any, value: dict[str, Any]) -> None:

@@ -182,15 +182,20 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
 
 def faulty_manifest() -> str:
     """The manifest the selftest runs with: the `complete` template for the faulty device, with its two devices and
-    multi_device claimed, and device_generator not claimed (torch gives a Python backend no hook for
-    `torch.Generator(device=...)`: docs/faulty-backend.md)."""
-    from torchcts.testing.faulty import runtime
+    multi_device claimed, its own container decoders for every format, and device_generator not claimed (torch
+    gives a Python backend no hook for `torch.Generator(device=...)`: docs/faulty-backend.md)."""
+    from torchcts.manifest import vocabulary as vocab
+    from torchcts.testing.faulty import decoders, runtime
 
+    decoder_paths = {name: decoders.path(name) for name in vocab.CONTAINER_FORMATS}
     return (render_template("complete", device_name="faulty")
             + "\n# the faulty device's runtime (torchcts.testing.faulty.runtime)\n"
             + f'manifest["device_count"] = {runtime.count()}\n'
             + f'manifest["capabilities"]["multi_device"] = {runtime.count() >= 2}\n'
-            + 'manifest["capabilities"]["device_generator"] = False\n')
+            + 'manifest["capabilities"]["device_generator"] = False\n'
+            + "# its own container decoders (torchcts.testing.faulty.decoders), one per format\n"
+            + 'manifest["capabilities"]["custom_quantized_decode"] = True\n'
+            + f'manifest["custom_container_decoders"] = {decoder_paths!r}\n')
 
 
 def deferred_bugs(bugs: Iterable[Any], level: int, specs: Iterable[Any] | None = None) -> tuple[tuple[str, str, int], ...]:

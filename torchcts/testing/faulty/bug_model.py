@@ -11,6 +11,9 @@ import attrs
 SAVE_STEP = "faulty.save"
 # ... and its autocast kernels (`bugs.after` sees (op, class) and the dtype the policy chose; None: no cast)
 AUTOCAST_STEP = "faulty.autocast"
+# ... and its container decoders (decoders.py; `bugs.after` sees (format, packed, scale, zero_point, shape, dtype), all
+# on the device, and the decoded device tensor)
+DECODE_STEP = "faulty.decode"
 # ... and its runtime (`torch.faulty`: runtime.py, memory.py, streams.py, pinned.py); `bugs.after` sees (args), value:
 DEVICE_COUNT_STEP = "faulty.device_count"  # () and the count torch.faulty.device_count() returns
 SET_DEVICE_STEP = "faulty.set_device"  # (current index, requested index) and the index made current

@@ -246,11 +246,34 @@ def _fp8(env: ProbeEnv) -> None:
               cpu.to(torch.float32))
 
 
+def _probe_container(spec_name: str) -> Any:
+    """A small container of `spec_name` on CPU: codes 0, 1, 2, ... over one block (or 6 elements), scale 0.5
+    (E8M0 126, E4M3 0x30), zero point 1."""
+    from torchcts.containers import FORMATS, Container, pack_codes
+
+    spec = FORMATS[spec_name]
+    count = spec.block or 6
+    codes = [spec.codes[i % len(spec.codes)] for i in range(count)]
+    if spec.scale == "float":
+        scale = torch.tensor(0.5)
+    else:
+        scale = torch.tensor([126 if spec.scale == "e8m0" else 0x30], dtype=torch.uint8)
+    zero_point = torch.tensor(1, dtype=torch.int32) if spec.zero_point else None
+    return Container(spec_name, pack_codes(codes, spec.bits, spec.msb_first), scale, zero_point, (count,))
+
+
 def _quantized_container_plumbing(env: ProbeEnv) -> None:
-    packed = torch.tensor([0, 1, 127, 128, 200, 255, 17, 42], dtype=torch.uint8)  # packed nibbles and bytes
-    on_device = env.to_device(packed)
-    env.steps.same("copy to CPU (packed uint8)", on_device, packed)
-    env.steps.same("slice copied to CPU", env.steps.run("slice", lambda: on_device[2:6]), packed[2:6])
+    from torchcts.containers import decode
+    from torchcts.containers.codec import decode_container, program_arguments
+
+    container = _probe_container("uint4")
+    packed = env.to_device(container.packed, "copy packed uint4 bytes to device")
+    env.steps.same("copy packed bytes to CPU", packed, container.packed)
+    env.steps.same("slice copied to CPU", env.steps.run("slice", lambda: packed[1:3]), container.packed[1:3])
+    scale, zero_point = env.to_device(container.scale), env.to_device(container.zero_point)
+    unpacked = env.steps.run("unpack uint4 on the device", lambda: decode_container(
+        packed, scale, zero_point, container.shape, torch.float32, **program_arguments(container.spec, env.device)))
+    env.steps.same("unpacked on the device, copied to CPU", unpacked, decode(container))
 
 
 def _native_quantization(env: ProbeEnv) -> None:
@@ -261,13 +284,27 @@ def _native_quantization(env: ProbeEnv) -> None:
 
 
 def _custom_quantized_decode(env: ProbeEnv) -> None:
+    from torchcts.containers import decode
+    from torchcts.containers.decoders import DecoderError, check_result, load
+
     decoders = dict(getattr(env.manifest, "custom_container_decoders", {}) or {})
     if not decoders:
         raise NoProbe("the manifest names no custom_container_decoders to import")
     for fmt, target in sorted(decoders.items()):
-        module, _, name = target.partition(":")
-        function = env.steps.run(f"import decoder {target} ({fmt})", lambda: getattr(importlib.import_module(module), name))
-        env.steps.expect(f"import decoder {target} ({fmt})", callable(function), f"{target} is not callable")
+        step = f"decoder {target} ({fmt})"
+        container = _probe_container(fmt)
+
+        def call() -> torch.Tensor:
+            try:
+                decoder = load(fmt, target)
+                result = decoder(*(None if t is None else t.to(env.device)
+                                   for t in (container.packed, container.scale, container.zero_point)),
+                                 container.shape, torch.float32, torch.device(env.device))
+                return check_result(fmt, target, result, container.shape, torch.float32, torch.device(env.device))
+            except DecoderError as exc:
+                raise StepFailed(step, str(exc)) from exc
+
+        env.steps.same(step, env.steps.run(step, call), decode(container))
 
 
 def _ieee754(env: ProbeEnv) -> None:

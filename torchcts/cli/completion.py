@@ -22,7 +22,8 @@ PROPERTY_NAMES: tuple[str, ...] = (
     "foreach_floating", "foreach_optimizer", "fused_optimizer", "ieee754", "inplace", "out", "rng", "serialization",
     "training", "views", "autocast", "backward", "channels_last", "dataloader", "dispatch", "double_backward", "fp8",
     "fp8_scaled_mm", "gradcheck", "gradient_checkpointing", "module_hooks", "nested", "sparse", "rng_distributions",
-    "compile_modules", "device_api", "events", "guard_alloc", "pinned_memory", "streams", "multi_device", "stress")
+    "compile_modules", "device_api", "events", "guard_alloc", "native_quantization", "pinned_memory",
+    "quantized_containers", "quantized_decoders", "quantized_unpack", "streams", "multi_device", "stress")
 
 # torchcts.dtypes.claimable_names() on the supported torch (the dtypes a --dtype may name)
 DTYPE_NAMES: tuple[str, ...] = (

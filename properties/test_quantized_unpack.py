@@ -1,0 +1,86 @@
+"""Quantized containers unpack on the device as the CPU codec unpacks them, bit for bit.
+
+One item per (container format a manifest lists in `supported_container_formats`, output dtype: float32,
+bfloat16, float16). A case is a container drawn by `torchcts.strategies.containers` (packed bytes in any of
+PACKED_LAYOUTS: offset windows, every other byte, padded rows, column-major rows; scale and zero point in
+the dtypes the format allows) and the format's decoding arguments (`codec.program_arguments`: its code
+table and, for E8M0 / E4M3 scale bytes, its scale table, as float32 tensors; bits; bit order).
+
+The program is the CPU codec itself, `torchcts.containers.codec.decode_container`, run on the device on the
+placed container: widening the bytes to int32, assembling words with shifts and ors, extracting codes with
+shifts and masks, gathering the table at the codes (and the scale table at the scale bytes), subtracting the
+zero point, multiplying by the scale, one cast to the output dtype. **The oracle is the same program on
+CPU**, compared bit for bit (`comparison="bits"`): every step is exact or correctly rounded once (float32
+products, one cast), so a correct device gives identical bits, NaN and infinity codes, -0.0 and subnormal
+products included.
+
+"Where the backend offers it": a device that lacks a kernel one of those steps needs (the dispatcher names
+it: `missing_kernels.find`) makes the case `runtime_unavailable` naming the kernel, so an item whose cases
+all lack one is `runtime_unavailable` with the kernel named, never a pass; any other exception is an `error`,
+any other difference a failure naming the element.
+
+Limits: decoding is checked as these generic torch ops compose, not a backend's own fused decoder (the
+custom_quantized_decode suite holds those to the codec); no packing on the device; no autograd.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.containers import FORMATS
+from torchcts.containers.codec import decode_container, program_arguments
+from torchcts.engine.context import MissingKernelError
+from torchcts.engine.targets import CaseUnavailable
+from torchcts.manifest.vocabulary import CONTAINER_FORMATS
+from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.exact_check import exact_program_check
+from torchcts.strategies import Case
+from torchcts.strategies.containers import PACKED_LAYOUTS, containers
+
+UNPACK_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def unpack_cases(cts):
+    spec = FORMATS[cts.item.op]
+    drawn = containers(cts.item.op, layouts=PACKED_LAYOUTS)
+    dtype = cts.dtype
+
+    @st.composite
+    def draw(draw_):
+        container = draw_(drawn, label="container")
+        arguments = program_arguments(spec)  # CPU tensors: placed on the device with the case
+        sample = SampleInput(container.packed, args=(
+            container.scale, container.zero_point, list(container.shape), dtype, arguments["table"],
+            arguments["scale_table"], arguments["bits"], arguments["msb_first"]))
+        return Case(cts.item.op, "scenario", cts.dtype, sample, 0, transforms=(container.describe(), f"to {dtype}"))
+
+    return draw()
+
+
+def unpack_check(cts):
+    """exact_program_check of `decode_container`, with a kernel the device lacks making the case unavailable."""
+    exact = exact_program_check(cts, decode_container)
+
+    def check(case: Case) -> None:
+        try:
+            exact(case)
+        except MissingKernelError as exc:
+            raise CaseUnavailable(f"the device does not unpack here: {exc.kernel.describe()}") from exc
+
+    return check
+
+
+PROGRAMS = {name: decode_container for name in CONTAINER_FORMATS}
+# the aten overloads decode_container runs on a device (traced on the faulty device; the coverage audit reads them)
+_OVERLOADS = ("aten._to_copy.default", "aten.__lshift__.Scalar", "aten.__rshift__.Tensor", "aten.bitwise_and.Scalar",
+              "aten.bitwise_or.Tensor", "aten.index.Tensor", "aten.mul.Tensor", "aten.sub.Tensor",
+              "aten.view.dtype", "aten.zero_.default", "aten.select.int", "aten.slice.Tensor")
+
+
+@register_property("quantized_unpack", capability="quantized_container_plumbing", level=6,
+                   items=ScenarioItems(CONTAINER_FORMATS, UNPACK_DTYPES, programs=PROGRAMS, comparison="bits",
+                                       formats="supported_container_formats"),
+                   overloads=_OVERLOADS)
+def test_quantized_unpack(cts):
+    cts.run(unpack_cases(cts), unpack_check(cts))

@@ -51,8 +51,8 @@ def reference_value(spec, code, scale, zero_point):
 def test_asymmetric_per_channel_groups():
     spec = FORMATS["uint4"]
     codes = [0, 15, 3, 7, 8, 1]  # shape (2, 3): rows are the groups
-    container = Container("uint4", pack_codes(codes, 4), torch.tensor([0.5, 2.0]), torch.tensor([8, 1], dtype=torch.uint8),
-                          (2, 3))
+    zero_points = torch.tensor([8, 1], dtype=torch.uint8)
+    container = Container("uint4", pack_codes(codes, 4), torch.tensor([0.5, 2.0]), zero_points, (2, 3))
     got = decode(container).flatten().tolist()
     expected = [reference_value(spec, c, [0.5, 2.0][i // 3], [8, 1][i // 3]) for i, c in enumerate(codes)]
     assert got == expected == [-4.0, 3.5, -2.5, 12.0, 14.0, 0.0]

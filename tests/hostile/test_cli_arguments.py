@@ -228,7 +228,7 @@ def _options(tmp_path, **given):
     values = {"torchcts_level": None, "torchcts_dtypes": None, "torchcts_ops": None, "torchcts_properties": None,
               "torchcts_seed": None, "torchcts_max_examples": None, "torchcts_item_timeout": None,
               "torchcts_results_dir": str(tmp_path / "results"), "torchcts_corpus_dir": str(tmp_path / "corpus"),
-              "torchcts_replay": None, "torchcts_known_crashes": None}
+              "torchcts_replay": None, "torchcts_known_crashes": None, "torchcts_shard": None}
     values.update({f"torchcts_{k}": v for k, v in given.items()})
     return values.__getitem__
 
@@ -239,7 +239,7 @@ def _options(tmp_path, **given):
     ({"item_timeout": 0.5}, "--item-timeout"), ({"level": 0}, "--level"), ({"ops": ["("]}, "--ops"),
     ({"dtypes": ["float32", "bogus"]}, "--dtype 'bogus'"), ({"properties": ["forwards"]}, "--property 'forwards'"),
     ({"results_dir": "/proc/torchcts"}, "--results-dir"), ({"corpus_dir": "{tmp}/file"}, "--corpus-dir"),
-    ({"known_crashes": "{tmp}"}, "--known-crashes"),
+    ({"known_crashes": "{tmp}"}, "--known-crashes"), ({"shard": "4/3"}, "--shard '4/3' is not K/N"),
 ])
 def test_session_options_are_checked_before_anything_loads(tmp_path, given, fragment):
     """`python -m pytest --pyargs torchcts.properties` takes the same options: the session checks them too."""

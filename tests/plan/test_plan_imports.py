@@ -39,7 +39,7 @@ def test_the_manifest_is_a_leaf():
 
 
 def test_the_report_needs_no_torch_no_plugin_and_no_op_database():
-    loaded = _loaded_after("import torchcts.report.render, torchcts.report.data")
+    loaded = _loaded_after("import torchcts.report.render, torchcts.report.data, torchcts.results.merge")
     assert not _under(loaded, "torch", "torchcts.plugin", "torchcts.plan.catalog")
 
 

@@ -244,25 +244,40 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
 @click.option("--baseline", default="auto", show_default=True,
               help="`auto` (the latest earlier run with the same hardware key, device and torch minor version), "
                    "`none`, or a run folder.")
-@output_folder_option("--output", "Where the report files go (default: <run folder>/report/).")
+@output_folder_option("--output", "Where the report files go (default: <run folder>/report/); with --merge, the "
+                                  "merged run folder (its report goes into its report/).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["md", "html", "junit", "json"]),
               help="Only these formats (default: all four); repeatable.")
 @click.option("--coverage-audit", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A coverage audit (`torchcts coverage audit`'s audit.json) whose summary report.html shows "
                    "(default: <results dir>/coverage/audit.json when it exists).")
+@click.option("--merge", "shards", multiple=True, metavar="RUN_FOLDER",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A run folder of `torchcts run --shard K/N` (repeatable): join the shards into one merged run "
+                   "folder (--output, default <parent of the first>/merged-<id>/) and report on it there.")
 def report(source: Path | None, results_dir: Path | None, baseline: str, output: Path | None,
-           formats: tuple[str, ...], coverage_audit: Path | None) -> None:
+           formats: tuple[str, ...], coverage_audit: Path | None, shards: tuple[Path, ...]) -> None:
     """Regenerate a run's reports from its saved results, without running anything.
 
     Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
     marked partial and gets no support percentage. Exits 2 when the run's files (or an explicit
     --baseline's) cannot be read or are malformed, naming the file and line; an earlier run that
     cannot be read is skipped with a warning when the baseline is found automatically.
+
+    With --merge DIR (once per shard), the shards' run folders become one run folder (records.jsonl,
+    run.json; each item once, from the shard that ran it) and the report is written into its
+    report/ folder; --output names the merged run folder. Shards of different runs are refused
+    (exit 2, naming the folder and field: versions, manifest hash, device, seed, level, examples,
+    shard count). A missing shard makes the merged run partial, its items recorded deselected with
+    the missing shard named. The baseline of a merged report is none unless --baseline names a folder.
     """
     from torchcts.report.render import FORMATS, write_report
     from torchcts.report.data import ResultsError
     from torchcts.report.latest import latest_run_folder
 
+    if shards:
+        _report_merged(shards, source, baseline, output, formats, coverage_audit)
+        return
     folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"))
     if folder is None:
         why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
@@ -277,5 +292,27 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
                                formats=formats or FORMATS, coverage_audit=coverage_audit)
     except ResultsError as exc:
         fail(str(exc))
+    for name, path in written.items():
+        click.echo(f"{name:6} {path}")
+
+
+def _report_merged(shards: tuple[Path, ...], source: Path | None, baseline: str, output: Path | None,
+                   formats: tuple[str, ...], coverage_audit: Path | None) -> None:
+    """`report --merge`: merge the shard folders into one run folder, then write its report there."""
+    from torchcts.report.render import FORMATS, write_report
+    from torchcts.results.files import ResultFileError
+    from torchcts.results.merge import MergeError, merge_shards
+
+    if source is not None:
+        fail("--from and --merge exclude each other: --merge reports on the merged shards")
+    if baseline not in ("auto", "none") and not os.path.isdir(baseline):
+        fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
+    try:
+        folder = merge_shards(shards, output)
+        written = write_report(folder, baseline="none" if baseline == "auto" else baseline,
+                               formats=formats or FORMATS, coverage_audit=coverage_audit)
+    except (MergeError, ResultFileError) as exc:
+        fail(str(exc))
+    click.echo(f"merged {folder}")
     for name, path in written.items():
         click.echo(f"{name:6} {path}")

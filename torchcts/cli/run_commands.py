@@ -16,13 +16,14 @@ from torchcts.cli.options import (
     resolve_corpus, results_dir_option,
 )
 from torchcts.cli.completion import complete_dtypes
-from torchcts.cli.selection import plan_for, selection_options
+from torchcts.cli.selection import plan_for, selection_options, shard_option
 
 
 @click.command("run", cls=Command, pytest_args=True)
 @device_option("Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
 @manifest_option()
 @selection_options(level_help="Deselect (and record) items above this semantic level.")
+@shard_option()
 @click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED),
               help="Repeat a run's random seed (printed by every run that is not derandomized).")
@@ -57,7 +58,7 @@ from torchcts.cli.selection import plan_for, selection_options
                    "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (5-20 us): about 1.06x a "
                    "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
-        properties: tuple[str, ...], derandomize: bool, seed: int | None, max_examples: int | None,
+        properties: tuple[str, ...], shard: str | None, derandomize: bool, seed: int | None, max_examples: int | None,
         results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
         subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
         known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
@@ -75,14 +76,16 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0 when no item failed, 1
     when one did, 2 for bad input, 3 when the selection executed no item (it says which filter left
     nothing), 128 + the signal's number when Ctrl-C (130), SIGTERM (143) or SIGHUP (129) stopped
-    it (the results so far are kept and marked partial).
+    it (the results so far are kept and marked partial). With --shard K/N the run is shard K of N
+    (one CI job of a matrix); `torchcts report --merge` joins the shards' run folders into one.
     """
     from torchcts.plugin.launch import RunOptions, run_suites
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
-                         properties=properties, derandomize=derandomize, seed=seed, max_examples=max_examples,
+                         properties=properties, shard=shard, derandomize=derandomize, seed=seed,
+                         max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
                          corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
                          pytest_args=(("--trace-dispatch",) if trace_dispatch else ())

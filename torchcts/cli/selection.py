@@ -56,6 +56,27 @@ def selection_options(level_help: str, dtype_help: str = "Only these dtypes (flo
     )
 
 
+def _checked_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--shard K/N, checked at parse time: a one-line error naming --shard and the form (exit 2)."""
+    from torchcts.plan.shards import ShardError, format_shard, parse_shard
+
+    if value is None:
+        return None
+    try:
+        return format_shard(parse_shard(value))
+    except ShardError as exc:
+        fail(str(exc))
+
+
+def shard_option() -> Callable:
+    """--shard K/N: only the items of shard K of N (by a hash of each item id; the rest recorded deselected)."""
+    return click.option("--shard", metavar="K/N", callback=_checked_shard, expose_value=True,
+                        help="Run only shard K of N (1 <= K <= N <= 1000): the items whose id hashes to K, the same "
+                             "split on every machine and unchanged when ops are added; the others are recorded "
+                             "deselected. Each shard is a complete run folder; `torchcts report --merge DIR ...` "
+                             "joins them into one report.")
+
+
 def _capability_names() -> tuple[str, ...]:
     from torchcts.manifest.vocabulary import CAPABILITIES
 

@@ -5,7 +5,7 @@ the manifest's `custom_test_dirs`. An OpInfo property is considered for every Op
 source applies to, in every dtype that source gives; a scenario property for each of its scenarios
 in each dtype it lists. An item runs only if the manifest claims the dtype for the op, declares the
 property's capability, does not skip the op, claims the property's semantic level, and the run's
-own selection (`--level`, `--dtype`, `--ops`, `--property`) keeps it. Everything else becomes an
+own selection (`--level`, `--dtype`, `--ops`, `--property`, `--shard`) keeps it. Everything else becomes an
 accounting record with the reason named in docs/architecture.md, so a report can say what was not run and why.
 
 A scenario item stands where an op would: its scenario name is what a dtype claim's op regex,
@@ -27,6 +27,7 @@ from torchcts.plan.catalog import all_ops, op_id
 from torchcts.plan.items import Accounting, Plan, PlanItem
 from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
+from torchcts.plan.shards import shard_reason
 
 __all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
 
@@ -48,7 +49,7 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
     accounting: list[Accounting] = []
 
     def consider(item: PlanItem, spec: PropertySpec, dtype: torch.dtype, names: tuple[str, ...]) -> None:
-        verdict = _not_run_reason(manifest, selection, spec, names, dtype)
+        verdict = _not_run_reason(manifest, selection, spec, names, dtype, item.id)
         if verdict is None:
             items.append(item)
         else:
@@ -76,9 +77,10 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
 
 
 def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec, names: tuple[str, ...],
-                    dtype: torch.dtype) -> tuple[Outcome, str] | None:
+                    dtype: torch.dtype, item_id: str) -> tuple[Outcome, str] | None:
     """Why the item does not run, or None. `names`: the OpInfo's name and id (or the scenario's name);
-    dtype regexes match the first, `skip_ops` either, `--ops` the last."""
+    dtype regexes match the first, `skip_ops` either, `--ops` the last. `--shard` is asked last, only
+    of items that would run: every shard of a run accounts for the items not run in the same words."""
     status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
         outcome, detail = _DTYPE_NOT_RUN[status]
@@ -109,6 +111,10 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
         return Outcome.DESELECTED, "--property leaves it out"
     if not selection.op_selected(names[-1]):
         return Outcome.DESELECTED, "--ops leaves it out"
+    if selection.shard is not None:
+        reason = shard_reason(item_id, selection.shard)
+        if reason is not None:
+            return Outcome.DESELECTED, reason
     return None
 
 

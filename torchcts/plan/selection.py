@@ -1,4 +1,5 @@
-"""What a run keeps of the manifest's claims: the command line's `--level`, `--dtype`, `--ops`, `--property`."""
+"""What a run keeps of the manifest's claims: the command line's `--level`, `--dtype`, `--ops`, `--property`,
+`--shard`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import attrs
 import torch
 
 from torchcts.arguments import shown
+from torchcts.plan.shards import FORM, MAX_SHARDS, ShardError, parse_shard
 
 
 class SelectionError(ValueError):
@@ -19,6 +21,14 @@ class SelectionError(ValueError):
 def _check_level(_: Any, __: Any, level: int | None) -> None:
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 8):
         raise SelectionError(f"--level must be an integer from 1 to 8, got {level!r}")
+
+
+def _check_shard(_: Any, __: Any, shard: tuple[int, int] | None) -> None:
+    if shard is None:
+        return
+    if (not isinstance(shard, tuple) or len(shard) != 2 or not all(type(n) is int for n in shard)
+            or not 1 <= shard[0] <= shard[1] <= MAX_SHARDS):
+        raise SelectionError(f"--shard {shard!r} is not {FORM}")
 
 
 def _compile_patterns(selection: "Selection") -> tuple[re.Pattern[str], ...]:
@@ -38,12 +48,14 @@ def _compile_patterns(selection: "Selection") -> tuple[re.Pattern[str], ...]:
 class Selection:
     """What this run keeps of the manifest's claims (command-line narrowing); checked when made.
 
-    `--ops` regexes are searched in the OpInfo id, or in the scenario name of a scenario item."""
+    `--ops` regexes are searched in the OpInfo id, or in the scenario name of a scenario item. `shard`
+    (K, N) keeps only the items whose id hashes to shard K of N (`torchcts.plan.shards`)."""
 
     level: int | None = attrs.field(default=None, validator=_check_level)
     dtypes: tuple[torch.dtype, ...] | None = None
     op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     properties: tuple[str, ...] | None = None
+    shard: tuple[int, int] | None = attrs.field(default=None, validator=_check_shard)  # (K, N): `torchcts.plan.shards`
     _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_compile_patterns, takes_self=True))
 
@@ -63,3 +75,13 @@ def check_properties(names: Any, known: Any) -> tuple[str, ...] | None:
             raise SelectionError(f"--property {shown(name)} is unknown; {hint}{len(known)} are registered "
                                  "(`torchcts run --help` lists them)")
     return tuple(names)
+
+
+def check_shard(text: str | None) -> tuple[int, int] | None:
+    """`--shard K/N` as (K, N); None when not given; SelectionError names `--shard` and the allowed form."""
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ShardError as exc:
+        raise SelectionError(str(exc)) from None

@@ -49,6 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: only these dtypes (float32, torch.bfloat16, ...); repeatable.")
     group.addoption("--ops", dest="torchcts_ops", action="append", default=None, metavar="REGEX",
                     help="TorchCTS: only OpInfos whose id matches; repeatable.")
+    group.addoption("--shard", dest="torchcts_shard", default=None, metavar="K/N",
+                    help="TorchCTS: run only shard K of N (1 <= K <= N <= 1000): the items whose id hashes to K; the "
+                         "others are recorded deselected. `torchcts report --merge` joins the shards' run folders.")
     group.addoption("--property", dest="torchcts_properties", action="append", default=None, metavar="NAME",
                     help="TorchCTS: only these properties (registered property names); repeatable.")
     group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,

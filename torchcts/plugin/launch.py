@@ -19,6 +19,7 @@ class RunOptions:
     dtypes: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
+    shard: str | None = None  # "K/N": only shard K of N (`torchcts.plan.shards`)
     derandomize: bool | None = None
     seed: int | None = None
     max_examples: int | None = None
@@ -55,6 +56,8 @@ def pytest_arguments(options: RunOptions) -> list[str]:
     for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties)):
         for value in values:
             args += [flag, value]
+    if options.shard is not None:
+        args += ["--shard", options.shard]
     if options.derandomize:
         args.append("--derandomize")
     if options.seed is not None:

@@ -38,7 +38,8 @@ from torchcts.manifest import Manifest, ManifestError, environment_problems, loa
 from torchcts.manifest.model import HypothesisSettings
 from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
-from torchcts.plan.selection import check_properties
+from torchcts.plan.selection import check_properties, check_shard
+from torchcts.plan.shards import format_shard
 from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
 
 
@@ -118,6 +119,7 @@ def start_run(config: pytest.Config) -> RunStart:
         "manifest": str(manifest.source) if manifest else None,
         "manifest_hash": manifest.fingerprint() if manifest else None,
         "replay": [str(p) for p in replay_paths] if replay_paths else None,
+        "shard": format_shard(selection.shard) if selection.shard and replaying is None else None,  # "K/N"
         "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
                       "properties": option("torchcts_properties"), "level": selection.level},
         "capabilities": sorted(manifest.capabilities) if manifest else [],
@@ -310,7 +312,8 @@ def checked_options(option: Any, *, defer_properties: bool = False) -> tuple[Sel
     `custom_test_dirs` are loaded too)."""
     try:
         selection = Selection(level=option("torchcts_level"), dtypes=dtypes_option(option("torchcts_dtypes")),
-                              op_patterns=tuple(option("torchcts_ops") or ()))
+                              op_patterns=tuple(option("torchcts_ops") or ()),
+                              shard=check_shard(option("torchcts_shard")))
         if not defer_properties:
             selection = attrs.evolve(selection, properties=check_properties(option("torchcts_properties"),
                                                                             [p.name for p in registry.load()]))

@@ -139,7 +139,26 @@ def _run_section(run: dict[str, Any]) -> dict[str, Any]:
             "seed": env.get("seed"), "derandomize": env.get("derandomize"), "manifest": env.get("manifest"),
             "manifest_hash": env.get("manifest_hash"), "level": env.get("level"),
             "validation": env.get("validation"), "selection": env.get("selection"),
-            "run_kind": summary.get("run_kind"), "hypothesis_settings": _settings(summary.get("hypothesis"))}
+            "run_kind": summary.get("run_kind"), "hypothesis_settings": _settings(summary.get("hypothesis")),
+            **_shards(summary)}
+
+
+def _shards(summary: dict[str, Any]) -> dict[str, Any]:
+    """`shards`: how the run was split (`torchcts run --shard`, `torchcts report --merge`) as one line, or None;
+    `missing_shards`: the shards a merged run lacks."""
+    merged = summary.get("merged")
+    if merged is not None:
+        joined = ", ".join(str(s["shard"]) for s in merged["shards"][:MAX_PROBLEMS_SHOWN])
+        missing = [int(k) for k in merged["missing"][:MAX_PROBLEMS_SHOWN]]
+        text = f"merged from shards {joined} of {merged['shard_count']}"
+        if missing:
+            text += f"; missing shards: {', '.join(map(str, missing))} (their items are recorded deselected)"
+        return {"shards": text, "missing_shards": missing}
+    shard = summary["environment"].get("shard")
+    if shard:
+        return {"shards": f"shard {shard[:MAX_TEXT]} (the other shards' items are recorded deselected)",
+                "missing_shards": []}
+    return {"shards": None, "missing_shards": []}
 
 
 def _settings(settings: dict[str, Any] | None) -> list[dict[str, str]] | None:

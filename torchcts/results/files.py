@@ -10,12 +10,13 @@ run with one warning. No torch: the report path imports this. docs/results.md do
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
 import stat
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from torchcts import outcomes
 
@@ -152,6 +153,16 @@ def _probes(value: Any) -> bool:
                              _count(value.get("failed")) and _str_list(value.get("problems")))
 
 
+def _merged(value: Any) -> bool:
+    """run.json `merged` (a folder `torchcts report --merge` wrote): the shard count, the shards joined and missing."""
+    return value is None or (
+        isinstance(value, dict) and _int(value.get("shard_count")) and 1 <= value["shard_count"] <= 1000
+        and isinstance(value.get("missing"), list) and all(_int(k) for k in value["missing"])
+        and isinstance(value.get("shards"), list) and len(value["shards"]) <= 1000
+        and all(isinstance(s, dict) and _int(s.get("shard")) and _opt_str(s.get("folder"))
+                and _opt_str(s.get("run_id")) and _opt_str(s.get("status")) for s in value["shards"]))
+
+
 RUN_KINDS = ("run", "replay", "collect_only")  # run.json `run_kind`; absent in folders older than the field
 
 _Field = tuple[bool, Callable[[Any], bool], str]  # required, check, what is allowed
@@ -172,11 +183,13 @@ SUMMARY_FIELDS: dict[str, _Field] = {
                                                  "overloads ({overload, dispatch_key, items})"),
     "probes": (False, _probes, "null or an object with integers total and failed and a list of strings problems"),
     "hypothesis": (False, _opt_dict, "null or an object (the Hypothesis settings used)"),
+    "merged": (False, _merged, "null or an object with integer shard_count, a list of integers missing and a list "
+                               "of shards ({shard, folder, run_id, status})"),
 }
 ENVIRONMENT_FIELDS: dict[str, _Field] = {
     **{name: (False, _opt_str, "a string or null") for name in (
         "device", "compile", "hardware_key", "torch", "torchcts", "hypothesis", "python", "manifest",
-        "manifest_hash", "isolation")},
+        "manifest_hash", "isolation", "shard")},
     "seed": (False, _opt_int, "an integer or null"),
     "level": (False, lambda v: v is None or _level(v), f"an integer from {LEVELS[0]} to {LEVELS[-1]} or null"),
     "max_examples": (False, _opt_int, "an integer or null"),
@@ -240,6 +253,21 @@ class _Schema:
             if field is not None and not field[1](value):
                 return f"field {self.prefix + name!r} must be {field[2]}, got {_show(value)}"
         return None
+
+
+def missing_kernel_summary(records: Iterable[Any]) -> dict[str, Any]:
+    """run.json's `missing_kernels`: the distinct (overload, dispatch key) of the records whose error is a
+    missing kernel, with the items each broke, most items first."""
+    items: collections.Counter[tuple[str, str]] = collections.Counter()
+    for record in records:
+        if not isinstance(record, dict) or record.get("error_kind") != "missing_kernel":
+            continue
+        missing = record.get("missing_kernel")
+        if isinstance(missing, dict):
+            items[(str(missing.get("overload")), str(missing.get("dispatch_key")))] += 1
+    ranked = sorted(items.items(), key=lambda entry: (-entry[1], entry[0]))
+    return {"distinct": len(ranked), "overloads": [{"overload": overload, "dispatch_key": key, "items": count}
+                                                   for (overload, key), count in ranked]}
 
 
 SUMMARY = _Schema("the summary", SUMMARY_FIELDS)

@@ -22,7 +22,7 @@ import torch
 from torchcts import interrupts
 from torchcts.outcomes import EXECUTED, Outcome
 # run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
-from torchcts.results.files import RUN_KINDS
+from torchcts.results.files import RUN_KINDS, missing_kernel_summary
 
 SCHEMA_VERSION = 1
 
@@ -160,23 +160,16 @@ class RunWriter:
 
 
 def missing_kernels(path: Path) -> dict[str, Any]:
-    """run.json's `missing_kernels`: the distinct (overload, dispatch key) of the records whose error is a
-    missing kernel, with the items each broke, most items first."""
-    items: collections.Counter[tuple[str, str]] = collections.Counter()
-    with open(path, "rb") as lines:
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:  # a torn last line
-                continue
-            if not isinstance(record, dict) or record.get("error_kind") != "missing_kernel":
-                continue
-            missing = record.get("missing_kernel")
-            if isinstance(missing, dict):
-                items[(str(missing.get("overload")), str(missing.get("dispatch_key")))] += 1
-    ranked = sorted(items.items(), key=lambda entry: (-entry[1], entry[0]))
-    return {"distinct": len(ranked), "overloads": [{"overload": overload, "dispatch_key": key, "items": count}
-                                                   for (overload, key), count in ranked]}
+    """run.json's `missing_kernels`, grouped from the whole records of `records.jsonl` (`missing_kernel_summary`)."""
+    def whole_records():
+        with open(path, "rb") as lines:
+            for line in lines:
+                try:
+                    yield json.loads(line)
+                except ValueError:  # a torn last line
+                    continue
+
+    return missing_kernel_summary(whole_records())
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ def _decoder(format_name: str) -> Callable[..., torch.Tensor]:
         return bugs.after(DECODE_STEP, (format_name, packed, scale, zero_point, tuple(shape), dtype), {}, result)
 
     decode.__name__ = decode.__qualname__ = f"decode_{format_name}"
-    decode.__doc__ = f"Decode a {format_name} container on the faulty device (the decoder contract of docs/quantized.md)."
+    decode.__doc__ = f"Decode a {format_name} container on the faulty device (docs/quantized.md: the contract)."
     return decode
 
 

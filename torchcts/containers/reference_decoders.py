@@ -21,17 +21,23 @@ def path(format_name: str) -> str:
     return f"{__name__}:decode_{format_name}"
 
 
-def _decoder(format_name: str) -> Callable[..., torch.Tensor]:
+def make_decoder(format_name: str, finish: Callable[[tuple, torch.Tensor], torch.Tensor] | None = None,
+                 doc: str = "") -> Callable[..., torch.Tensor]:
+    """A contract-keeping decoder of `format_name` named `decode_<format>`: the codec's program on the tensors'
+    device; `finish(arguments, result)` (or None) may replace the result (the faulty device's seeded bugs)."""
     spec = FORMATS[format_name]
 
     def decode(packed: torch.Tensor, scale: torch.Tensor, zero_point: Any, shape: Any, dtype: torch.dtype,
                device: Any) -> torch.Tensor:
-        return decode_container(packed, scale, zero_point, tuple(shape), dtype, **program_arguments(spec, device))
+        result = decode_container(packed, scale, zero_point, tuple(shape), dtype, **program_arguments(spec, device))
+        if finish is None:
+            return result
+        return finish((format_name, packed, scale, zero_point, tuple(shape), dtype), result)
 
     decode.__name__ = decode.__qualname__ = f"decode_{format_name}"
-    decode.__doc__ = f"Decode a {format_name} container with the CPU codec's program, on the tensors' device."
+    decode.__doc__ = doc or f"Decode a {format_name} container with the CPU codec's program, on the tensors' device."
     return decode
 
 
 for _name in FORMATS:
-    globals()[f"decode_{_name}"] = _decoder(_name)
+    globals()[f"decode_{_name}"] = make_decoder(_name)

@@ -8,12 +8,10 @@ lookup, a multiply: device ops), then lets the seeded bugs acting at `DECODE_STE
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import torch
 
 from torchcts.containers import FORMATS
-from torchcts.containers.codec import decode_container, program_arguments
+from torchcts.containers.reference_decoders import make_decoder
 from torchcts.testing.faulty import bugs, device
 from torchcts.testing.faulty.bug_model import DECODE_STEP
 
@@ -23,19 +21,12 @@ def path(format_name: str) -> str:
     return f"{__name__}:decode_{format_name}"
 
 
-def _decoder(format_name: str) -> Callable[..., torch.Tensor]:
-    spec = FORMATS[format_name]
-
-    def decode(packed: torch.Tensor, scale: torch.Tensor, zero_point: Any, shape: Any, dtype: torch.dtype,
-               device_: Any) -> torch.Tensor:
-        device.note_step(DECODE_STEP)
-        result = decode_container(packed, scale, zero_point, tuple(shape), dtype, **program_arguments(spec, device_))
-        return bugs.after(DECODE_STEP, (format_name, packed, scale, zero_point, tuple(shape), dtype), {}, result)
-
-    decode.__name__ = decode.__qualname__ = f"decode_{format_name}"
-    decode.__doc__ = f"Decode a {format_name} container on the faulty device (docs/quantized.md: the contract)."
-    return decode
+def _seeded_bugs(arguments: tuple, result: torch.Tensor) -> torch.Tensor:
+    """The decoded result as the active seeded bugs acting at DECODE_STEP leave it (they see the arguments)."""
+    device.note_step(DECODE_STEP)
+    return bugs.after(DECODE_STEP, arguments, {}, result)
 
 
 for _name in FORMATS:
-    globals()[f"decode_{_name}"] = _decoder(_name)
+    globals()[f"decode_{_name}"] = make_decoder(
+        _name, _seeded_bugs, doc=f"Decode a {_name} container on the faulty device (docs/quantized.md: the contract).")

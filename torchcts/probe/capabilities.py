@@ -11,7 +11,6 @@ custom decoders declared). A test keeps the table and the vocabulary equal.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 from typing import Any, Callable, Iterator
 

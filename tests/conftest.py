@@ -1,6 +1,7 @@
 """Settings and fixtures for TorchCTS's own tests: Hypothesis derandomized, no database, no deadline."""
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -20,6 +21,10 @@ settings.load_profile("torchcts-tests")
 # subprocess's environment): a developer's exported TORCHCTS_FAULTY=1 would take PrivateUse1 from the user-style
 # backends (tests/backends) in every subprocess and hide a path that forgets to ask.
 os.environ.pop("TORCHCTS_FAULTY", None)
+
+# The OpInfo metadata cache (torchcts.plan.op_metadata) of the test session, never the developer's ~/.cache: one
+# folder for every pytest-xdist worker and subprocess (the cache writes atomically; the first builder wins).
+os.environ.setdefault("TORCHCTS_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchcts-test-cache-{os.getuid()}"))
 
 # As a run does (torchcts.plugin.options): tests fork children (isolation, the guard_alloc suite's out-of-memory
 # child), and an OpenMP pool that ran in the parent deadlocks a forked child's first parallel kernel.

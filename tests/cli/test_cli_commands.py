@@ -25,7 +25,7 @@ def test_the_entry_points_are_where_packaging_and_users_find_them():
 
     assert from_package is cli and callable(main)
     assert set(cli.commands) == {"check-manifest", "init", "run", "fuzz", "show-skips", "report", "replay", "selftest",
-                                 "coverage"}
+                                 "coverage", "sync-opinfo"}
 
 
 def test_every_cli_module_stays_small():

@@ -176,7 +176,7 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
     from torchcts.coverage.exclusions import load_exclusions
     from torchcts.coverage.generated import generated_overloads
     from torchcts.coverage.inventory import inventory_metadata, load_inventory
-    from torchcts.plan import catalog, registry
+    from torchcts.plan import registry
 
     exclusions = load_exclusions(project_dir)
     reached = None
@@ -190,7 +190,7 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
     properties = registry.load(extra)
     inventory = load_inventory()
     trace = opinfo_trace.packaged()
-    opinfo = mapping.map_opinfos(catalog.all_ops(), properties, inventory, opinfo_trace.traced_reach())
+    opinfo = mapping.map_opinfos(mapping.opinfo_ops(properties), properties, inventory, opinfo_trace.traced_reach())
     sources = Sources(opinfo, properties, generated_overloads(), exclusions, reached)
     about = metadata(inventory_metadata(), project_dir, manifest, evidence)
     about["opinfo_trace"] = {key: trace["metadata"].get(key) for key in ("torch", "samples_per_dtype", "dtypes")}

@@ -164,16 +164,15 @@ def targets() -> dict[str, str]:
     """Every relevant overload no OpInfo reaches by name -> "generated" or a reason known without running it
     (a policy reason or an argument no strategy draws). Imports the op database: seconds."""
     from torchcts.coverage.inventory import load_inventory
-    from torchcts.coverage.mapping import map_opinfos
+    from torchcts.coverage.mapping import map_opinfos, opinfo_ops
     from torchcts.plan import registry
-    from torchcts.plan.catalog import all_ops
     from torchcts.strategies.curated_calls import curated
     from torchcts.strategies.schema_args import unsupported
 
     inventory = load_inventory()
-    registry.load()
+    properties = registry.load()
     reached: set[str] = set()
-    for reach in map_opinfos(all_ops(), registry.properties(), inventory):
+    for reach in map_opinfos(opinfo_ops(properties), properties, inventory):
         reached |= reach.overloads
     found = {}
     for entry in inventory:

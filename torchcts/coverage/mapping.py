@@ -72,7 +72,9 @@ def is_out(schema: str) -> bool:
 
 def candidate_packets(op: Any) -> tuple[str, ...]:
     """The aten packet names an OpInfo's names spell, most specific first (not yet checked to exist)."""
-    names = [op.name, getattr(op, "aten_name", None) or op.name] + [a.name for a in getattr(op, "aliases", ())]
+    from torchcts.plan.op_metadata import alias_names
+
+    names = [op.name, getattr(op, "aten_name", None) or op.name, *alias_names(op)]
     found: list[str] = []
     for name in names:
         for prefix, replacement in _PREFIXES.items():
@@ -107,6 +109,11 @@ class OpInfoReach:
 
 
 def _applies(spec: Any, op: Any) -> bool:
+    """Whether the property's item source takes the OpInfo (an `OpMetadata` answers from the OpInfo cache)."""
+    from torchcts.plan.op_metadata import OpMetadata, source_key
+
+    if isinstance(op, OpMetadata):
+        return op.answers[source_key(spec.items)] is not None  # type: ignore[index]
     try:
         return bool(spec.items.applies(op))
     except Exception:  # noqa: BLE001 - an applies= predicate that fails on an OpInfo: the property skips it
@@ -167,13 +174,22 @@ def _unmapped_reason(op: Any, bases: list[str], applying: list[Any]) -> str:
 
 def map_opinfos(ops: Iterable[Any], properties: Iterable[Any], inventory: Iterable[Any],
                 traced: dict[str, dict[str, tuple[str, ...]]] | None = None) -> tuple[OpInfoReach, ...]:
-    """Every OpInfo's reach (`ops` in database order; `properties` the registered ones), by name only, or
-    with `traced` (OpInfo id -> phase -> overloads, `opinfo_trace.traced_reach()`) by measurement too."""
+    """Every OpInfo's reach (`ops` in database order, OpInfos or the cache's `OpMetadata`: `opinfo_ops`;
+    `properties` the registered ones), by name only, or with `traced` (OpInfo id -> phase -> overloads,
+    `opinfo_trace.traced_reach()`) by measurement too."""
     from torchcts.plan.catalog import op_id
 
     packets = Packets.of(inventory)
     specs = tuple(properties)
     return tuple(reach_of(op, op_id(op), specs, packets, (traced or {}).get(op_id(op))) for op in ops)
+
+
+def opinfo_ops(properties: Iterable[Any]) -> Any:
+    """The OpInfos to map for these properties: the OpInfo metadata cache's records when it answers every OpInfo
+    property's item source (no op database import), else the op database's OpInfos."""
+    from torchcts.plan.op_metadata import planning_ops
+
+    return planning_ops([spec.items for spec in properties if not spec.scenario])
 
 
 def declared_reach(properties: Iterable[Any], packets: Packets) -> tuple[dict[str, tuple[str, ...]], list[str]]:

@@ -22,8 +22,8 @@ import torch
 from torchcts import dtypes as dtype_names
 from torchcts.manifest import DtypeStatus, Manifest
 from torchcts.outcomes import Outcome
-from torchcts.plan import registry
-from torchcts.plan.catalog import all_ops, op_id
+from torchcts.plan import op_metadata, registry
+from torchcts.plan.catalog import op_id
 from torchcts.plan.items import Accounting, Plan, PlanItem
 from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
@@ -42,8 +42,10 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
                properties: Iterable[PropertySpec] | None = None) -> Plan:
     """Items to run and accounting for the rest: every registered property (or `properties`) over its items.
 
-    OpInfo properties take every OpInfo (or `ops`); the registry is loaded with the manifest's
-    `custom_test_dirs` (registry.RegistryError when a custom module cannot be imported)."""
+    OpInfo properties take every OpInfo (or `ops`: OpInfos, or `op_metadata.OpMetadata` records), asked through
+    the OpInfo metadata cache when it answers every property's item source (`op_metadata.planning_ops`); the
+    registry is loaded with the manifest's `custom_test_dirs` (registry.RegistryError when a custom module cannot
+    be imported)."""
     specs = registry.load(manifest.custom_test_dirs) if properties is None else tuple(properties)
     items: list[PlanItem] = []
     accounting: list[Accounting] = []
@@ -56,16 +58,14 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
             accounting.append(Accounting(item, *verdict))
 
     opinfo_specs = [spec for spec in specs if not spec.scenario]
-    for op in (ops if ops is not None else all_ops()) if opinfo_specs else ():
+    if opinfo_specs and ops is None:
+        ops = op_metadata.planning_ops(spec.items for spec in opinfo_specs)
+    for op in ops if opinfo_specs else ():
         name = op_id(op)
         for spec in opinfo_specs:
-            if not spec.items.applies(op):
-                continue
-            supported = set(spec.items.dtypes(op))
-            for dtype in dtype_names.CLAIMABLE_DTYPES:
-                if dtype in supported:
-                    item = PlanItem(spec.name, name, spec.variant, dtype_names.canonical_name(dtype), spec.level)
-                    consider(item, spec, dtype, (op.name, name))
+            for dtype in op_metadata.answer(spec.items, op) or ():
+                item = PlanItem(spec.name, name, spec.variant, dtype_names.canonical_name(dtype), spec.level)
+                consider(item, spec, dtype, (op.name, name))
     for spec in specs:
         if spec.scenario:
             for scenario in spec.items.scenarios:

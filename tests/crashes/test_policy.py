@@ -2,7 +2,7 @@
 
 from torchcts.crashes import ledger
 from torchcts.crashes.ledger import CrashRule
-from torchcts.isolation.policy import CaseIsolation, IsolationPolicy
+from torchcts.isolation.policy import FORK, SPAWN, CaseIsolation, IsolationPolicy, start_method
 from torchcts.plan.items import PlanItem
 
 ORACLE = CrashRule("local.json", 0, "^linalg\\.eigvals$", "CPU eigvals aborts on NaN", kind="oracle",
@@ -37,7 +37,7 @@ def test_no_rule_applies_on_another_torch_minor():
     assert policy(torch_version=(2, 14)).reason(item("hypot")) is not None  # no torch bound: every version
 
 
-def test_without_forking_crash_prone_cases_are_not_run_and_nothing_is_isolated_whole():
+def test_without_forking_crash_prone_cases_are_not_run_and_items_are_isolated_in_spawned_workers():
     import torch
     from torch.testing._internal.opinfo.core import SampleInput
 
@@ -45,7 +45,11 @@ def test_without_forking_crash_prone_cases_are_not_run_and_nothing_is_isolated_w
     found = unforked.case_isolation(item("linalg.eigvals"))
     assert found.reason == "CPU eigvals aborts on NaN" and not found.fork
     assert found.probe_runner()(lambda: None, SampleInput(torch.eye(2))) is None  # a crash-prone probe: not run
-    assert unforked.reason(item("hypot")) is None and unforked.reason(item("abs")) is None
+    assert unforked.reason(item("hypot")) == unforked.reason(item("abs")) == "--subprocess-per-test"
+    assert policy(can_fork=False).reason(item("hypot")) == "known crash rule local.json#1: the backend's hypot aborts"
+    assert start_method(unforked, "faulty") == SPAWN and start_method(policy(), "faulty") == FORK
+    assert start_method(policy(), "cuda") == SPAWN  # never a fork where the device does not survive it
+    assert start_method(policy(start="spawn"), "faulty") == SPAWN and start_method(None, "cpu") == FORK
     nan_only = CrashRule("x", 0, "^abs$", "dies", kind="oracle", torch=">=2.0", cases=("special_values",))
     runner = IsolationPolicy(rules=(nan_only,), torch_version=(2, 13), can_fork=False).case_isolation(
         item("abs")).probe_runner()
@@ -69,7 +73,10 @@ def test_the_packaged_oracle_rules_on_torch_2_13():
 
 def test_describe_counts_both_kinds():
     assert policy().describe() == ("1 known backend crash rules, 1 known CPU-oracle crash rules (their cases "
-                                   "isolated) (item timeout 900 s)")
+                                   "isolated) (items in forked children, item timeout 900 s)")
+    assert policy(start="spawn", everything=True).describe() == (
+        "every item, 1 known backend crash rules, 1 known CPU-oracle crash rules (their cases isolated) "
+        "(items in spawned workers (1), item timeout 900 s)")
 
 
 def test_case_traits_read_from_the_tensors():

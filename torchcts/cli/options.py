@@ -211,3 +211,21 @@ def apply(*decorators: Callable) -> Callable[[Any], Any]:
             function = decorator(function)
         return function
     return decorate
+
+
+class WorkerCount(click.ParamType):
+    """-n: `auto`, `logical` (pytest-xdist's words) or a worker count from 0 (no workers) to 256; pytest-xdist
+    must be installed."""
+
+    name = "workers"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip()
+        if text not in ("auto", "logical") and not (text.isdigit() and int(text) <= 256):
+            self.fail(f"{value!r}: a worker count from 0 to 256, auto or logical", param, ctx)
+        import importlib.util
+
+        if text != "0" and importlib.util.find_spec("xdist") is None:
+            self.fail("needs pytest-xdist, which this Python environment lacks: pip install 'torchcts[xdist]'",
+                      param, ctx)
+        return text

@@ -12,7 +12,7 @@ import click
 
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
 from torchcts.cli.options import (
-    PYTEST_ARGS, Command, InputFile, compile_option, corpus_option, device_option, fail, manifest_option,
+    PYTEST_ARGS, Command, InputFile, WorkerCount, compile_option, corpus_option, device_option, fail, manifest_option,
     resolve_corpus, results_dir_option,
 )
 from torchcts.cli.completion import complete_dtypes
@@ -24,6 +24,9 @@ from torchcts.cli.selection import plan_for, selection_options, shard_option
 @manifest_option()
 @selection_options(level_help="Deselect (and record) items above this semantic level.")
 @shard_option()
+@click.option("-n", "--numprocesses", "workers", type=WorkerCount(), metavar="N|auto",
+              help="Run the items in N pytest-xdist worker processes (auto: one per core); one run folder, "
+                   "the same records and fingerprints as one process. Needs the `xdist` extra.")
 @click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED),
               help="Repeat a run's random seed (printed by every run that is not derandomized).")
@@ -33,7 +36,11 @@ from torchcts.cli.selection import plan_for, selection_options, shard_option
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
 @compile_option("Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
-@click.option("--subprocess-per-test", is_flag=True, help="Run every item in its own forked process.")
+@click.option("--subprocess-per-test", is_flag=True,
+              help="Run every item in its own isolated process (forked, or a spawned worker: --isolation-start).")
+@click.option("--isolation-start", type=click.Choice(["auto", "fork", "spawn"]), default="auto", show_default=True,
+              help="How isolated items start: auto forks where the device survives it and uses spawned worker "
+                   "interpreters where it does not (CUDA, XPU, MPS, HPU); fork or spawn forces one.")
 @click.option("--known-segfault-policy", type=click.Choice(["isolate", "off"]), default="isolate", show_default=True,
               help="Isolate items a known-crash rule matches (default), or ignore the backend rules "
                    "(CPU-oracle rules stay in force).")
@@ -58,10 +65,10 @@ from torchcts.cli.selection import plan_for, selection_options, shard_option
                    "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (5-20 us): about 1.06x a "
                    "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
-        properties: tuple[str, ...], shard: str | None, derandomize: bool, seed: int | None, max_examples: int | None,
-        results_dir: Path, validation: bool, compile_backend: str | None, corpus_dir: Path | None,
-        subprocess_per_test: bool, known_segfault_policy: str, known_crashes: Path | None,
-        known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
+        properties: tuple[str, ...], shard: str | None, workers: str | None, derandomize: bool, seed: int | None,
+        max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
+        corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
+        known_crashes: Path | None, known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
         no_shrink: bool, no_report: bool, trace_dispatch: bool) -> None:
     """Run the property suites against a device and write results and the report.
@@ -77,21 +84,24 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
     when one did, 2 for bad input, 3 when the selection executed no item (it says which filter left
     nothing), 128 + the signal's number when Ctrl-C (130), SIGTERM (143) or SIGHUP (129) stopped
     it (the results so far are kept and marked partial). With --shard K/N the run is shard K of N
-    (one CI job of a matrix); `torchcts report --merge` joins the shards' run folders into one.
+    (one CI job of a matrix); `torchcts report --merge` joins the shards' run folders into one. With -n N
+    the items run in N pytest-xdist workers (pip install 'torchcts[xdist]'); a worker that dies outside
+    isolation leaves its item `crashed` and is replaced.
     """
     from torchcts.plugin.launch import RunOptions, run_suites
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
-                         properties=properties, shard=shard, derandomize=derandomize, seed=seed,
+                         properties=properties, shard=shard, workers=workers, derandomize=derandomize, seed=seed,
                          max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
                          corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
                          pytest_args=(("--trace-dispatch",) if trace_dispatch else ())
                          + tuple(click.get_current_context().meta[PYTEST_ARGS]),
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
-                                                        known_segfault_audit, adaptive_isolation, item_timeout),
+                                                        known_segfault_audit, adaptive_isolation, item_timeout,
+                                                        isolation_start),
                          hypothesis_args=_hypothesis_args(hypothesis_profile, hypothesis_seed,
                                                           hypothesis_show_statistics))
     sys.exit(run_suites(options))
@@ -106,9 +116,9 @@ def _hypothesis_args(profile: str | None, seed: int | None, statistics: bool) ->
 
 
 def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: bool, adaptive: str,
-                    timeout: float | None) -> tuple[str, ...]:
+                    timeout: float | None, start: str = "auto") -> tuple[str, ...]:
     """The isolation options as the pytest plugin takes them."""
-    args = ["--known-segfault-policy", policy, "--adaptive-isolation", adaptive]
+    args = ["--known-segfault-policy", policy, "--adaptive-isolation", adaptive, "--isolation-start", start]
     args += ["--subprocess-per-test"] if everything else []
     args += ["--known-crashes", str(ledger)] if ledger else []
     args += ["--known-segfault-audit"] if audit else []

@@ -4,8 +4,10 @@ returns the item's result record (JSON-ready; docs/results.md). No pytest.
 Every front end is an adapter over this function: the pytest plugin writes and presents the
 record, fuzz workers run items with their own seeds and `targeting`, replay runs `ReplayItem`s
 (stored cases instead of draws). An item the isolation policy names runs in a forked child
-(`isolation.fork`): the child runs it here and sends back its record; a child that dies or
-overruns is a `crashed` or `timed_out` record with the end of its output. Cases of an item a
+(`isolation.fork`), or, where the device does not survive a fork (or `--isolation-start spawn`), in a
+worker of the spawned pool (`isolation.spawn`): either runs it here and sends back its record; a
+child or worker that dies or overruns is a `crashed` or `timed_out` record with the end of its
+output. Cases of an item a
 CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
 Python warnings raised while an item runs go to its record (`item_warnings`), not the terminal.
 A missing kernel is stored once per overload (`cases.store`), not once per item.
@@ -27,8 +29,8 @@ from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.targets import Target
-from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
-from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
+from torchcts.isolation.fork import ForkResult, run_forked
+from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
 from torchcts.outcomes import PROBLEMS, Outcome, parse
 
 HARNESS_THREADS = 1  # intra-op threads every front end sets: stable timings, and 10x faster sweeps on small machines
@@ -87,6 +89,8 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
         reason = isolation_reason(item, settings)
         if reason is None:
             return run_here(item, settings, seed=seed, max_examples=max_examples)
+        if start_method(settings.isolation, settings.target.device_type) == SPAWN:
+            return _run_spawned(item, settings, reason, seed=seed, max_examples=max_examples)
         return _run_isolated(item, settings, reason, lambda: run_here(item, settings, seed=seed,
                                                                         max_examples=max_examples))
     except Exception as exc:  # noqa: BLE001 - raised outside the check (storing, tracing): the item keeps a record
@@ -96,9 +100,7 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
 
 
 def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
-    """Why the item runs in a forked child, or None to run it in this process."""
-    if not fork_safe(settings.target.device_type):
-        return None
+    """Why the item runs isolated (in a forked child or a spawned worker), or None to run it in this process."""
     if isinstance(item, ReplayItem):
         return "a crash case" if item.crash else None
     policy = settings.isolation
@@ -223,18 +225,37 @@ def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> 
 
 def _run_isolated(item: Any, settings: EngineSettings, reason: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """`work()` (the item run here) in a forked child; its record, or one saying how the child ended."""
-    timeout = getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S
-    result = run_forked(lambda: {**work(), "isolated": reason}, timeout)
+    result = run_forked(lambda: {**work(), "isolated": reason, "isolated_by": "fork"}, _item_timeout(settings))
+    return _isolated_record(item, result, reason, "fork")
+
+
+def _run_spawned(item: Any, settings: EngineSettings, reason: str, *, seed: int | None,
+                 max_examples: int | None) -> dict[str, Any]:
+    """The item run by a worker of the spawned pool; its record, or one saying how the worker ended."""
+    from torchcts.isolation.spawn import run_spawned
+
+    result = run_spawned(item, settings, _item_timeout(settings), seed=seed, max_examples=max_examples)
+    if result.status == "finished":
+        result = attrs.evolve(result, answer={**result.answer, "isolated": reason, "isolated_by": "spawn"})
+    return _isolated_record(item, result, reason, "spawn")
+
+
+def _item_timeout(settings: EngineSettings) -> float:
+    return getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S
+
+
+def _isolated_record(item: Any, result: ForkResult, reason: str, how: str) -> dict[str, Any]:
     if result.status == "finished":
         record = dict(result.answer)
         record["outcome"] = parse(record.get("outcome")) or Outcome.ERROR
         return record
-    return ended_record(item, result, reason)
+    return ended_record(item, result, reason, how)
 
 
-def ended_record(item: Any, result: ForkResult, reason: str) -> dict[str, Any]:
-    """The record of an item whose child died (`crashed`) or overran its timeout (`timed_out`)."""
+def ended_record(item: Any, result: ForkResult, reason: str, how: str = "fork") -> dict[str, Any]:
+    """The record of an item whose child or worker (`how`: fork or spawn) died (`crashed`) or overran its
+    timeout (`timed_out`)."""
     outcome = Outcome.CRASHED if result.status == "crashed" else Outcome.TIMED_OUT
     return {**item.as_json(), "outcome": outcome, "reason": result.describe(), "error": result.output_tail,
             "error_line": first_line(result.describe()), "duration_s": round(result.duration_s, 4),
-            "signal": result.signal_name or None, "isolated": reason, "counterexample": None}
+            "signal": result.signal_name or None, "isolated": reason, "isolated_by": how, "counterexample": None}

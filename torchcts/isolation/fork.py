@@ -9,8 +9,9 @@ parent's: the child ignores them, the interrupted parent kills it, and on Linux 
 it when the parent dies, so no child outlives its run.
 
 Forking needs a device that survives it: CPU, meta and devices implemented in Python (the faulty
-device) do; CUDA initialised in the parent does not, so `fork_safe` says no for it and the
-harness refuses isolation there rather than pretend.
+device) do; CUDA initialised in the parent does not, so `fork_safe` says no for it and isolated
+items run in a pool of spawned worker interpreters instead (`isolation.spawn`), which shares
+`detach_from_run`, `crash_tail` and the faulty device's trace with this module.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
     if code != 0 or not data:
         return ForkResult("crashed", exit_code=code, output_tail=_tail(output), duration_s=duration)
     decoded = json.loads(data)
-    _merge_device_trace(decoded.get("device_ops", ()))
+    merge_device_trace(decoded.get("device_ops", ()))
     return ForkResult("finished", answer=decoded["answer"], exit_code=0, output_tail=_tail(output),
                       duration_s=duration)
 
@@ -111,14 +112,14 @@ def _faulty_device() -> Any:
     return sys.modules.get("torchcts.testing.faulty.device")
 
 
-def _device_trace() -> list[str]:
+def take_device_trace() -> list[str]:
     """The overloads and steps the faulty device ran in this child, when its trace is on (the selftest learns from
     the trace which items reach which seeded bugs: a suite's own child, such as guard_alloc's, counts too)."""
     device = _faulty_device()
     return device.take_trace() if device is not None and device.tracing() else []
 
 
-def _merge_device_trace(names: Any) -> None:
+def merge_device_trace(names: Any) -> None:
     device = _faulty_device()
     if device is not None and isinstance(names, list):
         for name in names:
@@ -161,10 +162,7 @@ def _kill(pid: int) -> None:
 def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int, mask: Any) -> None:
     code = 0
     try:
-        for sig in interrupts.SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP are the parent's: it stops the run and kills us
-            signal.signal(sig, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        die_with_parent(parent)
+        detach_from_run(parent, mask)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         import faulthandler
@@ -172,7 +170,7 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int,
         # its own descriptor: pytest's capture may move fd 2 later; a crash's Python stack still lands here
         faulthandler.enable(file=os.dup(output_fd), all_threads=False)
         answer = work()
-        payload = json.dumps({"answer": answer, "device_ops": _device_trace()}, default=str).encode()
+        payload = json.dumps({"answer": answer, "device_ops": take_device_trace()}, default=str).encode()
         view = memoryview(payload)
         while view:
             written = os.write(answer_fd, view)
@@ -191,13 +189,31 @@ def _child(work: Callable[[], Any], answer_fd: int, output_fd: int, parent: int,
             os._exit(code)
 
 
+def detach_from_run(parent: int, mask: Any = None) -> None:
+    """In a child or worker process: Ctrl-C, SIGTERM and SIGHUP are the parent's (it stops the run and kills
+    us), so ignore them, then restore the signal mask (`mask`, or unblock them: the parent blocked them
+    while it started us, so none lands before they are ignored); die when the parent dies."""
+    for sig in interrupts.SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    if mask is None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.SIGNALS)
+    else:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    die_with_parent(parent)
+
+
+def crash_tail(text: str) -> str:
+    """What of a dead process's output a record keeps: from the crash's own report on (faulthandler's "Fatal
+    Python error", most recent frame first) when there is one, else the last OUTPUT_TAIL_CHARS characters."""
+    fatal = text.rfind("Fatal Python error")
+    return text[fatal:fatal + OUTPUT_TAIL_CHARS] if fatal >= 0 else text[-OUTPUT_TAIL_CHARS:]
+
+
 def _tail(output: Any) -> str:
     try:
         output.flush()
         output.seek(0)
-        text = output.read().decode(errors="replace")
-        fatal = text.rfind("Fatal Python error")  # the crash's own report, most recent frame first
-        return text[fatal:fatal + OUTPUT_TAIL_CHARS] if fatal >= 0 else text[-OUTPUT_TAIL_CHARS:]
+        return crash_tail(output.read().decode(errors="replace"))
     except OSError:
         return ""
     finally:

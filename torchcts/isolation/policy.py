@@ -8,6 +8,10 @@ their cases, on this torch version) run their cases -- every case, or those with
 rule names (`crashes.traits`) -- in a forked child with the rule's per-case limit, and a crash
 or hang of the CPU oracle is accounted `cpu_contract` with the rule's reason: `case_isolation`.
 A process that is itself an isolated child never isolates again.
+
+How an isolated item starts (`start_method`): a forked child where the device survives a fork, a
+worker of the spawned pool (`isolation.spawn`) where it does not (CUDA, XPU, MPS, HPU, MTIA once
+initialised); `--isolation-start fork|spawn` forces one.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.crashes.ledger import BACKEND, ORACLE, CrashRule, matching_rule
+from torchcts.isolation.fork import fork_safe
 
 DEFAULT_ITEM_TIMEOUT_S = 900.0
+AUTO, FORK, SPAWN = "auto", "fork", "spawn"
+START_METHODS = (AUTO, FORK, SPAWN)
 
 
 @attrs.frozen
@@ -79,11 +86,11 @@ class IsolationPolicy:
     torch_version: tuple[int, int] = (0, 0)
     timeout_s: float = DEFAULT_ITEM_TIMEOUT_S
     can_fork: bool = True  # False: the device does not survive a fork; crash-prone oracle cases are not run
+    start: str = attrs.field(default=AUTO, validator=attrs.validators.in_(START_METHODS))  # --isolation-start
+    workers: int = 1  # spawned worker interpreters kept (start spawn); more keep warm spares for after a crash
 
     def reason(self, item: Any) -> str | None:
         """Why this item runs isolated as a whole, or None to run it in the session's process."""
-        if not self.can_fork:
-            return None
         if self.everything:
             return "--subprocess-per-test"
         rule = matching_rule(self.rules, item, self.device_type, self.torch_version, kind=BACKEND)
@@ -112,11 +119,21 @@ class IsolationPolicy:
 
     def describe(self) -> str:
         oracle = sum(rule.kind == ORACLE for rule in self.rules)
-        parts = ["every item" if self.everything and self.can_fork else None,
-                 f"{len(self.rules) - oracle} known backend crash rules" if len(self.rules) > oracle and self.can_fork
-                 else None,
+        parts = ["every item" if self.everything else None,
+                 f"{len(self.rules) - oracle} known backend crash rules" if len(self.rules) > oracle else None,
                  f"{oracle} known CPU-oracle crash rules (their cases isolated)" if oracle else None,
-                 f"{len(self.evidence)} items with earlier crash or hang evidence" if self.evidence and self.can_fork
-                 else None]
+                 f"{len(self.evidence)} items with earlier crash or hang evidence" if self.evidence else None]
         chosen = [p for p in parts if p]
-        return (", ".join(chosen) if chosen else "nothing") + f" (item timeout {self.timeout_s:.0f} s)"
+        how = "forked children" if start_method(self, self.device_type) == FORK else \
+            f"spawned workers ({self.workers})"
+        return (", ".join(chosen) if chosen else "nothing") + f" (items in {how}, item timeout {self.timeout_s:.0f} s)"
+
+
+def start_method(policy: Any, device_type: str) -> str:
+    """How the items `policy` isolates start on `device_type`: FORK or SPAWN. Its `start` (--isolation-start)
+    when it names one; else a fork where the policy allows it (`can_fork`) and the device survives it
+    (`fork_safe`), a spawned worker elsewhere. A policy without `start` (a test's) is AUTO."""
+    start = getattr(policy, "start", AUTO)
+    if start != AUTO:
+        return start
+    return FORK if getattr(policy, "can_fork", True) and fork_safe(device_type) else SPAWN

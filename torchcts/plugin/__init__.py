@@ -79,7 +79,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: where the shrunk counterexample of every failing item is written (default ./corpus, "
                          "or RESULTS_DIR/corpus where ./corpus is TorchCTS's own curated corpus).")
     group.addoption("--subprocess-per-test", dest="torchcts_subprocess_per_test", action="store_true",
-                    help="TorchCTS: run every item in its own forked process (a crash or hang costs one item).")
+                    help="TorchCTS: run every item in its own isolated process (forked, or a spawned worker: "
+                         "--isolation-start; a crash or hang costs one item).")
+    group.addoption("--isolation-start", dest="torchcts_isolation_start", default="auto",
+                    choices=("auto", "fork", "spawn"),
+                    help="TorchCTS: how isolated items start: auto (default) forks where the device survives it and "
+                         "uses spawned worker interpreters where it does not (CUDA, XPU, MPS, HPU); fork or spawn "
+                         "forces one.")
     group.addoption("--known-segfault-policy", dest="torchcts_known_segfault_policy", default="isolate",
                     choices=("isolate", "off"),
                     help="TorchCTS: isolate items a known-crash rule matches (default), or ignore the backend "
@@ -129,6 +135,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
     config.pluginmanager.register(ItemReports(session), "torchcts-item-reports")
+    if session.role != "single":  # a pytest-xdist controller or worker (`plugin.distributed`)
+        from torchcts.plugin import distributed
+
+        side = distributed.Controller(session) if session.role == "controller" else distributed.Worker(session)
+        config.pluginmanager.register(side, "torchcts-distributed")
     _collect_custom_suites(config, session)
 
 
@@ -189,8 +200,15 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
     for item in items:
         session = item.config.stash.get(SESSION_KEY, None)
         plan_item = _plan_item(item)
-        if session is not None and plan_item is not None:
+        if session is not None and plan_item is not None and _records_deselection(item.config):
             session.record_deselected(plan_item, "deselected by pytest (-k, -m or --deselect)")
+
+
+def _records_deselection(config: pytest.Config) -> bool:
+    """Every pytest-xdist worker deselects the same items; one of them records it."""
+    from torchcts.plugin import distributed
+
+    return not hasattr(config, "workerinput") or distributed.is_first_worker(config)
 
 
 def _plan_item(item: pytest.Item) -> Any:
@@ -240,10 +258,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 @pytest.hookimpl(tryfirst=True)  # before fixture teardown: a second Ctrl-C there must not leave run.json `running`
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(SESSION_KEY, None)
-    if run is not None:
-        run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
-        if run.nothing_ran and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # a run that tested nothing is not green
+    if run is not None and run.role != "controller":  # a controller closes once its workers are down (`distributed`)
+        finish_run(session, run, exitstatus)
+
+
+def finish_run(session: pytest.Session, run: "RunSession", exitstatus: int) -> None:
+    """Close the run (complete or partial) and judge it: a run that tested nothing is not green."""
+    run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
+    if run.nothing_ran and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

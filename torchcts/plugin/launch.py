@@ -20,6 +20,7 @@ class RunOptions:
     ops: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     shard: str | None = None  # "K/N": only shard K of N (`torchcts.plan.shards`)
+    workers: str | None = None  # pytest-xdist's -n: a count, "auto" or "logical" (`plugin.distributed`)
     derandomize: bool | None = None
     seed: int | None = None
     max_examples: int | None = None
@@ -58,6 +59,8 @@ def pytest_arguments(options: RunOptions) -> list[str]:
             args += [flag, value]
     if options.shard is not None:
         args += ["--shard", options.shard]
+    if options.workers is not None:  # worksteal: items of very different lengths keep every worker busy
+        args += ["-n", options.workers] + (["--dist", "worksteal"] if options.workers != "0" else [])
     if options.derandomize:
         args.append("--derandomize")
     if options.seed is not None:

@@ -75,12 +75,19 @@ class RunStart:
     case_limits: CaseLimits
     draw: Any = None  # `hypothesis_profile.DrawSettings` (None when replaying: no draws)
     trace_dispatch: bool = False  # records carry `dispatched` (--trace-dispatch or TORCHCTS_TRACE_DISPATCH=1)
+    role: str = "single"  # "controller" or "worker" of a pytest-xdist run (`plugin.distributed`)
 
 
 def start_run(config: pytest.Config) -> RunStart:
     """Check the options, load the manifest and the properties, build the plan, open the run folder;
-    the plan's accounting records are written. SessionError for bad input, AuditDone for an audit."""
+    the plan's accounting records are written. SessionError for bad input, AuditDone for an audit.
+
+    A pytest-xdist worker (`plugin.distributed`) builds the same plan but joins its controller's run
+    folder, with the controller's seed: it writes neither run.json nor the accounting records."""
+    from torchcts.plugin import distributed
+
     option = config.getoption
+    role = distributed.role(config)
     validation = option("torchcts_validation")
     device = option("torchcts_device")
     if device is not None and not device.strip():
@@ -102,8 +109,11 @@ def start_run(config: pytest.Config) -> RunStart:
                            "skip the frame and run it eagerly, so the run would no longer test the compiled path")
     draw = draw_settings(config, manifest, max_examples)
     run_seed, derandomize = _run_seed(option, seed, manifest, draw.profile_derandomizes)
+    joined = distributed.joined_run(config) if role == distributed.WORKER else None
+    if joined is not None:  # the controller's seed: a random one must be the same in every worker
+        run_seed, derandomize = joined[1], joined[1] is None
     warnings = [w for w in [device_name_warning(manifest, device, validation), hash_seed_warning(derandomize)] if w]
-    for warning in warnings:  # stderr, at once: a long run's summary comes too late to stop it
+    for warning in warnings if joined is None else ():  # stderr, at once: a long run's summary comes too late
         print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
     max_examples = draw.max_examples if manifest else (max_examples or 1)  # a replay draws nothing
     torch.set_num_threads(HARNESS_THREADS)
@@ -130,6 +140,7 @@ def start_run(config: pytest.Config) -> RunStart:
         "harness_threads": HARNESS_THREADS,
         "trace_dispatch": trace_dispatch,  # records carry `dispatched` (docs/coverage/evidence.md)
         "warnings": warnings,  # e.g. a manifest written for another device type (printed at the start)
+        "workers": _worker_count(config) if role == distributed.CONTROLLER else 1,  # pytest-xdist's -n
     }
     rules = crash_rules(option, manifest_path, target)
     if option("torchcts_known_segfault_audit"):
@@ -137,20 +148,27 @@ def start_run(config: pytest.Config) -> RunStart:
                                 target.device_type, torch_minor())
         raise AuditDone([f"known-crash ledger: {len(rules)} rules, {len(plan.items)} items would run"] + lines, ok)
     results_dir = Path(option("torchcts_results_dir"))
-    isolation = isolation_policy(option, rules, target, results_dir, environment)
-    environment["isolation"] = isolation.describe() if fork_safe(target.device_type) else \
-        f"unavailable: {target.device_type} does not survive a fork"
+    exclude = results_dir / joined[0] if joined is not None else None  # a worker's own run is no earlier run
+    isolation = isolation_policy(option, rules, target, results_dir, environment, exclude=exclude)
+    environment["isolation"] = isolation.describe()
     shrink = not option("torchcts_no_shrink")
     settings_used = draw.as_json(derandomize=derandomize, seed=run_seed, shrink=shrink) if replaying is None else None
     try:
-        writer = RunWriter(results_dir, environment, hypothesis=settings_used, run_kind=run_kind(config))
+        writer = RunWriter(results_dir, environment, run_id=joined[0] if joined else None, hypothesis=settings_used,
+                           run_kind=run_kind(config), role=role)
     except RunFolderError as exc:
         raise SessionError(f"--results-dir: {exc}") from None
-    for entry in plan.accounting:
+    for entry in plan.accounting if role != distributed.WORKER else ():
         writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
     return RunStart(manifest, target, plan, writer, run_seed, max_examples,
                     selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
-                    corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch)
+                    corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch,
+                    role=role)
+
+
+def _worker_count(config: pytest.Config) -> int:
+    """How many pytest-xdist workers a controller starts (`-n`, after `auto` is resolved)."""
+    return len(config.getoption("tx", None) or ()) or 1
 
 
 def run_kind(config: pytest.Config) -> str:
@@ -263,18 +281,21 @@ def _plan(manifest: Manifest | None, selection: Selection) -> Plan:
 
 
 def isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, results_dir: Path,
-                      environment: dict[str, Any]) -> IsolationPolicy:
-    """What runs isolated: everything, ledger matches, and items with earlier crash or hang evidence."""
-    if not fork_safe(target.device_type):
-        if option("torchcts_subprocess_per_test"):
-            raise SessionError(f"--subprocess-per-test forks the process, which {target.device_type} does not "
-                               "survive once initialised; run without it")
-        # nothing can be isolated by forking: the crash-prone cases of CPU-oracle rules are not run (cpu_contract)
-        return IsolationPolicy(rules=rules, device_type=target.device_type, torch_version=torch_minor(), can_fork=False)
-    evidence = crash_evidence(results_dir, environment) if option("torchcts_adaptive_isolation") == "auto" else {}
+                      environment: dict[str, Any], exclude: Path | None = None) -> IsolationPolicy:
+    """What runs isolated: everything, ledger matches, and items with earlier crash or hang evidence (from the
+    runs in `results_dir` but `exclude`). Where the device does not survive a fork, isolated items run in
+    spawned workers and crash-prone CPU-oracle cases are not run (cpu_contract); --isolation-start forces one."""
+    can_fork = fork_safe(target.device_type)
+    start = option("torchcts_isolation_start") or "auto"
+    if start == "fork" and not can_fork:
+        raise SessionError(f"--isolation-start fork: {target.device_type} does not survive a fork once initialised; "
+                           "use auto or spawn (isolated items then run in spawned worker interpreters)")
+    evidence = crash_evidence(results_dir, environment, exclude) if option("torchcts_adaptive_isolation") == "auto" \
+        else {}
     return IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules, evidence=evidence,
                            device_type=target.device_type, torch_version=torch_minor(),
-                           timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S)
+                           timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S, can_fork=can_fork,
+                           start=start)
 
 
 def crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:

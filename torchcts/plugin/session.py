@@ -58,9 +58,10 @@ class RunSession:
         self.engine = self._engine_settings(start)
         self.draw = start.draw
         self.statistics = StatisticsTotals()  # --hypothesis-show-statistics: the summary line's totals
-        self.probed = False  # the probes run once, before the first item (not in a replay)
         self.probes: dict[str, Any] | None = None  # their summary (None: none ran)
         self.probe_lines: list[str] = []  # what they say, shown with the first item's report
+        self.role = start.role  # "single", or the "controller" or a "worker" of a pytest-xdist run
+        self.probed = self.role == "worker"  # the probes run once, before the first item; a controller's for all
 
     @classmethod
     def start(cls, config: pytest.Config) -> "RunSession":
@@ -107,17 +108,43 @@ class RunSession:
 
     def run(self, item: PlanItem | ReplayItem) -> dict[str, Any]:
         """Run one item with the engine, append its record, count it; the record."""
-        if not self.probed and self.replaying is None:
-            self._probe()
+        self.probe_once()
         self.writer.mark_started(item.id)
         record = run_item(item, self.engine)
         self.writer.record(record)
+        self._count(record)
+        self.statistics.add(record)
+        return record
+
+    def _count(self, record: dict[str, Any]) -> None:
         self.new_cases += bool((record.get("counterexample") or {}).get("new"))
         self.done += 1
         self.problems += record["outcome"] in PROBLEMS
-        self.statistics.add(record)
         self.last_record = record
-        return record
+
+    def remote_record(self, record: dict[str, Any]) -> None:
+        """A pytest-xdist worker ran an item and wrote its record (`plugin.distributed`): count it, show it."""
+        self._count(record)
+        self.reported()
+
+    def worker_died(self, node_id: str, what: str) -> None:
+        """The pytest-xdist worker running `node_id` died (a crash outside isolation): the item's record is
+        `crashed`, written here, as an isolated child's would be; pytest-xdist replaces the worker."""
+        item_id = node_id[node_id.find("[") + 1:-1] if node_id.endswith("]") else None
+        item = next((i for i in self.plan.items if i.id == item_id), None) if item_id else None
+        if item is None:  # not a plan item (another test, a replayed case): pytest-xdist reports it
+            return
+        reason = "the pytest-xdist worker running it died"
+        record = {**item.as_json(), "outcome": Outcome.CRASHED, "reason": reason, "error": what,
+                  "error_line": reason, "duration_s": None, "signal": None, "isolated": None, "counterexample": None}
+        self.writer.record(record)
+        self._count(record)
+        self.reported()
+
+    def probe_once(self) -> None:
+        """The probes, before the first item of a run (not in a replay, not in a pytest-xdist worker)."""
+        if not self.probed and self.replaying is None and self.plan.items:
+            self._probe()
 
     def reported(self) -> None:
         """pytest reported the item just run: show its record on the console (here, outside pytest's
@@ -171,6 +198,9 @@ class RunSession:
             return
         self.finished = True
         from torchcts import interrupts
+        from torchcts.isolation.spawn import close_pools
+
+        close_pools()  # the spawned isolation workers end with the run
 
         with interrupts.deferred(raise_at_end=False):  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
             signal = interrupts.signal_name()  # set even when the signal's exception was swallowed
@@ -178,6 +208,8 @@ class RunSession:
             complete = not interrupted and self.done >= self.total
             self.writer.close("complete" if complete else "partial",
                               interrupted={"signal": signal} if interrupted else None)
+        if self.role == "worker":  # the controller counts, judges and reports the whole run
+            return
         if not interrupted and self.writer.run_kind == "run":
             option = self.config.getoption
             self.nothing_ran = nothing_ran(self.plan, self.writer.outcomes, self.done, option("torchcts_ops") or (),

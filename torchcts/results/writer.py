@@ -1,6 +1,10 @@
 """Run results on disk: `records.jsonl` (one JSON object per item, appended as it finishes) and
 `run.json` (environment, counts, complete or partial). docs/results.md documents the schema.
 
+Under pytest-xdist one run has several writers (`role`): the controller made the folder and alone writes
+`run.json`; every worker appends its items' records and start marks to the same files, and the controller
+counts them from the file when the run closes.
+
 Records are written with one `write` call on a file opened for appending, so a run killed at any
 moment leaves whole lines (a reader skips a torn last line); `run.json` is replaced atomically
 and says `running` until the run ends, so a killed run reads as partial.
@@ -25,6 +29,7 @@ from torchcts.outcomes import EXECUTED, Outcome
 from torchcts.results.files import RUN_KINDS, missing_kernel_summary
 
 SCHEMA_VERSION = 1
+ROLES = ("single", "controller", "worker")  # who writes: one process; xdist's controller; one of its workers
 
 
 def new_run_id() -> str:
@@ -65,10 +70,13 @@ class RunWriter:
     """Writes one run's records and summary under `<results_dir>/<run_id>/`."""
 
     def __init__(self, results_dir: Path, environment: dict[str, Any], run_id: str | None = None,
-                 hypothesis: dict[str, Any] | None = None, run_kind: str = "run"):
+                 hypothesis: dict[str, Any] | None = None, run_kind: str = "run", role: str = "single"):
         self.run_id = run_id or new_run_id()
         if run_kind not in RUN_KINDS:
             raise ValueError(f"run_kind {run_kind!r} is not one of {', '.join(RUN_KINDS)}")
+        if role not in ROLES or (role == "worker" and run_id is None):
+            raise ValueError(f"role {role!r}: one of {', '.join(ROLES)} (a worker joins a named run)")
+        self.role = role
         self.run_kind = run_kind  # what `torchcts report` may pick as the latest run
         self.missing_kernels: dict[str, Any] | None = None  # grouped from the records when the run closes
         self.hypothesis = hypothesis  # the Hypothesis settings the items draw with (None: a run without draws)
@@ -78,18 +86,22 @@ class RunWriter:
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.outcomes: collections.Counter[str] = collections.Counter()  # outcome value -> records
         try:
+            if role == "worker" and not (self.folder / "run.json").is_file():
+                raise FileNotFoundError(f"the controller's run {self.run_id} has no run.json")
             self.folder.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.folder / "records.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             self._started_fd = os.open(self.folder / "started.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             raise RunFolderError(f"cannot write the run folder {self.folder}: {exc.strerror or exc}") from None
         self._last_started: str | None = None
-        self.write_summary("running")
+        if role != "worker":
+            self.write_summary("running")
 
     def set_probes(self, summary: dict[str, Any]) -> None:
         """Keep the probes' summary for run.json (written now too: a run killed later still has it)."""
         self.probes = summary
-        self.write_summary("running")
+        if self.role != "worker":
+            self.write_summary("running")
 
     def mark_started(self, item_id: str) -> None:
         """Note that an item starts: if the run dies in it, the next run knows which one it was."""
@@ -129,18 +141,37 @@ class RunWriter:
         os.replace(partial, self.folder / "run.json")
 
     def close(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
-        """Write the final run.json. A run that stops early is counted from records.jsonl itself: a
-        signal may fall between an isolated child's record and the parent's count of it. The missing
-        kernels are grouped from the records on disk."""
-        self.missing_kernels = missing_kernels(self.folder / "records.jsonl")
-        if status != "complete":
-            recorded = self._recount()
-            if interrupted is not None:
-                item = self._last_started if self._last_started not in recorded else None
-                interrupted = {"signal": None, **interrupted, "item": item}
-        self.write_summary(status, interrupted)
-        os.close(self._fd)
-        os.close(self._started_fd)
+        """Write the final run.json (a worker only closes its files). A run that stops early is counted from
+        records.jsonl itself: a signal may fall between an isolated child's record and the parent's count of
+        it; so is every run whose workers wrote the records. The missing kernels are grouped from the records
+        on disk."""
+        try:
+            if self.role == "worker":
+                return
+            self.missing_kernels = missing_kernels(self.folder / "records.jsonl")
+            if status != "complete" or self.role == "controller":
+                recorded = self._recount()
+                if interrupted is not None:
+                    interrupted = {"signal": None, **interrupted, "item": self._running_item(recorded)}
+            self.write_summary(status, interrupted)
+        finally:
+            os.close(self._fd)
+            os.close(self._started_fd)
+
+    def _running_item(self, recorded: set[str]) -> str | None:
+        """The item that was running when the run stopped and has no record (None: none). The controller of
+        xdist workers reads the workers' start marks: the first started item without a record."""
+        if self.role != "controller":
+            return self._last_started if self._last_started not in recorded else None
+        with open(self.folder / "started.jsonl", "rb") as lines:
+            for line in lines:
+                try:
+                    item = json.loads(line).get("item")
+                except (ValueError, AttributeError):  # a torn last line; not an object
+                    continue
+                if isinstance(item, str) and item not in recorded:
+                    return item
+        return None
 
     def _recount(self) -> set[str]:
         """Count the outcomes of the whole records on disk; the ids of the items recorded."""

@@ -1,0 +1,190 @@
+"""What travels between a run and its spawned isolation workers (`isolation.spawn`): JSON only, no pickle.
+
+A worker is started with a `WorkerSetup` (the manifest's path and fingerprint, the device, the faulty
+device's bugs, the parent's `sys.path`): what it needs to import torch, the backend and the suites
+once. Each item then comes as one request line, `{"item": ..., "settings": ..., "seed": ...,
+"max_examples": ...}`: the item (`item_json`, a `PlanItem` or `ReplayItem`) and the engine's
+settings described field by field (`settings_json`), rebuilt in the worker (`settings_from`) over
+the manifest it loaded itself. Settings travel with every item, so a front end that changes them
+per item (fuzz's seeds and targeting) is served by the same worker. The isolation policy keeps what
+a worker needs for an item's crash-prone cases (the rules, the device, torch's version, whether
+forking is allowed); a worker never isolates a whole item again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from torchcts.cases.limits import CaseLimits
+from torchcts.cases.replay_items import ReplayItem
+from torchcts.crashes.ledger import CrashRule
+from torchcts.isolation.policy import IsolationPolicy
+from torchcts.plan.items import PlanItem
+
+ITEM_KINDS = {"plan": PlanItem, "replay": ReplayItem}
+# EngineSettings fields that are not plain JSON, each with its describe and rebuild functions (below);
+# `manifest` is the worker's own (loaded from the setup's path), `target` is rebuilt from its parts
+_NOT_JSON = ("manifest", "target", "corpus_dir", "isolation", "case_limits", "draw")
+
+
+class SpawnMessageError(Exception):
+    """An item or settings that cannot be described for a spawned worker: the message names the field."""
+
+
+@attrs.frozen
+class WorkerSetup:
+    """What a spawned worker starts from; equal setups share a pool (`spawn.pool_for`)."""
+
+    manifest: str | None  # the manifest file the parent loaded (None: a replay without one)
+    manifest_hash: str | None  # its fingerprint then: a worker loading a changed file refuses to serve
+    device: str
+    faulty_bugs: tuple[str, ...] | None  # the faulty device's bugs the parent has switched on (None: not faulty)
+    sys_path: tuple[str, ...]
+
+    @classmethod
+    def of(cls, settings: Any) -> "WorkerSetup":
+        manifest = settings.manifest
+        source = getattr(manifest, "source", None) if manifest is not None else None
+        if manifest is not None and source is None:
+            raise SpawnMessageError("a spawned worker loads the run's manifest from its file; this manifest has "
+                                    "no `source` path")
+        return cls(manifest=str(source) if source is not None else None,
+                   manifest_hash=manifest.fingerprint() if manifest is not None else None,
+                   device=settings.target.device, faulty_bugs=_faulty_bugs(settings.target.device),
+                   sys_path=tuple(sys.path))
+
+    def as_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "WorkerSetup":
+        bugs = data.get("faulty_bugs")
+        return cls(manifest=data.get("manifest"), manifest_hash=data.get("manifest_hash"), device=data["device"],
+                   faulty_bugs=tuple(bugs) if bugs is not None else None, sys_path=tuple(data.get("sys_path", ())))
+
+    def environment(self) -> dict[str, str]:
+        """The worker's environment variables: the parent's, with its hash seed (derandomized draws of OpInfo
+        samples that iterate sets depend on it) and the faulty device's bugs as the parent has them."""
+        from torchcts.testing.faulty_autoload import names_faulty
+
+        env = dict(os.environ)
+        if "PYTHONHASHSEED" not in env and not sys.flags.hash_randomization:
+            env["PYTHONHASHSEED"] = "0"
+        if self.faulty_bugs is not None and names_faulty(self.device):
+            env["TORCHCTS_FAULTY_BUGS"] = ",".join(self.faulty_bugs)
+        return env
+
+
+def _faulty_bugs(device: str) -> tuple[str, ...] | None:
+    """The bugs switched on in this process's faulty device (a test may switch them by hand), or None."""
+    from torchcts.testing.faulty_autoload import names_faulty
+
+    module = sys.modules.get("torchcts.testing.faulty.bugs")
+    if module is None or not names_faulty(device):
+        return None
+    return tuple(module.active_bugs())
+
+
+def item_json(item: Any) -> dict[str, Any]:
+    for kind, cls in ITEM_KINDS.items():
+        if type(item) is cls:
+            return {"kind": kind, "fields": attrs.asdict(item, recurse=False)}
+    raise SpawnMessageError(f"a spawned worker runs PlanItem and ReplayItem items, not {type(item).__name__}")
+
+
+def item_from(data: dict[str, Any]) -> Any:
+    fields = dict(data["fields"])
+    if data["kind"] == "replay" and fields.get("problem") is not None:
+        fields["problem"] = tuple(fields["problem"])
+    return ITEM_KINDS[data["kind"]](**fields)
+
+
+def settings_json(settings: Any) -> dict[str, Any]:
+    """The engine's settings as JSON (`settings_from` rebuilds them); SpawnMessageError names a field that is
+    not JSON and has no description here."""
+    import json
+
+    described: dict[str, Any] = {}
+    for field in attrs.fields(type(settings)):
+        value = getattr(settings, field.name)
+        if field.name == "manifest":
+            continue
+        if field.name in _NOT_JSON:
+            described[field.name] = _DESCRIBE[field.name](value)
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise SpawnMessageError(f"EngineSettings.{field.name} ({type(value).__name__}) cannot travel to a "
+                                    "spawned worker as JSON") from None
+        described[field.name] = value
+    return described
+
+
+def settings_from(data: dict[str, Any], manifest: Any) -> Any:
+    """The engine's settings a worker runs an item with: `data` (from `settings_json`) over its own manifest."""
+    from torchcts.engine.run import EngineSettings
+
+    names = {field.name for field in attrs.fields(EngineSettings)}
+    values = {name: value for name, value in data.items() if name in names}
+    for name in _NOT_JSON:
+        if name in values:
+            values[name] = _REBUILD[name](values[name])
+    return EngineSettings(manifest=manifest, **values)
+
+
+def _policy_json(policy: Any) -> dict[str, Any] | None:
+    """What a worker needs of the isolation policy: the rules for crash-prone cases, never whole items
+    (a policy of another type, a test's, travels as None)."""
+    if not isinstance(policy, IsolationPolicy):
+        return None
+    return {"rules": [attrs.asdict(rule) for rule in policy.rules], "device_type": policy.device_type,
+            "torch_version": list(policy.torch_version), "timeout_s": policy.timeout_s, "can_fork": policy.can_fork}
+
+
+def _policy_from(data: dict[str, Any] | None) -> IsolationPolicy | None:
+    if data is None:
+        return None
+    rules = tuple(CrashRule(**_tuples(rule)) for rule in data["rules"])
+    return IsolationPolicy(rules=rules, device_type=data["device_type"], torch_version=tuple(data["torch_version"]),
+                           timeout_s=data["timeout_s"], can_fork=data["can_fork"])
+
+
+def _draw_from(data: dict[str, Any] | None) -> Any:
+    from torchcts.engine.hypothesis_profile import DrawSettings
+
+    return None if data is None else DrawSettings(**_tuples(data))
+
+
+def _tuples(data: dict[str, Any]) -> dict[str, Any]:
+    """attrs.asdict made tuples lists; the frozen classes hold tuples."""
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
+
+
+_DESCRIBE = {
+    "target": lambda target: {"device": target.device, "compile_backend": target.compile_backend},
+    "corpus_dir": lambda path: None if path is None else str(path),
+    "isolation": _policy_json,
+    "case_limits": lambda limits: attrs.asdict(limits),
+    "draw": lambda draw: None if draw is None else attrs.asdict(draw),
+}
+
+
+def _target_from(data: dict[str, Any]) -> Any:
+    from torchcts.engine.targets import Target
+
+    return Target(data["device"], data["compile_backend"])
+
+
+_REBUILD = {
+    "target": _target_from,
+    "corpus_dir": lambda path: None if path is None else Path(path),
+    "isolation": _policy_from,
+    "case_limits": lambda data: CaseLimits(**data),
+    "draw": _draw_from,
+}

@@ -1,0 +1,111 @@
+"""One conformance run over pytest-xdist workers (`torchcts run -n auto`, `pytest -n 4`).
+
+The controller process starts the run as a single process would (options checked, plan built, run
+folder made, accounting records written, probes run) but executes no item. It hands every worker the
+run's id and seed (`pytest_configure_node`); each worker builds the same plan, joins the run folder and
+appends its items' records and start marks to the run's files as they finish. Each worker's report of
+an item carries the item's record (`torchcts_record`, a small attribute pytest-xdist serialises), so the
+controller's console shows findings as they come; a worker that dies in an item leaves the controller a
+`crashed` record for it. The controller closes `run.json` once the workers are down, with the counts of
+every record on disk.
+Derandomized seeds come from item ids alone, so which worker runs an item changes none of its cases.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from torchcts.plugin.session import RunSession
+
+SINGLE, CONTROLLER, WORKER = "single", "controller", "worker"
+RUN_ID_KEY, SEED_KEY = "torchcts_run_id", "torchcts_run_seed"
+RECORD_ATTRIBUTE = "torchcts_record"  # on a worker's TestReport: the item's record, shown by the controller
+RECORD_FIELDS = ("item", "property", "op", "variant", "dtype", "outcome", "reason", "error_line", "examples",
+                 "duration_s", "isolated", "missing_kernel", "counterexample")  # what the console shows
+
+
+def role(config: pytest.Config) -> str:
+    """SINGLE (no pytest-xdist, or `-n 0`, or --collect-only), CONTROLLER or WORKER."""
+    if hasattr(config, "workerinput"):
+        return WORKER
+    distributed = config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+    return CONTROLLER if distributed and not config.getoption("collectonly", False) else SINGLE
+
+
+def joined_run(config: pytest.Config) -> tuple[str, int | None]:
+    """A worker's (run id, run seed) as its controller handed them over."""
+    given = config.workerinput  # type: ignore[attr-defined]
+    try:
+        return str(given[RUN_ID_KEY]), given[SEED_KEY]
+    except KeyError:
+        raise RuntimeError("this pytest-xdist worker got no TorchCTS run from its controller: the controller "
+                           "runs without the TorchCTS plugin (-p no:torchcts?)") from None
+
+
+def is_first_worker(config: pytest.Config) -> bool:
+    """Whether this worker is the one that records what pytest deselected (every worker deselects the same)."""
+    return getattr(config, "workerinput", {}).get("workerid") == "gw0"
+
+
+def compact_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a record the controller's console needs; JSON types only (pytest-xdist serialises them)."""
+    compact = {name: record.get(name) for name in RECORD_FIELDS if name in record}
+    compact["outcome"] = str(record["outcome"])
+    counterexample = record.get("counterexample")
+    if isinstance(counterexample, dict):
+        compact["counterexample"] = {key: counterexample.get(key) for key in ("new", "replay", "path")}
+    return {key: value if isinstance(value, (str, int, float, bool, dict, type(None))) else str(value)
+            for key, value in compact.items()}
+
+
+class Controller:
+    """pytest-xdist's controller side of a run: hands the run to each worker, probes before the workers
+    start, shows the workers' records, and records an item whose worker died as `crashed`."""
+
+    def __init__(self, session: "RunSession"):
+        self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[RUN_ID_KEY] = self.session.writer.run_id
+        node.workerinput[SEED_KEY] = self.session.run_seed
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
+        self.session.probe_once()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, RECORD_ATTRIBUTE, None)
+        if report.when == "call" and isinstance(record, dict):
+            self.session.remote_record(record)
+
+    @pytest.hookimpl(wrapper=True)  # around pytest-xdist's own: once its workers are down, none writes any more
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        from torchcts.plugin import finish_run
+
+        try:
+            return (yield)
+        finally:  # also when a second Ctrl-C stops the workers' shutdown: run.json must not stay `running`
+            finish_run(session, self.session, exitstatus)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        self.session.worker_died(crashitem, str(report.longrepr))
+
+
+class Worker:
+    """A pytest-xdist worker's side: its report of an item carries the item's record to the controller."""
+
+    def __init__(self, session: "RunSession"):
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        report = yield
+        record = self.session.last_record
+        if call.when == "call" and record is not None:
+            setattr(report, RECORD_ATTRIBUTE, compact_record(record))
+        return report

@@ -29,7 +29,8 @@ from torchcts.cases.reduce import reduce_case
 from torchcts.engine.targets import ORACLE, CaseUnavailable, Target
 from torchcts.strategies import Case, Placement, copy_exact, place
 from torchcts.strategies.samples import cpu_pinned_paths
-from torchcts.strategies.seeding import seeded_globals
+from torchcts.strategies.opinfo_inputs import error_inputs
+from torchcts.strategies.seeding import numpy_left_to_hypothesis, seeded_globals
 
 
 ORACLE_PHASE, DEVICE_PHASE = 1, 0  # the shared phase byte of a case's child
@@ -125,17 +126,21 @@ class CaseContext:
         @hypothesis.given(strategy)
         def property_(case):
             interrupts.check()  # a Ctrl-C or SIGTERM swallowed on the way (a finalizer, a gc callback) stops here
-            self._count(case)
+            fingerprint = self._count(case)
             self.in_hypothesis = True
             try:
-                self._check(check, case)
+                self._check(check, case, fingerprint)
             except MissingKernelError as exc:
                 raise _MissingKernelFound(exc) from exc
             finally:
                 self.in_hypothesis = False
 
+        # No example database (`item_settings`), so no key for one: Hypothesis would otherwise derive it from the
+        # test function's source for every item (`function_digest`, ~4 ms an item); `find` sets it the same way.
+        property_._hypothesis_internal_database_key = None  # type: ignore[attr-defined]
         try:
-            with collecting_statistics(self.draw is not None and self.draw.show_statistics, self._note_statistics):
+            with collecting_statistics(self.draw is not None and self.draw.show_statistics, self._note_statistics), \
+                    numpy_left_to_hypothesis():  # a case is its draw and its check, each seeded: nothing between
                 property_()
         except _MissingKernelFound as found:  # the first case that hit it is the case
             error = found.error
@@ -172,14 +177,13 @@ class CaseContext:
         """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
         for case in cases:
             interrupts.check()
-            self._count(case)
-            self._check(check, case)
+            self._check(check, case, self._count(case))
         self.finish()
 
-    def _check(self, check: Callable[[Any], None], case: Any) -> None:
+    def _check(self, check: Callable[[Any], None], case: Any, fingerprint: str | None = None) -> None:
         self.failing_comparison = None
         try:
-            self._call(check, case)
+            self._call(check, case, fingerprint)
         except CpuRejects:
             self.cpu_contract_cases += 1
         except CaseUnavailable as exc:
@@ -189,11 +193,11 @@ class CaseContext:
             self.failing_case = case  # Hypothesis replays the shrunk case last: it is the one kept
             raise
 
-    def _call(self, check: Callable[[Any], None], case: Any) -> None:
+    def _call(self, check: Callable[[Any], None], case: Any, fingerprint: str | None = None) -> None:
         """`check(case)`, in a forked child when cases are isolated, with the global RNGs seeded
-        from the case: a random op sees the same stream whether the case is drawn, shrunk or
-        replayed, whatever ran before it in the process."""
-        with seeded_globals(int(case_fingerprint(case)[:16], 16)):
+        from the case (`fingerprint`: the case's, when the caller has it already): a random op sees
+        the same stream whether the case is drawn, shrunk or replayed, whatever ran before it in the process."""
+        with seeded_globals(int((fingerprint or case_fingerprint(case))[:16], 16)):
             timeout = self._case_timeout(case)
             if timeout is None:
                 check(case)
@@ -213,9 +217,12 @@ class CaseContext:
             return self.case_timeout_s or isolation.timeout_s
         return self.case_timeout_s
 
-    def _count(self, case: Any) -> None:
+    def _count(self, case: Any) -> str:
+        """Count the case and note its fingerprint; the fingerprint (its whole hex digest)."""
+        fingerprint = case_fingerprint(case)
         self.examples += 1
-        self.fingerprints.append(case_fingerprint(case)[:16])
+        self.fingerprints.append(fingerprint[:16])
+        return fingerprint
 
     def finish(self) -> None:
         """NotRun when no case said anything about the backend (none drawn, all rejected by CPU, none runnable)."""
@@ -318,7 +325,7 @@ class CaseContext:
         if self.replay is not None:
             return self.replay
         with seeded_globals(self.seed, fill_uninitialized=True):  # `out=` tensors from torch.empty: filled
-            return list(self.op.error_inputs("cpu"))
+            return list(error_inputs(self.op, "cpu"))
 
     def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False,
                        widen: float = 1.0, inputs: Any = None, normwise: bool | None = None) -> None:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import program_check, run_program
 from torchcts.manifest.vocabulary import AUTOCAST_OPS
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float16", "bfloat16")
 PROGRAM_SCENARIOS = ("nesting", "backward")
@@ -186,8 +186,8 @@ def autocast_cases(op: str, autocast_dtype: torch.dtype, policy: str) -> st.Sear
         tensors = [_values(op, i, shape, seed + i, shapes[0][-1]) for i, shape in enumerate(shapes)]
         tensors = [t if i in integer else t.to(dtype) for i, (t, dtype) in enumerate(zip(tensors, dtypes))]
         name = str(autocast_dtype).removeprefix("torch.")
-        sample = SampleInput(tensors[0], args=tuple(tensors[1:]),
-                             kwargs={"op": op, "autocast_dtype": name, "options": options})
+        sample = sample_input(tensors[0], args=tuple(tensors[1:]),
+                              kwargs={"op": op, "autocast_dtype": name, "options": options})
         described = ", ".join(f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in tensors)
         what = f"{op} under autocast({name}) on {described} (declared {policy})"
         return Case(op, "scenario", autocast_dtype, sample, 0, transforms=(what,))
@@ -207,7 +207,7 @@ def program_cases(scenario: str, autocast_dtype: torch.dtype) -> st.SearchStrate
         else:
             tensors = (torch.randn(m, k, generator=generator), torch.randn(n, k, generator=generator),
                        torch.randn(n, generator=generator))
-        sample = SampleInput(tensors[0], args=(*tensors[1:], name))
+        sample = sample_input(tensors[0], args=(*tensors[1:], name))
         what = f"{scenario} under autocast({name}) on {[list(t.shape) for t in tensors]}"
         return Case(scenario, "scenario", autocast_dtype, sample, 0, transforms=(what,))
 
@@ -219,7 +219,7 @@ def policy_check(cts, op: str, policy: str):
     run = run_program(autocast_call)
 
     def check(case):
-        oracle = SampleInput(case.sample.input, args=case.sample.args, kwargs={**case.sample.kwargs, "policy": policy})
+        oracle = sample_input(case.sample.input, args=case.sample.args, kwargs={**case.sample.kwargs, "policy": policy})
         expected = cts.on_cpu_call(run, oracle)
         actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
         cts.assert_matches(actual, expected, what=case.transforms[0], inputs=case.sample, normwise=True)

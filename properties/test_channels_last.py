@@ -20,13 +20,13 @@ import functools
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.channels_last_cases import SCENARIO_CASES, WIDENED_BELOW_32_BITS, channels_last_order
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 
 # -- programs: torch-only, module level; each returns what it observes ---------------------------
@@ -246,7 +246,7 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy:
     """Cases of one scenario: a SampleInput drawn by its strategy, with a description of what was drawn."""
     def as_case(drawn):
         (input, args, kwargs), transforms = drawn
-        return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args), kwargs=dict(kwargs)), 0,
+        return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args), kwargs=dict(kwargs)), 0,
                     transforms=tuple(transforms))
 
     return SCENARIO_CASES[scenario](dtype).map(as_case)

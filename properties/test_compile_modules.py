@@ -22,11 +22,11 @@ from __future__ import annotations
 import attrs
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.test_training import MODELS, train_steps, training_cases
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 BACKENDS = ("aot_eager", "inductor")
@@ -44,7 +44,7 @@ def compiled_cases(scenario: str) -> st.SearchStrategy:
     model, backend = _split(scenario)
 
     def compiled(case):
-        sample = SampleInput(case.sample.input, args=(*case.sample.args, backend))
+        sample = sample_input(case.sample.input, args=(*case.sample.args, backend))
         return attrs.evolve(case, op_id=scenario, sample=sample,
                             transforms=(f"{case.transforms[0]}, forward compiled with {backend}",))
 
@@ -62,7 +62,7 @@ def compiled_check(cts):
     run = run_program(train_steps)
 
     def check(case):
-        eager = SampleInput(case.sample.input, args=(*case.sample.args[:-1], None))
+        eager = sample_input(case.sample.input, args=(*case.sample.args[:-1], None))
         expected = cts.on_cpu_call(run, eager)
         from torch._dynamo.utils import counters
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts import dtypes as dtype_names
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case, describe_layout, shapes, tensors
 from torchcts.strategies.layouts import draw_relayout
+from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import draw_values
 
 
@@ -97,7 +97,7 @@ _TARGETS = tuple(dtype_names.lookup(name) for name in COPY_DTYPES)
 # -- cases ------------------------------------------------------------------------------------------
 
 def _case(cts, input, args, *what) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=args), 0,
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=args), 0,
                 transforms=(describe_layout(input), *what))
 
 

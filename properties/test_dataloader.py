@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("batches", "dict_samples", "workers", "pin_memory")
@@ -69,7 +69,7 @@ def dataloader_cases(scenario: str) -> st.SearchStrategy[Case]:
         generator = torch.Generator().manual_seed(seed)
         input = torch.randn((samples, *features), generator=generator)
         labels = torch.randint(0, 10, (samples,), generator=generator)
-        sample = SampleInput(input, args=(labels, batch_size, drop_last, seed, workers, scenario == "pin_memory",
+        sample = sample_input(input, args=(labels, batch_size, drop_last, seed, workers, scenario == "pin_memory",
                                           scenario == "dict_samples"))
         what = (f"{scenario}: {samples} samples of {features}, batch_size={batch_size}, drop_last={drop_last}, "
                 f"workers={workers}")

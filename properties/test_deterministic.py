@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 OPS = ("index_add", "scatter_add", "scatter_reduce_sum", "index_put_accumulate", "put_accumulate", "bincount",
@@ -75,7 +75,7 @@ def deterministic_cases(op: str) -> st.SearchStrategy[Case]:
         seeds = draw(st.tuples(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1)), label="seeds")
         input = torch.randn((rows, width), generator=torch.Generator().manual_seed(seeds[0]))
         source = torch.randn((len(index), width), generator=torch.Generator().manual_seed(seeds[1]))
-        sample = SampleInput(input, args=(torch.tensor(index, dtype=torch.int64), source, op))
+        sample = sample_input(input, args=(torch.tensor(index, dtype=torch.int64), source, op))
         repeats = len(index) - len(set(index))
         what = f"{op}: [{rows}, {width}] at {len(index)} indices ({repeats} repeated)"
         return Case(op, "scenario", torch.float32, sample, 0, transforms=(what,))

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("availability", "set_device", "device_guard", "synchronize", "properties", "memory_stats",
@@ -216,7 +216,7 @@ def device_api_cases(scenario, dtype, claimed):
         else:
             args = (draw(_nbytes(), label="bytes allocated"),)
         what = f"{scenario}{list(args)}"
-        return Case(scenario, "scenario", dtype, SampleInput(torch.zeros(1), args=args), 0, transforms=(what,))
+        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0, transforms=(what,))
 
     return draw_case()
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("seed_reproducible", "state_round_trip", "independent", "default_untouched")
@@ -154,7 +154,7 @@ def generator_cases(scenario: str) -> st.SearchStrategy[Case]:
             low = (seed + draw_(st.integers(1, 2**32 - 1), label="low 32 bits apart")) % 2**32
             extra = draw_(st.integers(0, 2**32 - 1), label="high 32 bits of the other seed") * 2**32 + low
             what = "other seed"
-        sample = SampleInput(torch.zeros(0), args=(n, seed, extra))
+        sample = sample_input(torch.zeros(0), args=(n, seed, extra))
         return Case(scenario, "scenario", torch.float32, sample, 0,
                     transforms=(f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}",))
 

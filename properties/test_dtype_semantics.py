@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts import dtypes as dtype_names
 from torchcts.engine.context import CpuRejects
@@ -26,6 +25,7 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, broadcastable_shapes, shapes
 
 from torchcts.properties.dtype_programs import PROGRAMS  # the scenarios' torch-only programs
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16",
           "float32", "float64", "complex32", "complex64", "complex128")
@@ -93,7 +93,7 @@ def _name(dtype: torch.dtype) -> str:
 
 
 def _case(cts, input: torch.Tensor, args: tuple, kwargs: dict, *what: str) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=args, kwargs=kwargs), 0,
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=args, kwargs=kwargs), 0,
                 transforms=(f"input {_name(input.dtype)}{list(input.shape)}", *what))
 
 

@@ -41,13 +41,13 @@ import time
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
 from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("query_after_synchronize", "query_polling", "wait_event", "elapsed_time", "timing_disabled")
@@ -230,7 +230,7 @@ def event_cases(scenario):
         else:
             timed = draw(st.sampled_from([[False, False], [True, False], [False, True]]), label="enable_timing")
             args, what = (timed,), f"enable_timing {timed}"
-        sample = SampleInput(torch.zeros(1), args=args)
+        sample = sample_input(torch.zeros(1), args=args)
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
 
     return draw_case()

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes, tensors
+from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import Fill, fill_tensor
 
 
@@ -188,7 +188,7 @@ def _case(scenario: str, dtype: torch.dtype, call: str, input: object, *args: ob
     shapes = ", ".join("x".join(map(str, t.shape)) or "0-dim" for t in members[:8])
     shapes += " ..." if len(members) > 8 else ""
     described = (call, f"{len(members)} tensors [{shapes}]") + ((drawn,) if drawn else ())
-    return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args)), 0, transforms=described)
+    return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args)), 0, transforms=described)
 
 
 @st.composite

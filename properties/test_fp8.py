@@ -16,12 +16,12 @@ import functools
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts import dtypes as dtype_names
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes, relayouts
+from torchcts.strategies.sample_walk import sample_input
 
 
 # -- programs: torch only ----------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _source_tensor(draw, dtype: torch.dtype, source: torch.dtype) -> tuple[torch
 
 
 def _case(scenario: str, dtype: torch.dtype, input: object, *args: object, what: str) -> Case:
-    return Case(scenario, "scenario", dtype, SampleInput(input, args=tuple(args)), 0, transforms=(what,))
+    return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args)), 0, transforms=(what,))
 
 
 @st.composite

@@ -29,7 +29,6 @@ from typing import Any, Callable
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
-from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 
 from torchcts.engine import oracle
@@ -39,6 +38,7 @@ from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.properties.test_backward import _cotangent, _gradient_dtypes
 from torchcts.strategies import opinfo_samples
 from torchcts.strategies.opinfo_pool import REFERENCE_INPUTS_LEVEL
+from torchcts.strategies.sample_walk import sample_input
 
 SLOW_MODE_NUMEL = 64  # input plus output elements up to which gradcheck compares whole Jacobians
 # ... up to which gradcheck runs at all: a failing fast-mode check builds whole Jacobians for its message (a
@@ -60,7 +60,7 @@ def _function(cts, placed: Any, positions: list[int], target) -> tuple[Callable[
     op = cts.op
 
     def call(input, *args, **kwargs):
-        return target.call(op, "function", SampleInput(input, args=args, kwargs=kwargs))
+        return target.call(op, "function", sample_input(input, args=args, kwargs=kwargs))
 
     call.__name__ = getattr(op.op, "__name__", call.__name__)  # masked ops' gradcheck wrapper reads it
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 MODES = ("reentrant", "non_reentrant", "sequential")
@@ -96,7 +96,7 @@ def checkpoint_cases(mode: str) -> st.SearchStrategy[Case]:
             reentrant = draw(st.booleans(), label="reentrant")
         weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
         rng_seed = draw(st.integers(0, 2**16 - 1), label="seed of the dropout masks")
-        sample = SampleInput(input, args=(mode, sizes, weights, p, segments, reentrant, rng_seed))
+        sample = sample_input(input, args=(mode, sizes, weights, p, segments, reentrant, rng_seed))
         how = f"{segments} segments, {'reentrant' if reentrant else 'non-reentrant'}" if mode == "sequential" else mode
         what = f"block{sizes} on {list(input.shape)}, dropout {p}, {how}"
         return Case(mode, "scenario", torch.float32, sample, 0, transforms=(what,))

@@ -38,7 +38,6 @@ import sys
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.outcome import NotRun
 from torchcts.engine.targets import CaseUnavailable
@@ -47,6 +46,7 @@ from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import Observation, observe, require, runtime_module
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("oom_raises", "reusable_after_oom", "fragmentation")
@@ -242,7 +242,7 @@ def guard_alloc_cases(scenario, dtype, memory, usable):
             second = draw(st.lists(block, min_size=1, max_size=max(1, sum(freed))), label="sizes of the new blocks")
             args = (first, freed, second)
         shown = [a if not isinstance(a, list) else f"{len(a)} values" for a in args]
-        return Case(scenario, "scenario", dtype, SampleInput(torch.zeros(1), args=args), 0,
+        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
                     transforms=(f"{scenario}{shown}",))
 
     return draw_case()

@@ -15,14 +15,15 @@ failure shrinks to the one or two special values that matter.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 MAX_ELEMENTS = 8
@@ -184,7 +185,7 @@ def pairs(elements: st.SearchStrategy[float], dtype: torch.dtype, other: st.Sear
                        shaped([y for _, y in drawn[0]], dtype, drawn[1])))
 
 
-def _case(scenario: str, dtype: torch.dtype, sample: SampleInput, drawn: str) -> Case:
+def _case(scenario: str, dtype: torch.dtype, sample: Any, drawn: str) -> Case:
     return Case(scenario, "scenario", dtype, sample, 0, transforms=(drawn,))
 
 
@@ -197,27 +198,27 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]
         elements = small_integers(2) | st.sampled_from((-0.0, 0.0, math.inf, -math.inf)) \
             if scenario == "signed_zero" else with_specials
         return pairs(elements, dtype).map(
-            lambda xy: _case(scenario, dtype, SampleInput(xy[0], args=(xy[1],)), "x and y: exact elements"))
+            lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x and y: exact elements"))
     if scenario == "nan_sort":
         return st.tuples(grids(with_specials, dtype), st.integers(1, MAX_ELEMENTS)).map(
-            lambda xk: _case(scenario, dtype, SampleInput(xk[0], args=(min(xk[1], xk[0].shape[-1]),)),
+            lambda xk: _case(scenario, dtype, sample_input(xk[0], args=(min(xk[1], xk[0].shape[-1]),)),
                              "x: exact elements; k"))
     if scenario == "special_reductions":
         reduced = small_integers(2) | specials() | st.sampled_from((0.5, -0.5, 1.5, -1.5))
         return grids(reduced, dtype, power_of_two_columns=True).map(
-            lambda x: _case(scenario, dtype, SampleInput(x), "x: small integers, halves and specials"))
+            lambda x: _case(scenario, dtype, sample_input(x), "x: small integers, halves and specials"))
     if scenario == "subnormal_arithmetic":
         tiny = subnormals(dtype) | near_smallest_normal(dtype)
         return pairs(tiny, dtype, tiny | powers_of_two(dtype) | ordinary).map(
-            lambda xy: _case(scenario, dtype, SampleInput(xy[0], args=(xy[1],)), "x: tiny values; y: tiny or scales"))
+            lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x: tiny values; y: tiny or scales"))
     if scenario == "subnormal_casts":
         return subnormal_cast_cases(dtype)
     if scenario == "rounding":
         return grids(halves(16) | rounding_edges(dtype) | specials() | quarters(), dtype).map(
-            lambda x: _case(scenario, dtype, SampleInput(x), "x: halves, quarters, specials and rounding edges"))
+            lambda x: _case(scenario, dtype, sample_input(x), "x: halves, quarters, specials and rounding edges"))
     if scenario == "round_decimals":
         return st.tuples(grids(quarters() | specials(), dtype), st.integers(-2, 3)).map(
-            lambda xd: _case(scenario, dtype, SampleInput(xd[0], kwargs={"decimals": xd[1]}), "x: quarters; decimals"))
+            lambda xd: _case(scenario, dtype, sample_input(xd[0], kwargs={"decimals": xd[1]}), "x: quarters; decimals"))
     raise ValueError(f"unknown ieee754 scenario {scenario!r}")
 
 
@@ -236,7 +237,7 @@ def subnormal_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
         lambda p: (-1.0 if p[0] else 1.0) * math.ldexp(p[1] * tiny, p[2]))
     own = subnormals(dtype) | near_smallest_normal(dtype)
     return st.tuples(grids(around | specials(), source), grids(own, dtype)).map(
-        lambda t: _case("subnormal_casts", dtype, SampleInput(t[0], args=(dtype, t[1])),
+        lambda t: _case("subnormal_casts", dtype, sample_input(t[0], args=(dtype, t[1])),
                         f"source {source}: around the {narrow} subnormals; values: {dtype} subnormals"))
 
 
@@ -320,7 +321,7 @@ def _show(element: torch.Tensor) -> str:
     return f"{value!r}" if not isinstance(value, float) or value != 0 else ("-0.0" if math.copysign(1, value) < 0 else "0.0")
 
 
-def _call_text(scenario: str, sample: SampleInput) -> str:
+def _call_text(scenario: str, sample: Any) -> str:
     def show(value):
         return f"tensor({value.tolist()}, dtype={value.dtype})" if isinstance(value, torch.Tensor) else repr(value)
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 MODELS = ("mlp", "norm", "nested")
@@ -146,7 +146,7 @@ def hook_cases(model: str) -> st.SearchStrategy[Case]:
         scales = [draw(st.sampled_from([0.5, -1.0, 2.0]), label=label)
                   for label in ("shift", "output scale", "grad_output scale", "grad_input scale")]
         weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
-        sample = SampleInput(input, args=(model, sizes, weights, targets, scales))
+        sample = sample_input(input, args=(model, sizes, weights, targets, scales))
         what = (f"{model}{sizes} on {'transposed ' if transposed else ''}{list(input.shape)}, "
                 f"replacing hooks at modules {targets} by {scales}")
         return Case(model, "scenario", torch.float32, sample, 0, transforms=(what,))

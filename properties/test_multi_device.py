@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module, unavailable
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("cross_copy", "second_device_ops", "guard_placement", "mixed_device_error")
@@ -163,7 +163,7 @@ def multi_device_cases(scenario, dtype):
             args = (draw(st.integers(1, 64), label="elements"),)
         else:
             args = (draw(st.integers(1, 64), label="elements"), draw(seed, label="seed of the values"))
-        return Case(scenario, "scenario", dtype, SampleInput(torch.zeros(1), args=args), 0,
+        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
                     transforms=(f"{scenario}{list(args)}",))
 
     return draw_case()

@@ -38,13 +38,13 @@ from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.context import MissingKernelError
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, same_bits
+from torchcts.strategies.sample_walk import sample_input
 
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
@@ -222,7 +222,7 @@ def quantized_check(cts: Any, scenario: str):
 # -- cases ------------------------------------------------------------------------------------------
 
 def _case(cts, input, args, *what) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=tuple(args)), 0, transforms=what)
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=tuple(args)), 0, transforms=what)
 
 
 scales = st.one_of(st.integers(-6, 2).map(lambda e: 2.0 ** e), st.sampled_from(ODD_SCALES))

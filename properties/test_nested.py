@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
 from torchcts.strategies.nested import components_like, ragged_components
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
 
@@ -117,7 +117,7 @@ _WIDEN = {"jagged_reduce_inner": 4.0, "jagged_reduce_ragged": 4.0, "jagged_padde
 # -- the cases -------------------------------------------------------------------------------------
 
 def _case(cts, components, args, what):
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(components, args=tuple(args)), 0,
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(components, args=tuple(args)), 0,
                 transforms=(what,))
 
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 FOREACH = ("sgd", "adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta")
@@ -111,7 +111,7 @@ def optimizer_cases(scenario: str) -> st.SearchStrategy[Case]:
         steps = draw(st.integers(1, MAX_STEPS), label="steps")
         grads = [[_values(draw, s, f"grad {k}.{i}") for i, s in enumerate(shapes)] for k in range(steps)]
         options = _options(draw, name)
-        sample = SampleInput(params, args=(grads, name, implementation, options))
+        sample = sample_input(params, args=(grads, name, implementation, options))
         what = f"{_CLASSES[name]}({implementation}, {len(params)} tensors, {steps} steps, {options})"
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(what,))
 
@@ -124,7 +124,7 @@ def optimizer_check(cts):
 
     def check(case):
         grads, name, _, options = case.sample.args
-        oracle = SampleInput(case.sample.input, args=(grads, name, "single", options))
+        oracle = sample_input(case.sample.input, args=(grads, name, "single", options))
         expected = cts.on_cpu_call(run, oracle)
         actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
         cts.assert_matches(actual, expected, what=case.transforms[0], widen=2.0 * len(grads), normwise=False)

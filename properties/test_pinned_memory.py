@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("pin_copy", "pin_views", "to_device", "to_host", "dataloader")
@@ -172,7 +172,7 @@ def pinned_cases(scenario):
         else:
             batch_size = draw(st.integers(1, rows), label="batch size")
             args, what = (rows, cols, seed, batch_size), f"batch_size={batch_size}"
-        sample = SampleInput(torch.zeros(1), args=args)
+        sample = sample_input(torch.zeros(1), args=args)
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
 
     return draw_case()

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
 from torchcts.strategies.containers import PACKED_LAYOUTS, containers
+from torchcts.strategies.sample_walk import sample_input
 
 
 # -- the program (torch only: exported verbatim into reproduction scripts) ---------------------------
@@ -93,7 +93,7 @@ def transfer_cases(cts):
     def draw(draw_):
         container = draw_(drawn, label="container")
         non_blocking = draw_(st.booleans(), label="non_blocking")
-        sample = SampleInput(container.packed, args=(container.scale, container.zero_point, non_blocking))
+        sample = sample_input(container.packed, args=(container.scale, container.zero_point, non_blocking))
         return Case(cts.item.op, "scenario", cts.dtype, sample, 0,
                     transforms=(container.describe(), f"non_blocking={non_blocking}"))
 

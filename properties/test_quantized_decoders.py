@@ -32,7 +32,6 @@ from typing import Any, Callable
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.containers import Container, decode, decode_container, get
 from torchcts.containers import decoders
@@ -43,6 +42,7 @@ from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.containers import containers
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32", "bfloat16", "float16")
 LAYOUTS = ("contiguous", "window")  # the contract: 1-D contiguous packed bytes, possibly at a storage offset
@@ -57,9 +57,9 @@ def container_of(format_name: str, sample: Any) -> Container:
 
 
 def decoder_cases(format_name: str, dtype: torch.dtype) -> st.SearchStrategy[Case]:
-    """Cases of one format: a drawn container stored as SampleInput(packed, args=(scale, zero point, shape, dtype))."""
+    """Cases of one format: a drawn container stored as sample_input(packed, args=(scale, zero point, shape, dtype))."""
     def case(container: Container) -> Case:
-        sample = SampleInput(container.packed, args=(container.scale, container.zero_point, list(container.shape),
+        sample = sample_input(container.packed, args=(container.scale, container.zero_point, list(container.shape),
                                                      dtype))
         return Case(format_name, "scenario", dtype, sample, 0, transforms=(container.describe(),))
 

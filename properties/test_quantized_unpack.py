@@ -26,7 +26,6 @@ custom_quantized_decode suite holds those to the codec); no packing on the devic
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.containers import FORMATS
 from torchcts.containers.codec import decode_container, program_arguments
@@ -37,6 +36,7 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
 from torchcts.strategies.containers import PACKED_LAYOUTS, containers
+from torchcts.strategies.sample_walk import sample_input
 
 UNPACK_DTYPES = ("float32", "bfloat16", "float16")
 
@@ -50,7 +50,7 @@ def unpack_cases(cts):
     def draw(draw_):
         container = draw_(drawn, label="container")
         arguments = program_arguments(spec)  # CPU tensors: placed on the device with the case
-        sample = SampleInput(container.packed, args=(
+        sample = sample_input(container.packed, args=(
             container.scale, container.zero_point, list(container.shape), dtype, arguments["table"],
             arguments["scale_table"], arguments["bits"], arguments["msb_first"]))
         return Case(cts.item.op, "scenario", cts.dtype, sample, 0, transforms=(container.describe(), f"to {dtype}"))

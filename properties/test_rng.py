@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("seed_reproducible", "state_round_trip", "advance", "per_device")
@@ -199,7 +199,7 @@ def rng_cases(scenario: str) -> st.SearchStrategy[Case]:
             extra, what = draw_(st.integers(2, 4), label="consecutive draws"), "consecutive draws"
         else:
             extra, what = other_seed, "other seed"
-        sample = SampleInput(torch.zeros(0), args=(n, seed, extra))
+        sample = sample_input(torch.zeros(0), args=(n, seed, extra))
         return Case(scenario, "scenario", torch.float32, sample, 0,
                     transforms=(f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}",))
 

@@ -36,12 +36,12 @@ import math
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.rng_statistics import binomial_pvalue, chi_square_pvalue, ks_pvalue
 from torchcts.properties.runtime_checks import Observation, observe
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 FALSE_POSITIVE_BUDGET = 1e-6  # the chance that a clean item run fails, split over its examples and tests
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -337,7 +337,7 @@ def distribution_cases(scenario: str, dtype: torch.dtype, dtype_name: str) -> st
     def draw_case(draw) -> Case:
         params, n = draw(parameters(scenario, dtype_name), label="parameters and sample size")
         seed = draw(st.integers(0, 2**32 - 1), label="seed of the device's generator")
-        sample = SampleInput(torch.zeros(0), args=(scenario, dtype_name, params, n, seed))
+        sample = sample_input(torch.zeros(0), args=(scenario, dtype_name, params, n, seed))
         return Case(scenario, "scenario", dtype, sample, 0,
                     transforms=(f"{scenario}({params}) x {n} in {dtype_name}, seed {seed}",))
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32", "float16", "bfloat16", "complex64", "int64", "bool")
 SCENARIOS = ("views", "state_dict", "to_cpu", "from_cpu")
@@ -109,7 +109,7 @@ def serialization_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[
         offset = draw(st.integers(0, n - rows * columns), label="offset of the window")
         weights_only = draw(st.booleans(), label="weights_only")
         seed = draw(st.integers(0, 2**16 - 1), label="seed of the values")
-        sample = SampleInput(_values(n, dtype, seed), args=(scenario, start, step, length, [offset, rows, columns],
+        sample = sample_input(_values(n, dtype, seed), args=(scenario, start, step, length, [offset, rows, columns],
                                                             weights_only))
         what = (f"{scenario}: base [{n}], slice [{start}::{step}][:{length}], window at {offset} viewed "
                 f"[{rows}, {columns}].t(), weights_only={weights_only}")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
+from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_tensors
 from torchcts.strategies.sparse_parts import sparse_matrix_parts, sparse_parts
 
@@ -115,7 +115,7 @@ _ACCUMULATING = ("coalesce", "sparse_mm", "sparse_sum")  # sums of several value
 # -- the cases -------------------------------------------------------------------------------------
 
 def _case(cts, parts_or_input, args, what):
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(parts_or_input, args=tuple(args)), 0,
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(parts_or_input, args=tuple(args)), 0,
                 transforms=(what,))
 
 

@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
 from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("stream_order", "stream_synchronize", "wait_stream", "synchronize_all", "record_stream",
@@ -192,7 +192,7 @@ def stream_cases(scenario):
             ops = draw(op_chains(), label="ops")
             via_copy = draw(st.booleans(), label="copy_ (else to)")
             args, what = (rows, cols, seed, ops, via_copy), f"{ops}, {'copy_' if via_copy else 'to'}"
-        sample = SampleInput(torch.zeros(1), args=args)
+        sample = sample_input(torch.zeros(1), args=args)
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
 
     return draw_case()

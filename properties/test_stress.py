@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import program_check
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 SCENARIOS = ("large_tensor", "op_sequence", "long_loop")
@@ -118,7 +118,7 @@ def stress_cases(scenario, dtype, level, budget):
                 pattern = draw(st.lists(st.integers(0, OPS - 1), min_size=1, max_size=16), label="pattern of ops")
                 sync_every = draw(st.integers(16, 512), label="ops between synchronizations")
             what = f"{scenario}: {size} elements, {length} steps, pattern {pattern}, synchronize every {sync_every}"
-        sample = SampleInput(torch.zeros(1), args=(scenario, size, pattern, length, sync_every))
+        sample = sample_input(torch.zeros(1), args=(scenario, size, pattern, length, sync_every))
         return Case(scenario, "scenario", dtype, sample, 0, transforms=(what,))
 
     return draw_case()

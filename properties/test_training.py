@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
+from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
 MODELS = ("mlp", "cnn", "transformer", "rnn")
@@ -120,7 +120,7 @@ def training_cases(model: str) -> st.SearchStrategy[Case]:
         steps = _size(draw, "steps", 1, MAX_STEPS)
         lr = draw(st.sampled_from([0.01, 0.1]), label="lr")
         weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
-        sample = SampleInput(input, args=(target, model, sizes, weights, steps, lr))
+        sample = sample_input(input, args=(target, model, sizes, weights, steps, lr))
         what = f"{model}{sizes} on {list(input.shape)}, {steps} steps, lr={lr}"
         return Case(model, "scenario", torch.float32, sample, 0, transforms=(what,))
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
@@ -31,6 +30,7 @@ from torchcts.properties.exact_check import exact_program_check
 from torchcts.properties.view_steps import apply_steps, draw_view_chain
 from torchcts.strategies import Case, describe_layout, is_overlapping, shapes, tensors
 from torchcts.strategies.layouts import draw_relayout
+from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import draw_values
 
 
@@ -155,7 +155,7 @@ OVERLAP_KINDS = ("expand_add_", "expand_copy_", "expand_fill_", "shifted_copy_",
 # -- cases ------------------------------------------------------------------------------------------
 
 def _case(cts, input, args, *what) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, SampleInput(input, args=args), 0,
+    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=args), 0,
                 transforms=(describe_layout(input), *what))
 
 

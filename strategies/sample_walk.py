@@ -52,3 +52,11 @@ def dense_tensors(sample: Any) -> list[torch.Tensor]:
 def copied(sample: Any) -> Any:
     """The sample with every dense tensor copied exactly (layout included), so running the op cannot change it."""
     return map_sample(sample, lambda where, t, written: copy_exact(t) if is_dense(t) else t, False)
+
+
+def sample_input(input: Any, *args: Any, **kwargs: Any) -> Any:
+    """torch's `SampleInput(input, *args, **kwargs)`, its module imported at the first call: importing it imports
+    torch's device-test machinery (dynamo, inductor: seconds), which loading the suites and planning never need."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    return SampleInput(input, *args, **kwargs)

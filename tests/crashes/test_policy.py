@@ -76,7 +76,7 @@ def test_describe_counts_both_kinds():
                                    "isolated) (items in forked children, item timeout 900 s)")
     assert policy(start="spawn", everything=True).describe() == (
         "every item, 1 known backend crash rules, 1 known CPU-oracle crash rules (their cases isolated) "
-        "(items in spawned workers (1), item timeout 900 s)")
+        "(items in a spawned worker, item timeout 900 s)")
 
 
 def test_case_traits_read_from_the_tensors():

@@ -107,6 +107,16 @@ def replay_in_process(path: str | Path, tmp_path: Path, *, bugs: tuple[str, ...]
         faulty.disable_bugs()
 
 
+@pytest.fixture
+def faulty_bug():
+    """`faulty_bug(name)`: switch one seeded bug on for the test (all off afterwards)."""
+    from torchcts.testing import faulty
+
+    faulty.disable_bugs()
+    yield faulty.enable_bugs
+    faulty.disable_bugs()
+
+
 @pytest.fixture(scope="session")
 def replays_failing():
     """`replays_failing(path, bug, cwd)`: asserts that a CLI replay on faulty with `bug` on still fails the case."""

@@ -23,16 +23,6 @@ BUG_FORMAT = {"h2d_odd_offset_reads_aligned_below": "uint4", "pitched_copy_ignor
               "small_non_blocking_readback_stale": "nf4", "float8_view_as_bytes_converts": "nvfp4"}
 
 
-@pytest.fixture
-def faulty_bug():
-    """`faulty_bug(name)`: switch one seeded bug on for the test (all off afterwards)."""
-    from torchcts.testing import faulty
-
-    faulty.disable_bugs()
-    yield faulty.enable_bugs
-    faulty.disable_bugs()
-
-
 def test_the_suite_is_registered_with_one_uint8_item_per_container_format():
     registry.load()
     spec = registry.get("quantized_containers")

@@ -26,16 +26,6 @@ BUG_FORMAT = {"lut_gather_wraps_past_15": "fp8_e4m3fn", "rshift_by_16_keeps_low_
               "int8_to_float_reads_unsigned": "int8_asymmetric"}
 
 
-@pytest.fixture
-def faulty_bug():
-    """`faulty_bug(name)`: switch one seeded bug on for the test (all off afterwards)."""
-    from torchcts.testing import faulty
-
-    faulty.disable_bugs()
-    yield faulty.enable_bugs
-    faulty.disable_bugs()
-
-
 def _on_faulty(*tensors):
     return [t.to("faulty") for t in tensors]
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import torch
 from hypothesis import strategies as st
-from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_leaves
 
 from torchcts.coverage.generated import from_traced_calls, resolve, split_name
 from torchcts.engine.programs import run_program
 from torchcts.strategies import Case, claimed_dtypes
 from torchcts.strategies.curated_calls import curated, curated_arguments
+from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.schema_args import schema_arguments
 from torchcts.strategies.traced_calls import traced_arguments
 
@@ -133,7 +133,7 @@ def overload_cases(name: str, dtype: torch.dtype, manifest: object, scenario: st
     def case(drawn) -> Case:
         sparse = ([[[where, layout, list(blocksize) if blocksize else None] for where, layout, blocksize in drawn.sparse]]
                   if drawn.sparse else [])
-        sample = SampleInput(anchor, args=(packet, overload, list(drawn.args), dict(drawn.kwargs),
+        sample = sample_input(anchor, args=(packet, overload, list(drawn.args), dict(drawn.kwargs),
                                            list(drawn.device_slots), list(drawn.mutated), *sparse))
         return Case(scenario or name, "scenario", dtype, sample, 0,
                     transforms=(describe(name, drawn.args, drawn.kwargs),))

@@ -12,16 +12,14 @@ kills the process is caught, shrunk like any failure and stored as a `crashed` c
 from __future__ import annotations
 
 import multiprocessing
-import signal
-import warnings
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from torchcts import interrupts
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions
 from torchcts.fuzz.scheduler import UNAVAILABLE
+from torchcts.isolation.fork import detach_from_run
 from torchcts.outcomes import PROBLEMS, Outcome, parse
 
 
@@ -40,7 +38,9 @@ class Task:
 
 def main(options: FuzzOptions, tasks: Any, results: Any) -> None:
     """The worker process: announce itself ready ({"ready": pid}), then answer tasks until a None comes."""
-    _detach_from_signals()
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid is not None:  # Ctrl-C and SIGTERM are the parent's (it stops us)
+        detach_from_run(parent.pid)  # blocked since our start (see `pool`): ignored, then unblocked
     settings = engine_settings(options)
     results.put({"ready": multiprocessing.current_process().pid})
     while True:
@@ -50,40 +50,17 @@ def main(options: FuzzOptions, tasks: Any, results: Any) -> None:
         results.put(run_task(task, settings))
 
 
-def _detach_from_signals() -> None:
-    """Ctrl-C, SIGTERM, SIGHUP are the parent's to handle (it stops the workers); a parent killed
-    outright (SIGKILL) takes its workers along."""
-    from torchcts.parent_death import die_with_parent
-
-    for sig in interrupts.SIGNALS:
-        signal.signal(sig, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.SIGNALS)  # blocked since its start (see `pool`)
-    parent = multiprocessing.parent_process()
-    if parent is not None and parent.pid is not None:
-        die_with_parent(parent.pid)
-
-
 def engine_settings(options: FuzzOptions) -> Any:
     """The engine's settings for every task of this hunt (imports torch, the backend and the properties,
     the manifest's custom suites included)."""
-    import torch
-
     from torchcts.cases.replay_items import replay_flags
-    from torchcts.engine.run import HARNESS_THREADS, EngineSettings
+    from torchcts.engine.run import EngineSettings
     from torchcts.engine.targets import Target
+    from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
-    from torchcts.manifest.load import import_backend
-    from torchcts.plan import registry
-    from torchcts.testing.faulty_autoload import enable_for_device
 
     manifest, _ = load_manifest(options.manifest)
-    if manifest.backend_import is not None:  # the parent imported it already: a failure here kills only this worker
-        import_backend(manifest.backend_import)
-    enable_for_device(options.device)  # a spawned worker registers the faulty device as its parent did
-    with warnings.catch_warnings():  # the parent warned about a suite file registering nothing; workers stay quiet
-        warnings.simplefilter("ignore", registry.RegistryWarning)
-        registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))  # as the plan did
-    torch.set_num_threads(HARNESS_THREADS)
+    prepare_worker(manifest, options.device)
     flags = replay_flags(options.device, options.compile_backend, manifest.source)
     target = Target(options.device, options.compile_backend)
     return EngineSettings(target=target, manifest=manifest, level=options.level or manifest.semantic_level,

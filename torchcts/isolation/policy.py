@@ -87,7 +87,6 @@ class IsolationPolicy:
     timeout_s: float = DEFAULT_ITEM_TIMEOUT_S
     can_fork: bool = True  # False: the device does not survive a fork; crash-prone oracle cases are not run
     start: str = attrs.field(default=AUTO, validator=attrs.validators.in_(START_METHODS))  # --isolation-start
-    workers: int = 1  # spawned worker interpreters kept (start spawn); more keep warm spares for after a crash
 
     def reason(self, item: Any) -> str | None:
         """Why this item runs isolated as a whole, or None to run it in the session's process."""
@@ -125,7 +124,7 @@ class IsolationPolicy:
                  f"{len(self.evidence)} items with earlier crash or hang evidence" if self.evidence else None]
         chosen = [p for p in parts if p]
         how = "forked children" if start_method(self, self.device_type) == FORK else \
-            f"spawned workers ({self.workers})"
+            "a spawned worker"
         return (", ".join(chosen) if chosen else "nothing") + f" (items in {how}, item timeout {self.timeout_s:.0f} s)"
 
 

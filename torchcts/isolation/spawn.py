@@ -14,7 +14,7 @@ forces this path where forking works too (tests, the faulty device).
 Why a subprocess and not multiprocessing's spawn context: the worker's stdout and stderr are a file
 from its first instruction (a native crash's last words, faulthandler's report), the messages are JSON
 lines on two pipes of our own (no pickle, no `__main__` re-import, no resource tracker), and the
-worker's start is asynchronous, so several workers (`IsolationPolicy.workers`) import in parallel.
+worker's start is asynchronous (it imports while the parent waits on its pipe, with a deadline).
 
 Signals: the parent blocks Ctrl-C, SIGTERM and SIGHUP while it starts a worker, which ignores them and
 dies with its parent (`fork.detach_from_run`); an interrupted parent kills the worker that was running
@@ -74,11 +74,10 @@ class Worker:
 
 
 class SpawnPool:
-    """Up to `size` worker interpreters started from `setup`, each started when an item first needs it."""
+    """A worker interpreter started from `setup` when an item first needs one; replaced after it dies."""
 
-    def __init__(self, setup: WorkerSetup, size: int = 1):
+    def __init__(self, setup: WorkerSetup):
         self.setup = setup
-        self.size = max(1, size)
         self.workers: list[Worker] = []
         self.started = 0  # workers started so far (a replacement counts)
         self.owner = os.getpid()  # a forked child of the run inherits the pool; only its owner stops workers
@@ -119,14 +118,14 @@ class SpawnPool:
         return ForkResult("crashed", exit_code=code, output_tail=tail, duration_s=duration)
 
     def _ready_worker(self) -> Worker:
-        """A live worker that has said it is ready; dead ones are replaced, missing ones started (all `size` at
-        once, so spares import in parallel). SpawnError when the one waited for dies or hangs while starting."""
+        """A live worker that has said it is ready; a dead one is replaced, a missing one started. SpawnError when
+        the one waited for dies or hangs while starting."""
         for worker in [w for w in self.workers if not w.alive()]:  # died while idle (the OOM killer, ...)
             self._drop(worker)
             worker.output.close()
-        while len(self.workers) < self.size:
-            self.workers.append(self._start())  # one by one: an interruption leaves none unstopped
-        worker = next((w for w in self.workers if w.ready), self.workers[0])
+        if not self.workers:
+            self.workers.append(self._start())
+        worker = self.workers[0]
         if worker.ready:
             return worker
         try:
@@ -219,7 +218,7 @@ def pool_for(settings: Any) -> SpawnPool:
     pool = _pools.get(setup)
     if pool is None:
         close_pools()
-        pool = _pools[setup] = SpawnPool(setup, getattr(settings.isolation, "workers", 1))
+        pool = _pools[setup] = SpawnPool(setup)
     return pool
 
 

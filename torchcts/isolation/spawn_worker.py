@@ -17,7 +17,6 @@ import os
 import sys
 import time
 import traceback
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,29 +54,17 @@ def main(argv: list[str]) -> int:
 
 def prepare(setup: Any) -> Any:
     """Import torch, the backend, the suites and the op database as the run did; the manifest (None without one)."""
-    import torch
-
     from torchcts.engine.hypothesis_profile import register_manifest_profile
-    from torchcts.engine.run import HARNESS_THREADS
+    from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
-    from torchcts.manifest.load import import_backend
-    from torchcts.plan import registry
     from torchcts.plan.catalog import all_ops
-    from torchcts.testing.faulty_autoload import enable_for_device
 
     manifest = None
     if setup.manifest is not None:
         manifest, _ = load_manifest(Path(setup.manifest))
         register_manifest_profile(manifest.hypothesis)  # before the backend module, which may build profiles on it
-        if manifest.backend_import is not None:
-            import_backend(manifest.backend_import)
-    enable_for_device(setup.device)
-    folders = manifest.custom_test_dirs if manifest is not None else ()
-    with warnings.catch_warnings():  # the parent warned about a suite file registering nothing already
-        warnings.simplefilter("ignore", registry.RegistryWarning)
-        registry.load(tuple(folder for folder in folders if Path(folder).is_dir()))
+    prepare_worker(manifest, setup.device)
     all_ops()
-    torch.set_num_threads(HARNESS_THREADS)
     return manifest
 
 

@@ -158,8 +158,9 @@ def start_run(config: pytest.Config) -> RunStart:
                            run_kind=run_kind(config), role=role)
     except RunFolderError as exc:
         raise SessionError(f"--results-dir: {exc}") from None
-    for entry in plan.accounting if role != distributed.WORKER else ():
-        writer.record({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason})
+    if role != distributed.WORKER:
+        writer.record_many({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason}
+                           for entry in plan.accounting)
     return RunStart(manifest, target, plan, writer, run_seed, max_examples,
                     selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
                     corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch,

@@ -1,0 +1,31 @@
+"""What a worker process (a spawned isolation worker, a fuzz worker) sets up before its first item, as the
+run's own process did: the manifest's backend, the faulty device, the suites, the harness's threads."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+def prepare_worker(manifest: Any, device: str) -> None:
+    """Import `manifest`'s backend (None: no manifest), register the faulty device if `device` is it, load the
+    packaged suites and the manifest's custom ones, and use the harness's thread count.
+
+    A backend that fails to import here kills only this worker; the run imported it already and said so.
+    The run warned about a suite file that registers nothing, so workers stay quiet about it."""
+    import torch
+
+    from torchcts.engine.run import HARNESS_THREADS
+    from torchcts.manifest.load import import_backend
+    from torchcts.plan import registry
+    from torchcts.testing.faulty_autoload import enable_for_device
+
+    if manifest is not None and manifest.backend_import is not None:
+        import_backend(manifest.backend_import)
+    enable_for_device(device)
+    folders = manifest.custom_test_dirs if manifest is not None else ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", registry.RegistryWarning)
+        registry.load(tuple(folder for folder in folders if Path(folder).is_dir()))
+    torch.set_num_threads(HARNESS_THREADS)

@@ -1,0 +1,251 @@
+"""Running path-shapes cases on a device against the CPU oracle, into a normal run folder.
+
+Why not the pytest engine: a path-shapes case is a fixed call (its shapes are the point), so it draws
+no Hypothesis strategy and has nothing to shrink; its `budget` seeded value draws (`inputs.draw_seed`)
+are the whole case. The runner keeps the engine's contracts instead: the outcome vocabulary
+(`torchcts.outcomes`), the oracle's tolerance model and comparison (`engine.oracle`), and the result
+record and run folder (`results.writer.RunWriter`), so `torchcts report --from` reads it like any run.
+
+Every case gets one record. Cases the run does not execute are accounted with a reason: the
+selection (`deselected`), a level above the manifest's (`level_filtered`), an op in its `skip_ops`
+(`op_excluded`), a dtype it does not claim (`dtype_*`), a tier past its `resource_limits`
+(`runtime_unavailable`, naming the limit). A waiver never changes an outcome: the record carries
+`waiver` and the summary counts waived problems apart; an expired waiver is ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+import torch
+
+from torchcts import dtypes as dtype_names
+from torchcts.engine import oracle
+from torchcts.manifest.model import DtypeStatus
+from torchcts.outcomes import PROBLEMS, Outcome
+from torchcts.pathshapes.corpus import TIERS, Case, Corpus, tensor_specs
+from torchcts.pathshapes.inputs import build_arguments, draw_seed
+from torchcts.pathshapes.ops import OPS, POINTWISE
+
+PROPERTY = "path_shapes"
+_DTYPE_OUTCOMES = {DtypeStatus.NOT_SUPPORTED: Outcome.DTYPE_NOT_SUPPORTED,
+                   DtypeStatus.REGEX_FILTERED: Outcome.DTYPE_REGEX_FILTERED,
+                   DtypeStatus.NOT_LISTED: Outcome.DTYPE_NOT_LISTED}
+MiB = 1 << 20
+
+
+@attrs.frozen
+class Selection:
+    """The run's filters (empty: everything)."""
+
+    families: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    levels: tuple[int, ...] = ()
+    ids: tuple[str, ...] = ()
+
+    def excludes(self, case: Case) -> str | None:
+        """Why the selection leaves `case` out, or None."""
+        for flag, wanted, value in (("--family", self.families, case.family), ("--tier", self.tiers, case.tier),
+                                    ("--level", self.levels, case.level), ("--id", self.ids, case.id)):
+            if wanted and value not in wanted:
+                return f"not selected by {flag} {' '.join(map(str, wanted))}"
+        return None
+
+
+@attrs.frozen
+class RunSettings:
+    """What every case of a run shares. `manifest` None claims everything and sets no limits."""
+
+    device: str
+    manifest: Any = None
+    validation: bool = False
+    selection: Selection = Selection()
+    today: datetime.date = attrs.field(factory=datetime.date.today)
+
+
+@attrs.frozen
+class RunSummary:
+    run_folder: Path
+    counts: dict[str, int]
+    waived_problems: int
+    unwaived_problems: int
+    warnings: tuple[str, ...]
+    duration_s: float
+
+
+def item_id(case: Case) -> str:
+    return f"{PROPERTY}::{case.op}::{case.id}::{case.dtype}"
+
+
+def not_run_reason(case: Case, settings: RunSettings) -> tuple[Outcome, str] | None:
+    """The accounting outcome and reason of a case the run does not execute, or None to execute it."""
+    why = settings.selection.excludes(case)
+    if why:
+        return Outcome.DESELECTED, why
+    manifest = settings.manifest
+    if manifest is None:
+        return None
+    if case.level > manifest.semantic_level:
+        return Outcome.LEVEL_FILTERED, f"case level {case.level} is above the manifest's semantic_level " \
+                                       f"{manifest.semantic_level}"
+    skip = manifest.skip_reason(case.op)
+    if skip is not None:
+        return Outcome.OP_EXCLUDED, f"skip_ops excludes {case.op}: {skip}"
+    for dtype in sorted({s.dtype for s in _floating_specs(case)}):
+        status = manifest.dtype_status(dtype_names.lookup(dtype), case.op)
+        if status is not DtypeStatus.CLAIMED:
+            return _DTYPE_OUTCOMES[status], f"the manifest does not claim {dtype} for {case.op} ({status.value})"
+    limits = manifest.resource_limits
+    if limits.max_device_memory_mb is not None and case.needed_bytes > limits.max_device_memory_mb * MiB:
+        return Outcome.RUNTIME_UNAVAILABLE, f"tier {case.tier}: needs {case.needed_bytes / MiB:.1f} MiB, above " \
+                                            f"resource_limits.max_device_memory_mb {limits.max_device_memory_mb:g}"
+    if limits.max_tensor_size_mb is not None and case.largest_bytes > limits.max_tensor_size_mb * MiB:
+        return Outcome.RUNTIME_UNAVAILABLE, f"tier {case.tier}: its largest tensor holds " \
+                                            f"{case.largest_bytes / MiB:.1f} MiB, above " \
+                                            f"resource_limits.max_tensor_size_mb {limits.max_tensor_size_mb:g}"
+    return None
+
+
+def _floating_specs(case: Case) -> list[Any]:
+    return [s for s in tensor_specs(case) if s.torch_dtype.is_floating_point]
+
+
+def run_case(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
+    """Execute one case's draws on `device` and on CPU; the record fields of its verdict (outcome, reason,
+    error, examples, the largest errors seen)."""
+    spec = OPS[case.op]
+    worst = oracle.Comparison(True)
+    for draw in range(case.budget):
+        generator = torch.Generator().manual_seed(draw_seed(case.id, draw))
+        args, kwargs = build_arguments(case, "cpu", generator)
+        call = f"{case.op} draw {draw} (seed {draw_seed(case.id, draw)})"
+        try:
+            expected = spec.fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the oracle rejects the case: not a finding about the backend
+            return _verdict(Outcome.CPU_CONTRACT, f"the CPU oracle raised on {call}", exc, draw)
+        try:
+            device_args, device_kwargs = _to_device(args, device), {k: _to_device(v, device) for k, v in kwargs.items()}
+            actual = spec.fn(*device_args, **device_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the backend raised where CPU did not
+            return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
+        tol = _tolerance(case, spec.category, args, expected, manifest, device)
+        result = oracle.compare(actual, expected, tol, strides="significant" if case.op in POINTWISE else False)
+        if not result.ok:
+            return {"outcome": Outcome.FAILED, "reason": "the backend's result differs from the CPU oracle's",
+                    "error": f"{call}: {result.message}", "error_line": result.message[:300],
+                    "examples": draw + 1, "max_abs_error": result.max_abs_error, "max_ulp": result.max_ulp}
+        worst = oracle.Comparison(True, "", max(worst.max_abs_error, result.max_abs_error),
+                                  max(worst.max_rel_error, result.max_rel_error), max(worst.max_ulp, result.max_ulp))
+    return {"outcome": Outcome.PASSED, "reason": "", "error": None, "examples": case.budget,
+            "max_abs_error": worst.max_abs_error, "max_ulp": worst.max_ulp}
+
+
+def _tolerance(case: Case, category: str, args: Any, expected: Any, manifest: Any, device: str) -> oracle.Tolerance:
+    dtype = next((s.torch_dtype for s in _floating_specs(case)), torch.float32)
+    tol = oracle.tolerance(dtype, None, None, device)
+    if manifest is not None:
+        override = manifest.tolerance_override(category, dtype)
+        if override is not None:
+            tol = oracle.Tolerance(override.rtol if override.rtol is not None else tol.rtol,
+                                   override.atol if override.atol is not None else tol.atol, "manifest")
+    widening = oracle.accumulation_widening(args, expected)
+    if widening > 1:
+        tol = tol.widened(widening)
+    return oracle.normwise_floor(tol, expected) if category != "elementwise" else tol
+
+
+def _to_device(value: Any, device: str) -> Any:
+    """A copy of `value` on `device` with the same strides (lists element by element)."""
+    if isinstance(value, list):
+        return [_to_device(v, device) for v in value]
+    if not isinstance(value, torch.Tensor):
+        return value
+    out = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=device)
+    return out.copy_(value)
+
+
+def _verdict(outcome: Outcome, reason: str, exc: BaseException, draw: int) -> dict[str, Any]:
+    line = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"[:300]
+    text = "".join(traceback.format_exception_only(type(exc), exc))[-4000:]
+    fields = {"outcome": outcome, "reason": reason, "error": text, "error_line": line, "examples": draw + 1}
+    if outcome is Outcome.ERROR:
+        fields["error_kind"] = "backend"
+    return fields
+
+
+def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environment: dict[str, Any],
+               progress: Callable[[str], None] = lambda line: None) -> RunSummary:
+    """Run (or account) every case of the corpus; write `<results_dir>/<run-id>/` and return the summary."""
+    from torchcts.results.writer import RunWriter
+
+    started = time.monotonic()
+    device_type = torch.device(settings.device).type
+    writer = RunWriter(results_dir, environment)
+    warnings: list[str] = []
+    waived = unwaived = 0
+    status = "partial"
+    try:
+        for case in sorted(corpus.cases, key=lambda c: (c.family, c.id)):
+            base = {"item": item_id(case), "property": PROPERTY, "op": case.op, "variant": case.id,
+                    "dtype": case.dtype, "level": case.level, "counterexample": None,
+                    "path_shape": {"family": case.family, "tier": case.tier, "needed_bytes": case.needed_bytes,
+                                   "largest_tensor_bytes": case.largest_bytes, "budget": case.budget,
+                                   "source": case.source, "file": case.file}}
+            waiver, expired = case.waiver_for(device_type, settings.today)
+            if expired is not None and settings.selection.excludes(case) is None:
+                warnings.append(f"{case.file}: case {case.id!r}: waiver expired {expired.expires.isoformat()}; "
+                                "ignored")
+            accounted = not_run_reason(case, settings)
+            if accounted is not None:
+                writer.record({**base, "outcome": accounted[0], "reason": accounted[1], "error": None,
+                               "duration_s": 0.0, "waiver": waiver.as_json() if waiver else None})
+                continue
+            writer.mark_started(base["item"])
+            t0 = time.monotonic()
+            fields = run_case(case, settings.device, settings.manifest)
+            record = {**base, **fields, "duration_s": round(time.monotonic() - t0, 4),
+                      "waiver": waiver.as_json() if waiver else None}
+            if fields["outcome"] in PROBLEMS:
+                if waiver is not None:
+                    waived += 1
+                else:
+                    unwaived += 1
+                progress(f"{fields['outcome'].value.upper()}{' (waived)' if waiver else ''} {case.id}: "
+                         f"{fields.get('error_line') or fields['reason']}")
+            writer.record(record)
+        status = "complete"
+    finally:
+        writer.close(status)
+    counts = dict(sorted(writer.outcomes.items()))
+    return RunSummary(writer.folder, counts, waived, unwaived, tuple(warnings), time.monotonic() - started)
+
+
+def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
+    """run.json's environment block: what a report needs to say what ran where."""
+    import hypothesis
+
+    import torchcts
+    from torchcts.results.writer import hardware_key
+
+    manifest = settings.manifest
+    return {"device": settings.device, "compile": None, "validation": settings.validation,
+            "hardware_key": hardware_key(settings.device), "torch": torch.__version__,
+            "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
+            "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": None,
+            "derandomize": True, "max_examples": None,
+            "level": manifest.semantic_level if manifest is not None else None,
+            "manifest": str(manifest.source) if manifest is not None else None,
+            "manifest_hash": manifest.fingerprint() if manifest is not None else None,
+            "suite": "path-shapes", "corpus": str(corpus.folder), "planned_items": len(corpus.cases),
+            "selection": attrs.asdict(settings.selection), "tiers": {t: b for t, b in TIERS.items()},
+            "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes]
+            if manifest is not None else None,
+            "capabilities": sorted(manifest.capabilities) if manifest is not None else [],
+            "property_capabilities": {PROPERTY: "inference"}}

@@ -114,10 +114,11 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     output = Path(output) if output is not None else Path(folder) / "report"
     audit_path = coverage_audit or (results_dir or Path(folder).parent) / "coverage" / "audit.json"
     coverage = coverage_section(Path(audit_path), warn) if "html" in formats else ""
+    triage = triage_link(Path(folder), output)
     written = {}
     for name in formats:
         path = output / _FILES[name]
-        text = _render(name, report, run, coverage)
+        text = _render(name, report, run, coverage, triage)
         try:
             output.mkdir(parents=True, exist_ok=True)
             _write_atomically(path, text)
@@ -127,18 +128,30 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     return written
 
 
-def _render(name: str, report: dict[str, Any], run: dict[str, Any], coverage: str = "") -> str:
+def triage_link(folder: Path, output: Path) -> str:
+    """The link from the report folder to the run's `torchcts triage` (<run>/triage/triage.md), or "" when the
+    run has not been triaged (docs/triage.md)."""
+    from urllib.parse import quote
+
+    triage = folder / "triage" / "triage.md"
+    if not triage.is_file():
+        return ""
+    return quote(os.path.relpath(triage, output).replace(os.sep, "/"))
+
+
+def _render(name: str, report: dict[str, Any], run: dict[str, Any], coverage: str = "", triage: str = "") -> str:
     if name == "json":
         return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"  # ensure_ascii: any str is safe
     helpers = {"duration": _duration, "heat": _heat, "percent": _percent, "others": other_failures(report["failures"])}
     if name == "md":
         return _MARKDOWN.get_template("scorecard.md.jinja").render(
-            report=report, first=SCORECARD_FAILURES, rows=SCORECARD_ROWS, kernels=SCORECARD_KERNELS, **helpers)
+            report=report, first=SCORECARD_FAILURES, rows=SCORECARD_ROWS, kernels=SCORECARD_KERNELS, triage=triage,
+            **helpers)
     if name == "html":
         return _TEMPLATES.get_template("report.html.jinja").render(
             report=report, level_chart=_level_chart(report), first=HTML_FIRST_FAILURES, page=HTML_FAILURE_PAGE,
             first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, coverage=coverage,
-            **helpers)
+            triage=triage, **helpers)
     return _junit(report, run["records"])
 
 

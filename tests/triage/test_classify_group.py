@@ -1,0 +1,125 @@
+"""Triage's machinery on its own: classification from record fields, conditions of real tensors, grouping."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import pytest
+import torch
+
+from torchcts.triage.classify import classify
+from torchcts.triage.clusters import Failure, group
+from torchcts.triage.conditions import Condition, sample_condition
+from torchcts.triage.families import OPINFO_PROPERTIES, op_family
+
+
+def record(outcome="failed", **fields):
+    return {"item": f"forward::add::function::float32", "property": "forward", "op": "add", "dtype": "float32",
+            "level": 1, "outcome": outcome, **fields}
+
+
+@attrs.frozen
+class FakeCase:  # the two fields of a CorpusCase classify reads (a real CorpusCase is used end to end)
+    inputs: dict
+    failure: dict
+
+
+@pytest.mark.parametrize("fields, kind, evidence", [
+    (dict(outcome="crashed", signal="SIGABRT"), "crash", "outcome crashed (SIGABRT)"),
+    (dict(outcome="timed_out"), "hang", "outcome timed_out"),
+    (dict(outcome="error", error_kind="missing_kernel", missing_kernel={"overload": "aten::trunc"}), "unsupported",
+     "error_kind missing_kernel (aten::trunc)"),
+    (dict(outcome="error", error_kind="backend", error_line="NotImplementedError: no"), "unsupported",
+     "error_kind backend, message NotImplementedError"),
+    (dict(outcome="error", error_kind="backend", error_line="RuntimeError: x"), "error_parity", "error_kind backend"),
+    (dict(outcome="error", error_kind="setup"), "harness", "error_kind setup"),
+    (dict(outcome="error", error_kind="nonsense"), "harness", "outcome error"),
+    (dict(property="errors"), "error_parity", "property errors"),
+    (dict(property="deterministic"), "nondeterminism", "property deterministic"),
+    (dict(error_line="faulty differs from CPU: output: dtype torch.float64, CPU gives torch.float32"), "dtype",
+     "message (last resort)"),
+    (dict(error_line="faulty differs from CPU: output: strides (1, 2), CPU gives (2, 1)"), "strides", "message"),
+    (dict(error_line="output: 3 at flat index 0, CPU gives 4"), "values", "outcome failed"),
+])
+def test_kinds_come_from_structured_fields_first(fields, kind, evidence):
+    verdict = classify(record(**fields))
+    assert verdict.kind == kind and verdict.evidence.startswith(evidence), verdict
+
+
+def test_the_stored_case_outranks_the_message():
+    case = FakeCase({"input": None}, {"difference": "output: strides (1, 4), CPU gives (4, 1)"})
+    verdict = classify(record(error_line="output: dtype torch.float64, CPU gives torch.float32"), case)
+    assert (verdict.kind, verdict.evidence) == ("strides", "case failure.difference: strides")
+    verdict = classify(record(), FakeCase({"input": None, "error_type": "IndexError"}, {}))
+    assert verdict.kind == "error_parity" and "IndexError" in verdict.evidence
+
+
+def features(*inputs, **kwargs):
+    return sample_condition(inputs[0], list(inputs[1:]), kwargs)
+
+
+def test_conditions_read_layout_size_and_special_values_off_real_tensors():
+    x = torch.arange(12.0).reshape(3, 4)
+    assert features(x).features == () and features(x).size_class == "small"
+    assert features(x.t()).features == ("non-contiguous",)
+    assert features(x[1:]).features == ("storage offset",)
+    assert features(torch.ones(3, 1).expand(3, 4)).features == ("expanded",)
+    assert features(torch.ones(2, 3, 4, 5).to(memory_format=torch.channels_last)).features == ("channels_last",)
+    assert features(torch.ones(0, 3)).features == ("empty",)
+    assert features(torch.tensor(1.0)).features == () and features(torch.tensor(1.0)).size_class == "scalar"
+    assert features(torch.ones(2000)).features == ("large",)
+    special = torch.tensor([math.nan, math.inf, -0.0, 1e-40])
+    assert features(special).features == ("-0", "inf", "nan", "subnormal")
+    assert features(torch.tensor([1, 2**31 - 1], dtype=torch.int32)).features == ("int extremes",)
+    assert features(torch.tensor([1, 2**64 - 1], dtype=torch.uint64)).features == ("int extremes",)  # no ge kernel
+    assert features(torch.tensor([1, 2], dtype=torch.uint64)).features == ()
+    assert features(torch.tensor([0, 3], dtype=torch.uint8)).features == ()
+    assert features(torch.tensor([-2**31, 3], dtype=torch.int32)).features == ("int extremes",)
+    assert features(torch.ones(2, dtype=torch.int64), 2**31).features == ("wide int scalar",)
+    assert features(torch.ones(2, dtype=torch.int32), 2.5).features == ("float scalar",)
+    mixed = features(torch.ones(2), torch.ones(2, dtype=torch.float64))
+    assert mixed.features == ("mixed dtypes",) and mixed.dtypes == ("float32", "float64") and mixed.tensors == 2
+    assert features(torch.ones(2, 2).to_sparse()).features == ("sparse_coo",)
+
+
+def test_families_split_elementwise_by_tensor_count_and_name_suites():
+    assert op_family("add", tensor_inputs=2) == "elementwise binary"
+    assert op_family("nn.functional.relu", tensor_inputs=1) == "elementwise unary"
+    assert op_family("max.reduction_no_dim") == op_family("sum") == op_family("argmax") == "reduction"
+    assert (op_family("mm"), op_family("sort"), op_family("eq"), op_family("diagonal")) == (
+        "matmul", "sort", "comparison", "indexing")
+    assert op_family("nn.functional.max_pool2d") == "pooling" and op_family("normal") == "random"
+    assert op_family("anything", scenario_suite="views") == "suite views"
+
+
+def test_opinfo_properties_are_the_registrys():
+    from torchcts.plan import registry
+
+    assert OPINFO_PROPERTIES == {spec.name for spec in registry.load() if not spec.scenario}
+
+
+def failure(item, kind="values", feats=(), elements=4, family="elementwise binary", dtype="float32"):
+    condition = Condition(tuple(feats), "small", (dtype,), 2, elements, "case x", True)
+    return Failure(item, "forward", item.split("::")[1], "function", dtype, "failed", kind, "e", family, condition)
+
+
+def test_grouping_joins_dtypes_and_supersets_and_picks_the_smallest_case():
+    """Plain cases are told apart by their op; a condition that holds another's and more joins it."""
+    failures = [failure("forward::abs::function::float32", feats=("storage offset",), elements=8),
+                failure("forward::abs::function::int32", feats=("storage offset",), elements=2, dtype="int32"),
+                failure("forward::exp::function::float32", feats=("large", "storage offset"), elements=1),
+                failure("forward::sum::function::float32", feats=("large",), elements=2000),  # a size takes no one
+                failure("forward::add::function::float32", feats=("non-contiguous",)),
+                failure("forward::mul::function::float32"),  # plain: joins nothing
+                failure("forward::sub::function::float32", kind="dtype", feats=("storage offset",))]
+    clusters = group(failures)
+    assert [(c.kind, c.condition, c.count) for c in clusters] == [
+        ("values", "storage offset", 3), ("values", "large", 1), ("values", "non-contiguous", 1),
+        ("values", "plain, op mul", 1), ("dtype", "storage offset", 1)]
+    offset = clusters[0]
+    assert offset.representative.item == "forward::exp::function::float32"  # 1 element
+    assert offset.differs() == {"op": ["abs", "exp"], "dtype": ["float32", "int32"],
+                                "case dtypes": ["float32", "int32"], "condition": ["large, storage offset",
+                                                                                   "storage offset"]}
+    assert set(offset.as_json()["items"]) == {f.item for f in failures[:3]}

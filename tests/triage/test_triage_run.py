@@ -1,0 +1,190 @@
+"""`torchcts triage` end to end: a real faulty-device run with mixed failure kinds, and hostile run folders.
+
+The real run switches on four seeded bugs of different kinds (docs/faulty-backend.md): a wrong value
+under a layout (`noncontiguous_add`), a missing kernel (`missing_kernel`: trunc) and a crash
+(`crash_hypot`, isolated by the packaged known-crash rule). Hand-written folders bring the rest:
+malformed and oversized case files, names built to break Markdown, terminals and Python.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.cases.files import new_case, save_case
+from torchcts.cli.main import cli
+from torchcts.manifest.templates import render_template
+from torchcts.triage.run import triage_run
+
+BUGS = "noncontiguous_add,crash_hypot,missing_kernel"
+CRASH = "forward::hypot::function::float32"
+
+
+def torchcts(cwd, *args, env=None, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=dict(os.environ, **(env or {})))
+
+
+@pytest.fixture(scope="module")
+def faulty_run(tmp_path_factory):
+    """One run of add, hypot and trunc (forward and layout, float32) with three bugs on; then `triage` of it."""
+    cwd = tmp_path_factory.mktemp("triage")
+    (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    run = torchcts(cwd, "run", "--device", "faulty", "--ops", "^(add|hypot|trunc)$", "--property", "forward",
+                   "--property", "layout", "--dtype", "float32", "--level", "2", "--derandomize", "--max-examples",
+                   "10", "--no-report", env={"TORCHCTS_FAULTY_BUGS": BUGS})
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    folder = next((cwd / "results").glob("*/run.json")).parent
+    triage = torchcts(cwd, "triage")  # the latest run in ./results, as `report` finds it
+    assert triage.returncode == 0, triage.stderr[-3000:]
+    return cwd, folder, triage
+
+
+def test_the_clusters_match_the_seeded_bugs(faulty_run):
+    cwd, folder, triage = faulty_run
+    data = json.loads((folder / "triage" / "triage.json").read_text())
+    clusters = {(c["family"], c["kind"], c["condition"]): c for c in data["clusters"]}
+    assert set(clusters) == {("missing kernel", "unsupported", "aten::trunc (PrivateUse1)"),
+                             ("elementwise", "crash", "unknown"),
+                             ("elementwise binary", "values", "non-contiguous")}, clusters
+    assert set(clusters["missing kernel", "unsupported", "aten::trunc (PrivateUse1)"]["items"]) == {
+        "forward::trunc::function::float32", "layout::trunc::function::float32"}
+    crash = clusters["elementwise", "crash", "unknown"]
+    assert set(crash["items"]) == {CRASH, "layout::hypot::function::float32"}
+    assert crash["representative"]["evidence"] == "outcome crashed (SIGABRT)"
+    values = clusters["elementwise binary", "values", "non-contiguous"]
+    assert values["representative"]["condition"]["source"].startswith("case ")
+    assert data["kinds"] == {"unsupported": 2, "crash": 2, "values": 1}
+    assert "5 failing items in 3 clusters" in triage.stdout
+    markdown = (folder / "triage" / "triage.md").read_text()
+    assert "| 1 | missing kernel | unsupported | aten::trunc (PrivateUse1) | 2 |" in markdown
+
+
+def test_the_crash_repro_script_reproduces_it_with_plain_python(faulty_run):
+    cwd, folder, _ = faulty_run
+    data = json.loads((folder / "triage" / "triage.json").read_text())
+    crash = next(c for c in data["clusters"] if c["kind"] == "crash")
+    script = cwd / crash["representative"]["repro"]  # as the run folder was named: relative to where triage ran
+    assert script.parent == folder / "triage" / "repro" and script.name.startswith("forward__hypot__function")
+    env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS="crash_hypot")
+    env.pop("PYTHONPATH", None)
+    died = subprocess.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
+                          timeout=900, cwd=cwd)
+    assert died.returncode in (-6, 134), died.stdout[-2000:] + died.stderr[-2000:]  # SIGABRT, as in the run
+    assert died.stdout.splitlines()[-1].startswith("sample ")  # the sample that killed it is the last line
+    env["TORCHCTS_FAULTY_BUGS"] = ""
+    fine = subprocess.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
+                          timeout=900, cwd=cwd)
+    assert fine.returncode == 0 and "not reproduced on faulty" in fine.stdout, fine.stderr[-2000:]
+
+
+def test_the_report_links_the_triage(faulty_run):
+    cwd, folder, _ = faulty_run
+    report = torchcts(cwd, "report", "--from", str(folder), "--format", "html", "--format", "md", timeout=600)
+    assert report.returncode == 0, report.stderr
+    assert 'href="../triage/triage.md"' in (folder / "report" / "report.html").read_text()
+    assert "(../triage/triage.md)" in (folder / "report" / "scorecard.md").read_text()
+
+
+# -- hostile folders -------------------------------------------------------------------------------------------
+
+HOSTILE = 'forward::add|`x`\n# Title <script>"""\x1b[31m::function::float32'
+
+
+def write_run(folder: Path, records: list, summary: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps(summary or {"status": "complete", "counts": {}, "run_id": "r",
+                                                            "environment": {"device": "faulty"}}))
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def rec(item, outcome="failed", op="add", prop="forward", **fields):
+    return {"item": item, "property": prop, "op": op, "dtype": "float32", "level": 1, "outcome": outcome,
+            "variant": "function", **fields}
+
+
+def stored_case(corpus: Path) -> Path:
+    x = torch.arange(6.0).reshape(2, 3)
+    case = new_case(prop="forward", op="add", variant="function", dtype="float32", device_type="faulty", backend=None,
+                    sample=SampleInput(x.t(), args=(torch.ones(3, 2),)), found={},
+                    failure={"outcome": "failed", "message": "m",
+                             "difference": "output: strides (1, 3), CPU gives (2, 1)"})
+    path = corpus / "strided.json"
+    save_case(path, case)
+    return path
+
+
+def test_hostile_records_and_cases_are_triaged_without_harm(tmp_path):
+    corpus = tmp_path / "corpus"
+    good = stored_case(corpus)
+    (corpus / "truncated.json").write_text('{"schema_version": 1, "inputs": ')
+    (corpus / "huge.json").write_bytes(b" " * (300 * 2**20))  # sparse-ish: over any case file limit
+    folder = write_run(tmp_path / "results" / "run", [
+        rec(HOSTILE, counterexample={"path": str(good), "replay": "x"}),
+        rec("forward::add::function::bfloat16", counterexample={"path": str(corpus / "truncated.json")}),
+        rec("forward::add::function::int32", counterexample={"path": str(corpus / "huge.json")}),
+        rec("forward::abs::function::float32", counterexample={"path": "nowhere/missing.json"}),
+        rec("crash::" + HOSTILE, outcome="crashed", op="__import__('os').system('echo pwned')"),
+        rec("forward::add::function::float32", outcome="crashed", signal="SIGSEGV"),
+        rec("forward::add::function::float32\n", outcome="timed_out", prop="streams", op="side_stream"),
+        rec("errors::add::function::float32", outcome="error", error_kind="harness"),
+        rec("forward::add::function::float16", outcome="passed"),
+    ])
+    result = CliRunner().invoke(cli, ["triage", "--from", str(folder)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((folder / "triage" / "triage.json").read_text())
+    assert data["failures"] == 8 and data["kinds"] == {"strides": 1, "values": 3, "crash": 2, "hang": 1, "harness": 1}
+    strides = next(c for c in data["clusters"] if c["kind"] == "strides")
+    assert strides["condition"] == "non-contiguous" and strides["items"] == [HOSTILE]
+    problems = "\n".join(data["problems"])
+    assert "truncated.json" in problems and "huge.json" in problems
+    assert "streams runs scenarios" in problems and "no sweep: 'no OpInfo" in problems  # no script, and why
+    assert all(p.isprintable() for p in data["problems"])
+    crash = next(c for c in data["clusters"] if c["kind"] == "crash")
+    assert crash["representative"]["item"] == "forward::add::function::float32"  # the one with a script
+    scripts = sorted((folder / "triage" / "repro").iterdir())
+    assert [p.name.startswith("forward__add__function__float32-") for p in scripts] == [True]
+    source = scripts[0].read_text()
+    ast.parse(source)
+    assert "pwned" not in source and "__import__" not in source
+    markdown = (folder / "triage" / "triage.md").read_text()
+    assert "\x1b" not in markdown and "\\|\\`x\\`\\n# Title" in markdown  # a cell
+    assert "<script>" not in re.sub(r"`[^`\n]*`", "", markdown)  # raw only inside code spans, where it is text
+    assert "`forward::add|'x'\\n# Title <script>\"\"\"\\x1b[31m::function::float32`" in markdown  # a code span
+    assert "\n# Title" not in markdown and markdown.count("\n# ") == 0  # the one heading is the first line
+
+
+def test_a_hostile_op_name_in_a_crash_record_never_becomes_code(tmp_path):
+    folder = write_run(tmp_path / "run", [rec("x", outcome="crashed", op="add'); import os #")])
+    triage = triage_run(folder)
+    assert triage.failures[0].repro is None and "no sweep" in triage.problems[0]
+    assert not (folder / "triage" / "repro").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--from", "nowhere"], "--from nowhere: no such folder"),
+    (["--from", "manifest.py"], "--from manifest.py: not a folder"),
+    (["--from", "empty"], "empty/run.json: missing"),
+    (["--from", "bad"], "bad/records.jsonl:2: field 'level' must be an integer from 0 to 8"),
+    (["--results-dir", "empty"], "empty: no run folder of a run that executed items"),
+])
+def test_a_bad_run_folder_is_one_line_and_exit_2(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "manifest.py").write_text("")
+    (tmp_path / "empty").mkdir()
+    write_run(tmp_path / "bad", [rec("a"), {**rec("b"), "level": "abc"}])
+    result = CliRunner().invoke(cli, ["triage", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.output

@@ -1,0 +1,76 @@
+"""`torchcts triage`: classify and group a run's failures by root-cause signature."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from torchcts.cli.options import fail, output_folder_option
+
+
+def _run_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """--from: an existing folder; anything else is one line and exit 2 (not click's usage text)."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        fail("--from: empty; name a run folder (results/<run-id>/)")
+    if not value.is_dir():
+        fail(f"--from {value}: {'not a folder' if value.exists() else 'no such folder'}; name a run folder "
+             f"(results/<run-id>/)")
+    return value
+
+
+@click.command("triage")
+@click.option("--from", "source", type=click.Path(path_type=Path), callback=_run_folder,
+              help="The run folder (results/<run-id>/) to triage (default: the latest run in --results-dir that "
+                   "executed items, as `torchcts report` picks it).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the latest run is looked for (default ./results).")
+@output_folder_option("--output", "Where triage.md, triage.json and repro/ go (default: <run folder>/triage/).")
+@click.option("--corpus-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where crash cases of `torchcts fuzz` are looked for, for crashed items without a stored case "
+                   "(default: the folder of the run's stored cases, else ./corpus).")
+@click.option("--no-scripts", is_flag=True, help="Do not write repro scripts for crashed and timed-out items.")
+def triage(source: Path | None, results_dir: Path | None, output: Path | None, corpus_dir: Path | None,
+           no_scripts: bool) -> None:
+    """Classify a run's failing records and group them by root-cause signature.
+
+    Every failed, error, crashed and timed_out record gets a kind (values, strides, dtype,
+    unsupported, error_parity, crash, hang, nondeterminism; harness for TorchCTS's own errors), decided
+    by its structured fields (outcome, error_kind, property, the stored case's failure) before any
+    message text, with the evidence that decided it. Failures are grouped by signature (op family,
+    kind, the condition its shrunk corpus case shows: layout, size class, special values, mixed
+    dtypes): each cluster has a count, its items, the representative with the smallest case, and what
+    differs inside it. Crashed and timed-out items get torch-only repro scripts in repro/.
+
+    Writes triage.md and triage.json (into <run folder>/triage/ unless --output) and prints the
+    clusters. Exits 2 when the run's files cannot be read (one line naming the file and line).
+    """
+    from torchcts.report.latest import latest_run_folder
+    from torchcts.results.files import ResultFileError
+    from torchcts.triage.output import console_lines, write
+    from torchcts.triage.run import triage_run
+
+    folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"))
+    if folder is None:
+        why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
+        fail(f"{results_dir or 'results'}: no run folder of a run that executed items (results/<run-id>/run.json)"
+             + (f"; passed over: {why}" if why else "") + "; run `torchcts run` first or pass --from")
+    if source is None:
+        click.echo(f"triaging {folder} (the latest run that executed items)", err=True)
+    output = output if output is not None else folder / "triage"
+    try:
+        result = triage_run(folder, output, corpus_dir, scripts=not no_scripts)
+    except ResultFileError as exc:
+        fail(str(exc))
+    try:
+        written = write(result, output)
+    except OSError as exc:
+        fail(f"--output {output}: cannot write the triage: {exc.strerror or exc}")
+    for line in console_lines(result):
+        click.echo(line)
+    for problem in result.problems[:10]:
+        click.echo(f"torchcts triage: warning: {problem}", err=True)
+    for name, path in written.items():
+        click.echo(f"{name:4} {path}")

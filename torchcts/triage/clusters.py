@@ -1,0 +1,129 @@
+"""Failures grouped by root-cause signature: (op family, kind, condition) -> a cluster.
+
+The signature is what one kernel bug has in common across the items it breaks: the family of the
+op, the kind of failure, and the notable features of the shrunk case (layout, size class, special
+values, mixed dtypes). The item's own dtype is not in the signature, so one bug seen in float32 and
+int32 is one cluster; the dtypes a cluster spans are listed under what differs inside it. A
+cluster's representative is its failure with the smallest shrunk case (fewest tensor elements;
+failures without a case come last, then those without a repro script).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import attrs
+
+from torchcts.triage.classify import KINDS
+from torchcts.triage.conditions import NOTABLE_SIZES, Condition
+
+_DIFFER_FIELDS = ("op", "property", "dtype", "variant", "outcome")
+SIZE_FEATURES = frozenset(NOTABLE_SIZES)
+
+
+@attrs.frozen
+class Failure:
+    """One failing record, classified, with its condition and what reproduces it."""
+
+    item: str
+    property: str
+    op: str
+    variant: str
+    dtype: str
+    outcome: str
+    kind: str
+    evidence: str
+    family: str
+    condition: Condition
+    error_line: str = ""
+    case: str | None = None  # the corpus case file, as the record names it
+    replay: str | None = None
+    repro: str | None = None  # the repro script written for it (crashed and timed_out items)
+
+    @property
+    def signature(self) -> tuple[str, str, str]:
+        """(family, kind, condition); a case that shows no condition names its op instead: the op is then the most
+        specific evidence there is."""
+        condition = self.condition
+        if condition.known and not condition.features and condition.root is None:
+            return (self.family, self.kind, f"plain, op {self.op}")
+        return (self.family, self.kind, condition.describe())
+
+    def as_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["condition"] = self.condition.as_json()
+        return data
+
+
+@attrs.frozen
+class Cluster:
+    family: str
+    kind: str
+    condition: str
+    failures: tuple[Failure, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.failures)
+
+    @property
+    def representative(self) -> Failure:
+        return min(self.failures, key=_smallness)
+
+    def differs(self) -> dict[str, list[str]]:
+        """The fields whose values vary inside the cluster, with those values (sorted)."""
+        found = {}
+        for name in _DIFFER_FIELDS:
+            values = sorted({getattr(f, name) for f in self.failures})
+            if len(values) > 1:
+                found[name] = values
+        dtypes = sorted({", ".join(f.condition.dtypes) for f in self.failures if f.condition.dtypes})
+        if len(dtypes) > 1:
+            found["case dtypes"] = dtypes
+        conditions = sorted({f.condition.describe() for f in self.failures})
+        if len(conditions) > 1:
+            found["condition"] = conditions
+        return found
+
+    def as_json(self) -> dict[str, Any]:
+        return {"family": self.family, "kind": self.kind, "condition": self.condition, "count": self.count,
+                "representative": self.representative.as_json(), "differs": self.differs(),
+                "items": [f.item for f in self.failures]}
+
+
+def _merge_supersets(by_signature: dict[tuple[str, str, str], list[Failure]]
+                     ) -> dict[tuple[str, str, str], list[Failure]]:
+    features = {key: frozenset(members[0].condition.features) for key, members in by_signature.items()
+                if members[0].condition.known and members[0].condition.features and members[0].condition.root is None}
+    specific = {key for key, found in features.items() if not found <= SIZE_FEATURES}  # a size alone explains little
+    merged: dict[tuple[str, str, str], list[Failure]] = {}
+    for key, members in by_signature.items():
+        own = features.get(key)
+        smaller = [other for other, theirs in features.items() if own is not None and other[:2] == key[:2]
+                   and theirs < own and other in specific]
+        # the smallest such condition (fewest features, then by name): minimal, so nothing smaller holds it
+        target = min(smaller, key=lambda other: (len(features[other]), other)) if smaller else key
+        merged.setdefault(target, []).extend(members)
+    return merged
+
+
+def _smallness(failure: Failure) -> tuple[bool, int, bool, str]:
+    elements = failure.condition.elements
+    return (elements is None, elements if elements is not None else 0, failure.repro is None, failure.item)
+
+
+def group(failures: Iterable[Failure]) -> tuple[Cluster, ...]:
+    """The clusters of `failures`, largest first (then by kind's order in KINDS, family and condition).
+
+    A signature whose condition holds another's of the same family and kind, and more (`large, storage
+    offset` beside `storage offset`), joins that one: the fewer features already explain it, and the extra
+    one is listed under what differs. Only a condition with more than a size class (empty, large) takes
+    others in; unknown and plain conditions join nothing and take no one in."""
+    by_signature: dict[tuple[str, str, str], list[Failure]] = {}
+    for failure in failures:
+        by_signature.setdefault(failure.signature, []).append(failure)
+    by_signature = _merge_supersets(by_signature)
+    clusters = [Cluster(family, kind, condition, tuple(sorted(members, key=lambda f: f.item)))
+                for (family, kind, condition), members in by_signature.items()]
+    return tuple(sorted(clusters, key=lambda c: (-c.count, KINDS.index(c.kind) if c.kind in KINDS else len(KINDS),
+                                                 c.family, c.condition)))

@@ -1,0 +1,66 @@
+"""An op's family for grouping failures: one table of name patterns, first match wins.
+
+The oracle's tolerance categories (`torchcts.engine.oracle.category`: linalg, matmul, conv, fft,
+norm, sdpa, loss, reduction) come first, copied here as patterns so triage reads no op database;
+the families after them split what the oracle calls elementwise into what a kernel author would
+look at (comparison, indexing, views, sort, pooling, ...). A scenario suite's item (`views`,
+`streams`, ...) is in the family of its suite. Elementwise ops are split into unary and binary by
+the number of tensors in their shrunk case.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)", "linalg"),
+    (r"(^|\.)(_?scaled_mm|mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
+     r"bilinear|chain_matmul|__rmatmul__|addr|kron)", "matmul"),
+    (r"conv", "conv"),
+    (r"^fft\.", "fft"),
+    (r"(^|\.)(\w*_pool\w*|\w*pool[123]d\w*)", "pooling"),
+    (r"(^|\.)(\w*rand\w*|normal|bernoulli|multinomial|\w*dropout\w*|uniform|exponential|geometric|cauchy|"
+     r"log_normal|poisson)(\.|$)", "random"),
+    (r"(norm|normalize)", "norm"),
+    (r"attention", "sdpa"),
+    (r"loss", "loss"),
+    (r"(^|\.)(sort|argsort|msort|topk|kthvalue|median|nanmedian|mode|unique\w*|searchsorted|bucketize)$", "sort"),
+    (r"(^|\.)(sum|nansum|mean|nanmean|prod|std|var|std_mean|var_mean|cumsum|cumprod|logsumexp|logcumsumexp|"
+     r"cummax|cummin|trapz|trapezoid|cumulative_trapezoid|softmax|log_softmax|max|min|amax|amin|aminmax|argmax|"
+     r"argmin|all|any|count_nonzero)(\.|$)", "reduction"),
+    (r"(^|\.)(eq|ne|lt|le|gt|ge|equal|isclose|allclose|greater\w*|less\w*|not_equal)$", "comparison"),
+    (r"(^|\.)(index\w*|gather|scatter\w*|take\w*|put\w*|masked\w*|diagonal\w*|diag\w*|select\w*|narrow\w*|"
+     r"nonzero\w*|where|tril\w*|triu\w*)(\.|$)", "indexing"),
+    (r"(^|\.)(view\w*|reshape\w*|permute|expand\w*|as_strided\w*|transpose|t|flatten|unflatten|squeeze|unsqueeze|"
+     r"movedim|moveaxis|split\w*|chunk|unbind|cat|concat\w*|stack|hstack|vstack|dstack|flip\w*|roll|rot90|"
+     r"repeat\w*|tile|contiguous|clone|alias\w*|broadcast\w*|atleast_\w+)(\.|$)", "shape"),
+    (r"(^|\.)(to|to_sparse|type_as|double|float|half|bfloat16|int|long|short|byte|char|bool|_to_copy|copy_?)$",
+     "conversion"),
+    (r"(^|\.)(empty\w*|zeros\w*|ones\w*|full\w*|arange|linspace|logspace|eye|new_\w+)$", "factory"),
+)
+_COMPILED = tuple((re.compile(pattern), family) for pattern, family in _FAMILIES)
+MISSING_KERNEL_FAMILY = "missing kernel"  # a missing overload breaks ops of every family: grouped by the overload
+ERROR_INPUT_FAMILY = "error checks"  # an input CPU rejects, rejected differently: grouped by CPU's error type
+FAMILIES = tuple(dict.fromkeys(family for _, family in _FAMILIES)) + (
+    "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY)
+
+
+def op_family(op: str, scenario_suite: str | None = None, tensor_inputs: int | None = None) -> str:
+    """The family of the OpInfo id `op` (`nn.functional.relu`, `max.reduction_no_dim`); a scenario item's is its
+    suite's (`suite views`). An elementwise op is `elementwise unary` or `elementwise binary` when the number of
+    tensors its shrunk case passes is known."""
+    if scenario_suite is not None:
+        return f"suite {scenario_suite}"
+    name = op.removeprefix("nn.functional.").removeprefix("special.").removeprefix("_refs.")
+    for pattern, family in _COMPILED:
+        if pattern.search(name):
+            return family
+    if tensor_inputs is None:
+        return "elementwise"
+    return "elementwise unary" if tensor_inputs <= 1 else "elementwise binary"
+
+
+# The OpInfo properties (`torchcts.plan.registry`: their items are OpInfo items, their `op` an OpInfo id);
+# every other property runs scenarios and its items are grouped by suite. tests/triage checks it against the registry.
+OPINFO_PROPERTIES = frozenset({"forward", "errors", "layout", "inplace", "out", "backward", "double_backward",
+                               "gradcheck"})

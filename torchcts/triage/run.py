@@ -1,0 +1,183 @@
+"""Triage one run folder: read its failing records, classify them, read their shrunk cases, group them.
+
+The run's files are untrusted (they travel between teams): records come through
+`torchcts.results.files` (bounded, validated, streamed) and only the fields triage needs are kept,
+each cut short; corpus cases through the corpus's own reader, at most `MAX_CASES` distinct files, each
+once (many missing-kernel items share one). A case that cannot be read leaves its failure's condition
+unknown and is listed with the file and field; the triage goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from torchcts.outcomes import PROBLEMS
+from torchcts.results.files import iter_records, read_summary
+from torchcts.triage.classify import classify
+from torchcts.triage.clusters import Cluster, Failure, group
+from torchcts.triage.conditions import Condition, case_condition, unknown
+from torchcts.triage.families import ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES, op_family
+
+PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
+MAX_CASES = 5000  # distinct case files read in one triage
+MAX_CORPUS_FILES = 2000  # files a search for crash cases looks at
+TEXT_CHARS = 300  # a kept text field (error line, item id) is at most this long
+
+
+@attrs.frozen
+class Triage:
+    folder: Path
+    run_id: str | None
+    device: str | None
+    failures: tuple[Failure, ...]
+    clusters: tuple[Cluster, ...]
+    problems: tuple[str, ...] = ()  # case files that could not be read, scripts not written: one line each
+
+    def as_json(self) -> dict[str, Any]:
+        kinds: dict[str, int] = {}
+        for failure in self.failures:
+            kinds[failure.kind] = kinds.get(failure.kind, 0) + 1
+        return {"schema_version": 1, "run": str(self.folder), "run_id": self.run_id, "device": self.device,
+                "failures": len(self.failures), "kinds": kinds, "clusters": [c.as_json() for c in self.clusters],
+                "problems": list(self.problems)}
+
+
+def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir: Path | str | None = None,
+               scripts: bool = True, say: Callable[[str], None] = lambda line: None) -> Triage:
+    """Classify and group the failing records of the run in `folder`; write repro scripts of crashed and
+    timed-out items into `<output>/repro/` (default output: `<folder>/triage`). ResultFileError names a
+    malformed run file."""
+    folder = Path(folder)
+    summary = read_summary(folder)
+    environment = summary["environment"]
+    device = environment.get("device")
+    output = Path(output) if output is not None else folder / "triage"
+    conditions: dict[Path, tuple[Condition, Any] | None] = {}
+    problems: list[str] = []
+    failures = []
+    for record in iter_records(folder):
+        if record["outcome"] not in PROBLEM_VALUES:
+            continue
+        condition, case = _condition(record, folder, conditions, problems)
+        failures.append(_failure(record, condition, case))
+    if scripts:
+        failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
+    return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 3] + "..."
+
+
+def _line(text: str) -> str:
+    """A problem as one printable line (names in it come from the run's files)."""
+    from torchcts.cases.files import printable
+
+    return _text(printable(text))
+
+
+def _failure(record: dict[str, Any], condition: Condition, case: Any) -> Failure:
+    verdict = classify(record, case)
+    prop = record["property"]
+    family = op_family(record["op"], None if prop in OPINFO_PROPERTIES else prop, condition.tensors)
+    expected = case.inputs.get("error_type") if case is not None and verdict.kind == "error_parity" else None
+    if isinstance(expected, str) and expected.isidentifier() and len(expected) <= 60:
+        family = ERROR_INPUT_FAMILY  # an OpInfo error input: one error-checking bug spans ops (dim wrapping, ...)
+        condition = attrs.evolve(condition, root=f"CPU raises {expected}")
+    missing = record.get("missing_kernel")
+    if record.get("error_kind") == "missing_kernel" and missing:  # one missing overload is one root cause
+        family = MISSING_KERNEL_FAMILY
+        key = missing.get("dispatch_key")
+        condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
+    counterexample = record.get("counterexample") or {}
+    return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
+                   _text(record["dtype"]), record["outcome"], verdict.kind, verdict.evidence, family, condition,
+                   _text(record.get("error_line") or record.get("reason")), counterexample.get("path"),
+                   counterexample.get("replay"))
+
+
+def case_file(path: str, folder: Path) -> Path | None:
+    """Where a record's case path points: as written when absolute; else from the working folder, the folder
+    holding the results folder (where `run` was started), the results folder or the run folder; None if nowhere."""
+    written = Path(path)
+    if written.is_absolute():
+        return written if written.exists() else None
+    for base in (Path.cwd(), folder.parent.parent, folder.parent, folder):
+        if (base / written).exists():
+            return base / written
+    return None
+
+
+def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Condition, Any] | None],
+               problems: list[str]) -> tuple[Condition, Any]:
+    from torchcts.cases.files import CaseFileError
+
+    counterexample = record.get("counterexample")
+    if not counterexample or not isinstance(counterexample.get("path"), str):
+        why = record.get("counterexample_error") or f"no stored case ({record['outcome']})"
+        return unknown(_text(why)), None
+    path = case_file(counterexample["path"], folder)
+    if path is None:
+        return unknown(_text(f"case {counterexample['path']} not found")), None
+    if path not in cache:
+        if len(cache) >= MAX_CASES:
+            return unknown(f"case not read: over the limit of {MAX_CASES} case files"), None
+        try:
+            cache[path] = case_condition(path)
+        except CaseFileError as exc:  # it names the file and field
+            cache[path] = None
+            problems.append(_line(f"case unreadable: {exc}"))
+        except (RecursionError, MemoryError, ValueError, TypeError, RuntimeError) as exc:  # decoded, not described
+            cache[path] = None
+            problems.append(_line(f"case {path}: its condition cannot be read: {type(exc).__name__}: {exc}"))
+    found = cache[path]
+    if found is None:
+        return unknown(_text(f"case {path} unreadable")), None
+    return found
+
+
+def _with_repros(failures: list[Failure], folder: Path, output: Path, device: str | None,
+                 corpus_dir: Path | str | None, problems: list[str], say: Callable[[str], None]) -> list[Failure]:
+    from torchcts.triage.repro import write_repro
+
+    dead = [f for f in failures if f.outcome in ("crashed", "timed_out")]
+    if not dead:
+        return failures
+    crash_cases = _crash_cases(corpus_dir, failures, folder)
+    written = {}
+    for failure in dead:
+        case = case_file(failure.case, folder) if failure.case else None
+        corpus_case = crash_cases.get((failure.property, failure.op, failure.dtype))
+        repro = write_repro(failure, output / "repro", device, case, corpus_case)
+        if repro.path is None:
+            problems.append(_line(f"{failure.item}: no repro script: {repro.source}"))
+        else:
+            say(f"repro {repro.path} ({repro.source})")
+        written[failure.item] = str(repro.path) if repro.path else None
+    return [attrs.evolve(f, repro=written[f.item]) if f.item in written else f for f in failures]
+
+
+def _crash_cases(corpus_dir: Path | str | None, failures: list[Failure], folder: Path) -> dict[tuple, Path]:
+    """(property, op, dtype) -> a corpus case whose stored failure is a crash or a hang (fuzz's crash hunt)."""
+    from torchcts.cases.files import CaseFileError, case_files, load_case
+
+    if corpus_dir is None:  # the corpus the run's stored cases are in, else ./corpus
+        stored = [case_file(f.case, folder) for f in failures if f.case]
+        found = [p for p in stored if p is not None]
+        corpus_dir = found[0].parent if found else Path("corpus")
+    corpus_dir = Path(corpus_dir)
+    if not corpus_dir.is_dir():
+        return {}
+    cases = {}
+    for path in case_files([corpus_dir])[:MAX_CORPUS_FILES]:
+        try:
+            case = load_case(path)
+        except CaseFileError:
+            continue
+        if case.failure.get("outcome") in ("crashed", "timed_out"):
+            cases.setdefault((case.property, case.op, case.dtype), path)
+    return cases

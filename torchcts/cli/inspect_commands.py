@@ -11,7 +11,10 @@ from pathlib import Path
 import click
 
 from torchcts.cli.completion import TEMPLATE_NAMES
-from torchcts.cli.options import LazyChoice, OutputFile, device_option, fail, manifest_option, output_folder_option
+from torchcts.cli.options import (
+    LazyChoice, OutputFile, compile_option, device_option, fail, manifest_option, output_folder_option,
+    resolved_manifest,
+)
 from torchcts.cli.selection import capability_option, only_capabilities, plan_for, selection_options
 
 
@@ -24,8 +27,10 @@ def _template_names() -> tuple[str, ...]:
 
 @click.command("check-manifest")
 @manifest_option()
+@device_option("Without --manifest and ./manifest.py: check the manifest TorchCTS ships for this device.")
+@compile_option("With --device cpu: check the manifest TorchCTS ships for torch.compile(backend=...).")
 @click.option("--strict", is_flag=True, help="Treat warnings (claims that cannot all be tested) as errors.")
-def check_manifest(manifest_path: Path, strict: bool) -> None:
+def check_manifest(manifest_path: Path | None, device: str | None, compile_backend: str | None, strict: bool) -> None:
     """Validate a manifest and summarise what it claims.
 
     Lists every problem at once, each with its key path, the bad value, what is allowed and the
@@ -34,6 +39,8 @@ def check_manifest(manifest_path: Path, strict: bool) -> None:
     """
     from torchcts.manifest import ManifestError, environment_problems, load_manifest
     from torchcts.manifest.summary import summary_lines
+
+    manifest_path = resolved_manifest(manifest_path, device, compile_backend)
     try:
         manifest, warnings = load_manifest(manifest_path)
     except ManifestError as exc:
@@ -209,15 +216,16 @@ def _validate_rendered(output: Path, text: str) -> None:
 
 @click.command("show-skips")
 @device_option("Device the run would target (recorded in the listing; nothing executes).")
+@compile_option("The torch.compile backend the run would use (picks the shipped manifest without --manifest).")
 @manifest_option()
 @selection_options(level_help="Deselect items above this semantic level, as run would.",
                    dtype_help="Only these dtypes, as run would; repeatable.")
 @capability_option("Only the items of properties that test this capability (their own, or one they also "
                    "prove, as forward proves ieee754); repeatable.")
 @click.option("--list", "list_items", is_flag=True, help="Also list every item, not only the counts.")
-def show_skips(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...],
-               ops: tuple[str, ...], properties: tuple[str, ...], capabilities: tuple[str, ...],
-               list_items: bool) -> None:
+def show_skips(device: str | None, compile_backend: str | None, manifest_path: Path | None, level: int | None,
+               dtypes: tuple[str, ...], ops: tuple[str, ...], properties: tuple[str, ...],
+               capabilities: tuple[str, ...], list_items: bool) -> None:
     """Show, without running anything, every item a run would not run and why, and what would run.
 
     Groups the items not run by outcome and reason, with counts per reason, per capability and
@@ -225,6 +233,7 @@ def show_skips(device: str | None, manifest_path: Path, level: int | None, dtype
     """
     from torchcts.plan.skips import skip_lines
 
+    manifest_path = resolved_manifest(manifest_path, device, compile_backend)
     plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
     plan, testing = only_capabilities(plan, capabilities)
     if capabilities:

@@ -115,12 +115,32 @@ def device_option(help: str, required: bool = False) -> Callable:
 
 
 MANIFEST_HELP = "Backend manifest: a Python file defining a dict `manifest`."
+MANIFEST_DEFAULT = "./manifest.py, else the manifest TorchCTS ships for --device [--compile]"
 
 
-def manifest_option(default: Path | None = Path("manifest.py"), help: str = MANIFEST_HELP) -> Callable:
-    """--manifest PATH, read as an input file (never a FIFO or a device)."""
+def manifest_option(default: Path | None = None, help: str = MANIFEST_HELP, resolved: bool = True) -> Callable:
+    """--manifest PATH, read as an input file (never a FIFO or a device); None when not given
+    (`resolved_manifest` picks ./manifest.py or a shipped target's; a command that does not resolve it
+    says its own default in `help`)."""
+    show_default = (MANIFEST_DEFAULT if default is None else True) if resolved else False
     return click.option("--manifest", "manifest_path", type=InputFile(), default=default,
-                        show_default=default is not None, help=help)
+                        show_default=show_default, help=help)
+
+
+def resolved_manifest(given: Path | None, device: str | None, compile_backend: str | None = None,
+                      required: bool = True) -> Path | None:
+    """--manifest, else ./manifest.py, else the shipped target manifest of --device [--compile], saying so on
+    stderr (`torchcts.manifest.targets`); none of them: exit 2 listing the shipped targets (None if not
+    `required`)."""
+    from torchcts.manifest.targets import NoShippedTarget, resolve_manifest, used_line
+
+    try:
+        path, target = resolve_manifest(given, device, compile_backend, required=required)
+    except NoShippedTarget as exc:
+        fail(str(exc))
+    if target is not None:
+        click.echo(used_line(target), err=True)
+    return path
 
 
 def compile_option(help: str) -> Callable:

@@ -13,7 +13,7 @@ import click
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
 from torchcts.cli.options import (
     PYTEST_ARGS, Command, InputFile, WorkerCount, compile_option, corpus_option, device_option, fail, manifest_option,
-    resolve_corpus, results_dir_option,
+    resolve_corpus, resolved_manifest, results_dir_option,
 )
 from torchcts.cli.completion import complete_dtypes
 from torchcts.cli.selection import plan_for, selection_options, shard_option
@@ -64,9 +64,9 @@ from torchcts.cli.selection import plan_for, selection_options, shard_option
               help="Record in each executed item's record the aten overloads its device side dispatched, for "
                    "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (5-20 us): about 1.06x a "
                    "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
-def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
-        properties: tuple[str, ...], shard: str | None, workers: str | None, derandomize: bool, seed: int | None,
-        max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
+def run(device: str | None, manifest_path: Path | None, level: int | None, dtypes: tuple[str, ...],
+        ops: tuple[str, ...], properties: tuple[str, ...], shard: str | None, workers: str | None, derandomize: bool,
+        seed: int | None, max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
         corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
         known_crashes: Path | None, known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
@@ -92,6 +92,8 @@ def run(device: str | None, manifest_path: Path, level: int | None, dtypes: tupl
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
+    # a --validation run tests CPU: without a manifest it uses the shipped cpu target's
+    manifest_path = resolved_manifest(manifest_path, device or "cpu", compile_backend)
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
                          properties=properties, shard=shard, workers=workers, derandomize=derandomize, seed=seed,
                          max_examples=max_examples,
@@ -145,7 +147,7 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @compile_option("Hunt through torch.compile(backend=...) on the device.")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
 @results_dir_option("Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
-def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
+def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
          dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path | None,
          workers: int, examples_per_task: int, task_timeout: float, compile_backend: str | None, seed: int | None,
          results_dir: Path) -> None:
@@ -172,6 +174,7 @@ def fuzz(device: str, manifest_path: Path, budget: str | None, max_visits: int |
     if task_timeout != task_timeout:  # FloatRange lets NaN through; it would disable hang detection
         raise click.BadParameter("nan is not a number of seconds", param_hint="--task-timeout")
     corpus_dir = resolve_corpus(corpus_dir, results_dir)
+    manifest_path = resolved_manifest(manifest_path, device, compile_backend)
     plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
     items = list(plan.items)
     if not items:
@@ -208,8 +211,7 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
 @click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @device_option("Device to replay on (the device the cases were found on, or another).")
 @compile_option("Replay through torch.compile(backend=...) on the device.")
-@manifest_option(default=None, help="Manifest whose tolerance_overrides and custom_test_dirs apply (default "
-                                    "./manifest.py if it exists; none needed).")
+@manifest_option(help="Manifest whose tolerance_overrides and custom_test_dirs apply (none needed).")
 @click.option("--builtin", is_flag=True,
               help="Also replay the curated corpus shipped with TorchCTS: its cases found on eager backends, or "
                    "with --compile B those found under torch.compile(backend=B).")
@@ -260,6 +262,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
         fail(f"no corpus at {', '.join(str(p) for p in paths if not p.exists())}; name case files or folders")
     from torchcts.cases.replay import run_replay
 
+    manifest_path = resolved_manifest(manifest_path, device, compile_backend, required=False)
     sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
                         results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo,
                         limits=CaseLimits.from_option(max_case_bytes)))

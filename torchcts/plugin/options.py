@@ -36,6 +36,7 @@ from torchcts.isolation.fork import fork_safe
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, IsolationPolicy
 from torchcts.manifest import Manifest, ManifestError, environment_problems, load_manifest
 from torchcts.manifest.model import HypothesisSettings
+from torchcts.manifest.targets import LOCAL_MANIFEST, shipped_target, used_line
 from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
 from torchcts.plan.selection import check_properties, check_shard
@@ -98,7 +99,7 @@ def start_run(config: pytest.Config) -> RunStart:
     selection, seed, max_examples = checked_options(option, defer_properties=True)  # before the manifest loads
     seed = hypothesis_seed(config, seed)
     replay_paths = option("torchcts_replay")
-    manifest_path = Path(option("torchcts_manifest") or "manifest.py")
+    manifest_path = _manifest_path(option, device, bool(replay_paths))
     manifest = _manifest(option, manifest_path, bool(replay_paths))
     selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
@@ -183,6 +184,19 @@ def corpus_dir(option: Any) -> Path:
     """--corpus-dir as given, or the default (`./corpus`, never the curated corpus TorchCTS ships)."""
     given = option("torchcts_corpus_dir")
     return Path(given) if given is not None else default_corpus_dir(Path(option("torchcts_results_dir")))
+
+
+def _manifest_path(option: Any, device: str, replaying: bool) -> Path:
+    """--manifest, else ./manifest.py, else (not replaying) the manifest TorchCTS ships for the device and
+    --compile backend (`torchcts.manifest.targets`, said on stderr), else ./manifest.py (reported missing)."""
+    given = option("torchcts_manifest")
+    if given is not None or replaying or LOCAL_MANIFEST.exists():
+        return Path(given or LOCAL_MANIFEST)
+    target = shipped_target(device, option("torchcts_compile"))
+    if target is None:
+        return LOCAL_MANIFEST
+    print(used_line(target), file=sys.stderr)
+    return target.path
 
 
 def _manifest(option: Any, manifest_path: Path, replaying: bool) -> Manifest | None:

@@ -60,6 +60,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     for module in NAMESPACED.values():
         assert module.replace(".", "/") + "/__init__.py" in names
     assert "torchcts/manifests/templates/smoke.py.jinja" in names
+    assert "torchcts/manifests/targets/meta.py" in names
+    assert "torchcts/pathshapes/data/cnn_classifiers.json" in names
     assert "torchcts/manifests/templates/_layout.py.jinja" in names
     assert "torchcts/cases/script_templates/case_script.py.jinja" in names
     assert "torchcts/report/templates/scorecard.md.jinja" in names

@@ -25,7 +25,7 @@ def test_the_entry_points_are_where_packaging_and_users_find_them():
 
     assert from_package is cli and callable(main)
     assert set(cli.commands) == {"check-manifest", "init", "run", "fuzz", "show-skips", "report", "replay", "selftest",
-                                 "coverage", "sync-opinfo"}
+                                 "coverage", "sync-opinfo", "path-shapes", "triage"}
 
 
 def test_every_cli_module_stays_small():
@@ -46,8 +46,10 @@ def test_every_folder_a_command_writes_is_the_one_checked_output_folder_option()
     written = {"results_dir", "corpus_dir", "output"}
     for name, command in cli.commands.items():
         for param in command.params:
-            if param.name not in written or (name, param.name) in {("report", "results_dir"), ("init", "output")}:
-                continue  # report only reads --results-dir; init's --output is a file
+            read_only = {("report", "results_dir"), ("init", "output"), ("triage", "results_dir"),
+                         ("triage", "corpus_dir")}
+            if param.name not in written or (name, param.name) in read_only:
+                continue  # report and triage only read --results-dir (triage its --corpus-dir); init's --output: a file
             assert isinstance(param.type, OutputFolder), (name, param.name)
 
 

@@ -13,7 +13,8 @@ import sys
 import click
 
 import torchcts
-from torchcts.cli import coverage_commands, inspect_commands, run_commands, sync_command
+from torchcts.cli import (coverage_commands, inspect_commands, pathshapes_commands, run_commands, sync_command,
+                          triage_command)
 from torchcts.hash_seed import run_with_fixed_hash_seed
 from torchcts.cli.project_venv import maybe_switch_to_project_venv
 
@@ -33,7 +34,8 @@ def cli() -> None:
 
 for _command in (inspect_commands.check_manifest, inspect_commands.init, run_commands.run, run_commands.fuzz,
                  inspect_commands.show_skips, inspect_commands.report, run_commands.replay, run_commands.selftest,
-                 coverage_commands.coverage, sync_command.sync_opinfo):
+                 coverage_commands.coverage, sync_command.sync_opinfo, pathshapes_commands.path_shapes,
+                 triage_command.triage):
     cli.add_command(_command)
 
 

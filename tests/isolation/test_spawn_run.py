@@ -48,7 +48,7 @@ def test_subprocess_per_test_in_spawned_workers_records_the_crash_and_keeps_the_
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert summary["status"] == "complete" and executed(summary) == {"crashed": 1, "passed": 1}
     assert "every item" in summary["environment"]["isolation"]
-    assert "spawned workers" in summary["environment"]["isolation"]
+    assert "a spawned worker" in summary["environment"]["isolation"]
     crashed = items[CRASH]
     assert crashed["outcome"] == "crashed" and crashed["signal"] == "SIGABRT" and crashed["isolated_by"] == "spawn"
     assert "Fatal Python error" in crashed["error"] and "_crash" in crashed["error"]  # the worker's last output

@@ -74,3 +74,5 @@ def triage(source: Path | None, results_dir: Path | None, output: Path | None, c
         click.echo(f"torchcts triage: warning: {problem}", err=True)
     for name, path in written.items():
         click.echo(f"{name:4} {path}")
+    if output == folder / "triage" and (folder / "report").is_dir():
+        click.echo(f"`torchcts report --from {folder}` links it from the run's report", err=True)

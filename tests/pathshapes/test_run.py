@@ -16,12 +16,13 @@ from click.testing import CliRunner
 from torchcts.cli.main import cli
 from torchcts.pathshapes import corpus as ps
 from torchcts.pathshapes.inputs import build_arguments, draw_seed
-from torchcts.pathshapes.runner import RunSettings, Selection, not_run_reason, run_case
+from torchcts.pathshapes.runner import RunSettings, Selection, not_run_reason, run_backward, run_case
 from torchcts.results.files import read_records
 
 
-def _records(folder: Path) -> dict[str, dict]:
-    return {r["variant"]: r for r in read_records(folder)}
+def _records(folder: Path, prop: str = "path_shapes") -> dict[str, dict]:
+    """The records of one property's items, by case id."""
+    return {r["variant"]: r for r in read_records(folder) if r["property"] == prop}
 
 
 def _run_folder(results: Path) -> Path:
@@ -54,6 +55,24 @@ def test_every_case_of_a_valid_family_passes_against_cpu(tmp_path, kit):
         assert record["outcome"] == "passed" and record["examples"] == case.budget, record
 
 
+def test_every_case_of_a_valid_family_has_matching_gradients_on_cpu(tmp_path, kit):
+    for case in ps.load_corpus(kit.write_corpus(tmp_path, kit.good_family())).cases:
+        record = run_backward(case, "cpu")
+        assert record["outcome"] == "passed" and record["examples"] == case.budget, record
+
+
+def test_a_case_without_floating_operands_has_no_backward_item(tmp_path, kit):
+    from torchcts.pathshapes.runner import properties_of
+
+    ints = kit.tensor(4, dtype="int64", values="index", high=10)
+    body = kit.family("ints", kit.case("ints.add", args=[ints, ints]),
+                      kit.case("ints.embedding", "embedding", [kit.tensor(4, dtype="int64", values="index", high=10),
+                                                               kit.tensor(10, 4)]))
+    cases = {c.id: c for c in ps.load_corpus(kit.write_corpus(tmp_path, body)).cases}
+    assert properties_of(cases["ints.add"]) == ("path_shapes",)
+    assert properties_of(cases["ints.embedding"]) == ("path_shapes", "path_shapes_backward")
+
+
 def test_a_cpu_oracle_rejection_is_cpu_contract(tmp_path, kit):
     body = kit.family("toy", kit.case("toy.embedding", "embedding",
                                       [kit.tensor(4, dtype="int64", values="index", high=20), kit.tensor(10, 4)]))
@@ -82,7 +101,7 @@ def _accounting_family(kit):
     )
 
 
-def test_manifest_limits_levels_dtypes_and_skips_are_accounted(tmp_path, kit, limited_manifest):
+def test_manifest_limits_levels_dtypes_and_skips_are_accounted(tmp_path, kit, limited_manifest, write_manifest):
     from torchcts.manifest import load_manifest
 
     manifest, _ = load_manifest(limited_manifest)
@@ -96,6 +115,16 @@ def test_manifest_limits_levels_dtypes_and_skips_are_accounted(tmp_path, kit, li
     assert reasons["acct.level6"] == ("level_filtered", "case level 6 is above the manifest's semantic_level 4")
     assert reasons["acct.bf16"][0] == "dtype_not_listed"
     assert reasons["acct.skipped"][0] == "op_excluded" and "not yet" in reasons["acct.skipped"][1]
+    backward = {name: not_run_reason(case, settings, "path_shapes_backward") for name, case in cases.items()}
+    assert backward["acct.small_ok"] == ("capability_not_declared", "gradients need the training capability")
+    assert backward["acct.level6"][0] == "level_filtered"  # the level comes first, as for every item
+    trained, _ = load_manifest(write_manifest('''
+manifest = dict(BASE, semantic_level=3, capabilities={**BASE["capabilities"], "training": True})
+''', name="trained.py"))
+    low = RunSettings(device="cpu", manifest=trained)
+    assert not_run_reason(cases["acct.small_ok"], low) is None
+    assert not_run_reason(cases["acct.small_ok"], low, "path_shapes_backward") == (
+        "level_filtered", "backward items are level 4 (the case 2), above the manifest's semantic_level 3")
     narrowed = RunSettings(device="cpu", manifest=manifest, selection=Selection(levels=(5,)))
     assert not_run_reason(cases["acct.small_ok"], narrowed) == ("deselected", "not selected by --level 5")
 
@@ -127,8 +156,11 @@ def test_cli_run_validation_passes_a_family_of_the_shipped_corpus(tmp_path):
     assert result.exit_code == 0, result.output
     records = read_records(_run_folder(tmp_path))
     executed = [r for r in records if r["outcome"] != "deselected"]
-    assert len(records) == len(ps.load_corpus().cases)  # every case has a record
+    from torchcts.pathshapes.runner import properties_of
+
+    assert len(records) == sum(len(properties_of(c)) for c in ps.load_corpus().cases)  # every item has a record
     assert executed and all(r["outcome"] == "passed" for r in executed)
+    assert {r["property"] for r in executed} == {"path_shapes", "path_shapes_backward"}
     assert all(r["path_shape"]["family"] == "recommendation" for r in executed)
 
 
@@ -157,9 +189,10 @@ def test_summary_and_list_filters(tmp_path, kit):
     assert shipped.exit_code == 0 and all(" large(" in line for line in shipped.stdout.splitlines())
 
 
-def _faulty_run(tmp_path: Path, corpus_dir: Path, *args: str) -> subprocess.CompletedProcess:
+def _faulty_run(tmp_path: Path, corpus_dir: Path, *args: str, bugs: str = "grouped_conv_channels_last"
+                ) -> subprocess.CompletedProcess:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": "grouped_conv_channels_last"}
+    env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": bugs}
     return subprocess.run([sys.executable, "-m", "torchcts", "path-shapes", "run", "--device", "faulty", "--corpus",
                            str(corpus_dir), "--results-dir", str(tmp_path / "r"), *args],
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -171,7 +204,7 @@ def test_a_seeded_bug_fails_its_case_and_a_waiver_only_marks_it_known(tmp_path, 
     records = _records(_run_folder(tmp_path / "r"))
     assert records["toy.depthwise.channels_last"]["outcome"] == "failed"
     assert records["toy.add"]["outcome"] == "passed" and records["toy.matmul.transposed"]["outcome"] == "passed"
-    assert "FAILED toy.depthwise.channels_last" in plain.stdout
+    assert "FAILED path_shapes::conv2d::toy.depthwise.channels_last::float32" in plain.stdout
 
     today = datetime.date.today()
     waiver = {"targets": ["faulty"], "reason": "BUG-7: grouped conv ignores channels_last",
@@ -187,3 +220,17 @@ def test_a_seeded_bug_fails_its_case_and_a_waiver_only_marks_it_known(tmp_path, 
     assert expired.returncode == 1
     assert "waiver expired" in expired.stderr and "unwaived 1" in expired.stdout
     assert _records(_run_folder(tmp_path / "e" / "r"))["toy.depthwise.channels_last"]["waiver"] is None
+
+
+def test_a_gradient_bug_fails_the_backward_item_only(tmp_path, kit):
+    """embedding_backward_overwrites_repeats: a repeated index keeps one row's gradient; the forward is right."""
+    lookup = kit.case("toy.embedding", "embedding", [kit.tensor(64, dtype="int64", values="index", high=10),
+                                                      kit.tensor(10, 4)])
+    run = _faulty_run(tmp_path, kit.write_corpus(tmp_path / "c", kit.family("toy", lookup)),
+                      bugs="embedding_backward_overwrites_repeats")
+    assert run.returncode == 1, run.stdout + run.stderr
+    folder = _run_folder(tmp_path / "r")
+    assert _records(folder)["toy.embedding"]["outcome"] == "passed"
+    backward = _records(folder, "path_shapes_backward")["toy.embedding"]
+    assert backward["outcome"] == "failed" and backward["error_line"].startswith("gradient: "), backward
+    assert backward["item"] == "path_shapes_backward::embedding::toy.embedding::float32" and backward["level"] == 4

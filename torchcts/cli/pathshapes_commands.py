@@ -148,7 +148,9 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
         today: datetime.date, results_dir: Path) -> None:
     """Run each case's seeded draws on the device and on CPU and compare (the oracle's tolerance model).
 
-    Every case gets a record; those not run say why (selection, level, dtype, skip_ops, resource limits).
+    Two items per case: `path_shapes` compares the forward result, `path_shapes_backward` the gradients of
+    its floating operands (level 4, needs the training capability). Every item gets a record; those not run
+    say why (selection, level, capability, dtype, skip_ops, resource limits).
     Waivers mark a problem known (records carry `waiver`), never turn it into a pass; expired ones are
     ignored with a warning. Exits 0 when no unwaived case failed, 1 when one did, 2 for bad input, 3 when
     nothing executed."""

@@ -6,11 +6,16 @@ are the whole case. The runner keeps the engine's contracts instead: the outcome
 (`torchcts.outcomes`), the oracle's tolerance model and comparison (`engine.oracle`), and the result
 record and run folder (`results.writer.RunWriter`), so `torchcts report --from` reads it like any run.
 
-Every case gets one record. Cases the run does not execute are accounted with a reason: the
+Each case is two items: `path_shapes` compares the forward result (values, and strides for pointwise
+ops), and `path_shapes_backward` compares the gradients of every floating operand under fixed
+seeded cotangents (`training`, level 4, as the OpInfo `backward` property). Every item gets one
+record. Items the run does not execute are accounted with a reason: the
 selection (`deselected`), a level above the manifest's (`level_filtered`), an op in its `skip_ops`
 (`op_excluded`), a dtype it does not claim (`dtype_*`), a tier past its `resource_limits`
-(`runtime_unavailable`, naming the limit). A waiver never changes an outcome: the record carries
-`waiver` and the summary counts waived problems apart; an expired waiver is ignored with a warning.
+(`runtime_unavailable`, naming the limit), a backward item without the `training` capability
+(`capability_not_declared`); a case with no floating operand has no backward item. A waiver never
+changes an outcome: the record carries `waiver` and the summary counts waived problems apart; an
+expired waiver is ignored with a warning.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Callable
 
 import attrs
 import torch
+from torch.utils._pytree import tree_leaves
 
 from torchcts import dtypes as dtype_names
 from torchcts.engine import oracle
@@ -33,11 +39,13 @@ from torchcts.outcomes import PROBLEMS, Outcome
 from torchcts.pathshapes.corpus import TIERS, Case, Corpus, tensor_specs
 from torchcts.pathshapes.inputs import build_arguments, draw_seed
 from torchcts.pathshapes.ops import OPS, POINTWISE
+from torchcts.plan.build import DTYPE_NOT_RUN
 
 PROPERTY = "path_shapes"
-_DTYPE_OUTCOMES = {DtypeStatus.NOT_SUPPORTED: Outcome.DTYPE_NOT_SUPPORTED,
-                   DtypeStatus.REGEX_FILTERED: Outcome.DTYPE_REGEX_FILTERED,
-                   DtypeStatus.NOT_LISTED: Outcome.DTYPE_NOT_LISTED}
+BACKWARD = "path_shapes_backward"
+BACKWARD_LEVEL = 4  # the OpInfo backward property's level: gradients are a `training` claim
+BACKWARD_CAPABILITY = "training"
+PROPERTY_CAPABILITIES = {PROPERTY: "inference", BACKWARD: BACKWARD_CAPABILITY}
 MiB = 1 << 20
 
 
@@ -80,28 +88,39 @@ class RunSummary:
     duration_s: float
 
 
-def item_id(case: Case) -> str:
-    return f"{PROPERTY}::{case.op}::{case.id}::{case.dtype}"
+def item_id(case: Case, prop: str = PROPERTY) -> str:
+    return f"{prop}::{case.op}::{case.id}::{case.dtype}"
 
 
-def not_run_reason(case: Case, settings: RunSettings) -> tuple[Outcome, str] | None:
-    """The accounting outcome and reason of a case the run does not execute, or None to execute it."""
+def properties_of(case: Case) -> tuple[str, ...]:
+    """The items of `case`: forward always, backward when it has a floating operand to differentiate."""
+    return (PROPERTY, BACKWARD) if _floating_specs(case) else (PROPERTY,)
+
+
+def not_run_reason(case: Case, settings: RunSettings, prop: str = PROPERTY) -> tuple[Outcome, str] | None:
+    """The accounting outcome and reason of an item (`prop` of `case`) the run does not execute, or None to
+    execute it."""
     why = settings.selection.excludes(case)
     if why:
         return Outcome.DESELECTED, why
     manifest = settings.manifest
     if manifest is None:
         return None
-    if case.level > manifest.semantic_level:
-        return Outcome.LEVEL_FILTERED, f"case level {case.level} is above the manifest's semantic_level " \
-                                       f"{manifest.semantic_level}"
+    level = max(case.level, BACKWARD_LEVEL) if prop == BACKWARD else case.level
+    if level > manifest.semantic_level:
+        what = f"case level {case.level} is" if level == case.level else \
+            f"backward items are level {BACKWARD_LEVEL} (the case {case.level}),"
+        return Outcome.LEVEL_FILTERED, f"{what} above the manifest's semantic_level {manifest.semantic_level}"
+    if prop == BACKWARD and not manifest.declares(BACKWARD_CAPABILITY):
+        return Outcome.CAPABILITY_NOT_DECLARED, f"gradients need the {BACKWARD_CAPABILITY} capability"
     skip = manifest.skip_reason(case.op)
     if skip is not None:
         return Outcome.OP_EXCLUDED, f"skip_ops excludes {case.op}: {skip}"
     for dtype in sorted({s.dtype for s in _floating_specs(case)}):
         status = manifest.dtype_status(dtype_names.lookup(dtype), case.op)
         if status is not DtypeStatus.CLAIMED:
-            return _DTYPE_OUTCOMES[status], f"the manifest does not claim {dtype} for {case.op} ({status.value})"
+            outcome, detail = DTYPE_NOT_RUN[status]
+            return outcome, f"the manifest does not claim {dtype} for {case.op}: {detail}"
     limits = manifest.resource_limits
     if limits.max_device_memory_mb is not None and case.needed_bytes > limits.max_device_memory_mb * MiB:
         return Outcome.RUNTIME_UNAVAILABLE, f"tier {case.tier}: needs {case.needed_bytes / MiB:.1f} MiB, above " \
@@ -145,6 +164,60 @@ def run_case(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
                                   max(worst.max_rel_error, result.max_rel_error), max(worst.max_ulp, result.max_ulp))
     return {"outcome": Outcome.PASSED, "reason": "", "error": None, "examples": case.budget,
             "max_abs_error": worst.max_abs_error, "max_ulp": worst.max_ulp}
+
+
+def run_backward(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
+    """Execute one case's draws through autograd on `device` and on CPU: the gradients of every floating operand
+    under the same seeded cotangents; the record fields of its verdict."""
+    spec = OPS[case.op]
+    worst = oracle.Comparison(True)
+    for draw in range(case.budget):
+        seed = draw_seed(case.id, draw)
+        args, kwargs = build_arguments(case, "cpu", torch.Generator().manual_seed(seed))
+        call = f"{case.op} backward, draw {draw} (seed {seed})"
+        try:
+            device_args, device_kwargs = _to_device(args, device), {k: _to_device(v, device) for k, v in kwargs.items()}
+        except Exception as exc:  # noqa: BLE001 - the backend cannot even hold the operands
+            return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
+        try:
+            outputs, expected = _gradients(spec, args, kwargs, seed)
+        except Exception as exc:  # noqa: BLE001 - the oracle rejects the case: not a finding about the backend
+            return _verdict(Outcome.CPU_CONTRACT, f"the CPU oracle raised on {call}", exc, draw)
+        try:
+            _, actual = _gradients(spec, device_args, device_kwargs, seed)
+        except Exception as exc:  # noqa: BLE001 - the backend raised where CPU did not
+            return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
+        # a gradient sums over what the forward broadcast or reduced, and over what it fanned out
+        tol = _tolerance(case, spec.category, args, outputs, manifest, device)
+        widening = oracle.accumulation_widening(outputs, expected)
+        tol = oracle.normwise_floor(tol.widened(widening) if widening > 1 else tol, expected)
+        result = oracle.compare(actual, expected, tol)
+        if not result.ok:
+            message = result.message.replace("output", "gradient", 1)
+            return {"outcome": Outcome.FAILED, "reason": "the backend's gradients differ from the CPU oracle's",
+                    "error": f"{call}: {message}", "error_line": message[:300], "examples": draw + 1,
+                    "max_abs_error": result.max_abs_error, "max_ulp": result.max_ulp}
+        worst = oracle.Comparison(True, "", max(worst.max_abs_error, result.max_abs_error),
+                                  max(worst.max_rel_error, result.max_rel_error), max(worst.max_ulp, result.max_ulp))
+    return {"outcome": Outcome.PASSED, "reason": "", "error": None, "examples": case.budget,
+            "max_abs_error": worst.max_abs_error, "max_ulp": worst.max_ulp}
+
+
+def _gradients(spec: Any, args: list[Any], kwargs: dict[str, Any], seed: int) -> tuple[list[Any], list[Any]]:
+    """(the op's differentiable outputs, detached; the gradient of every floating operand, zeros where autograd
+    gives none) for cotangents drawn from `seed`. The operands are fresh leaves (`build_arguments`, `_to_device`)."""
+    leaves = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    for leaf in leaves:
+        leaf.requires_grad_(True)
+    outputs = [t for t in tree_leaves(spec.fn(*args, **kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not outputs:
+        return [], [torch.zeros_like(leaf) for leaf in leaves]
+    generator = torch.Generator().manual_seed(seed)
+    cotangents = [(torch.rand(o.shape, generator=generator, dtype=torch.float64) * 4 - 2).to(o.dtype).to(o.device)
+                  for o in outputs]
+    grads = torch.autograd.grad(outputs, leaves, cotangents, allow_unused=True)
+    return ([o.detach() for o in outputs],
+            [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, grads)])
 
 
 def _tolerance(case: Case, category: str, args: Any, expected: Any, manifest: Any, device: str) -> oracle.Tolerance:
@@ -193,33 +266,35 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
     status = "partial"
     try:
         for case in sorted(corpus.cases, key=lambda c: (c.family, c.id)):
-            base = {"item": item_id(case), "property": PROPERTY, "op": case.op, "variant": case.id,
-                    "dtype": case.dtype, "level": case.level, "counterexample": None,
-                    "path_shape": {"family": case.family, "tier": case.tier, "needed_bytes": case.needed_bytes,
-                                   "largest_tensor_bytes": case.largest_bytes, "budget": case.budget,
-                                   "source": case.source, "file": case.file}}
             waiver, expired = case.waiver_for(device_type, settings.today)
             if expired is not None and settings.selection.excludes(case) is None:
                 warnings.append(f"{case.file}: case {case.id!r}: waiver expired {expired.expires.isoformat()}; "
                                 "ignored")
-            accounted = not_run_reason(case, settings)
-            if accounted is not None:
-                writer.record({**base, "outcome": accounted[0], "reason": accounted[1], "error": None,
-                               "duration_s": 0.0, "waiver": waiver.as_json() if waiver else None})
-                continue
-            writer.mark_started(base["item"])
-            t0 = time.monotonic()
-            fields = run_case(case, settings.device, settings.manifest)
-            record = {**base, **fields, "duration_s": round(time.monotonic() - t0, 4),
-                      "waiver": waiver.as_json() if waiver else None}
-            if fields["outcome"] in PROBLEMS:
-                if waiver is not None:
-                    waived += 1
-                else:
-                    unwaived += 1
-                progress(f"{fields['outcome'].value.upper()}{' (waived)' if waiver else ''} {case.id}: "
-                         f"{fields.get('error_line') or fields['reason']}")
-            writer.record(record)
+            for prop in properties_of(case):
+                base = {"item": item_id(case, prop), "property": prop, "op": case.op, "variant": case.id,
+                        "dtype": case.dtype, "level": max(case.level, BACKWARD_LEVEL) if prop == BACKWARD
+                        else case.level, "counterexample": None,
+                        "path_shape": {"family": case.family, "tier": case.tier, "needed_bytes": case.needed_bytes,
+                                       "largest_tensor_bytes": case.largest_bytes, "budget": case.budget,
+                                       "source": case.source, "file": case.file},
+                        "waiver": waiver.as_json() if waiver else None}
+                accounted = not_run_reason(case, settings, prop)
+                if accounted is not None:
+                    writer.record({**base, "outcome": accounted[0], "reason": accounted[1], "error": None,
+                                   "duration_s": 0.0})
+                    continue
+                writer.mark_started(base["item"])
+                t0 = time.monotonic()
+                check = run_backward if prop == BACKWARD else run_case
+                fields = check(case, settings.device, settings.manifest)
+                if fields["outcome"] in PROBLEMS:
+                    if waiver is not None:
+                        waived += 1
+                    else:
+                        unwaived += 1
+                    progress(f"{fields['outcome'].value.upper()}{' (waived)' if waiver else ''} {base['item']}: "
+                             f"{fields.get('error_line') or fields['reason']}")
+                writer.record({**base, **fields, "duration_s": round(time.monotonic() - t0, 4)})
         status = "complete"
     finally:
         writer.close(status)
@@ -243,9 +318,10 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
             "level": manifest.semantic_level if manifest is not None else None,
             "manifest": str(manifest.source) if manifest is not None else None,
             "manifest_hash": manifest.fingerprint() if manifest is not None else None,
-            "suite": "path-shapes", "corpus": str(corpus.folder), "planned_items": len(corpus.cases),
+            "suite": "path-shapes", "corpus": str(corpus.folder),
+            "planned_items": sum(len(properties_of(c)) for c in corpus.cases),
             "selection": attrs.asdict(settings.selection), "tiers": {t: b for t, b in TIERS.items()},
             "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes]
             if manifest is not None else None,
             "capabilities": sorted(manifest.capabilities) if manifest is not None else [],
-            "property_capabilities": {PROPERTY: "inference"}}
+            "property_capabilities": dict(PROPERTY_CAPABILITIES)}

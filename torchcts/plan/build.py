@@ -31,7 +31,7 @@ from torchcts.plan.shards import shard_reason
 
 __all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
 
-_DTYPE_NOT_RUN = {  # a dtype the manifest does not claim for the op: the accounting outcome and its detail
+DTYPE_NOT_RUN = {  # a dtype the manifest does not claim for the op: the accounting outcome and its detail
     DtypeStatus.NOT_SUPPORTED: (Outcome.DTYPE_NOT_SUPPORTED, "the manifest marks it False"),
     DtypeStatus.REGEX_FILTERED: (Outcome.DTYPE_REGEX_FILTERED, "the manifest's regex for it does not match this op"),
     DtypeStatus.NOT_LISTED: (Outcome.DTYPE_NOT_LISTED, "the manifest does not list it"),
@@ -83,7 +83,7 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     of items that would run: every shard of a run accounts for the items not run in the same words."""
     status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
-        outcome, detail = _DTYPE_NOT_RUN[status]
+        outcome, detail = DTYPE_NOT_RUN[status]
         return outcome, f"{dtype_names.canonical_name(dtype)}: {detail}"
     if dtype in dtype_names.FLOAT8_DTYPES and not manifest.declares("fp8"):
         return Outcome.CAPABILITY_NOT_DECLARED, "float8 dtypes need the fp8 capability"

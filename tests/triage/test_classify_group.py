@@ -7,11 +7,12 @@ import math
 import attrs
 import pytest
 import torch
+from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
-from torchcts.triage.conditions import Condition, sample_condition
-from torchcts.triage.families import OPINFO_PROPERTIES, op_family
+from torchcts.triage.conditions import Condition, output_features, sample_condition
+from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
 
 
 def record(outcome="failed", **fields):
@@ -123,3 +124,35 @@ def test_grouping_joins_dtypes_and_supersets_and_picks_the_smallest_case():
                                 "case dtypes": ["float32", "int32"], "condition": ["large, storage offset",
                                                                                    "storage offset"]}
     assert set(offset.as_json()["items"]) == {f.item for f in failures[:3]}
+
+
+def test_one_kernel_under_other_names_is_one_cluster():
+    """Plain cases group by the kernel their op most likely runs (torch's aliases, sub as add); one condition in two
+    families joins where a kernel fails in both (amax and maximum: max's NaN rule), and only there."""
+    assert (kernel_stem("sub"), kernel_stem("true_divide"), kernel_stem("__rdiv__"), kernel_stem("masked.amax"),
+            kernel_stem("max.reduction_no_dim"), kernel_stem("unsafe_split"), kernel_stem("nn.functional.relu")) == (
+        "add", "div", "div", "max", "max", "split", "relu")
+    failures = [failure("forward::add::function::float32"), failure("forward::sub::function::float32"),
+                failure("forward::mul::function::float32"),
+                failure("forward::amax::function::float32", feats=("nan",), family="reduction"),
+                failure("forward::maximum::function::float32", feats=("nan",)),
+                failure("forward::maximum::function::bfloat16", feats=("nan",)),
+                failure("forward::minimum::function::float32", feats=("inf",)),
+                failure("forward::sum::function::float32", feats=("inf",), family="reduction")]
+    clusters = {(c.family, c.condition): c for c in group(failures)}
+    assert set(clusters) == {("elementwise binary", "plain, op add"), ("elementwise binary", "plain, op mul"),
+                             ("elementwise binary", "nan"), ("elementwise binary", "inf"), ("reduction", "inf")}
+    nan = clusters["elementwise binary", "nan"]
+    assert nan.count == 3 and nan.differs()["family"] == ["elementwise binary", "reduction"]
+    assert clusters["elementwise binary", "plain, op add"].differs()["op"] == ["add", "sub"]
+
+
+def test_the_failing_outputs_layout_is_read_on_cpu():
+    sample = SampleInput(torch.arange(12.0).reshape(4, 3), args=(2,))
+    assert output_features("split", sample, "output 1: 7 at flat index 0, CPU gives 6") == ("output storage offset",)
+    assert output_features("split", sample, "output 0: 7 at flat index 0, CPU gives 6") == ()
+    transposed = SampleInput(torch.arange(12.0).reshape(4, 3), args=(0, 1))
+    assert output_features("transpose", transposed, "output: strides (3, 1)") == ("output non-contiguous",)
+    assert output_features("expand", SampleInput(torch.ones(3, 1), args=((3, 4),)), None) == ("output expanded",)
+    assert output_features("no such op", sample, None) == ()  # a name from a file is only a catalog key
+    assert output_features("median", SampleInput(torch.ones(3)), None) == ()  # a CPU-oracle crash rule names it

@@ -96,6 +96,47 @@ def test_the_report_links_the_triage(faulty_run):
     assert "(../triage/triage.md)" in (folder / "report" / "scorecard.md").read_text()
 
 
+SPLIT_PRONE = "nan_ignored_max,add_round_toward_zero,transfer_drops_offset,expanded_mul,storage_offset_ignored"
+
+
+@pytest.fixture(scope="module")
+def traced_run(tmp_path_factory):
+    """Five seeded bugs that each break ops of more than one family or name (amax and maximum; add and sub; split
+    and narrow): a run with the faulty device's trace on, so each record names the bugs that fired in its item."""
+    cwd = tmp_path_factory.mktemp("traced")
+    (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    run = torchcts(cwd, "run", "--device", "faulty", "--ops", "^(amax|maximum|add|sub|mul|split|narrow|abs|neg|exp)$",
+                   "--property", "forward", "--property", "layout", "--dtype", "float32", "--level", "2",
+                   "--derandomize", "--max-examples", "10", "--no-report",
+                   env={"TORCHCTS_FAULTY_BUGS": SPLIT_PRONE, "TORCHCTS_TRACE_DEVICE_OPS": "1"})
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    folder = next((cwd / "results").glob("*/run.json")).parent
+    fired = {}
+    for line in (folder / "records.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["outcome"] in ("failed", "error"):
+            fired[record["item"]] = {op[4:] for op in record.get("device_ops", ()) if op.startswith("bug:")}
+    return triage_run(folder), fired
+
+
+def test_each_seeded_bug_is_one_cluster_and_each_cluster_one_bug(traced_run):
+    result, fired = traced_run
+    assert len(result.failures) == len(fired) >= 8
+    home = {}  # bug -> the clusters holding the items where it fired alone
+    for number, cluster in enumerate(result.clusters):
+        items = [f.item for f in cluster.failures]
+        assert set.intersection(*(fired[item] for item in items)), (cluster.condition, {i: fired[i] for i in items})
+        for item in items:
+            if len(fired[item]) == 1:
+                home.setdefault(next(iter(fired[item])), set()).add(number)
+    assert set(home) == set(SPLIT_PRONE.split(",")), home  # every bug fails some item on its own
+    assert all(len(numbers) == 1 for numbers in home.values()), {
+        bug: [(result.clusters[n].family, result.clusters[n].condition) for n in numbers]
+        for bug, numbers in home.items()}
+    conditions = {result.clusters[next(iter(home[bug]))].condition for bug in home}
+    assert {"nan", "plain, op add", "output storage offset", "expanded", "storage offset"} == conditions
+
+
 # -- hostile folders -------------------------------------------------------------------------------------------
 
 HOSTILE = 'forward::add|`x`\n# Title <script>"""\x1b[31m::function::float32'

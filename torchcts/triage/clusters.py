@@ -16,8 +16,9 @@ import attrs
 
 from torchcts.triage.classify import KINDS
 from torchcts.triage.conditions import NOTABLE_SIZES, Condition
+from torchcts.triage.families import kernel_stem
 
-_DIFFER_FIELDS = ("op", "property", "dtype", "variant", "outcome")
+_DIFFER_FIELDS = ("family", "op", "property", "dtype", "variant", "outcome")
 SIZE_FEATURES = frozenset(NOTABLE_SIZES)
 
 
@@ -42,11 +43,11 @@ class Failure:
 
     @property
     def signature(self) -> tuple[str, str, str]:
-        """(family, kind, condition); a case that shows no condition names its op instead: the op is then the most
-        specific evidence there is."""
+        """(family, kind, condition); a case that shows no condition names its op's kernel instead (`families.
+        kernel_stem`: `sub` is `add`): the op is then the most specific evidence there is."""
         condition = self.condition
         if condition.known and not condition.features and condition.root is None:
-            return (self.family, self.kind, f"plain, op {self.op}")
+            return (self.family, self.kind, f"plain, op {kernel_stem(self.op)}")
         return (self.family, self.kind, condition.describe())
 
     def as_json(self) -> dict[str, Any]:
@@ -83,6 +84,10 @@ class Cluster:
         conditions = sorted({f.condition.describe() for f in self.failures})
         if len(conditions) > 1:
             found["condition"] = conditions
+        inputs = sorted({", ".join(f.condition.inputs) or "plain" for f in self.failures
+                         if f.condition.inputs is not None})
+        if len(inputs) > 1:
+            found["input condition"] = inputs  # where the output's layout stands for the condition
         return found
 
     def as_json(self) -> dict[str, Any]:
@@ -107,6 +112,36 @@ def _merge_supersets(by_signature: dict[tuple[str, str, str], list[Failure]]
     return merged
 
 
+def _merge_shared_kernels(by_signature: dict[tuple[str, str, str], list[Failure]]
+                          ) -> dict[tuple[str, str, str], list[Failure]]:
+    """Signatures of one kind and one condition in different families join when a kernel (`kernel_stem`) has
+    failures in both: `amax` (reduction) and `maximum` (elementwise) dropping NaN are max's one NaN rule. The
+    joined cluster keeps the family with the most failures; the others are listed under what differs."""
+    joinable = [key for key, members in by_signature.items()
+                if members[0].condition.known and members[0].condition.features and members[0].condition.root is None]
+    stems = {key: {kernel_stem(f.op) for f in by_signature[key]} for key in joinable}
+    parent = {key: key for key in joinable}
+
+    def root(key: tuple[str, str, str]) -> tuple[str, str, str]:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    for index, key in enumerate(joinable):
+        for other in joinable[index + 1:]:
+            if key[1:] == other[1:] and stems[key] & stems[other]:
+                parent[root(other)] = root(key)
+    groups: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+    for key in joinable:
+        groups.setdefault(root(key), []).append(key)
+    merged = {key: members for key, members in by_signature.items() if key not in parent}
+    for keys in groups.values():
+        members = [f for key in keys for f in by_signature[key]]
+        largest = max(keys, key=lambda key: (len(by_signature[key]), key))
+        merged[largest] = members
+    return merged
+
+
 def _smallness(failure: Failure) -> tuple[bool, int, bool, str]:
     elements = failure.condition.elements
     return (elements is None, elements if elements is not None else 0, failure.repro is None, failure.item)
@@ -122,7 +157,7 @@ def group(failures: Iterable[Failure]) -> tuple[Cluster, ...]:
     by_signature: dict[tuple[str, str, str], list[Failure]] = {}
     for failure in failures:
         by_signature.setdefault(failure.signature, []).append(failure)
-    by_signature = _merge_supersets(by_signature)
+    by_signature = _merge_shared_kernels(_merge_supersets(by_signature))
     clusters = [Cluster(family, kind, condition, tuple(sorted(members, key=lambda f: f.item)))
                 for (family, kind, condition), members in by_signature.items()]
     return tuple(sorted(clusters, key=lambda c: (-c.count, KINDS.index(c.kind) if c.kind in KINDS else len(KINDS),

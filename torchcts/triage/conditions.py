@@ -13,13 +13,20 @@ tensors and the plain arguments:
   (an integer tensor value in the outer quarter of its dtype's range; the top quarter when unsigned),
   `wide int scalar` (a Python int outside int32), `float scalar` (a Python float meeting an integer or
   bool tensor);
-- dtypes: `mixed dtypes` when the case's tensors do not share one dtype.
+- dtypes: `mixed dtypes` when the case's tensors do not share one dtype;
+- output layout (`output_features`): the layout of the failing output as CPU computes it from the
+  case (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
+  is a view at an offset, or plain inputs with a view, expanded or strided output, point at the
+  device's view or readback machinery, not at the op's kernel: the output's layout then replaces
+  the inputs' features (kept in `Condition.inputs`).
 
 `Condition.features` holds what is notable; the signature groups on it.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -44,6 +51,7 @@ class Condition:
     source: str = "no stored case"
     known: bool = False  # whether a case was read
     root: str | None = None  # what stands for the condition where the record names the cause (a missing overload)
+    inputs: tuple[str, ...] | None = None  # the inputs' own features, where the output's layout replaced them
 
     def describe(self) -> str:
         if self.root is not None:
@@ -58,15 +66,16 @@ def unknown(why: str) -> Condition:
     return Condition(source=why)
 
 
-def case_condition(path: Path, limits: Any = None) -> tuple[Condition, Any]:
-    """(the condition of the case file at `path`, the loaded `CorpusCase`); CaseFileError when it cannot be read."""
+def case_condition(path: Path, limits: Any = None) -> tuple[Condition, Any, Any]:
+    """(the condition of the case file at `path`, the loaded `CorpusCase`, its decoded sample); CaseFileError when
+    it cannot be read."""
     from torchcts.cases.files import load_case
     from torchcts.cases.limits import CaseLimits
 
     limits = limits or CaseLimits()
     case = load_case(path, limits)
     sample = case.sample(limits)
-    return sample_condition(sample.input, sample.args, sample.kwargs, source=f"case {path}"), case
+    return sample_condition(sample.input, sample.args, sample.kwargs, source=f"case {path}"), case, sample
 
 
 def sample_condition(input: Any, args: Any, kwargs: Any, source: str = "case") -> Condition:
@@ -203,3 +212,52 @@ def _size_class(tensors: list[Any]) -> str | None:
     if all(t.dim() == 0 for t in tensors if not t.is_nested):
         return "scalar"
     return "large" if max(numels) > LARGE else "small"
+
+
+OUTPUT_LAYOUTS = {"storage offset": "output storage offset", "expanded": "output expanded",
+                  "non-contiguous": "output non-contiguous"}
+OUTPUT_OFFSET = OUTPUT_LAYOUTS["storage offset"]
+_OUTPUT_INDEX = re.compile(r"^output (\d+):")
+
+
+def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ...]:
+    """The layout features (`OUTPUT_LAYOUTS`) of the output a failure names in `difference` ("output 1: ...";
+    every output when it names none), computed by calling the OpInfo `op_name` (a catalog id: no name from a file
+    is evaluated) on CPU with the decoded case, as the run's CPU oracle already did; () when the op is not in the
+    catalog, a packaged CPU-oracle crash rule names it, or CPU raises."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    from torchcts.plan.catalog import find_op
+
+    try:
+        op = find_op(op_name)
+    except KeyError:
+        return ()
+    if _cpu_crash_prone(op_name):  # the run forked these cases; triage runs in one process
+        return ()
+    try:
+        with torch.no_grad():
+            leaves = tree_flatten(op(sample.input, *sample.args, **sample.kwargs))[0]
+    except Exception:  # noqa: BLE001 - CPU rejects this call form (an OpInfo error input): nothing to read
+        return ()
+    found = _OUTPUT_INDEX.match(difference) if isinstance(difference, str) else None
+    if found is not None and int(found.group(1)) < len(leaves):
+        leaves = [leaves[int(found.group(1))]]
+    features = set()
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor) and not leaf.is_nested and leaf.layout == torch.strided:
+            features.update(OUTPUT_LAYOUTS[f] for f in _layout(leaf) if f in OUTPUT_LAYOUTS)
+    return tuple(sorted(features))
+
+
+@functools.cache
+def _oracle_rules() -> tuple[Any, ...]:
+    from torchcts.crashes.ledger import PACKAGED, load_ledger
+
+    return tuple(rule for rule in load_ledger(PACKAGED) if rule.is_oracle)
+
+
+def _cpu_crash_prone(op_name: str) -> bool:
+    """Whether a packaged CPU-oracle crash rule (the ledger) names the op, for any property, dtype or torch."""
+    return any(re.search(rule.op, op_name) for rule in _oracle_rules())

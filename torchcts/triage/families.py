@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 _FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"(interpolate|upsample|grid_sample|affine_grid|pixel_(un)?shuffle)", "resampling"),
     (r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)", "linalg"),
     (r"(^|\.)(_?scaled_mm|mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
      r"bilinear|chain_matmul|__rmatmul__|addr|kron)", "matmul"),
@@ -32,7 +33,7 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     (r"(^|\.)(index\w*|gather|scatter\w*|take\w*|put\w*|masked\w*|diagonal\w*|diag\w*|select\w*|narrow\w*|"
      r"nonzero\w*|where|tril\w*|triu\w*)(\.|$)", "indexing"),
     (r"(^|\.)(view\w*|reshape\w*|permute|expand\w*|as_strided\w*|transpose|t|flatten|unflatten|squeeze|unsqueeze|"
-     r"movedim|moveaxis|split\w*|chunk|unbind|cat|concat\w*|stack|hstack|vstack|dstack|flip\w*|roll|rot90|"
+     r"movedim|moveaxis|\w*split\w*|\w*chunk|unbind|cat|concat\w*|stack|hstack|vstack|dstack|flip\w*|roll|rot90|"
      r"repeat\w*|tile|contiguous|clone|alias\w*|broadcast\w*|atleast_\w+)(\.|$)", "shape"),
     (r"(^|\.)(to|to_sparse|type_as|double|float|half|bfloat16|int|long|short|byte|char|bool|_to_copy|copy_?)$",
      "conversion"),
@@ -41,8 +42,36 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(pattern), family) for pattern, family in _FAMILIES)
 MISSING_KERNEL_FAMILY = "missing kernel"  # a missing overload breaks ops of every family: grouped by the overload
 ERROR_INPUT_FAMILY = "error checks"  # an input CPU rejects, rejected differently: grouped by CPU's error type
+OUTPUT_LAYOUT_FAMILY = "output layout"  # plain inputs, a failing output that is a view: grouped by its layout
 FAMILIES = tuple(dict.fromkeys(family for _, family in _FAMILIES)) + (
-    "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY)
+    "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY, OUTPUT_LAYOUT_FAMILY)
+
+# Names of one kernel: torch's aliases (subtract, multiply, true_divide, ...), the reflected operators, and the
+# ops ATen computes with another's kernel (sub is add with a negated alpha; amax and maximum share max's NaN rule).
+_KERNEL_STEMS = {
+    "sub": "add", "subtract": "add", "rsub": "add", "__rsub__": "add", "__radd__": "add",
+    "multiply": "mul", "__rmul__": "mul", "divide": "div", "true_divide": "div", "__rdiv__": "div",
+    "__rtruediv__": "div", "floor_divide": "div", "__rpow__": "pow", "float_power": "pow",
+    "maximum": "max", "amax": "max", "fmax": "max", "minimum": "min", "amin": "min", "fmin": "min",
+    "clip": "clamp", "absolute": "abs", "negative": "neg", "arccos": "acos", "arcsin": "asin", "arctan": "atan",
+    "arctan2": "atan2", "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh", "greater": "gt",
+    "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne", "fix": "trunc",
+}
+_NAME_PREFIXES = ("nn.functional.", "special.", "_refs.", "masked.", "linalg.")
+
+
+def _bare(op: str) -> str:
+    name = op
+    for prefix in _NAME_PREFIXES:
+        name = name.removeprefix(prefix)
+    return name.removeprefix("unsafe_")
+
+
+def kernel_stem(op: str) -> str:
+    """The kernel an OpInfo id most likely runs, for grouping: its name without namespace, variant and `unsafe_`,
+    through torch's aliases (`true_divide` -> `div`, `sub` -> `add`, `amax` -> `max`)."""
+    name = _bare(op).split(".")[0]
+    return _KERNEL_STEMS.get(name, name)
 
 
 def op_family(op: str, scenario_suite: str | None = None, tensor_inputs: int | None = None) -> str:
@@ -51,7 +80,7 @@ def op_family(op: str, scenario_suite: str | None = None, tensor_inputs: int | N
     tensors its shrunk case passes is known."""
     if scenario_suite is not None:
         return f"suite {scenario_suite}"
-    name = op.removeprefix("nn.functional.").removeprefix("special.").removeprefix("_refs.")
+    name = op.removeprefix("nn.functional.").removeprefix("special.").removeprefix("_refs.").removeprefix("unsafe_")
     for pattern, family in _COMPILED:
         if pattern.search(name):
             return family

@@ -18,8 +18,9 @@ from torchcts.outcomes import PROBLEMS
 from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
-from torchcts.triage.conditions import Condition, case_condition, unknown
-from torchcts.triage.families import ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES, op_family
+from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
+from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
+                                      OUTPUT_LAYOUT_FAMILY, op_family)
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
 MAX_CASES = 5000  # distinct case files read in one triage
@@ -55,14 +56,15 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
     environment = summary["environment"]
     device = environment.get("device")
     output = Path(output) if output is not None else folder / "triage"
-    conditions: dict[Path, tuple[Condition, Any] | None] = {}
+    conditions: dict[Path, tuple[Condition, Any, Any] | None] = {}
+    outputs: dict[int, tuple[str, ...]] = {}  # id(sample) -> its failing output's layout features
     problems: list[str] = []
     failures = []
     for record in iter_records(folder):
         if record["outcome"] not in PROBLEM_VALUES:
             continue
-        condition, case = _condition(record, folder, conditions, problems)
-        failures.append(_failure(record, condition, case))
+        condition, case, sample = _condition(record, folder, conditions, problems)
+        failures.append(_failure(record, condition, case, sample, outputs))
     if scripts:
         failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
     return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))
@@ -80,10 +82,22 @@ def _line(text: str) -> str:
     return _text(printable(text))
 
 
-def _failure(record: dict[str, Any], condition: Condition, case: Any) -> Failure:
+def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: Any = None,
+             outputs: dict[int, tuple[str, ...]] | None = None) -> Failure:
     verdict = classify(record, case)
     prop = record["property"]
     family = op_family(record["op"], None if prop in OPINFO_PROPERTIES else prop, condition.tensors)
+    if sample is not None and condition.known and verdict.kind in ("values", "strides") and prop in OPINFO_PROPERTIES:
+        outputs = {} if outputs is None else outputs
+        if id(sample) not in outputs:
+            outputs[id(sample)] = output_features(case.op, sample, case.failure.get("difference"))
+        found = outputs[id(sample)]
+        # a wrong output that is a view at an offset, or plain inputs with a view, expanded or strided output:
+        # the device's views or its readback, whatever the op (the inputs' features are kept under what differs)
+        if OUTPUT_OFFSET in found or (found and not condition.features):
+            family = OUTPUT_LAYOUT_FAMILY
+            condition = attrs.evolve(condition, features=(OUTPUT_OFFSET,) if OUTPUT_OFFSET in found else found,
+                                     inputs=condition.features)
     expected = case.inputs.get("error_type") if case is not None and verdict.kind == "error_parity" else None
     if isinstance(expected, str) and expected.isidentifier() and len(expected) <= 60:
         family = ERROR_INPUT_FAMILY  # an OpInfo error input: one error-checking bug spans ops (dim wrapping, ...)
@@ -112,20 +126,20 @@ def case_file(path: str, folder: Path) -> Path | None:
     return None
 
 
-def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Condition, Any] | None],
-               problems: list[str]) -> tuple[Condition, Any]:
+def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Condition, Any, Any] | None],
+               problems: list[str]) -> tuple[Condition, Any, Any]:
     from torchcts.cases.files import CaseFileError
 
     counterexample = record.get("counterexample")
     if not counterexample or not isinstance(counterexample.get("path"), str):
         why = record.get("counterexample_error") or f"no stored case ({record['outcome']})"
-        return unknown(_text(why)), None
+        return unknown(_text(why)), None, None
     path = case_file(counterexample["path"], folder)
     if path is None:
-        return unknown(_text(f"case {counterexample['path']} not found")), None
+        return unknown(_text(f"case {counterexample['path']} not found")), None, None
     if path not in cache:
         if len(cache) >= MAX_CASES:
-            return unknown(f"case not read: over the limit of {MAX_CASES} case files"), None
+            return unknown(f"case not read: over the limit of {MAX_CASES} case files"), None, None
         try:
             cache[path] = case_condition(path)
         except CaseFileError as exc:  # it names the file and field
@@ -136,7 +150,7 @@ def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Con
             problems.append(_line(f"case {path}: its condition cannot be read: {type(exc).__name__}: {exc}"))
     found = cache[path]
     if found is None:
-        return unknown(_text(f"case {path} unreadable")), None
+        return unknown(_text(f"case {path} unreadable")), None, None
     return found
 
 

@@ -338,6 +338,7 @@ def before(func, args: tuple, kwargs: dict) -> None:
     """Crash and hang bugs act before the op runs."""
     for bug in _by_op.get(str(func), ()):
         if bug.kind != "wrong-result" and bug.fires(func, args, kwargs):
+            _note_fired(bug)
             bug.perturb(func, args, kwargs, None)
 
 
@@ -345,5 +346,17 @@ def after(func, args: tuple, kwargs: dict, result: Any) -> Any:
     """The op's CPU result, perturbed by every active bug whose condition holds."""
     for bug in _by_op.get(str(func), ()):
         if bug.kind == "wrong-result" and bug.fires(func, args, kwargs):
+            _note_fired(bug)
             result = bug.perturb(func, args, kwargs, result)
     return result
+
+
+FIRED_PREFIX = "bug:"
+
+
+def _note_fired(bug: Bug) -> None:
+    """Put `bug:<name>` in the device trace (`device.start_trace`) when a bug fires: a test attributes a failing
+    item to the seeded bugs that acted in it (tests/triage checks clusters against them)."""
+    from torchcts.testing.faulty.device import note_step  # device imports this module
+
+    note_step(FIRED_PREFIX + bug.name)

@@ -147,7 +147,7 @@ def test_one_kernel_under_other_names_is_one_cluster():
     assert clusters["elementwise binary", "plain, op add"].differs()["op"] == ["add", "sub"]
 
 
-def test_the_failing_outputs_layout_is_read_on_cpu():
+def test_the_failing_outputs_layout_is_read_on_meta():
     sample = SampleInput(torch.arange(12.0).reshape(4, 3), args=(2,))
     assert output_features("split", sample, "output 1: 7 at flat index 0, CPU gives 6") == ("output storage offset",)
     assert output_features("split", sample, "output 0: 7 at flat index 0, CPU gives 6") == ()
@@ -155,4 +155,6 @@ def test_the_failing_outputs_layout_is_read_on_cpu():
     assert output_features("transpose", transposed, "output: strides (3, 1)") == ("output non-contiguous",)
     assert output_features("expand", SampleInput(torch.ones(3, 1), args=((3, 4),)), None) == ("output expanded",)
     assert output_features("no such op", sample, None) == ()  # a name from a file is only a catalog key
-    assert output_features("median", SampleInput(torch.ones(3)), None) == ()  # a CPU-oracle crash rule names it
+    offset_input = SampleInput(torch.arange(12.0)[2:].reshape(2, 5), args=(1, 1, 3))
+    assert output_features("narrow", offset_input, None) == ("output non-contiguous", "output storage offset")
+    assert output_features("nonzero", SampleInput(torch.ones(3)), None) == ()  # data-dependent: no meta answer

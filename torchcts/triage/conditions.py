@@ -14,8 +14,8 @@ tensors and the plain arguments:
   `wide int scalar` (a Python int outside int32), `float scalar` (a Python float meeting an integer or
   bool tensor);
 - dtypes: `mixed dtypes` when the case's tensors do not share one dtype;
-- output layout (`output_features`): the layout of the failing output as CPU computes it from the
-  case (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
+- output layout (`output_features`): the layout of the failing output as the op makes it from the
+  case on meta (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
   is a view at an offset, or plain inputs with a view, expanded or strided output, point at the
   device's view or readback machinery, not at the op's kernel: the output's layout then replaces
   the inputs' features (kept in `Condition.inputs`).
@@ -25,7 +25,6 @@ tensors and the plain arguments:
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -223,23 +222,29 @@ _OUTPUT_INDEX = re.compile(r"^output (\d+):")
 def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ...]:
     """The layout features (`OUTPUT_LAYOUTS`) of the output a failure names in `difference` ("output 1: ...";
     every output when it names none), computed by calling the OpInfo `op_name` (a catalog id: no name from a file
-    is evaluated) on CPU with the decoded case, as the run's CPU oracle already did; () when the op is not in the
-    catalog, a packaged CPU-oracle crash rule names it, or CPU raises."""
+    is evaluated) on meta copies of the decoded case with the same strides and offsets: no CPU kernel runs and
+    nothing is allocated, whatever sizes a hostile case asks for. () when the op is not in the catalog or has no
+    meta kernel for the call (data-dependent outputs)."""
     import torch
-    from torch.utils._pytree import tree_flatten
+    from torch.utils._pytree import tree_flatten, tree_map
 
     from torchcts.plan.catalog import find_op
+    from torchcts.strategies import copy_exact
 
     try:
         op = find_op(op_name)
     except KeyError:
         return ()
-    if _cpu_crash_prone(op_name):  # the run forked these cases; triage runs in one process
-        return ()
+
+    def on_meta(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_nested:
+            return copy_exact(value.detach(), "meta")
+        return value
+
     try:
-        with torch.no_grad():
-            leaves = tree_flatten(op(sample.input, *sample.args, **sample.kwargs))[0]
-    except Exception:  # noqa: BLE001 - CPU rejects this call form (an OpInfo error input): nothing to read
+        leaves = tree_flatten(op(*tree_map(on_meta, (sample.input, *sample.args)), **tree_map(on_meta,
+                                                                                            dict(sample.kwargs))))[0]
+    except Exception:  # noqa: BLE001 - no meta kernel, a data-dependent shape, an error input: nothing to read
         return ()
     found = _OUTPUT_INDEX.match(difference) if isinstance(difference, str) else None
     if found is not None and int(found.group(1)) < len(leaves):
@@ -249,15 +254,3 @@ def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ..
         if isinstance(leaf, torch.Tensor) and not leaf.is_nested and leaf.layout == torch.strided:
             features.update(OUTPUT_LAYOUTS[f] for f in _layout(leaf) if f in OUTPUT_LAYOUTS)
     return tuple(sorted(features))
-
-
-@functools.cache
-def _oracle_rules() -> tuple[Any, ...]:
-    from torchcts.crashes.ledger import PACKAGED, load_ledger
-
-    return tuple(rule for rule in load_ledger(PACKAGED) if rule.is_oracle)
-
-
-def _cpu_crash_prone(op_name: str) -> bool:
-    """Whether a packaged CPU-oracle crash rule (the ledger) names the op, for any property, dtype or torch."""
-    return any(re.search(rule.op, op_name) for rule in _oracle_rules())

@@ -61,6 +61,11 @@ def test_every_case_of_a_valid_family_has_matching_gradients_on_cpu(tmp_path, ki
         assert record["outcome"] == "passed" and record["examples"] == case.budget, record
 
 
+def test_batch_norm_running_statistics_stay_constants_in_backward():
+    case = next(c for c in ps.load_corpus().cases if c.id == "speech_audio.conformer.batch_norm")
+    assert run_backward(case, "cpu")["outcome"] == "passed"  # requires_grad on running_mean: CPU refuses
+
+
 def test_a_case_without_floating_operands_has_no_backward_item(tmp_path, kit):
     from torchcts.pathshapes.runner import properties_of
 

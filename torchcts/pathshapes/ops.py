@@ -22,6 +22,7 @@ class OpSpec:
     name: str
     fn: Callable[..., Any]
     category: str
+    constants: tuple[int | str, ...] = ()  # floating operands autograd cannot differentiate (positions, names)
 
 
 def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -36,8 +37,8 @@ def swiglu(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
     return F.silu(gate) * x
 
 
-def _table(*entries: tuple[str, Callable[..., Any], str]) -> dict[str, OpSpec]:
-    return {name: OpSpec(name, fn, category) for name, fn, category in entries}
+def _table(*entries: tuple[Any, ...]) -> dict[str, OpSpec]:
+    return {entry[0]: OpSpec(*entry) for entry in entries}
 
 
 OPS: dict[str, OpSpec] = _table(
@@ -51,7 +52,7 @@ OPS: dict[str, OpSpec] = _table(
     ("addmm", torch.addmm, "matmul"),
     ("layer_norm", F.layer_norm, "norm"),
     ("group_norm", F.group_norm, "norm"),
-    ("batch_norm", F.batch_norm, "norm"),
+    ("batch_norm", F.batch_norm, "norm", (1, 2, "running_mean", "running_var")),  # running statistics
     ("rms_norm", F.rms_norm, "norm"),
     ("softmax", F.softmax, "reduction"),
     ("log_softmax", F.log_softmax, "reduction"),

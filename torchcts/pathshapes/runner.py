@@ -204,9 +204,12 @@ def run_backward(case: Case, device: str, manifest: Any = None) -> dict[str, Any
 
 
 def _gradients(spec: Any, args: list[Any], kwargs: dict[str, Any], seed: int) -> tuple[list[Any], list[Any]]:
-    """(the op's differentiable outputs, detached; the gradient of every floating operand, zeros where autograd
-    gives none) for cotangents drawn from `seed`. The operands are fresh leaves (`build_arguments`, `_to_device`)."""
-    leaves = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    """(the op's differentiable outputs, detached; the gradient of every floating operand but the op's constants
+    (batch norm's running statistics), zeros where autograd gives none) for cotangents drawn from `seed`. The
+    operands are fresh leaves (`build_arguments`, `_to_device`)."""
+    variables = ([a for i, a in enumerate(args) if i not in spec.constants],
+                 {k: v for k, v in kwargs.items() if k not in spec.constants})
+    leaves = [t for t in tree_leaves(variables) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     for leaf in leaves:
         leaf.requires_grad_(True)
     outputs = [t for t in tree_leaves(spec.fn(*args, **kwargs)) if isinstance(t, torch.Tensor) and t.requires_grad]

@@ -130,8 +130,9 @@ def test_one_kernel_under_other_names_is_one_cluster():
     """Plain cases group by the kernel their op most likely runs (torch's aliases, sub as add); one condition in two
     families joins where a kernel fails in both (amax and maximum: max's NaN rule), and only there."""
     assert (kernel_stem("sub"), kernel_stem("true_divide"), kernel_stem("__rdiv__"), kernel_stem("masked.amax"),
-            kernel_stem("max.reduction_no_dim"), kernel_stem("unsafe_split"), kernel_stem("nn.functional.relu")) == (
-        "add", "div", "div", "max", "max", "split", "relu")
+            kernel_stem("max.reduction_no_dim"), kernel_stem("unsafe_split"), kernel_stem("nn.functional.relu"),
+            kernel_stem("batch_norm3d"), kernel_stem("nn.functional.conv_transpose2d"), kernel_stem("atleast_1d")) == (
+        "add", "div", "div", "max", "max", "split", "relu", "batch_norm", "conv_transpose", "atleast")
     failures = [failure("forward::add::function::float32"), failure("forward::sub::function::float32"),
                 failure("forward::mul::function::float32"),
                 failure("forward::amax::function::float32", feats=("nan",), family="reduction"),

@@ -68,10 +68,12 @@ def _bare(op: str) -> str:
 
 
 def kernel_stem(op: str) -> str:
-    """The kernel an OpInfo id most likely runs, for grouping: its name without namespace, variant and `unsafe_`,
-    through torch's aliases (`true_divide` -> `div`, `sub` -> `add`, `amax` -> `max`)."""
+    """The kernel an OpInfo id (or a scenario's name) most likely runs, for grouping: its name without namespace,
+    variant, `unsafe_` and rank suffix (`conv2d` -> `conv`), through torch's aliases (`true_divide` -> `div`,
+    `sub` -> `add`, `amax` -> `max`)."""
     name = _bare(op).split(".")[0]
-    return _KERNEL_STEMS.get(name, name)
+    name = _KERNEL_STEMS.get(name, name)
+    return re.sub(r"(?<=[a-z])_?[123]d$", "", name)  # one kernel template per rank: batch_norm2d, max_pool3d
 
 
 def op_family(op: str, scenario_suite: str | None = None, tensor_inputs: int | None = None) -> str:

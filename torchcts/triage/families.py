@@ -42,7 +42,7 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(pattern), family) for pattern, family in _FAMILIES)
 MISSING_KERNEL_FAMILY = "missing kernel"  # a missing overload breaks ops of every family: grouped by the overload
 ERROR_INPUT_FAMILY = "error checks"  # an input CPU rejects, rejected differently: grouped by CPU's error type
-OUTPUT_LAYOUT_FAMILY = "output layout"  # plain inputs, a failing output that is a view: grouped by its layout
+OUTPUT_LAYOUT_FAMILY = "output layout"  # a wrong view at an offset, or plain inputs with a strided output
 FAMILIES = tuple(dict.fromkeys(family for _, family in _FAMILIES)) + (
     "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY, OUTPUT_LAYOUT_FAMILY)
 

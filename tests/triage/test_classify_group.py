@@ -13,6 +13,7 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
+from torchcts.triage.kernels import Suspect, TraceStopped, check_size, suspects
 
 
 def record(outcome="failed", **fields):
@@ -159,3 +160,78 @@ def test_the_failing_outputs_layout_is_read_on_meta():
     offset_input = SampleInput(torch.arange(12.0)[2:].reshape(2, 5), args=(1, 1, 3))
     assert output_features("narrow", offset_input, None) == ("output non-contiguous", "output storage offset")
     assert output_features("nonzero", SampleInput(torch.ones(3)), None) == ()  # data-dependent: no meta answer
+
+
+def test_the_kernels_inside_a_composite_op_that_saw_a_feature():
+    """A composite op is the calls it decomposes into: each (kernel family, feature) its calls show is a suspect;
+    views compute nothing and are not suspects; mixed operands only where asked for."""
+    loss = suspects("nn.functional.l1_loss", SampleInput(torch.arange(12.0).reshape(3, 4).t(),
+                                                          args=(torch.ones(4, 3),)), with_dtypes=False)
+    assert loss == (Suspect("elementwise binary", "non-contiguous", ("aten.sub.Tensor",)),
+                    Suspect("elementwise unary", "non-contiguous", ("aten.abs.default",)),
+                    Suspect("reduction", "non-contiguous", ("aten.mean.default",)))
+    # gradient slices its plain input: the subtraction inside sees views at an offset
+    inside = suspects("gradient", SampleInput(torch.arange(6.0)), with_dtypes=False)
+    assert Suspect("elementwise binary", "storage offset", ("aten.sub.Tensor",)) in inside
+    assert suspects("transpose", SampleInput(torch.ones(2, 3), args=(0, 1)), with_dtypes=False) == ()
+    mixed = SampleInput(torch.ones(2, dtype=torch.int32), args=(torch.ones(2),))
+    assert suspects("add", mixed, with_dtypes=False) == ()
+    assert suspects("add", mixed, with_dtypes=True) == (Suspect("elementwise binary", "mixed dtypes",
+                                                                ("aten.add.Tensor",)),)
+    assert suspects("no such op", mixed, with_dtypes=True) == ()  # a name from a file is only a catalog key
+
+
+def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
+    small = torch.ones(4, 2).t()
+    check_size(torch.ops.aten.repeat.default, (small, [1, 8]), {})  # 64 elements: runs
+    with pytest.raises(TraceStopped, match="output elements"):  # 2**23 elements: never allocated
+        check_size(torch.ops.aten.repeat.default, (small, [1, 1 << 20]), {})
+    check_size(torch.ops.aten.nonzero.default, (torch.ones(3),), {})  # no meta answer, but its input bounds it
+    with pytest.raises(TraceStopped, match="sparse"):
+        check_size(torch.ops.aten.add.Tensor, (torch.ones(2, 2).to_sparse(), torch.ones(2, 2)), {})
+
+
+def traced(item, sample, feats, family, kind="values"):
+    op = item.split("::")[1]
+    found = tuple(s for s in suspects(op, sample, with_dtypes=False) if s.feature in feats)
+    return attrs.evolve(failure(item, kind=kind, feats=feats, family=family), suspects=found)
+
+
+def test_failures_move_to_the_kernel_that_saw_their_condition():
+    """diff (one tensor) and l1_loss (a loss) on a non-contiguous input fail where add does: their subtraction
+    sees it, so the three are one cluster; abs, whose case is both offset and non-contiguous, joins exp's offset
+    cluster, the explanation another failure confirms."""
+    strided = torch.arange(12.0).reshape(3, 4).t()
+    offset = torch.arange(13.0)[1:].reshape(3, 4)
+    failures = [traced("forward::add::function::float32", SampleInput(strided, args=(torch.ones(4, 3),)),
+                       ("non-contiguous",), "elementwise binary"),
+                traced("forward::diff::function::float32", SampleInput(strided), ("non-contiguous",),
+                       "elementwise unary"),
+                traced("forward::nn.functional.l1_loss::function::float32",
+                       SampleInput(strided, args=(torch.ones(4, 3),)), ("non-contiguous",), "loss"),
+                traced("forward::exp::function::float32", SampleInput(offset), ("storage offset",),
+                       "elementwise unary"),
+                traced("layout::abs::function::float32", SampleInput(offset.t()), ("non-contiguous", "storage offset"),
+                       "elementwise unary")]
+    clusters = {(c.family, c.condition): c for c in group(failures)}
+    assert set(clusters) == {("elementwise binary", "non-contiguous"), ("elementwise unary", "storage offset")}
+    binary = clusters["elementwise binary", "non-contiguous"]
+    assert binary.differs()["op"] == ["add", "diff", "nn.functional.l1_loss"]
+    assert "aten.sub.Tensor" in binary.differs()["kernels"]
+    unary = clusters["elementwise unary", "storage offset"]
+    assert unary.differs()["input condition"] == ["non-contiguous, storage offset", "storage offset"]
+    assert unary.differs()["kernels"] == ["aten.abs.default", "aten.exp.default"]
+
+
+def test_error_checks_group_by_what_cpu_raised():
+    """An OpInfo may declare a generic `Exception`; the record says what CPU raised, and that is the group."""
+    from torchcts.triage.run import _failure
+
+    said = record(property="errors", op="max.binary", outcome="failed",
+                  error="faulty rejects an input CPU rejects, but differently: it raised RuntimeError where CPU "
+                        "raises IndexError; faulty: RuntimeError: Dimension out of range")
+    known = Condition((), "small", ("float32",), 1, 1, "case x", True)
+    found = _failure(said, known, FakeCase({"input": None, "error_type": "Exception"}, {}))
+    assert (found.family, found.condition.describe()) == ("error checks", "CPU raises IndexError")
+    silent = _failure(record(property="errors"), known, FakeCase({"input": None, "error_type": "ValueError"}, {}))
+    assert silent.condition.describe() == "CPU raises ValueError"

@@ -17,6 +17,7 @@ import attrs
 from torchcts.triage.classify import KINDS
 from torchcts.triage.conditions import NOTABLE_SIZES, Condition
 from torchcts.triage.families import kernel_stem
+from torchcts.triage.kernels import Suspect
 
 _DIFFER_FIELDS = ("family", "op", "property", "dtype", "variant", "outcome")
 SIZE_FEATURES = frozenset(NOTABLE_SIZES)
@@ -40,6 +41,7 @@ class Failure:
     case: str | None = None  # the corpus case file, as the record names it
     replay: str | None = None
     repro: str | None = None  # the repro script written for it (crashed and timed_out items)
+    suspects: tuple[Suspect, ...] = ()  # the kernels inside the op that saw a feature (`triage.kernels`)
 
     @property
     def signature(self) -> tuple[str, str, str]:
@@ -53,6 +55,7 @@ class Failure:
     def as_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
         data["condition"] = self.condition.as_json()
+        data["suspects"] = [attrs.asdict(s) for s in self.suspects]
         return data
 
 
@@ -87,7 +90,10 @@ class Cluster:
         inputs = sorted({", ".join(f.condition.inputs) or "plain" for f in self.failures
                          if f.condition.inputs is not None})
         if len(inputs) > 1:
-            found["input condition"] = inputs  # where the output's layout stands for the condition
+            found["input condition"] = inputs  # where the output's layout or a kernel's call stands for the condition
+        kernels = sorted({name for f in self.failures for name in f.condition.kernels})
+        if kernels:
+            found["kernels"] = kernels  # the aten calls that saw the condition (listed even when one)
         return found
 
     def as_json(self) -> dict[str, Any]:
@@ -142,6 +148,59 @@ def _merge_shared_kernels(by_signature: dict[tuple[str, str, str], list[Failure]
     return merged
 
 
+def _by_suspect(failures: list[Failure]) -> list[Failure]:
+    """Each failure with suspects (`triage.kernels`) moved to the one that explains it: its kernel family and
+    feature replace the op's family and the case's condition (which is kept under `inputs`).
+
+    The fewest explanations that cover every failure: a suspect that is some failure's only one is confirmed
+    (that kernel family fails with that feature, whatever the kind of failure); a failure with a confirmed suspect
+    takes the one most failures confirm (then the one most failures show, then the one its trace saw first); the
+    rest are covered greedily, the suspect most of them show first."""
+    members = [f for f in failures if f.suspects]
+    sole: dict[tuple[str, str], int] = {}
+    total: dict[tuple[str, str], int] = {}
+    for failure in members:
+        keys = {s.key for s in failure.suspects}
+        for key in keys:
+            total[key] = total.get(key, 0) + 1
+        if len(keys) == 1:
+            sole[failure.suspects[0].key] = sole.get(failure.suspects[0].key, 0) + 1
+    chosen: dict[int, Suspect] = {}
+    open_ = []
+    for failure in members:
+        confirmed = [(sole[s.key], total[s.key], -index, s) for index, s in enumerate(failure.suspects)
+                     if s.key in sole]
+        if confirmed:
+            chosen[id(failure)] = max(confirmed, key=lambda entry: entry[:3])[3]
+        else:
+            open_.append(failure)
+    while open_:
+        counts: dict[tuple[str, str], int] = {}
+        for failure in open_:
+            for key in {s.key for s in failure.suspects}:
+                counts[key] = counts.get(key, 0) + 1
+        best = min(counts, key=lambda key: (-counts[key], key))
+        rest = []
+        for failure in open_:
+            match = next((s for s in failure.suspects if s.key == best), None)
+            if match is None:
+                rest.append(failure)
+            else:
+                chosen[id(failure)] = match
+        open_ = rest
+    moved = []
+    for failure in failures:
+        suspect = chosen.get(id(failure))
+        if suspect is None:
+            moved.append(failure)
+            continue
+        condition = failure.condition
+        inputs = condition.inputs if condition.inputs is not None else condition.features
+        condition = attrs.evolve(condition, features=(suspect.feature,), inputs=inputs, kernels=suspect.overloads)
+        moved.append(attrs.evolve(failure, family=suspect.family, condition=condition))
+    return moved
+
+
 def _smallness(failure: Failure) -> tuple[bool, int, bool, str]:
     elements = failure.condition.elements
     return (elements is None, elements if elements is not None else 0, failure.repro is None, failure.item)
@@ -155,7 +214,7 @@ def group(failures: Iterable[Failure]) -> tuple[Cluster, ...]:
     one is listed under what differs. Only a condition with more than a size class (empty, large) takes
     others in; unknown and plain conditions join nothing and take no one in."""
     by_signature: dict[tuple[str, str, str], list[Failure]] = {}
-    for failure in failures:
+    for failure in _by_suspect(list(failures)):
         by_signature.setdefault(failure.signature, []).append(failure)
     by_signature = _merge_shared_kernels(_merge_supersets(by_signature))
     clusters = [Cluster(family, kind, condition, tuple(sorted(members, key=lambda f: f.item)))

@@ -51,6 +51,7 @@ class Condition:
     known: bool = False  # whether a case was read
     root: str | None = None  # what stands for the condition where the record names the cause (a missing overload)
     inputs: tuple[str, ...] | None = None  # the inputs' own features, where the output's layout replaced them
+    kernels: tuple[str, ...] = ()  # the aten calls inside the op that saw `features` (`triage.kernels`)
 
     def describe(self) -> str:
         if self.root is not None:
@@ -93,7 +94,7 @@ def sample_condition(input: Any, args: Any, kwargs: Any, source: str = "case") -
     if len(dtypes) > 1:
         features.append("mixed dtypes")
     for t in tensors:
-        features += _layout(t) + _special(t)
+        features += layout_features(t) + _special(t)
     integer_tensor = any(not (t.is_floating_point() or t.is_complex()) for t in tensors)
     for value in scalars:
         features += _scalar(value, integer_tensor)
@@ -127,7 +128,8 @@ def _numel(t: Any) -> int:
     return t.numel()
 
 
-def _layout(t: Any) -> list[str]:
+def layout_features(t: Any) -> list[str]:
+    """The layout features of one tensor (the module docstring's list)."""
     import torch
 
     if t.is_nested:
@@ -226,25 +228,11 @@ def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ..
     nothing is allocated, whatever sizes a hostile case asks for. () when the op is not in the catalog or has no
     meta kernel for the call (data-dependent outputs)."""
     import torch
-    from torch.utils._pytree import tree_flatten, tree_map
 
-    from torchcts.plan.catalog import find_op
-    from torchcts.strategies import copy_exact
+    from torchcts.triage.kernels import call_on_meta
 
-    try:
-        op = find_op(op_name)
-    except KeyError:
-        return ()
-
-    def on_meta(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_nested:
-            return copy_exact(value.detach(), "meta")
-        return value
-
-    try:
-        leaves = tree_flatten(op(*tree_map(on_meta, (sample.input, *sample.args)), **tree_map(on_meta,
-                                                                                            dict(sample.kwargs))))[0]
-    except Exception:  # noqa: BLE001 - no meta kernel, a data-dependent shape, an error input: nothing to read
+    leaves = call_on_meta(op_name, sample)
+    if leaves is None:
         return ()
     found = _OUTPUT_INDEX.match(difference) if isinstance(difference, str) else None
     if found is not None and int(found.group(1)) < len(leaves):
@@ -252,5 +240,5 @@ def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ..
     features = set()
     for leaf in leaves:
         if isinstance(leaf, torch.Tensor) and not leaf.is_nested and leaf.layout == torch.strided:
-            features.update(OUTPUT_LAYOUTS[f] for f in _layout(leaf) if f in OUTPUT_LAYOUTS)
+            features.update(OUTPUT_LAYOUTS[f] for f in layout_features(leaf) if f in OUTPUT_LAYOUTS)
     return tuple(sorted(features))

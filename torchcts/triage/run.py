@@ -9,6 +9,7 @@ unknown and is listed with the file and field; the triage goes on.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,10 +20,14 @@ from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
+from torchcts.triage.kernels import CALL_FEATURES, Suspect, suspects
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, op_family)
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
+# Features of values: a meta call cannot see them, and a shrunk case keeps them only where the bug needs them
+VALUE_FEATURES = frozenset({"nan", "inf", "-0", "subnormal", "int extremes", "wide int scalar"})
+_CPU_RAISES = re.compile(r"where CPU raises (\w{1,60})\b")  # the error parity property's words
 MAX_CASES = 5000  # distinct case files read in one triage
 MAX_CORPUS_FILES = 2000  # files a search for crash cases looks at
 TEXT_CHARS = 300  # a kept text field (error line, item id) is at most this long
@@ -99,6 +104,9 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
             condition = attrs.evolve(condition, features=(OUTPUT_OFFSET,) if OUTPUT_OFFSET in found else found,
                                      inputs=condition.features)
     expected = case.inputs.get("error_type") if case is not None and verdict.kind == "error_parity" else None
+    if isinstance(expected, str):  # what CPU raised, where the record says: OpInfos declare `Exception` for many
+        said = _CPU_RAISES.search(_text(record.get("error") or record.get("error_line")))
+        expected = said.group(1) if said else expected
     if isinstance(expected, str) and expected.isidentifier() and len(expected) <= 60:
         family = ERROR_INPUT_FAMILY  # an OpInfo error input: one error-checking bug spans ops (dim wrapping, ...)
         condition = attrs.evolve(condition, root=f"CPU raises {expected}")
@@ -107,11 +115,25 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
         family = MISSING_KERNEL_FAMILY
         key = missing.get("dispatch_key")
         condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
+    found_suspects = ()
+    if sample is not None and condition.known and condition.root is None and family != OUTPUT_LAYOUT_FAMILY \
+            and prop in OPINFO_PROPERTIES and not VALUE_FEATURES & set(condition.features):
+        found_suspects = _suspects(case.op, sample, condition, verdict.kind)
     counterexample = record.get("counterexample") or {}
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
                    _text(record["dtype"]), record["outcome"], verdict.kind, verdict.evidence, family, condition,
                    _text(record.get("error_line") or record.get("reason")), counterexample.get("path"),
-                   counterexample.get("replay"))
+                   counterexample.get("replay"), suspects=found_suspects)
+
+
+def _suspects(op: str, sample: Any, condition: Condition, kind: str) -> tuple[Suspect, ...]:
+    """The kernels inside `op` that saw a feature of the case (`triage.kernels`): those that saw one the shrunk
+    case itself shows when it shows any (shrinking kept it, so the bug needs it), else any a call inside saw (a
+    composite op making views of a plain input)."""
+    found = suspects(op, sample, with_dtypes=kind == "dtype" or "mixed dtypes" in condition.features)
+    own = CALL_FEATURES & set(condition.features)
+    kept = tuple(s for s in found if s.feature in own) if own else found
+    return kept
 
 
 def case_file(path: str, folder: Path) -> Path | None:

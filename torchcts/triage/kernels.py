@@ -1,0 +1,191 @@
+"""Which kernels saw a failure's condition: the op replayed on its shrunk case, call by call.
+
+A composite op reaches the device as the aten calls it decomposes into (`trapz` is `sub`, `add`,
+`mul`, `sum`; `l1_loss` is `sub`, `abs`, `mean`), and the condition a bug needs may exist only
+inside it: `gradient` slices its plain input into views at an offset and subtracts them. Grouping
+such failures by the op's own family scatters one kernel's bug over every family that calls it.
+So the OpInfo op is called on the decoded case on the CPU under a dispatch mode that notes, for
+every aten call that computes (views are skipped), the features of its tensor arguments that a bug
+may need: layout (`non-contiguous`, `storage offset`, `expanded`, `channels_last`), `empty`,
+`large`, `mixed dtypes`. Each (family of the call's kernel, feature) is a `Suspect`. The mode sits
+where `torchcts.engine.dispatch_trace` does, below CompositeImplicitAutograd, so it sees the calls
+a backend is asked to run. The case is untrusted: every call is first run on meta copies, and one
+that would make more than `MAX_CALL_ELEMENTS` stops the trace (as does one meta cannot answer,
+unless its inputs bound its output: `equal`, `item`, `nonzero`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any
+
+import attrs
+
+from torchcts.triage.conditions import LARGE, layout_features
+from torchcts.triage.families import op_family
+
+CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
+                           "empty", "large", "mixed dtypes"})
+MAX_CALLS = 2000  # calls one traced case records (a hostile case cannot make the trace unbounded)
+MAX_CALL_ELEMENTS = 1 << 22  # output elements one call of a traced case may make on the CPU
+# Ops meta cannot answer (their output depends on values) and whose output their inputs bound
+DATA_DEPENDENT = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonzero", "nonzero_static", "masked_select",
+                            "unique", "_unique", "_unique2", "unique_consecutive", "unique_dim", "argwhere",
+                            "allclose", "_assert_async"})
+
+
+@attrs.frozen
+class Suspect:
+    """A kernel family that saw a feature; `overloads` are the calls that saw it (for the reader)."""
+
+    family: str
+    feature: str
+    overloads: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.family, self.feature)
+
+
+def call_on_meta(op_name: str, sample: Any) -> list[Any] | None:
+    """The flattened outputs of the OpInfo `op_name` (a catalog id: no name from a file is evaluated) called on
+    meta copies of `sample` (same strides and offsets; nothing is allocated); None when the op is not in the
+    catalog or the call raises on meta (no meta kernel, a data-dependent shape, an error input)."""
+    return _call_on_copies(op_name, sample, "meta")
+
+
+def suspects(op_name: str, sample: Any, with_dtypes: bool) -> tuple[Suspect, ...]:
+    """The (kernel family, feature) pairs the calls of `op_name` on `sample` show, in the order first seen;
+    `mixed dtypes` only `with_dtypes` (inside composite ops mixed operands are routine; they point at promotion
+    only where the failure is a dtype or the case itself mixes dtypes)."""
+    recorder = _recorder()  # on the CPU, each call sized on meta first (`check_size`)
+    _call_on_copies(op_name, sample, "cpu", recorder)
+    found: dict[tuple[str, str], list[str]] = {}
+    for overload, tensors, features in recorder.calls:
+        family = kernel_family(overload, tensors)
+        for feature in features:
+            if feature != "mixed dtypes" or with_dtypes:
+                names = found.setdefault((family, feature), [])
+                if overload not in names:
+                    names.append(overload)
+    return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
+
+
+def _call_on_copies(op_name: str, sample: Any, device: str, mode: Any = None) -> list[Any] | None:
+    """`op_name` called on copies of `sample`'s tensors on `device` (the case's tensors stay as decoded: an op may
+    write into its input), inside `mode` when given, its warnings silenced; its flattened outputs, or None when
+    it is not in the catalog or raises (a mode keeps what it saw until then)."""
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    from torchcts.plan.catalog import find_op
+    from torchcts.strategies import copy_exact
+
+    try:
+        op = find_op(op_name)
+    except KeyError:
+        return None
+
+    def copied(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_nested:
+            return copy_exact(value.detach(), device)
+        return value
+
+    try:
+        args, kwargs = tree_map(copied, (sample.input, *sample.args)), tree_map(copied, dict(sample.kwargs))
+        with warnings.catch_warnings(), (mode if mode is not None else contextlib.nullcontext()):
+            warnings.simplefilter("ignore")  # the op's deprecation and user warnings are not triage's output
+            return tree_flatten(op(*args, **kwargs))[0]
+    except Exception:  # noqa: BLE001 - no meta kernel, an error input, a call over the bound: nothing (more) to read
+        return None
+
+
+def kernel_family(overload: str, tensors: int) -> str:
+    """The family (`families.op_family`) of an aten overload's name ("aten.sub.Tensor"), leading underscores of
+    internal kernels dropped (`_log_softmax` is a reduction like `log_softmax`)."""
+    name = overload.removeprefix("aten.").split(".")[0]
+    family = op_family(name, None, tensors)
+    if family.startswith("elementwise") and name.startswith("_"):
+        family = op_family(name.lstrip("_"), None, tensors)
+    return family
+
+
+def _call_features(tensors: list[Any]) -> tuple[str, ...]:
+    import torch
+
+    features: set[str] = set()
+    for t in tensors:
+        if t.layout == torch.strided and not t.is_nested:
+            features.update(f for f in layout_features(t) if f in CALL_FEATURES)
+            if t.numel() == 0:
+                features.add("empty")
+            elif t.numel() > LARGE:
+                features.add("large")
+    if len({t.dtype for t in tensors}) > 1:
+        features.add("mixed dtypes")
+    return tuple(sorted(features))
+
+
+def _recorder() -> Any:
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class Recorder(TorchDispatchMode):
+        """Notes (overload, tensor arguments, their features) of every aten call that is not a view."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[tuple[str, int, tuple[str, ...]]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's signature
+            kwargs = kwargs or {}
+            view = _is_view(func)
+            if len(self.calls) < MAX_CALLS and getattr(func, "namespace", None) == "aten" and not view:
+                tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+                features = _call_features(tensors)
+                if features:
+                    self.calls.append((str(func), len(tensors), features))
+            if not view:
+                check_size(func, args, kwargs)
+            return func(*args, **kwargs)
+
+    return Recorder()
+
+
+class TraceStopped(Exception):
+    """A call the trace does not run on the CPU: over `MAX_CALL_ELEMENTS`, or not answerable on meta."""
+
+
+def check_size(func: Any, args: tuple, kwargs: dict) -> None:
+    """Run `func` on meta copies of its arguments first: TraceStopped when its outputs would hold more than
+    `MAX_CALL_ELEMENTS`, or when meta cannot answer and the op is not one whose output its inputs bound."""
+    import torch
+    from torch.utils._pytree import tree_leaves, tree_map
+
+    from torchcts.strategies import copy_exact
+
+    def on_meta(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            if value.layout != torch.strided or value.is_nested:
+                raise TraceStopped(f"{func}: a {value.layout} tensor")
+            return copy_exact(value.detach(), "meta")
+        return value
+
+    try:
+        outputs = func(*tree_map(on_meta, args), **tree_map(on_meta, kwargs))
+    except TraceStopped:
+        raise
+    except Exception as exc:  # noqa: BLE001 - no meta answer: only an op its inputs bound runs on the CPU
+        if func.__name__.split(".")[0] not in DATA_DEPENDENT:
+            raise TraceStopped(f"{func}: no meta answer") from exc
+        return
+    elements = sum(t.numel() for t in tree_leaves(outputs) if isinstance(t, torch.Tensor))
+    if elements > MAX_CALL_ELEMENTS:
+        raise TraceStopped(f"{func}: {elements} output elements")
+
+
+def _is_view(func: Any) -> bool:
+    returns = func._schema.returns
+    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write

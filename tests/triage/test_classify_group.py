@@ -13,7 +13,7 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
-from torchcts.triage.kernels import Suspect, TraceStopped, check_size, suspects
+from torchcts.triage.kernels import Suspect, TraceStopped, check_size, suspects, trace_case
 
 
 def record(outcome="failed", **fields):
@@ -149,36 +149,44 @@ def test_one_kernel_under_other_names_is_one_cluster():
     assert clusters["elementwise binary", "plain, op add"].differs()["op"] == ["add", "sub"]
 
 
-def test_the_failing_outputs_layout_is_read_on_meta():
+def test_the_failing_outputs_layout_is_read_off_the_op_on_its_case():
+    def layout(op, sample, difference):
+        return output_features(trace_case(op, sample).outputs, difference)
+
     sample = SampleInput(torch.arange(12.0).reshape(4, 3), args=(2,))
-    assert output_features("split", sample, "output 1: 7 at flat index 0, CPU gives 6") == ("output storage offset",)
-    assert output_features("split", sample, "output 0: 7 at flat index 0, CPU gives 6") == ()
+    assert layout("split", sample, "output 1: 7 at flat index 0, CPU gives 6") == ("output storage offset",)
+    assert layout("split", sample, "output 0: 7 at flat index 0, CPU gives 6") == ()
     transposed = SampleInput(torch.arange(12.0).reshape(4, 3), args=(0, 1))
-    assert output_features("transpose", transposed, "output: strides (3, 1)") == ("output non-contiguous",)
-    assert output_features("expand", SampleInput(torch.ones(3, 1), args=((3, 4),)), None) == ("output expanded",)
-    assert output_features("no such op", sample, None) == ()  # a name from a file is only a catalog key
+    assert layout("transpose", transposed, "output: strides (3, 1)") == ("output non-contiguous",)
+    assert layout("expand", SampleInput(torch.ones(3, 1), args=((3, 4),)), None) == ("output expanded",)
+    assert layout("no such op", sample, None) == ()  # a name from a file is only a catalog key
     offset_input = SampleInput(torch.arange(12.0)[2:].reshape(2, 5), args=(1, 1, 3))
-    assert output_features("narrow", offset_input, None) == ("output non-contiguous", "output storage offset")
-    assert output_features("nonzero", SampleInput(torch.ones(3)), None) == ()  # data-dependent: no meta answer
+    assert layout("narrow", offset_input, None) == ("output non-contiguous", "output storage offset")
+    # split points in a tensor: data-dependent (meta cannot answer), the CPU can: views at offsets
+    by_tensor = SampleInput(torch.arange(6.0), args=(torch.tensor([2]),))
+    assert layout("tensor_split", by_tensor, "output 1: 1 at flat index 0, CPU gives 2") == ("output storage offset",)
 
 
 def test_the_kernels_inside_a_composite_op_that_saw_a_feature():
     """A composite op is the calls it decomposes into: each (kernel family, feature) its calls show is a suspect;
     views compute nothing and are not suspects; mixed operands only where asked for."""
-    loss = suspects("nn.functional.l1_loss", SampleInput(torch.arange(12.0).reshape(3, 4).t(),
-                                                          args=(torch.ones(4, 3),)), with_dtypes=False)
+    def suspects_of(op, sample, with_dtypes=False):
+        return suspects(trace_case(op, sample), with_dtypes)
+
+    loss = suspects_of("nn.functional.l1_loss", SampleInput(torch.arange(12.0).reshape(3, 4).t(),
+                                                             args=(torch.ones(4, 3),)))
     assert loss == (Suspect("elementwise binary", "non-contiguous", ("aten.sub.Tensor",)),
                     Suspect("elementwise unary", "non-contiguous", ("aten.abs.default",)),
                     Suspect("reduction", "non-contiguous", ("aten.mean.default",)))
     # gradient slices its plain input: the subtraction inside sees views at an offset
-    inside = suspects("gradient", SampleInput(torch.arange(6.0)), with_dtypes=False)
+    inside = suspects_of("gradient", SampleInput(torch.arange(6.0)))
     assert Suspect("elementwise binary", "storage offset", ("aten.sub.Tensor",)) in inside
-    assert suspects("transpose", SampleInput(torch.ones(2, 3), args=(0, 1)), with_dtypes=False) == ()
+    assert suspects_of("transpose", SampleInput(torch.ones(2, 3), args=(0, 1))) == ()
     mixed = SampleInput(torch.ones(2, dtype=torch.int32), args=(torch.ones(2),))
-    assert suspects("add", mixed, with_dtypes=False) == ()
-    assert suspects("add", mixed, with_dtypes=True) == (Suspect("elementwise binary", "mixed dtypes",
-                                                                ("aten.add.Tensor",)),)
-    assert suspects("no such op", mixed, with_dtypes=True) == ()  # a name from a file is only a catalog key
+    assert suspects_of("add", mixed) == ()
+    assert suspects_of("add", mixed, with_dtypes=True) == (Suspect("elementwise binary", "mixed dtypes",
+                                                                   ("aten.add.Tensor",)),)
+    assert suspects_of("no such op", mixed, with_dtypes=True) == ()  # a name from a file is only a catalog key
 
 
 def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
@@ -193,7 +201,7 @@ def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
 
 def traced(item, sample, feats, family, kind="values"):
     op = item.split("::")[1]
-    found = tuple(s for s in suspects(op, sample, with_dtypes=False) if s.feature in feats)
+    found = tuple(s for s in suspects(trace_case(op, sample), with_dtypes=False) if s.feature in feats)
     return attrs.evolve(failure(item, kind=kind, feats=feats, family=family), suspects=found)
 
 

@@ -15,7 +15,7 @@ tensors and the plain arguments:
   bool tensor);
 - dtypes: `mixed dtypes` when the case's tensors do not share one dtype;
 - output layout (`output_features`): the layout of the failing output as the op makes it from the
-  case on meta (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
+  case (`kernels.trace_case`: on the CPU, each call sized on meta first) (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
   is a view at an offset, or plain inputs with a view, expanded or strided output, point at the
   device's view or readback machinery, not at the op's kernel: the output's layout then replaces
   the inputs' features (kept in `Condition.inputs`).
@@ -221,19 +221,13 @@ OUTPUT_OFFSET = OUTPUT_LAYOUTS["storage offset"]
 _OUTPUT_INDEX = re.compile(r"^output (\d+):")
 
 
-def output_features(op_name: str, sample: Any, difference: Any) -> tuple[str, ...]:
+def output_features(outputs: Any, difference: Any) -> tuple[str, ...]:
     """The layout features (`OUTPUT_LAYOUTS`) of the output a failure names in `difference` ("output 1: ...";
-    every output when it names none), computed by calling the OpInfo `op_name` (a catalog id: no name from a file
-    is evaluated) on meta copies of the decoded case with the same strides and offsets: no CPU kernel runs and
-    nothing is allocated, whatever sizes a hostile case asks for. () when the op is not in the catalog or has no
-    meta kernel for the call (data-dependent outputs)."""
+    every output when it names none) among `outputs`, the op's flattened outputs on its case (`kernels.Trace`;
+    None or () when there are none)."""
     import torch
 
-    from torchcts.triage.kernels import call_on_meta
-
-    leaves = call_on_meta(op_name, sample)
-    if leaves is None:
-        return ()
+    leaves = list(outputs or ())
     found = _OUTPUT_INDEX.match(difference) if isinstance(difference, str) else None
     if found is not None and int(found.group(1)) < len(leaves):
         leaves = [leaves[int(found.group(1))]]

@@ -16,7 +16,6 @@ unless its inputs bound its output: `equal`, `item`, `nonzero`).
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import Any
 
@@ -48,34 +47,20 @@ class Suspect:
         return (self.family, self.feature)
 
 
-def call_on_meta(op_name: str, sample: Any) -> list[Any] | None:
-    """The flattened outputs of the OpInfo `op_name` (a catalog id: no name from a file is evaluated) called on
-    meta copies of `sample` (same strides and offsets; nothing is allocated); None when the op is not in the
-    catalog or the call raises on meta (no meta kernel, a data-dependent shape, an error input)."""
-    return _call_on_copies(op_name, sample, "meta")
+@attrs.frozen
+class Trace:
+    """What calling an op on a case showed: its flattened outputs (None where it raised or was stopped) and its
+    computing aten calls as (overload, tensor arguments, features)."""
+
+    outputs: tuple[Any, ...] | None
+    calls: tuple[tuple[str, int, tuple[str, ...]], ...]
 
 
-def suspects(op_name: str, sample: Any, with_dtypes: bool) -> tuple[Suspect, ...]:
-    """The (kernel family, feature) pairs the calls of `op_name` on `sample` show, in the order first seen;
-    `mixed dtypes` only `with_dtypes` (inside composite ops mixed operands are routine; they point at promotion
-    only where the failure is a dtype or the case itself mixes dtypes)."""
-    recorder = _recorder()  # on the CPU, each call sized on meta first (`check_size`)
-    _call_on_copies(op_name, sample, "cpu", recorder)
-    found: dict[tuple[str, str], list[str]] = {}
-    for overload, tensors, features in recorder.calls:
-        family = kernel_family(overload, tensors)
-        for feature in features:
-            if feature != "mixed dtypes" or with_dtypes:
-                names = found.setdefault((family, feature), [])
-                if overload not in names:
-                    names.append(overload)
-    return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
-
-
-def _call_on_copies(op_name: str, sample: Any, device: str, mode: Any = None) -> list[Any] | None:
-    """`op_name` called on copies of `sample`'s tensors on `device` (the case's tensors stay as decoded: an op may
-    write into its input), inside `mode` when given, its warnings silenced; its flattened outputs, or None when
-    it is not in the catalog or raises (a mode keeps what it saw until then)."""
+def trace_case(op_name: str, sample: Any) -> Trace:
+    """Call the OpInfo `op_name` (a catalog id: no name from a file is evaluated) on CPU copies of the decoded
+    `sample` (the case's tensors stay as decoded: an op may write into its input), its warnings silenced, inside
+    the recorder, which sizes every call on meta before the CPU runs it (`check_size`). An op not in the catalog
+    makes no call; one that raises or is stopped keeps the calls before."""
     import torch
     from torch.utils._pytree import tree_flatten, tree_map
 
@@ -85,20 +70,38 @@ def _call_on_copies(op_name: str, sample: Any, device: str, mode: Any = None) ->
     try:
         op = find_op(op_name)
     except KeyError:
-        return None
+        return Trace(None, ())
 
     def copied(value: Any) -> Any:
         if isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_nested:
-            return copy_exact(value.detach(), device)
+            return copy_exact(value.detach())
         return value
 
+    recorder = _recorder()
+    outputs = None
     try:
         args, kwargs = tree_map(copied, (sample.input, *sample.args)), tree_map(copied, dict(sample.kwargs))
-        with warnings.catch_warnings(), (mode if mode is not None else contextlib.nullcontext()):
+        with warnings.catch_warnings(), recorder:
             warnings.simplefilter("ignore")  # the op's deprecation and user warnings are not triage's output
-            return tree_flatten(op(*args, **kwargs))[0]
-    except Exception:  # noqa: BLE001 - no meta kernel, an error input, a call over the bound: nothing (more) to read
-        return None
+            outputs = tuple(tree_flatten(op(*args, **kwargs))[0])
+    except Exception:  # noqa: BLE001 - an error input, a call over the bound: the calls before it are the trace
+        pass
+    return Trace(outputs, tuple(recorder.calls))
+
+
+def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
+    """The (kernel family, feature) pairs the calls of `trace` show, in the order first seen; `mixed dtypes` only
+    `with_dtypes` (inside composite ops mixed operands are routine; they point at promotion only where the
+    failure is a dtype or the case itself mixes dtypes)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for overload, tensors, features in trace.calls:
+        family = kernel_family(overload, tensors)
+        for feature in features:
+            if feature != "mixed dtypes" or with_dtypes:
+                names = found.setdefault((family, feature), [])
+                if overload not in names:
+                    names.append(overload)
+    return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
 
 
 def kernel_family(overload: str, tensors: int) -> str:

@@ -20,7 +20,7 @@ from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
-from torchcts.triage.kernels import CALL_FEATURES, Suspect, suspects
+from torchcts.triage.kernels import CALL_FEATURES, Suspect, Trace, suspects, trace_case
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, op_family)
 
@@ -62,14 +62,14 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
     device = environment.get("device")
     output = Path(output) if output is not None else folder / "triage"
     conditions: dict[Path, tuple[Condition, Any, Any] | None] = {}
-    outputs: dict[int, tuple[str, ...]] = {}  # id(sample) -> its failing output's layout features
+    traces: dict[int, Trace] = {}  # id(sample) -> the op called on it
     problems: list[str] = []
     failures = []
     for record in iter_records(folder):
         if record["outcome"] not in PROBLEM_VALUES:
             continue
         condition, case, sample = _condition(record, folder, conditions, problems)
-        failures.append(_failure(record, condition, case, sample, outputs))
+        failures.append(_failure(record, condition, case, sample, traces))
     if scripts:
         failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
     return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))
@@ -88,15 +88,18 @@ def _line(text: str) -> str:
 
 
 def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: Any = None,
-             outputs: dict[int, tuple[str, ...]] | None = None) -> Failure:
+             traces: dict[int, Trace] | None = None) -> Failure:
     verdict = classify(record, case)
     prop = record["property"]
     family = op_family(record["op"], None if prop in OPINFO_PROPERTIES else prop, condition.tensors)
-    if sample is not None and condition.known and verdict.kind in ("values", "strides") and prop in OPINFO_PROPERTIES:
-        outputs = {} if outputs is None else outputs
-        if id(sample) not in outputs:
-            outputs[id(sample)] = output_features(case.op, sample, case.failure.get("difference"))
-        found = outputs[id(sample)]
+    trace = None
+    if sample is not None and condition.known and prop in OPINFO_PROPERTIES:
+        traces = {} if traces is None else traces
+        if id(sample) not in traces:  # one call per case file, however many records name it
+            traces[id(sample)] = trace_case(case.op, sample)
+        trace = traces[id(sample)]
+    if trace is not None and verdict.kind in ("values", "strides"):
+        found = output_features(trace.outputs, case.failure.get("difference"))
         # a wrong output that is a view at an offset, or plain inputs with a view, expanded or strided output:
         # the device's views or its readback, whatever the op (the inputs' features are kept under what differs)
         if OUTPUT_OFFSET in found or (found and not condition.features):
@@ -116,9 +119,9 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
         key = missing.get("dispatch_key")
         condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
     found_suspects = ()
-    if sample is not None and condition.known and condition.root is None and family != OUTPUT_LAYOUT_FAMILY \
-            and prop in OPINFO_PROPERTIES and not VALUE_FEATURES & set(condition.features):
-        found_suspects = _suspects(case.op, sample, condition, verdict.kind)
+    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY \
+            and not VALUE_FEATURES & set(condition.features):
+        found_suspects = _suspects(trace, condition, verdict.kind)
     counterexample = record.get("counterexample") or {}
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
                    _text(record["dtype"]), record["outcome"], verdict.kind, verdict.evidence, family, condition,
@@ -126,11 +129,11 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
                    counterexample.get("replay"), suspects=found_suspects)
 
 
-def _suspects(op: str, sample: Any, condition: Condition, kind: str) -> tuple[Suspect, ...]:
+def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, ...]:
     """The kernels inside `op` that saw a feature of the case (`triage.kernels`): those that saw one the shrunk
     case itself shows when it shows any (shrinking kept it, so the bug needs it), else any a call inside saw (a
     composite op making views of a plain input)."""
-    found = suspects(op, sample, with_dtypes=kind == "dtype" or "mixed dtypes" in condition.features)
+    found = suspects(trace, with_dtypes=kind == "dtype" or "mixed dtypes" in condition.features)
     own = CALL_FEATURES & set(condition.features)
     kept = tuple(s for s in found if s.feature in own) if own else found
     return kept

@@ -243,3 +243,20 @@ def test_error_checks_group_by_what_cpu_raised():
     assert (found.family, found.condition.describe()) == ("error checks", "CPU raises IndexError")
     silent = _failure(record(property="errors"), known, FakeCase({"input": None, "error_type": "ValueError"}, {}))
     assert silent.condition.describe() == "CPU raises ValueError"
+
+
+def test_a_wrong_result_dtype_groups_by_the_dtypes_whatever_op_or_suite():
+    """One promotion rule (or autocast policy) breaks many ops and scenarios: (device's, CPU's) dtype is the group."""
+    from torchcts.triage.run import _failure
+
+    known = Condition((), "small", ("float32",), 1, 1, "case x", True)
+    wide = "faulty differs from CPU: output: dtype torch.float64, CPU gives torch.float32"
+    narrow = "faulty differs from CPU: output: dtype torch.bfloat16, CPU gives torch.float32"
+    failures = [_failure(record(op="cov", item="forward::cov::function::float32", error_line=wide), known, None),
+                _failure(record(property="autocast", op="kl_div", item="autocast::kl_div::scenario::bfloat16",
+                                error_line=wide), known, None),
+                _failure(record(property="autocast", op="exp", item="autocast::exp::scenario::bfloat16",
+                                error_line=narrow), known, None)]
+    clusters = {(c.family, c.condition): c.count for c in group(failures)}
+    assert clusters == {("result dtype", "float64 where CPU gives float32"): 2,
+                        ("result dtype", "bfloat16 where CPU gives float32"): 1}

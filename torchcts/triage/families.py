@@ -43,8 +43,9 @@ _COMPILED = tuple((re.compile(pattern), family) for pattern, family in _FAMILIES
 MISSING_KERNEL_FAMILY = "missing kernel"  # a missing overload breaks ops of every family: grouped by the overload
 ERROR_INPUT_FAMILY = "error checks"  # an input CPU rejects, rejected differently: grouped by CPU's error type
 OUTPUT_LAYOUT_FAMILY = "output layout"  # a wrong view at an offset, or plain inputs with a strided output
+RESULT_DTYPE_FAMILY = "result dtype"  # a wrong result dtype: grouped by (device's, CPU's) dtype, op or suite
 FAMILIES = tuple(dict.fromkeys(family for _, family in _FAMILIES)) + (
-    "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY, OUTPUT_LAYOUT_FAMILY)
+    "elementwise", "suite", MISSING_KERNEL_FAMILY, ERROR_INPUT_FAMILY, OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY)
 
 # Names of one kernel: torch's aliases (subtract, multiply, true_divide, ...), the reflected operators, and the
 # ops ATen computes with another's kernel (sub is add with a negated alpha; amax and maximum share max's NaN rule).

@@ -22,11 +22,12 @@ from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
 from torchcts.triage.kernels import CALL_FEATURES, Suspect, Trace, suspects, trace_case
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
-                                      OUTPUT_LAYOUT_FAMILY, op_family)
+                                      OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
 # Features of values: a meta call cannot see them, and a shrunk case keeps them only where the bug needs them
 VALUE_FEATURES = frozenset({"nan", "inf", "-0", "subnormal", "int extremes", "wide int scalar"})
+_DTYPE_TRANSITION = re.compile(r"dtype torch\.(\w{1,30}), CPU gives torch\.(\w{1,30})")  # the oracle's words
 _CPU_RAISES = re.compile(r"where CPU raises (\w{1,60})\b")  # the error parity property's words
 MAX_CASES = 5000  # distinct case files read in one triage
 MAX_CORPUS_FILES = 2000  # files a search for crash cases looks at
@@ -106,6 +107,11 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
             family = OUTPUT_LAYOUT_FAMILY
             condition = attrs.evolve(condition, features=(OUTPUT_OFFSET,) if OUTPUT_OFFSET in found else found,
                                      inputs=condition.features)
+    transition = _DTYPE_TRANSITION.search(_text((case.failure.get("difference") if case is not None else None)
+                                                or record.get("error_line"))) if verdict.kind == "dtype" else None
+    if transition is not None:  # one promotion rule or autocast policy, whatever op or suite shows it
+        family = RESULT_DTYPE_FAMILY
+        condition = attrs.evolve(condition, root=f"{transition.group(1)} where CPU gives {transition.group(2)}")
     expected = case.inputs.get("error_type") if case is not None and verdict.kind == "error_parity" else None
     if isinstance(expected, str):  # what CPU raised, where the record says: OpInfos declare `Exception` for many
         said = _CPU_RAISES.search(_text(record.get("error") or record.get("error_line")))

@@ -13,7 +13,7 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
-from torchcts.triage.kernels import Suspect, TraceStopped, check_size, suspects, trace_case
+from torchcts.triage.kernels import Suspect, TraceLimits, TraceStopped, check_size, suspects, trace_case
 
 
 def record(outcome="failed", **fields):
@@ -197,6 +197,14 @@ def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
     check_size(torch.ops.aten.nonzero.default, (torch.ones(3),), {})  # no meta answer, but its input bounds it
     with pytest.raises(TraceStopped, match="sparse"):
         check_size(torch.ops.aten.add.Tensor, (torch.ones(2, 2).to_sparse(), torch.ones(2, 2)), {})
+    # the bounds of a whole traced case: calls dispatched, output elements of all calls; the calls before are kept
+    loss = SampleInput(torch.arange(12.0).reshape(3, 4).t(), args=(torch.ones(4, 3),))
+    whole = trace_case("nn.functional.l1_loss", loss)
+    assert whole.outputs is not None and len(whole.calls) == 3
+    for limits in (TraceLimits(calls=2), TraceLimits(total_elements=20)):  # sub and abs make 12 elements each
+        stopped = trace_case("nn.functional.l1_loss", loss, limits)
+        assert stopped.outputs is None and stopped.calls == whole.calls[:len(stopped.calls)], limits
+        assert 1 <= len(stopped.calls) < 3
 
 
 def traced(item, sample, feats, family, kind="values"):

@@ -9,9 +9,9 @@ every aten call that computes (views are skipped), the features of its tensor ar
 may need: layout (`non-contiguous`, `storage offset`, `expanded`, `channels_last`), `empty`,
 `large`, `mixed dtypes`. Each (family of the call's kernel, feature) is a `Suspect`. The mode sits
 where `torchcts.engine.dispatch_trace` does, below CompositeImplicitAutograd, so it sees the calls
-a backend is asked to run. The case is untrusted: every call is first run on meta copies, and one
-that would make more than `MAX_CALL_ELEMENTS` stops the trace (as does one meta cannot answer,
-unless its inputs bound its output: `equal`, `item`, `nonzero`).
+a backend is asked to run. The case is untrusted: every call is first run on meta copies, and the trace
+stops at a call past its `TraceLimits` (output elements of one call and of all, calls dispatched)
+or one meta cannot answer, unless its inputs bound its output (`equal`, `item`, `nonzero`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,20 @@ from torchcts.triage.families import op_family
 
 CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
                            "empty", "large", "mixed dtypes"})
-MAX_CALLS = 2000  # calls one traced case records (a hostile case cannot make the trace unbounded)
-MAX_CALL_ELEMENTS = 1 << 22  # output elements one call of a traced case may make on the CPU
 # Ops meta cannot answer (their output depends on values) and whose output their inputs bound
 DATA_DEPENDENT = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonzero", "nonzero_static", "masked_select",
                             "unique", "_unique", "_unique2", "unique_consecutive", "unique_dim", "argwhere",
                             "allclose", "_assert_async"})
+
+
+@attrs.frozen
+class TraceLimits:
+    """Bounds on tracing one case: a hostile case cannot make triage allocate or loop without bound."""
+
+    call_elements: int = 1 << 22  # output elements one call may make (sized on meta before the CPU runs it)
+    total_elements: int = 1 << 24  # output elements all calls together may make
+    calls: int = 20_000  # aten calls dispatched, views included (a Python loop inside an op runs calls)
+    recorded: int = 2000  # computing calls with a feature kept
 
 
 @attrs.frozen
@@ -56,11 +64,11 @@ class Trace:
     calls: tuple[tuple[str, int, tuple[str, ...]], ...]
 
 
-def trace_case(op_name: str, sample: Any) -> Trace:
+def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -> Trace:
     """Call the OpInfo `op_name` (a catalog id: no name from a file is evaluated) on CPU copies of the decoded
     `sample` (the case's tensors stay as decoded: an op may write into its input), its warnings silenced, inside
-    the recorder, which sizes every call on meta before the CPU runs it (`check_size`). An op not in the catalog
-    makes no call; one that raises or is stopped keeps the calls before."""
+    the recorder, which sizes every call on meta before the CPU runs it (`check_size`) and stops the op past
+    `limits`. An op not in the catalog makes no call; one that raises or is stopped keeps the calls before."""
     import torch
     from torch.utils._pytree import tree_flatten, tree_map
 
@@ -77,7 +85,7 @@ def trace_case(op_name: str, sample: Any) -> Trace:
             return copy_exact(value.detach())
         return value
 
-    recorder = _recorder()
+    recorder = _recorder(limits)
     outputs = None
     try:
         args, kwargs = tree_map(copied, (sample.input, *sample.args)), tree_map(copied, dict(sample.kwargs))
@@ -130,40 +138,49 @@ def _call_features(tensors: list[Any]) -> tuple[str, ...]:
     return tuple(sorted(features))
 
 
-def _recorder() -> Any:
+def _recorder(limits: TraceLimits) -> Any:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
 
     class Recorder(TorchDispatchMode):
-        """Notes (overload, tensor arguments, their features) of every aten call that is not a view."""
+        """Notes (overload, tensor arguments, their features) of every aten call that is not a view; runs each
+        within `limits` (TraceStopped past them)."""
 
         def __init__(self) -> None:
             super().__init__()
             self.calls: list[tuple[str, int, tuple[str, ...]]] = []
+            self.dispatched = 0
+            self.elements = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's signature
             kwargs = kwargs or {}
+            self.dispatched += 1
+            if self.dispatched > limits.calls:
+                raise TraceStopped(f"over {limits.calls} calls")
             view = _is_view(func)
-            if len(self.calls) < MAX_CALLS and getattr(func, "namespace", None) == "aten" and not view:
+            if len(self.calls) < limits.recorded and getattr(func, "namespace", None) == "aten" and not view:
                 tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
                 features = _call_features(tensors)
                 if features:
                     self.calls.append((str(func), len(tensors), features))
             if not view:
-                check_size(func, args, kwargs)
+                self.elements += check_size(func, args, kwargs, limits.call_elements)
+                if self.elements > limits.total_elements:
+                    raise TraceStopped(f"over {limits.total_elements} output elements in all")
             return func(*args, **kwargs)
 
     return Recorder()
 
 
 class TraceStopped(Exception):
-    """A call the trace does not run on the CPU: over `MAX_CALL_ELEMENTS`, or not answerable on meta."""
+    """A call the trace does not run on the CPU: past its `TraceLimits`, or not answerable on meta."""
 
 
-def check_size(func: Any, args: tuple, kwargs: dict) -> None:
-    """Run `func` on meta copies of its arguments first: TraceStopped when its outputs would hold more than
-    `MAX_CALL_ELEMENTS`, or when meta cannot answer and the op is not one whose output its inputs bound."""
+def check_size(func: Any, args: tuple, kwargs: dict, limit: int = TraceLimits().call_elements) -> int:
+    """The output elements `func` makes from `args`, found by running it on meta copies first (nothing is
+    allocated); TraceStopped when that is more than `limit`, or when meta cannot answer and the op is not one
+    whose output its inputs bound (`DATA_DEPENDENT`: then their elements are the answer)."""
     import torch
     from torch.utils._pytree import tree_leaves, tree_map
 
@@ -183,10 +200,11 @@ def check_size(func: Any, args: tuple, kwargs: dict) -> None:
     except Exception as exc:  # noqa: BLE001 - no meta answer: only an op its inputs bound runs on the CPU
         if func.__name__.split(".")[0] not in DATA_DEPENDENT:
             raise TraceStopped(f"{func}: no meta answer") from exc
-        return
+        outputs = args
     elements = sum(t.numel() for t in tree_leaves(outputs) if isinstance(t, torch.Tensor))
-    if elements > MAX_CALL_ELEMENTS:
+    if elements > limit:
         raise TraceStopped(f"{func}: {elements} output elements")
+    return elements
 
 
 def _is_view(func: Any) -> bool:

@@ -103,6 +103,11 @@ def table(triage: dict, fired: dict, cause: dict[str, set[str]]) -> None:
           f"split: {len(split)}")
     for bug, numbers in sorted(split.items()):
         print(f"  {bug}: clusters {numbers}")
+    # the signature keeps the kind (a bug giving wrong values and errors is two clusters by design)
+    kinds = {number: c["kind"] for number, c in enumerate(triage["clusters"], 1)}
+    whole_per_kind = [bug for bug, numbers in bug_clusters.items()
+                      if len({kinds[n] for n in numbers}) == len(numbers)]
+    print(f"bugs with one cluster per kind of failure: {len(whole_per_kind)} of {len(bug_clusters)}")
     items_without = sum(1 for item in fired if not cause.get(item))
     print(f"failing items: {len(fired)}; with a single-bug cause: {len(fired) - items_without}")
     # weighted by items: how much of each bug its largest cluster holds, and how many items share their

@@ -197,6 +197,8 @@ def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
     check_size(torch.ops.aten.nonzero.default, (torch.ones(3),), {})  # no meta answer, but its input bounds it
     with pytest.raises(TraceStopped, match="sparse"):
         check_size(torch.ops.aten.add.Tensor, (torch.ones(2, 2).to_sparse(), torch.ones(2, 2)), {})
+    # a hostile case asking an op for 2 GB: stopped on meta, nothing allocated (without the guard this returns)
+    assert trace_case("repeat", SampleInput(torch.ones(2, dtype=torch.uint8), args=((1 << 30,),))).outputs is None
     # the bounds of a whole traced case: calls dispatched, output elements of all calls; the calls before are kept
     loss = SampleInput(torch.arange(12.0).reshape(3, 4).t(), args=(torch.ones(4, 3),))
     whole = trace_case("nn.functional.l1_loss", loss)

@@ -13,7 +13,8 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
-from torchcts.triage.kernels import Suspect, TraceLimits, TraceStopped, check_size, suspects, trace_case
+from torchcts.triage.kernels import (Suspect, TraceLimits, TraceStopped, check_size, plain_suspects, suspects,
+                                     trace_case)
 
 
 def record(outcome="failed", **fields):
@@ -132,8 +133,10 @@ def test_one_kernel_under_other_names_is_one_cluster():
     families joins where a kernel fails in both (amax and maximum: max's NaN rule), and only there."""
     assert (kernel_stem("sub"), kernel_stem("true_divide"), kernel_stem("__rdiv__"), kernel_stem("masked.amax"),
             kernel_stem("max.reduction_no_dim"), kernel_stem("unsafe_split"), kernel_stem("nn.functional.relu"),
-            kernel_stem("batch_norm3d"), kernel_stem("nn.functional.conv_transpose2d"), kernel_stem("atleast_1d")) == (
-        "add", "div", "div", "max", "max", "split", "relu", "batch_norm", "conv_transpose", "atleast")
+            kernel_stem("batch_norm3d"), kernel_stem("nn.functional.conv_transpose2d"), kernel_stem("atleast_1d"),
+            kernel_stem("clamp_min_.Tensor"), kernel_stem("__iadd__")) == (
+        "add", "div", "div", "max", "max", "split", "relu", "batch_norm", "conv_transpose", "atleast", "clamp_min",
+        "__iadd__")
     failures = [failure("forward::add::function::float32"), failure("forward::sub::function::float32"),
                 failure("forward::mul::function::float32"),
                 failure("forward::amax::function::float32", feats=("nan",), family="reduction"),
@@ -270,3 +273,23 @@ def test_a_wrong_result_dtype_groups_by_the_dtypes_whatever_op_or_suite():
     clusters = {(c.family, c.condition): c.count for c in group(failures)}
     assert clusters == {("result dtype", "float64 where CPU gives float32"): 2,
                         ("result dtype", "bfloat16 where CPU gives float32"): 1}
+
+
+def test_a_plain_composite_failure_joins_the_kernel_it_calls_that_fails_alone():
+    """A case that shows nothing: each kernel the op ran is a suspect; cosine_similarity's division is the one that
+    fails on its own (div's failures), so it joins them; the conversions composite ops call are no suspects."""
+    def plain(item, sample, family):
+        trace = trace_case(item.split("::")[1], sample)
+        return attrs.evolve(failure(item, family=family), suspects=plain_suspects(trace))
+
+    pair = SampleInput(torch.ones(2, 3), args=(torch.full((2, 3), 3.0),))
+    failures = [plain("forward::div::function::float32", pair, "elementwise binary"),
+                plain("forward::true_divide::function::float32", pair, "elementwise binary"),
+                plain("forward::nn.functional.cosine_similarity::function::float32", pair, "elementwise binary"),
+                plain("forward::masked.argmax::function::float32", SampleInput(torch.ones(2, 3), kwargs={"dim": 1}),
+                      "reduction")]
+    assert [s.stem for s in failures[3].suspects] == ["argmax"]  # not the _to_copy after it
+    clusters = {(c.family, c.condition): c for c in group(failures)}
+    assert set(clusters) == {("elementwise binary", "plain, op div"), ("reduction", "plain, op argmax")}
+    assert clusters["elementwise binary", "plain, op div"].differs()["op"] == [
+        "div", "nn.functional.cosine_similarity", "true_divide"]

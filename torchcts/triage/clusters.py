@@ -17,7 +17,7 @@ import attrs
 from torchcts.triage.classify import KINDS
 from torchcts.triage.conditions import NOTABLE_SIZES, Condition
 from torchcts.triage.families import kernel_stem
-from torchcts.triage.kernels import Suspect
+from torchcts.triage.kernels import PLAIN, Suspect
 
 _DIFFER_FIELDS = ("family", "op", "property", "dtype", "variant", "outcome")
 SIZE_FEATURES = frozenset(NOTABLE_SIZES)
@@ -49,7 +49,8 @@ class Failure:
         kernel_stem`: `sub` is `add`): the op is then the most specific evidence there is."""
         condition = self.condition
         if condition.known and not condition.features and condition.root is None:
-            return (self.family, self.kind, f"plain, op {kernel_stem(self.op)}")
+            kernel = condition.kernels[0].removeprefix("aten.") if condition.kernels else self.op  # a traced one
+            return (self.family, self.kind, f"plain, op {kernel_stem(kernel)}")
         return (self.family, self.kind, condition.describe())
 
     def as_json(self) -> dict[str, Any]:
@@ -157,8 +158,8 @@ def _by_suspect(failures: list[Failure]) -> list[Failure]:
     takes the one most failures confirm (then the one most failures show, then the one its trace saw first); the
     rest are covered greedily, the suspect most of them show first."""
     members = [f for f in failures if f.suspects]
-    sole: dict[tuple[str, str], int] = {}
-    total: dict[tuple[str, str], int] = {}
+    sole: dict[tuple[str, str, str], int] = {}
+    total: dict[tuple[str, str, str], int] = {}
     for failure in members:
         keys = {s.key for s in failure.suspects}
         for key in keys:
@@ -175,7 +176,7 @@ def _by_suspect(failures: list[Failure]) -> list[Failure]:
         else:
             open_.append(failure)
     while open_:
-        counts: dict[tuple[str, str], int] = {}
+        counts: dict[tuple[str, str, str], int] = {}
         for failure in open_:
             for key in {s.key for s in failure.suspects}:
                 counts[key] = counts.get(key, 0) + 1
@@ -196,7 +197,8 @@ def _by_suspect(failures: list[Failure]) -> list[Failure]:
             continue
         condition = failure.condition
         inputs = condition.inputs if condition.inputs is not None else condition.features
-        condition = attrs.evolve(condition, features=(suspect.feature,), inputs=inputs, kernels=suspect.overloads)
+        features = () if suspect.feature == PLAIN else (suspect.feature,)
+        condition = attrs.evolve(condition, features=features, inputs=inputs, kernels=suspect.overloads)
         moved.append(attrs.evolve(failure, family=suspect.family, condition=condition))
     return moved
 

@@ -69,10 +69,12 @@ def _bare(op: str) -> str:
 
 
 def kernel_stem(op: str) -> str:
-    """The kernel an OpInfo id (or a scenario's name) most likely runs, for grouping: its name without namespace,
-    variant, `unsafe_` and rank suffix (`conv2d` -> `conv`), through torch's aliases (`true_divide` -> `div`,
+    """The kernel an OpInfo id, a scenario's name or an overload most likely runs, for grouping: its name without
+    namespace, variant, in-place underscore, `unsafe_` and rank suffix (`conv2d` -> `conv`), through torch's aliases (`true_divide` -> `div`,
     `sub` -> `add`, `amax` -> `max`)."""
     name = _bare(op).split(".")[0]
+    if name.endswith("_") and not name.endswith("__"):  # an in-place kernel is its op's (`clamp_min_`)
+        name = name[:-1]
     name = _KERNEL_STEMS.get(name, name)
     return re.sub(r"(?<=[a-z])_?[123]d$", "", name)  # one kernel template per rank: batch_norm2d, max_pool3d
 

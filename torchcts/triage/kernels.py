@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from torchcts.triage.conditions import LARGE, layout_features
-from torchcts.triage.families import op_family
+from torchcts.triage.families import kernel_stem, op_family
 
 CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
                            "empty", "large", "mixed dtypes"})
@@ -39,20 +39,25 @@ class TraceLimits:
     call_elements: int = 1 << 22  # output elements one call may make (sized on meta before the CPU runs it)
     total_elements: int = 1 << 24  # output elements all calls together may make
     calls: int = 20_000  # aten calls dispatched, views included (a Python loop inside an op runs calls)
-    recorded: int = 2000  # computing calls with a feature kept
+    recorded: int = 2000  # computing calls kept
 
 
 @attrs.frozen
 class Suspect:
-    """A kernel family that saw a feature; `overloads` are the calls that saw it (for the reader)."""
+    """A kernel family that saw a feature, or (`feature` PLAIN) one kernel of a plain case, named by its `stem`;
+    `overloads` are the calls (for the reader)."""
 
     family: str
     feature: str
     overloads: tuple[str, ...] = ()
+    stem: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.family, self.feature)
+    def key(self) -> tuple[str, str, str]:
+        return (self.family, self.feature, self.stem)
+
+
+PLAIN = "plain"  # the feature of a plain case's suspects: each computing kernel it called
 
 
 @attrs.frozen
@@ -104,12 +109,25 @@ def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
     found: dict[tuple[str, str], list[str]] = {}
     for overload, tensors, features in trace.calls:
         family = kernel_family(overload, tensors)
-        for feature in features:
+        for feature in features:  # a call without one is no suspect here (`plain_suspects`)
             if feature != "mixed dtypes" or with_dtypes:
                 names = found.setdefault((family, feature), [])
                 if overload not in names:
                     names.append(overload)
     return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
+
+
+def plain_suspects(trace: Trace) -> tuple[Suspect, ...]:
+    """Each kernel (`families.kernel_stem` of the overload: `sub` is `add`) the calls of `trace` ran, with its
+    family, in the order first called: where a case shows no feature, a composite op's bug is in one of them.
+    Conversions (`_to_copy`, `copy_`) are the glue of composite ops: suspects only where nothing else ran."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for overload, tensors, _ in trace.calls:
+        names = found.setdefault((kernel_family(overload, tensors), kernel_stem(overload.removeprefix("aten."))), [])
+        if overload not in names:
+            names.append(overload)
+    computing = {key: names for key, names in found.items() if key[0] != "conversion"}
+    return tuple(Suspect(family, PLAIN, tuple(names), stem) for (family, stem), names in (computing or found).items())
 
 
 def kernel_family(overload: str, tensors: int) -> str:
@@ -161,9 +179,7 @@ def _recorder(limits: TraceLimits) -> Any:
             view = _is_view(func)
             if len(self.calls) < limits.recorded and getattr(func, "namespace", None) == "aten" and not view:
                 tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-                features = _call_features(tensors)
-                if features:
-                    self.calls.append((str(func), len(tensors), features))
+                self.calls.append((str(func), len(tensors), _call_features(tensors)))
             if not view:
                 self.elements += check_size(func, args, kwargs, limits.call_elements)
                 if self.elements > limits.total_elements:

@@ -20,7 +20,7 @@ from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
-from torchcts.triage.kernels import CALL_FEATURES, Suspect, Trace, suspects, trace_case
+from torchcts.triage.kernels import CALL_FEATURES, Suspect, Trace, plain_suspects, suspects, trace_case
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
 
@@ -125,8 +125,8 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
         key = missing.get("dispatch_key")
         condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
     found_suspects = ()
-    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY \
-            and not VALUE_FEATURES & set(condition.features):
+    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY and verdict.kind != "harness" \
+            and not VALUE_FEATURES & set(condition.features):  # a harness failure is TorchCTS's, not a kernel's
         found_suspects = _suspects(trace, condition, verdict.kind)
     counterexample = record.get("counterexample") or {}
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
@@ -136,13 +136,14 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
 
 
 def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, ...]:
-    """The kernels inside `op` that saw a feature of the case (`triage.kernels`): those that saw one the shrunk
+    """The kernels inside the op that saw a feature of the case (`triage.kernels`): those that saw one the shrunk
     case itself shows when it shows any (shrinking kept it, so the bug needs it), else any a call inside saw (a
-    composite op making views of a plain input)."""
+    composite op making views of a plain input); for a case that shows nothing, each kernel the op ran."""
     found = suspects(trace, with_dtypes=kind == "dtype" or "mixed dtypes" in condition.features)
     own = CALL_FEATURES & set(condition.features)
-    kept = tuple(s for s in found if s.feature in own) if own else found
-    return kept
+    if own:
+        return tuple(s for s in found if s.feature in own)
+    return found if found or condition.features else plain_suspects(trace)
 
 
 def case_file(path: str, folder: Path) -> Path | None:

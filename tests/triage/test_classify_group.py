@@ -200,6 +200,10 @@ def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
     check_size(torch.ops.aten.nonzero.default, (torch.ones(3),), {})  # no meta answer, but its input bounds it
     with pytest.raises(TraceStopped, match="sparse"):
         check_size(torch.ops.aten.add.Tensor, (torch.ones(2, 2).to_sparse(), torch.ones(2, 2)), {})
+    # a hostile case asking a polynomial of degree 10**9: its CPU kernel would loop that often per element
+    with pytest.raises(TraceStopped, match="degree"):
+        check_size(torch.ops.aten.special_legendre_polynomial_p.default, (torch.ones(3), torch.tensor(1e9)), {})
+    check_size(torch.ops.aten.special_legendre_polynomial_p.default, (torch.ones(3), torch.tensor(5.0)), {})
     # a hostile case asking an op for 2 GB: stopped on meta, nothing allocated (without the guard this returns)
     assert trace_case("repeat", SampleInput(torch.ones(2, dtype=torch.uint8), args=((1 << 30,),))).outputs is None
     # the bounds of a whole traced case: calls dispatched, output elements of all calls; the calls before are kept

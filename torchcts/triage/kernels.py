@@ -10,12 +10,14 @@ may need: layout (`non-contiguous`, `storage offset`, `expanded`, `channels_last
 `large`, `mixed dtypes`. Each (family of the call's kernel, feature) is a `Suspect`. The mode sits
 where `torchcts.engine.dispatch_trace` does, below CompositeImplicitAutograd, so it sees the calls
 a backend is asked to run. The case is untrusted: every call is first run on meta copies, and the trace
-stops at a call past its `TraceLimits` (output elements of one call and of all, calls dispatched)
-or one meta cannot answer, unless its inputs bound its output (`equal`, `item`, `nonzero`).
+stops at a call past its `TraceLimits` (output elements of one call and of all, calls dispatched),
+at an orthogonal polynomial of a degree over 10,000 (its CPU kernel loops that often per element),
+or at one meta cannot answer, unless its inputs bound its output (`equal`, `item`, `nonzero`).
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -26,8 +28,11 @@ from torchcts.triage.families import kernel_stem, op_family
 
 CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
                            "empty", "large", "mixed dtypes"})
+# Kernels whose CPU time grows with an argument's value (an orthogonal polynomial's degree: a loop per element)
+_LOOPING = re.compile(r"_polynomial_")
+MAX_LOOP_ARGUMENT = 10_000
 # Ops meta cannot answer (their output depends on values) and whose output their inputs bound
-DATA_DEPENDENT = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonzero", "nonzero_static", "masked_select",
+DATA_DEPENDENT = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonzero", "masked_select",
                             "unique", "_unique", "_unique2", "unique_consecutive", "unique_dim", "argwhere",
                             "allclose", "_assert_async"})
 
@@ -209,6 +214,8 @@ def check_size(func: Any, args: tuple, kwargs: dict, limit: int = TraceLimits().
             return copy_exact(value.detach(), "meta")
         return value
 
+    if _LOOPING.search(func.__name__) and _largest_number((args, kwargs)) > MAX_LOOP_ARGUMENT:
+        raise TraceStopped(f"{func}: a degree over {MAX_LOOP_ARGUMENT}")
     try:
         outputs = func(*tree_map(on_meta, args), **tree_map(on_meta, kwargs))
     except TraceStopped:
@@ -221,6 +228,20 @@ def check_size(func: Any, args: tuple, kwargs: dict, limit: int = TraceLimits().
     if elements > limit:
         raise TraceStopped(f"{func}: {elements} output elements")
     return elements
+
+
+def _largest_number(values: Any) -> float:
+    """The largest magnitude among the numbers and real tensor elements in `values` (NaN counts as 0)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    largest = 0.0
+    for leaf in tree_leaves(values):
+        if isinstance(leaf, torch.Tensor) and leaf.numel() and not leaf.is_complex() and leaf.dtype != torch.bool:
+            largest = max(largest, float(leaf.detach().double().nan_to_num(0.0).abs().max()))
+        elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool) and leaf == leaf:
+            largest = max(largest, abs(float(leaf)))
+    return largest
 
 
 def _is_view(func: Any) -> bool:

@@ -41,7 +41,7 @@ class Failure:
     case: str | None = None  # the corpus case file, as the record names it
     replay: str | None = None
     repro: str | None = None  # the repro script written for it (crashed and timed_out items)
-    suspects: tuple[Suspect, ...] = ()  # the kernels inside the op that saw a feature (`triage.kernels`)
+    suspects: tuple[Suspect, ...] = ()  # the kernels inside the op that saw a feature, or ran (`triage.kernels`)
 
     @property
     def signature(self) -> tuple[str, str, str]:

@@ -15,10 +15,11 @@ tensors and the plain arguments:
   bool tensor);
 - dtypes: `mixed dtypes` when the case's tensors do not share one dtype;
 - output layout (`output_features`): the layout of the failing output as the op makes it from the
-  case (`kernels.trace_case`: on the CPU, each call sized on meta first) (`output storage offset`, `output expanded`, `output non-contiguous`). A wrong output that
-  is a view at an offset, or plain inputs with a view, expanded or strided output, point at the
-  device's view or readback machinery, not at the op's kernel: the output's layout then replaces
-  the inputs' features (kept in `Condition.inputs`).
+  case (`kernels.trace_case`: on the CPU, each call sized on meta first): `output storage offset`,
+  `output expanded`, `output non-contiguous`. A wrong output that is a view at an offset, or plain
+  inputs with a view, expanded or strided output, point at the device's view or readback machinery,
+  not at the op's kernel: the output's layout then replaces the inputs' features (kept in
+  `Condition.inputs`).
 
 `Condition.features` holds what is notable; the signature groups on it.
 """

@@ -70,8 +70,8 @@ def _bare(op: str) -> str:
 
 def kernel_stem(op: str) -> str:
     """The kernel an OpInfo id, a scenario's name or an overload most likely runs, for grouping: its name without
-    namespace, variant, in-place underscore, `unsafe_` and rank suffix (`conv2d` -> `conv`), through torch's aliases (`true_divide` -> `div`,
-    `sub` -> `add`, `amax` -> `max`)."""
+    namespace, variant, in-place underscore, `unsafe_` and rank suffix (`conv2d` -> `conv`), through torch's
+    aliases (`true_divide` -> `div`, `sub` -> `add`, `amax` -> `max`)."""
     name = _bare(op).split(".")[0]
     if name.endswith("_") and not name.endswith("__"):  # an in-place kernel is its op's (`clamp_min_`)
         name = name[:-1]

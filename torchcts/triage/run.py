@@ -25,7 +25,8 @@ from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY,
                                       OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
-# Features of values: a meta call cannot see them, and a shrunk case keeps them only where the bug needs them
+# Features of values: a trace notes none (only layout, size, dtypes), and a shrunk case keeps them only where the
+# bug needs them, so a case showing one keeps its own condition
 VALUE_FEATURES = frozenset({"nan", "inf", "-0", "subnormal", "int extremes", "wide int scalar"})
 _DTYPE_TRANSITION = re.compile(r"dtype torch\.(\w{1,30}), CPU gives torch\.(\w{1,30})")  # the oracle's words
 _CPU_RAISES = re.compile(r"where CPU raises (\w{1,60})\b")  # the error parity property's words

@@ -13,8 +13,8 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
-from torchcts.triage.kernels import (Suspect, TraceLimits, TraceStopped, check_size, plain_suspects, suspects,
-                                     trace_case)
+from torchcts.triage.kernels import (Suspect, TraceLimits, TraceStopped, check_size, kernel_suspects, suspects,
+                                     trace_case, trace_isolated)
 
 
 def record(outcome="failed", **fields):
@@ -216,6 +216,20 @@ def test_a_traced_call_is_sized_on_meta_before_the_cpu_runs_it():
         assert 1 <= len(stopped.calls) < 3
 
 
+def test_a_traced_case_runs_in_a_child_within_memory_and_time():
+    """What one kernel does inside is not sized (a convolution's scratch, a pooling window, a polynomial's loop):
+    the child tracing a case has an address-space cap and a timeout; either ends its trace, not the caller."""
+    # 64 MB each (past glibc's largest mmap threshold: every buffer is new address space, whatever ran before)
+    pair = SampleInput(torch.rand(1 << 23, dtype=torch.float64), args=(torch.rand(1 << 23, dtype=torch.float64),))
+    roomy = TraceLimits(call_elements=1 << 24, total_elements=1 << 25)
+    assert trace_isolated("add", pair, roomy).outputs == ((),)  # within the default 2 GB
+    capped = trace_isolated("add", pair, attrs.evolve(roomy, memory_bytes=8 << 20))
+    assert capped.outputs is None and capped.stopped, capped
+    slow = SampleInput(torch.linspace(-0.9, 0.9, 2000).reshape(2000, 1), args=(torch.full((1, 2000), 9999.0),))
+    late = trace_isolated("special.legendre_polynomial_p", slow, TraceLimits(timeout_s=2))  # minutes on the CPU
+    assert late.outputs is None and "killed" in late.stopped, late
+
+
 def traced(item, sample, feats, family, kind="values"):
     op = item.split("::")[1]
     found = tuple(s for s in suspects(trace_case(op, sample), with_dtypes=False) if s.feature in feats)
@@ -284,7 +298,7 @@ def test_a_plain_composite_failure_joins_the_kernel_it_calls_that_fails_alone():
     fails on its own (div's failures), so it joins them; the conversions composite ops call are no suspects."""
     def plain(item, sample, family):
         trace = trace_case(item.split("::")[1], sample)
-        return attrs.evolve(failure(item, family=family), suspects=plain_suspects(trace))
+        return attrs.evolve(failure(item, family=family), suspects=kernel_suspects(trace))
 
     pair = SampleInput(torch.ones(2, 3), args=(torch.full((2, 3), 3.0),))
     failures = [plain("forward::div::function::float32", pair, "elementwise binary"),

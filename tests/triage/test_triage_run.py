@@ -134,7 +134,7 @@ def test_each_seeded_bug_is_one_cluster_and_each_cluster_one_bug(traced_run):
         bug: [(result.clusters[n].family, result.clusters[n].condition) for n in numbers]
         for bug, numbers in home.items()}
     conditions = {result.clusters[next(iter(home[bug]))].condition for bug in home}
-    assert {"nan", "plain, op add", "output storage offset", "expanded", "storage offset"} == conditions
+    assert {"nan, op max", "plain, op add", "output storage offset", "expanded", "storage offset"} == conditions
 
 
 # -- hostile folders -------------------------------------------------------------------------------------------
@@ -204,6 +204,25 @@ def test_hostile_records_and_cases_are_triaged_without_harm(tmp_path):
     assert "<script>" not in re.sub(r"`[^`\n]*`", "", markdown)  # raw only inside code spans, where it is text
     assert "`forward::add|'x'\\n# Title <script>\"\"\"\\x1b[31m::function::float32`" in markdown  # a code span
     assert "\n# Title" not in markdown and markdown.count("\n# ") == 0  # the one heading is the first line
+
+
+def test_a_case_whose_op_crashes_natively_is_traced_in_a_child(tmp_path):
+    """Triage calls each failing case's op (to see which kernels saw its condition); a hostile case that makes a
+    CPU kernel read out of bounds (`_segment_reduce` with `unsafe=True` and lengths past the input) kills only
+    the child tracing it: triage finishes, says so, and groups the failure by its op and condition."""
+    sample = SampleInput(torch.rand(5), args=("max",), kwargs={"axis": 0, "unsafe": True, "initial": 1,
+                                                              "lengths": torch.tensor([10**9, 10**9])})
+    case = new_case(prop="forward", op="_segment_reduce.lengths", variant="function", dtype="float32",
+                    device_type="faulty", backend=None, sample=sample, found={},
+                    failure={"outcome": "failed", "message": "m",
+                             "difference": "output: 1 at flat index 0, CPU gives 2"})
+    path = tmp_path / "corpus" / "segment.json"
+    save_case(path, case)
+    folder = write_run(tmp_path / "run", [rec("forward::_segment_reduce.lengths::function::float32",
+                                              op="_segment_reduce.lengths", counterexample={"path": str(path)})])
+    triage = triage_run(folder)
+    assert [c.kind for c in triage.clusters] == ["values"] and triage.failures[0].suspects == ()
+    assert any("_segment_reduce.lengths" in p and "SIGSEGV" in p for p in triage.problems), triage.problems
 
 
 def test_a_hostile_op_name_in_a_crash_record_never_becomes_code(tmp_path):

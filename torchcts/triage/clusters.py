@@ -48,9 +48,10 @@ class Failure:
         """(family, kind, condition); a case that shows no condition names its op's kernel instead (`families.
         kernel_stem`: `sub` is `add`): the op is then the most specific evidence there is."""
         condition = self.condition
+        if condition.known and condition.root is None and condition.kernel is not None:  # a traced kernel
+            return (self.family, self.kind, f"{condition.describe()}, op {condition.kernel}")
         if condition.known and not condition.features and condition.root is None:
-            kernel = condition.kernels[0].removeprefix("aten.") if condition.kernels else self.op  # a traced one
-            return (self.family, self.kind, f"plain, op {kernel_stem(kernel)}")
+            return (self.family, self.kind, f"plain, op {kernel_stem(self.op)}")
         return (self.family, self.kind, condition.describe())
 
     def as_json(self) -> dict[str, Any]:
@@ -107,14 +108,18 @@ def _merge_supersets(by_signature: dict[tuple[str, str, str], list[Failure]]
                      ) -> dict[tuple[str, str, str], list[Failure]]:
     features = {key: frozenset(members[0].condition.features) for key, members in by_signature.items()
                 if members[0].condition.known and members[0].condition.features and members[0].condition.root is None}
+    # a traced kernel's condition joins one of the same kernel, or one of the family's (no kernel), not another's
+    kernel = {key: by_signature[key][0].condition.kernel for key in features}
     specific = {key for key, found in features.items() if not found <= SIZE_FEATURES}  # a size alone explains little
     merged: dict[tuple[str, str, str], list[Failure]] = {}
     for key, members in by_signature.items():
         own = features.get(key)
         smaller = [other for other, theirs in features.items() if own is not None and other[:2] == key[:2]
-                   and theirs < own and other in specific]
-        # the smallest such condition (fewest features, then by name): minimal, so nothing smaller holds it
-        target = min(smaller, key=lambda other: (len(features[other]), other)) if smaller else key
+                   and theirs < own and other in specific and kernel[other] in (None, kernel[key])]
+        # the smallest such condition (the same kernel's first, fewest features, then by name): minimal, so nothing
+        # smaller holds it
+        target = min(smaller, key=lambda other: (kernel[other] != kernel[key], len(features[other]), other)) \
+            if smaller else key
         merged.setdefault(target, []).extend(members)
     return merged
 
@@ -126,7 +131,7 @@ def _merge_shared_kernels(by_signature: dict[tuple[str, str, str], list[Failure]
     joined cluster keeps the family with the most failures; the others are listed under what differs."""
     joinable = [key for key, members in by_signature.items()
                 if members[0].condition.known and members[0].condition.features and members[0].condition.root is None]
-    stems = {key: {kernel_stem(f.op) for f in by_signature[key]} for key in joinable}
+    stems = {key: {f.condition.kernel or kernel_stem(f.op) for f in by_signature[key]} for key in joinable}
     parent = {key: key for key in joinable}
 
     def root(key: tuple[str, str, str]) -> tuple[str, str, str]:
@@ -196,9 +201,12 @@ def _by_suspect(failures: list[Failure]) -> list[Failure]:
             moved.append(failure)
             continue
         condition = failure.condition
-        inputs = condition.inputs if condition.inputs is not None else condition.features
-        features = () if suspect.feature == PLAIN else (suspect.feature,)
-        condition = attrs.evolve(condition, features=features, inputs=inputs, kernels=suspect.overloads)
+        if suspect.stem:  # grouped by the kernel: a plain case, or one whose special values are its condition
+            features = () if suspect.feature == PLAIN else condition.features
+            condition = attrs.evolve(condition, features=features, kernel=suspect.stem, kernels=suspect.overloads)
+        else:  # grouped by the family of the kernels that saw the feature
+            inputs = condition.inputs if condition.inputs is not None else condition.features
+            condition = attrs.evolve(condition, features=(suspect.feature,), inputs=inputs, kernels=suspect.overloads)
         moved.append(attrs.evolve(failure, family=suspect.family, condition=condition))
     return moved
 

@@ -53,6 +53,7 @@ class Condition:
     root: str | None = None  # what stands for the condition where the record names the cause (a missing overload)
     inputs: tuple[str, ...] | None = None  # the inputs' own features, where the output's layout replaced them
     kernels: tuple[str, ...] = ()  # the aten calls inside the op that saw `features` (`triage.kernels`)
+    kernel: str | None = None  # the kernel (stem) it is grouped under: a plain case, or one of special values
 
     def describe(self) -> str:
         if self.root is not None:
@@ -223,17 +224,11 @@ _OUTPUT_INDEX = re.compile(r"^output (\d+):")
 
 
 def output_features(outputs: Any, difference: Any) -> tuple[str, ...]:
-    """The layout features (`OUTPUT_LAYOUTS`) of the output a failure names in `difference` ("output 1: ...";
-    every output when it names none) among `outputs`, the op's flattened outputs on its case (`kernels.Trace`;
-    None or () when there are none)."""
-    import torch
-
-    leaves = list(outputs or ())
+    """The output layout features (`OUTPUT_LAYOUTS`) of the output a failure names in `difference` ("output 1:
+    ..."; every output when it names none), from `outputs`, the layout features of the op's flattened outputs on
+    its case (`kernels.Trace.outputs`; None when there are none)."""
+    layouts = list(outputs or ())
     found = _OUTPUT_INDEX.match(difference) if isinstance(difference, str) else None
-    if found is not None and int(found.group(1)) < len(leaves):
-        leaves = [leaves[int(found.group(1))]]
-    features = set()
-    for leaf in leaves:
-        if isinstance(leaf, torch.Tensor) and not leaf.is_nested and leaf.layout == torch.strided:
-            features.update(OUTPUT_LAYOUTS[f] for f in layout_features(leaf) if f in OUTPUT_LAYOUTS)
-    return tuple(sorted(features))
+    if found is not None and int(found.group(1)) < len(layouts):
+        layouts = [layouts[int(found.group(1))]]
+    return tuple(sorted({OUTPUT_LAYOUTS[f] for features in layouts for f in features if f in OUTPUT_LAYOUTS}))

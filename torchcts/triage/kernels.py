@@ -17,6 +17,8 @@ or at one meta cannot answer, unless its inputs bound its output (`equal`, `item
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import warnings
 from typing import Any
@@ -39,18 +41,22 @@ DATA_DEPENDENT = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonze
 
 @attrs.frozen
 class TraceLimits:
-    """Bounds on tracing one case: a hostile case cannot make triage allocate or loop without bound."""
+    """Bounds on tracing one case: a hostile case cannot make triage allocate, loop or run without bound."""
 
     call_elements: int = 1 << 22  # output elements one call may make (sized on meta before the CPU runs it)
     total_elements: int = 1 << 24  # output elements all calls together may make
     calls: int = 20_000  # aten calls dispatched, views included (a Python loop inside an op runs calls)
     recorded: int = 2000  # computing calls kept
+    # `trace_isolated`: what its child may use beyond the memory it starts with, and how long it may take (work
+    # inside one kernel and its scratch buffers are not sized: a convolution's unfold, a pooling window)
+    memory_bytes: int = 2 << 30
+    timeout_s: float = 30.0
 
 
 @attrs.frozen
 class Suspect:
-    """A kernel family that saw a feature, or (`feature` PLAIN) one kernel of a plain case, named by its `stem`;
-    `overloads` are the calls (for the reader)."""
+    """A kernel family that saw a feature, or (with a `stem`) one kernel a plain case (`feature` PLAIN) or one
+    whose special values are its condition (VALUES) ran; `overloads` are the calls (for the reader)."""
 
     family: str
     feature: str
@@ -63,22 +69,83 @@ class Suspect:
 
 
 PLAIN = "plain"  # the feature of a plain case's suspects: each computing kernel it called
+VALUES = "values"  # the feature of suspects of a case whose special values are its condition: each kernel it called
 
 
 @attrs.frozen
 class Trace:
-    """What calling an op on a case showed: its flattened outputs (None where it raised or was stopped) and its
-    computing aten calls as (overload, tensor arguments, features)."""
+    """What calling an op on a case showed: the layout features (`conditions.layout_features`) of each of its
+    flattened outputs (() for one that is not a dense tensor; None where the op raised or was stopped), its
+    computing aten calls as (overload, tensor arguments, features), and why it stopped early ("" if it did not)."""
 
-    outputs: tuple[Any, ...] | None
+    outputs: tuple[tuple[str, ...], ...] | None
     calls: tuple[tuple[str, int, tuple[str, ...]], ...]
+    stopped: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"outputs": self.outputs, "calls": self.calls, "stopped": self.stopped}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Trace":
+        outputs = data["outputs"]
+        return cls(None if outputs is None else tuple(tuple(found) for found in outputs),
+                   tuple((str(name), int(tensors), tuple(features)) for name, tensors, features in data["calls"]),
+                   str(data["stopped"]))
+
+
+def trace_isolated(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -> Trace:
+    """`trace_case` in a forked child (`isolation.fork`) with `limits.memory_bytes` of address space beyond its
+    start and `limits.timeout_s`: a case whose op crashes natively (a kernel reading out of bounds), exhausts
+    memory or runs on inside one kernel ends the child, not triage. Its trace is then empty and says why."""
+    from torchcts.isolation.fork import run_forked
+    from torchcts.plan.catalog import find_op
+
+    try:
+        find_op(op_name)  # here: the op database is loaded once, in this process, and each child inherits it
+    except KeyError:
+        return Trace(None, (), f"{op_name} is not in the catalog")
+    _warm_up()
+
+    def work() -> dict[str, Any]:
+        _cap_memory(limits.memory_bytes)
+        return trace_case(op_name, sample, limits).as_json()
+
+    result = run_forked(work, limits.timeout_s)
+    if result.status == "finished":
+        return Trace.from_json(result.answer)
+    return Trace(None, (), f"calling {op_name} on the case: {result.describe()}")
+
+
+@functools.cache
+def _warm_up() -> None:
+    """Trace one fixed `add` here: a process's first trace sets up meta dispatch and the mode (~0.15 s), which
+    each forked child would otherwise pay again."""
+    import torch
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    trace_case("add", SampleInput(torch.ones(2), args=(torch.ones(2),)))
+
+
+def _cap_memory(extra: int) -> None:
+    """Limit this process's address space to what it has now plus `extra` bytes (Linux; elsewhere no cap)."""
+    import resource
+
+    try:
+        with open("/proc/self/statm") as statm:
+            current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        wanted = current + extra
+        resource.setrlimit(resource.RLIMIT_AS, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+    except (OSError, ValueError):
+        pass
 
 
 def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -> Trace:
     """Call the OpInfo `op_name` (a catalog id: no name from a file is evaluated) on CPU copies of the decoded
     `sample` (the case's tensors stay as decoded: an op may write into its input), its warnings silenced, inside
     the recorder, which sizes every call on meta before the CPU runs it (`check_size`) and stops the op past
-    `limits`. An op not in the catalog makes no call; one that raises or is stopped keeps the calls before."""
+    `limits`. An op not in the catalog makes no call; one that raises or is stopped keeps the calls before.
+    In this process: triage calls `trace_isolated`."""
     import torch
     from torch.utils._pytree import tree_flatten, tree_map
 
@@ -88,7 +155,7 @@ def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -
     try:
         op = find_op(op_name)
     except KeyError:
-        return Trace(None, ())
+        return Trace(None, (), f"{op_name} is not in the catalog")
 
     def copied(value: Any) -> Any:
         if isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_nested:
@@ -96,15 +163,19 @@ def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -
         return value
 
     recorder = _recorder(limits)
-    outputs = None
+    outputs, stopped = None, ""
     try:
         args, kwargs = tree_map(copied, (sample.input, *sample.args)), tree_map(copied, dict(sample.kwargs))
         with warnings.catch_warnings(), recorder:
             warnings.simplefilter("ignore")  # the op's deprecation and user warnings are not triage's output
-            outputs = tuple(tree_flatten(op(*args, **kwargs))[0])
-    except Exception:  # noqa: BLE001 - an error input, a call over the bound: the calls before it are the trace
-        pass
-    return Trace(outputs, tuple(recorder.calls))
+            leaves = tree_flatten(op(*args, **kwargs))[0]
+        outputs = tuple(tuple(layout_features(leaf)) if isinstance(leaf, torch.Tensor) and not leaf.is_nested
+                        and leaf.layout == torch.strided else () for leaf in leaves)
+    except TraceStopped as exc:
+        stopped = f"stopped: {exc}"
+    except Exception as exc:  # noqa: BLE001 - an error input, memory refused: the calls before it are the trace
+        stopped = f"raised {type(exc).__name__}"
+    return Trace(outputs, tuple(recorder.calls), stopped)
 
 
 def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
@@ -114,7 +185,7 @@ def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
     found: dict[tuple[str, str], list[str]] = {}
     for overload, tensors, features in trace.calls:
         family = kernel_family(overload, tensors)
-        for feature in features:  # a call without one is no suspect here (`plain_suspects`)
+        for feature in features:  # a call without one is no suspect here (`kernel_suspects`)
             if feature != "mixed dtypes" or with_dtypes:
                 names = found.setdefault((family, feature), [])
                 if overload not in names:
@@ -122,22 +193,24 @@ def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
     return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
 
 
-def plain_suspects(trace: Trace) -> tuple[Suspect, ...]:
+def kernel_suspects(trace: Trace, feature: str = PLAIN) -> tuple[Suspect, ...]:
     """Each kernel (`families.kernel_stem` of the overload: `sub` is `add`) the calls of `trace` ran, with its
-    family, in the order first called: where a case shows no feature, a composite op's bug is in one of them.
-    Conversions (`_to_copy`, `copy_`) are the glue of composite ops: suspects only where nothing else ran."""
+    family, in the order first called, as a suspect of `feature` (PLAIN or VALUES): where a case shows no layout
+    a call could see, a composite op's bug is in one of them. Conversions (`_to_copy`, `copy_`) are the glue of
+    composite ops: suspects only where nothing else ran."""
     found: dict[tuple[str, str], list[str]] = {}
     for overload, tensors, _ in trace.calls:
-        names = found.setdefault((kernel_family(overload, tensors), kernel_stem(overload.removeprefix("aten."))), [])
+        stem = kernel_stem(overload.removeprefix("aten."))
+        names = found.setdefault((kernel_family(stem, tensors), stem), [])  # `minimum` is a reduction like `min`
         if overload not in names:
             names.append(overload)
     computing = {key: names for key, names in found.items() if key[0] != "conversion"}
-    return tuple(Suspect(family, PLAIN, tuple(names), stem) for (family, stem), names in (computing or found).items())
+    return tuple(Suspect(family, feature, tuple(names), stem) for (family, stem), names in (computing or found).items())
 
 
 def kernel_family(overload: str, tensors: int) -> str:
-    """The family (`families.op_family`) of an aten overload's name ("aten.sub.Tensor"), leading underscores of
-    internal kernels dropped (`_log_softmax` is a reduction like `log_softmax`)."""
+    """The family (`families.op_family`) of an aten overload's name ("aten.sub.Tensor") or a kernel stem, leading
+    underscores of internal kernels dropped (`_log_softmax` is a reduction like `log_softmax`)."""
     name = overload.removeprefix("aten.").split(".")[0]
     family = op_family(name, None, tensors)
     if family.startswith("elementwise") and name.startswith("_"):

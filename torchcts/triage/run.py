@@ -10,6 +10,7 @@ unknown and is listed with the file and field; the triage goes on.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,17 +21,20 @@ from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
-from torchcts.triage.kernels import CALL_FEATURES, Suspect, Trace, plain_suspects, suspects, trace_case
+from torchcts.triage.kernels import (CALL_FEATURES, PLAIN, VALUES, Suspect, Trace, kernel_suspects, suspects,
+                                     trace_isolated)
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
 # Features of values: a trace notes none (only layout, size, dtypes), and a shrunk case keeps them only where the
-# bug needs them, so a case showing one keeps its own condition
+# bug needs them: such a case keeps its own condition, grouped by the kernel it ran (`kernels.kernel_suspects`)
 VALUE_FEATURES = frozenset({"nan", "inf", "-0", "subnormal", "int extremes", "wide int scalar"})
 _DTYPE_TRANSITION = re.compile(r"dtype torch\.(\w{1,30}), CPU gives torch\.(\w{1,30})")  # the oracle's words
 _CPU_RAISES = re.compile(r"where CPU raises (\w{1,60})\b")  # the error parity property's words
 MAX_CASES = 5000  # distinct case files read in one triage
+TRACE_BUDGET_S = 300.0  # seconds all traced cases of one triage may take (each at most `TraceLimits.timeout_s`)
+_BUDGET_SPENT = "tracing stopped: its time budget is spent"
 MAX_CORPUS_FILES = 2000  # files a search for crash cases looks at
 TEXT_CHARS = 300  # a kept text field (error line, item id) is at most this long
 
@@ -64,14 +68,16 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
     device = environment.get("device")
     output = Path(output) if output is not None else folder / "triage"
     conditions: dict[Path, tuple[Condition, Any, Any] | None] = {}
-    traces: dict[int, Trace] = {}  # id(sample) -> the op called on it
+    tracer = _Tracer()
     problems: list[str] = []
     failures = []
     for record in iter_records(folder):
         if record["outcome"] not in PROBLEM_VALUES:
             continue
         condition, case, sample = _condition(record, folder, conditions, problems)
-        failures.append(_failure(record, condition, case, sample, traces))
+        trace = tracer.trace(case, sample, problems) if condition.known and record["property"] in OPINFO_PROPERTIES \
+            else None
+        failures.append(_failure(record, condition, case, trace))
     if scripts:
         failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
     return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))
@@ -89,17 +95,36 @@ def _line(text: str) -> str:
     return _text(printable(text))
 
 
-def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: Any = None,
-             traces: dict[int, Trace] | None = None) -> Failure:
+class _Tracer:
+    """Each case's op traced once (`kernels.trace_isolated`), however many records name it, within
+    `TRACE_BUDGET_S` for the whole triage: past it, later cases are not traced (a problem line says so)."""
+
+    def __init__(self) -> None:
+        self.traces: dict[int, Trace] = {}  # id(sample) -> its trace
+        self.spent = 0.0
+
+    def trace(self, case: Any, sample: Any, problems: list[str]) -> Trace | None:
+        if sample is None:
+            return None
+        if id(sample) not in self.traces:
+            if self.spent > TRACE_BUDGET_S:
+                if not any(p.startswith(_BUDGET_SPENT) for p in problems):
+                    problems.append(f"{_BUDGET_SPENT} ({TRACE_BUDGET_S:.0f} s): later cases are grouped by their op "
+                                    "and condition only")
+                return None
+            started = time.monotonic()
+            trace = trace_isolated(case.op, sample)
+            self.spent += time.monotonic() - started
+            if trace.stopped.startswith("calling"):  # the child died or overran: worth a line
+                problems.append(_line(f"case of {case.op}: {trace.stopped}; its kernels are not read"))
+            self.traces[id(sample)] = trace
+        return self.traces[id(sample)]
+
+
+def _failure(record: dict[str, Any], condition: Condition, case: Any, trace: Trace | None = None) -> Failure:
     verdict = classify(record, case)
     prop = record["property"]
     family = op_family(record["op"], None if prop in OPINFO_PROPERTIES else prop, condition.tensors)
-    trace = None
-    if sample is not None and condition.known and prop in OPINFO_PROPERTIES:
-        traces = {} if traces is None else traces
-        if id(sample) not in traces:  # one call per case file, however many records name it
-            traces[id(sample)] = trace_case(case.op, sample)
-        trace = traces[id(sample)]
     if trace is not None and verdict.kind in ("values", "strides"):
         found = output_features(trace.outputs, case.failure.get("difference"))
         # a wrong output that is a view at an offset, or plain inputs with a view, expanded or strided output:
@@ -125,9 +150,8 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
         family = MISSING_KERNEL_FAMILY
         key = missing.get("dispatch_key")
         condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
-    found_suspects = ()
-    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY and verdict.kind != "harness" \
-            and not VALUE_FEATURES & set(condition.features):  # a harness failure is TorchCTS's, not a kernel's
+    found_suspects = ()  # a harness failure is TorchCTS's, not a kernel's
+    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY and verdict.kind != "harness":
         found_suspects = _suspects(trace, condition, verdict.kind)
     counterexample = record.get("counterexample") or {}
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
@@ -139,12 +163,15 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, sample: An
 def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, ...]:
     """The kernels inside the op that saw a feature of the case (`triage.kernels`): those that saw one the shrunk
     case itself shows when it shows any (shrinking kept it, so the bug needs it), else any a call inside saw (a
-    composite op making views of a plain input); for a case that shows nothing, each kernel the op ran."""
+    composite op making views of a plain input); for a case that shows nothing, or whose special values are its
+    condition (a value is not traced), each kernel the op ran."""
+    if VALUE_FEATURES & set(condition.features):
+        return kernel_suspects(trace, VALUES)
     found = suspects(trace, with_dtypes=kind == "dtype" or "mixed dtypes" in condition.features)
     own = CALL_FEATURES & set(condition.features)
     if own:
         return tuple(s for s in found if s.feature in own)
-    return found if found or condition.features else plain_suspects(trace)
+    return found if found or condition.features else kernel_suspects(trace, PLAIN)
 
 
 def case_file(path: str, folder: Path) -> Path | None:

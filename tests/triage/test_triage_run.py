@@ -223,6 +223,9 @@ def test_a_case_whose_op_crashes_natively_is_traced_in_a_child(tmp_path):
     triage = triage_run(folder)
     assert [c.kind for c in triage.clusters] == ["values"] and triage.failures[0].suspects == ()
     assert any("_segment_reduce.lengths" in p and "SIGSEGV" in p for p in triage.problems), triage.problems
+    result = CliRunner().invoke(cli, ["triage", "--from", str(folder), "--no-trace"])  # nothing is called
+    assert result.exit_code == 0 and "SIGSEGV" not in result.output, result.output
+    assert json.loads((folder / "triage" / "triage.json").read_text())["problems"] == []
 
 
 def test_a_hostile_op_name_in_a_crash_record_never_becomes_code(tmp_path):

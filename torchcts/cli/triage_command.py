@@ -32,8 +32,12 @@ def _run_folder(ctx: click.Context, param: click.Parameter, value: Path | None) 
               help="Where crash cases of `torchcts fuzz` are looked for, for crashed items without a stored case "
                    "(default: the folder of the run's stored cases, else ./corpus).")
 @click.option("--no-scripts", is_flag=True, help="Do not write repro scripts for crashed and timed-out items.")
+@click.option("--no-trace", is_flag=True,
+              help="Do not call the failing ops on their shrunk cases (on the CPU, each in a forked child capped at "
+                   "2 GB and 30 s) to see which kernels inside them saw the condition: group by the op's family "
+                   "and the case's condition only.")
 def triage(source: Path | None, results_dir: Path | None, output: Path | None, corpus_dir: Path | None,
-           no_scripts: bool) -> None:
+           no_scripts: bool, no_trace: bool) -> None:
     """Classify a run's failing records and group them by root-cause signature.
 
     Every failed, error, crashed and timed_out record gets a kind (values, strides, dtype,
@@ -41,8 +45,10 @@ def triage(source: Path | None, results_dir: Path | None, output: Path | None, c
     by its structured fields (outcome, error_kind, property, the stored case's failure) before any
     message text, with the evidence that decided it. Failures are grouped by signature (op family,
     kind, the condition its shrunk corpus case shows: layout, size class, special values, mixed
-    dtypes): each cluster has a count, its items, the representative with the smallest case, and what
-    differs inside it. Crashed and timed-out items get torch-only repro scripts in repro/.
+    dtypes); a composite op's failure moves to the kernel inside it that saw the condition, found by
+    calling the op on its case on the CPU in a capped child (see --no-trace). Each cluster has a
+    count, its items, the representative with the smallest case, and what differs inside it.
+    Crashed and timed-out items get torch-only repro scripts in repro/.
 
     Writes triage.md and triage.json (into <run folder>/triage/ unless --output) and prints the
     clusters. Exits 2 when the run's files cannot be read (one line naming the file and line).
@@ -61,7 +67,7 @@ def triage(source: Path | None, results_dir: Path | None, output: Path | None, c
         click.echo(f"triaging {folder} (the latest run that executed items)", err=True)
     output = output if output is not None else folder / "triage"
     try:
-        result = triage_run(folder, output, corpus_dir, scripts=not no_scripts)
+        result = triage_run(folder, output, corpus_dir, scripts=not no_scripts, trace=not no_trace)
     except ResultFileError as exc:
         fail(str(exc))
     try:

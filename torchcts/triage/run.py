@@ -58,9 +58,10 @@ class Triage:
 
 
 def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir: Path | str | None = None,
-               scripts: bool = True, say: Callable[[str], None] = lambda line: None) -> Triage:
+               scripts: bool = True, say: Callable[[str], None] = lambda line: None, trace: bool = True) -> Triage:
     """Classify and group the failing records of the run in `folder`; write repro scripts of crashed and
-    timed-out items into `<output>/repro/` (default output: `<folder>/triage`). ResultFileError names a
+    timed-out items into `<output>/repro/` (default output: `<folder>/triage`); with `trace`, call each failing
+    case's op (`kernels.trace_isolated`) to see which kernels saw its condition. ResultFileError names a
     malformed run file."""
     folder = Path(folder)
     summary = read_summary(folder)
@@ -75,9 +76,9 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
         if record["outcome"] not in PROBLEM_VALUES:
             continue
         condition, case, sample = _condition(record, folder, conditions, problems)
-        trace = tracer.trace(case, sample, problems) if condition.known and record["property"] in OPINFO_PROPERTIES \
-            else None
-        failures.append(_failure(record, condition, case, trace))
+        traced = trace and condition.known and record["property"] in OPINFO_PROPERTIES
+        found = tracer.trace(case, sample, problems) if traced else None
+        failures.append(_failure(record, condition, case, found))
     if scripts:
         failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
     return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))

@@ -9,10 +9,12 @@ every aten call that computes (views are skipped), the features of its tensor ar
 may need: layout (`non-contiguous`, `storage offset`, `expanded`, `channels_last`), `empty`,
 `large`, `mixed dtypes`. Each (family of the call's kernel, feature) is a `Suspect`. The mode sits
 where `torchcts.engine.dispatch_trace` does, below CompositeImplicitAutograd, so it sees the calls
-a backend is asked to run. The case is untrusted: every call is first run on meta copies, and the trace
-stops at a call past its `TraceLimits` (output elements of one call and of all, calls dispatched),
-at an orthogonal polynomial of a degree over 10,000 (its CPU kernel loops that often per element),
-or at one meta cannot answer, unless its inputs bound its output (`equal`, `item`, `nonzero`).
+a backend is asked to run. The case is untrusted: triage traces it in a forked child capped in
+address space and time (`trace_isolated`: a kernel may crash or work without bound on what a case
+asks), and inside it every call is first run on meta copies; the trace stops at a call past its
+`TraceLimits` (output elements of one call and of all, calls dispatched), at an orthogonal
+polynomial of a degree over 10,000 (its CPU kernel loops that often per element), or at one meta
+cannot answer, unless its inputs bound its output (`equal`, `item`, `nonzero`).
 """
 
 from __future__ import annotations
@@ -128,15 +130,15 @@ def _warm_up() -> None:
 
 def _cap_memory(extra: int) -> None:
     """Limit this process's address space to what it has now plus `extra` bytes (Linux; elsewhere no cap)."""
-    import resource
-
     try:
+        import resource
+
         with open("/proc/self/statm") as statm:
             current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         wanted = current + extra
         resource.setrlimit(resource.RLIMIT_AS, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
-    except (OSError, ValueError):
+    except (ImportError, OSError, ValueError):
         pass
 
 
@@ -145,7 +147,7 @@ def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -
     `sample` (the case's tensors stay as decoded: an op may write into its input), its warnings silenced, inside
     the recorder, which sizes every call on meta before the CPU runs it (`check_size`) and stops the op past
     `limits`. An op not in the catalog makes no call; one that raises or is stopped keeps the calls before.
-    In this process: triage calls `trace_isolated`."""
+    It runs in this process; triage uses `trace_isolated`."""
     import torch
     from torch.utils._pytree import tree_flatten, tree_map
 

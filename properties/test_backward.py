@@ -8,6 +8,7 @@ differentiated. A gradient that autograd leaves out (None) counts as zeros on bo
 import torch
 from torch.utils._pytree import tree_leaves
 
+from torchcts.engine.gradients import fixed_cotangent
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
@@ -15,13 +16,6 @@ from torchcts.strategies import opinfo_samples
 def _leaves(sample):
     return [t for t in tree_leaves([sample.input, list(sample.args), dict(sample.kwargs)])
             if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]
-
-
-def _cotangent(output: torch.Tensor, index: int) -> torch.Tensor:
-    """Fixed values in [-2, 2) for the index-th output, made on CPU, the same for every backend."""
-    generator = torch.Generator().manual_seed(index)
-    values = torch.rand(output.shape, generator=generator, dtype=torch.float64) * 4 - 2
-    return values.to(output.dtype).to(output.device)
 
 
 def _gradients(cts, sample, target):
@@ -34,7 +28,7 @@ def _gradients(cts, sample, target):
     outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not outputs or not inputs:
         return outputs, []
-    grads = torch.autograd.grad(outputs, inputs, [_cotangent(t, i) for i, t in enumerate(outputs)],
+    grads = torch.autograd.grad(outputs, inputs, [fixed_cotangent(t, i) for i, t in enumerate(outputs)],
                                 allow_unused=True)
     return [o.detach() for o in outputs], [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 

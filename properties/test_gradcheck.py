@@ -35,7 +35,8 @@ from torchcts.engine import oracle
 from torchcts.engine.context import BackendError
 from torchcts.engine.targets import ORACLE
 from torchcts.plan.registry import OpInfoItems, register_property
-from torchcts.properties.test_backward import _cotangent, _gradient_dtypes
+from torchcts.engine.gradients import fixed_cotangent
+from torchcts.properties.test_backward import _gradient_dtypes
 from torchcts.strategies import opinfo_samples
 from torchcts.strategies.opinfo_pool import REFERENCE_INPUTS_LEVEL
 from torchcts.strategies.sample_walk import sample_input
@@ -135,7 +136,8 @@ def _checker(check: Callable[..., bool], positions: list[int], numel: int) -> Ca
         fast = bool(cts.op.gradcheck_fast_mode) or numel > SLOW_MODE_NUMEL
         extra = {}
         if check is torch.autograd.gradgradcheck:
-            extra["grad_outputs"] = [_cotangent(o, i).requires_grad_(True) for i, o in enumerate(_outputs(fn, inputs))]
+            extra["grad_outputs"] = [fixed_cotangent(o, i).requires_grad_(True)
+                                     for i, o in enumerate(_outputs(fn, inputs))]
         try:
             check(fn, inputs, nondet_tol=cts.op.gradcheck_nondet_tol, fast_mode=fast, check_batched_grad=False,
                   check_undefined_grad=False, check_grad_dtypes=True, raise_exception=True, **extra)
@@ -201,14 +203,14 @@ def _second_order(positions: list[int]) -> Callable[[Any, Any, Any], Any]:
     def run(cts, sample, target):
         fn, inputs = _function(cts, cts.place_for(sample, target).value, positions, target)
         outputs = _outputs(fn, inputs)
-        cotangents = [_cotangent(t, i).requires_grad_(True) for i, t in enumerate(outputs)]
+        cotangents = [fixed_cotangent(t, i).requires_grad_(True) for i, t in enumerate(outputs)]
         firsts = torch.autograd.grad(outputs, inputs, cotangents, create_graph=True, allow_unused=True)
         wrt = list(inputs) + cotangents
         graded = [(g, i) for i, g in enumerate(firsts) if g is not None and g.requires_grad]
         seconds = [None] * len(wrt)
         if graded:
             seconds = torch.autograd.grad([g for g, _ in graded], wrt,
-                                          [_cotangent(g, len(outputs) + i) for g, i in graded], allow_unused=True)
+                                          [fixed_cotangent(g, len(outputs) + i) for g, i in graded], allow_unused=True)
         return ([o.detach() for o in outputs],
                 [torch.zeros_like(x) if g is None else g.detach() for x, g in zip(inputs, firsts)],
                 [torch.zeros_like(x) if g is None else g for x, g in zip(wrt, seconds)])

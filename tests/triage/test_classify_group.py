@@ -13,8 +13,8 @@ from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Failure, group
 from torchcts.triage.conditions import Condition, output_features, sample_condition
 from torchcts.triage.families import OPINFO_PROPERTIES, kernel_stem, op_family
-from torchcts.triage.kernels import (Suspect, TraceLimits, TraceStopped, check_size, kernel_suspects, suspects,
-                                     trace_case, trace_isolated)
+from torchcts.triage.kernels import TraceLimits, TraceStopped, check_size, trace_case, trace_isolated
+from torchcts.triage.suspects import Suspect, kernel_suspects, suspects
 
 
 def record(outcome="failed", **fields):
@@ -163,6 +163,7 @@ def test_the_failing_outputs_layout_is_read_off_the_op_on_its_case():
     assert layout("transpose", transposed, "output: strides (3, 1)") == ("output non-contiguous",)
     assert layout("expand", SampleInput(torch.ones(3, 1), args=((3, 4),)), None) == ("output expanded",)
     assert layout("no such op", sample, None) == ()  # a name from a file is only a catalog key
+    assert output_features((("storage offset",),), "output " + "9" * 5000 + ": x") == ("output storage offset",)
     offset_input = SampleInput(torch.arange(12.0)[2:].reshape(2, 5), args=(1, 1, 3))
     assert layout("narrow", offset_input, None) == ("output non-contiguous", "output storage offset")
     # split points in a tensor: data-dependent (meta cannot answer), the CPU can: views at offsets

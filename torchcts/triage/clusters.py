@@ -17,7 +17,7 @@ import attrs
 from torchcts.triage.classify import KINDS
 from torchcts.triage.conditions import NOTABLE_SIZES, Condition
 from torchcts.triage.families import kernel_stem
-from torchcts.triage.kernels import PLAIN, Suspect
+from torchcts.triage.suspects import PLAIN, Suspect
 
 _DIFFER_FIELDS = ("family", "op", "property", "dtype", "variant", "outcome")
 SIZE_FEATURES = frozenset(NOTABLE_SIZES)

@@ -1,4 +1,4 @@
-"""Which kernels saw a failure's condition: the op replayed on its shrunk case, call by call.
+"""The op of a failing case called on it, call by call: which aten kernels ran and what they saw.
 
 A composite op reaches the device as the aten calls it decomposes into (`trapz` is `sub`, `add`,
 `mul`, `sum`; `l1_loss` is `sub`, `abs`, `mean`), and the condition a bug needs may exist only
@@ -7,7 +7,7 @@ such failures by the op's own family scatters one kernel's bug over every family
 So the OpInfo op is called on the decoded case on the CPU under a dispatch mode that notes, for
 every aten call that computes (views are skipped), the features of its tensor arguments that a bug
 may need: layout (`non-contiguous`, `storage offset`, `expanded`, `channels_last`), `empty`,
-`large`, `mixed dtypes`. Each (family of the call's kernel, feature) is a `Suspect`. The mode sits
+`large`, `mixed dtypes` (`triage.suspects` makes suspects of them). The mode sits
 where `torchcts.engine.dispatch_trace` does, below CompositeImplicitAutograd, so it sees the calls
 a backend is asked to run. The case is untrusted: triage traces it in a forked child capped in
 address space and time (`trace_isolated`: a kernel may crash or work without bound on what a case
@@ -28,7 +28,6 @@ from typing import Any
 import attrs
 
 from torchcts.triage.conditions import LARGE, layout_features
-from torchcts.triage.families import kernel_stem, op_family
 
 CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
                            "empty", "large", "mixed dtypes"})
@@ -53,25 +52,6 @@ class TraceLimits:
     # inside one kernel and its scratch buffers are not sized: a convolution's unfold, a pooling window)
     memory_bytes: int = 2 << 30
     timeout_s: float = 30.0
-
-
-@attrs.frozen
-class Suspect:
-    """A kernel family that saw a feature, or (with a `stem`) one kernel a plain case (`feature` PLAIN) or one
-    whose special values are its condition (VALUES) ran; `overloads` are the calls (for the reader)."""
-
-    family: str
-    feature: str
-    overloads: tuple[str, ...] = ()
-    stem: str = ""
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.family, self.feature, self.stem)
-
-
-PLAIN = "plain"  # the feature of a plain case's suspects: each computing kernel it called
-VALUES = "values"  # the feature of suspects of a case whose special values are its condition: each kernel it called
 
 
 @attrs.frozen
@@ -178,46 +158,6 @@ def trace_case(op_name: str, sample: Any, limits: TraceLimits = TraceLimits()) -
     except Exception as exc:  # noqa: BLE001 - an error input, memory refused: the calls before it are the trace
         stopped = f"raised {type(exc).__name__}"
     return Trace(outputs, tuple(recorder.calls), stopped)
-
-
-def suspects(trace: Trace, with_dtypes: bool) -> tuple[Suspect, ...]:
-    """The (kernel family, feature) pairs the calls of `trace` show, in the order first seen; `mixed dtypes` only
-    `with_dtypes` (inside composite ops mixed operands are routine; they point at promotion only where the
-    failure is a dtype or the case itself mixes dtypes)."""
-    found: dict[tuple[str, str], list[str]] = {}
-    for overload, tensors, features in trace.calls:
-        family = kernel_family(overload, tensors)
-        for feature in features:  # a call without one is no suspect here (`kernel_suspects`)
-            if feature != "mixed dtypes" or with_dtypes:
-                names = found.setdefault((family, feature), [])
-                if overload not in names:
-                    names.append(overload)
-    return tuple(Suspect(family, feature, tuple(names)) for (family, feature), names in found.items())
-
-
-def kernel_suspects(trace: Trace, feature: str = PLAIN) -> tuple[Suspect, ...]:
-    """Each kernel (`families.kernel_stem` of the overload: `sub` is `add`) the calls of `trace` ran, with its
-    family, in the order first called, as a suspect of `feature` (PLAIN or VALUES): where a case shows no layout
-    a call could see, a composite op's bug is in one of them. Conversions (`_to_copy`, `copy_`) are the glue of
-    composite ops: suspects only where nothing else ran."""
-    found: dict[tuple[str, str], list[str]] = {}
-    for overload, tensors, _ in trace.calls:
-        stem = kernel_stem(overload.removeprefix("aten."))
-        names = found.setdefault((kernel_family(stem, tensors), stem), [])  # `minimum` is a reduction like `min`
-        if overload not in names:
-            names.append(overload)
-    computing = {key: names for key, names in found.items() if key[0] != "conversion"}
-    return tuple(Suspect(family, feature, tuple(names), stem) for (family, stem), names in (computing or found).items())
-
-
-def kernel_family(overload: str, tensors: int) -> str:
-    """The family (`families.op_family`) of an aten overload's name ("aten.sub.Tensor") or a kernel stem, leading
-    underscores of internal kernels dropped (`_log_softmax` is a reduction like `log_softmax`)."""
-    name = overload.removeprefix("aten.").split(".")[0]
-    family = op_family(name, None, tensors)
-    if family.startswith("elementwise") and name.startswith("_"):
-        family = op_family(name.lstrip("_"), None, tensors)
-    return family
 
 
 def _call_features(tensors: list[Any]) -> tuple[str, ...]:

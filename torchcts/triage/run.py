@@ -21,8 +21,8 @@ from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group
 from torchcts.triage.conditions import OUTPUT_OFFSET, Condition, case_condition, output_features, unknown
-from torchcts.triage.kernels import (CALL_FEATURES, PLAIN, VALUES, Suspect, Trace, kernel_suspects, suspects,
-                                     trace_isolated)
+from torchcts.triage.kernels import CALL_FEATURES, Trace, TraceLimits, trace_isolated
+from torchcts.triage.suspects import PLAIN, VALUES, Suspect, kernel_suspects, suspects
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
 
@@ -77,8 +77,11 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
             continue
         condition, case, sample = _condition(record, folder, conditions, problems)
         traced = trace and condition.known and record["property"] in OPINFO_PROPERTIES
-        found = tracer.trace(case, sample, problems) if traced else None
-        failures.append(_failure(record, condition, case, found))
+
+        def trace_of(case: Any = case, sample: Any = sample) -> Trace | None:  # called where a trace is used
+            return tracer.trace(case, sample, problems) if traced else None
+
+        failures.append(_failure(record, condition, case, trace_of))
     if scripts:
         failures = _with_repros(failures, folder, output, device, corpus_dir, problems, say)
     return Triage(folder, summary.get("run_id"), device, tuple(failures), group(failures), tuple(problems))
@@ -108,7 +111,7 @@ class _Tracer:
         if sample is None:
             return None
         if id(sample) not in self.traces:
-            if self.spent > TRACE_BUDGET_S:
+            if self.spent + TraceLimits().timeout_s > TRACE_BUDGET_S:  # one more may take its whole timeout
                 if not any(p.startswith(_BUDGET_SPENT) for p in problems):
                     problems.append(f"{_BUDGET_SPENT} ({TRACE_BUDGET_S:.0f} s): later cases are grouped by their op "
                                     "and condition only")
@@ -122,11 +125,15 @@ class _Tracer:
         return self.traces[id(sample)]
 
 
-def _failure(record: dict[str, Any], condition: Condition, case: Any, trace: Trace | None = None) -> Failure:
+def _failure(record: dict[str, Any], condition: Condition, case: Any,
+             trace_of: Callable[[], Trace | None] = lambda: None) -> Failure:
+    """The failure of `record`; `trace_of()` traces its case's op, called only where a trace is read (a harness
+    failure or one whose record names the cause is never traced)."""
     verdict = classify(record, case)
     prop = record["property"]
     family = op_family(record["op"], None if prop in OPINFO_PROPERTIES else prop, condition.tensors)
-    if trace is not None and verdict.kind in ("values", "strides"):
+    trace = trace_of() if verdict.kind in ("values", "strides") else None
+    if trace is not None:
         found = output_features(trace.outputs, case.failure.get("difference"))
         # a wrong output that is a view at an offset, or plain inputs with a view, expanded or strided output:
         # the device's views or its readback, whatever the op (the inputs' features are kept under what differs)
@@ -152,8 +159,9 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any, trace: Tra
         key = missing.get("dispatch_key")
         condition = attrs.evolve(condition, root=_text(missing["overload"] + (f" ({key})" if key else "")))
     found_suspects = ()  # a harness failure is TorchCTS's, not a kernel's
-    if trace is not None and condition.root is None and family != OUTPUT_LAYOUT_FAMILY and verdict.kind != "harness":
-        found_suspects = _suspects(trace, condition, verdict.kind)
+    if condition.root is None and family != OUTPUT_LAYOUT_FAMILY and verdict.kind != "harness":
+        trace = trace if trace is not None else trace_of()
+        found_suspects = _suspects(trace, condition, verdict.kind) if trace is not None else ()
     counterexample = record.get("counterexample") or {}
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
                    _text(record["dtype"]), record["outcome"], verdict.kind, verdict.evidence, family, condition,

@@ -43,7 +43,8 @@ def filter_options(func: Any) -> Any:
     func = click.option("--tier", "tiers", multiple=True, type=click.Choice(TIER_NAMES),
                         help="Only this resource tier; repeatable.")(func)
     return click.option("--level", "levels", multiple=True, type=click.IntRange(1, 8),
-                        help="Only cases of this semantic level; repeatable.")(func)
+                        help="Only cases of this semantic level (the case's own: a case's backward item is "
+                             "level 4 or above but selected by its case's level); repeatable.")(func)
 
 
 def _load(corpus_dir: Path | None) -> Any:
@@ -136,8 +137,9 @@ def list_cases(corpus_dir: Path | None, families: tuple[str, ...], tiers: tuple[
 @path_shapes.command("run")
 @device_option("Device to run the cases on (cpu, cuda, faulty, ...).")
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
-@manifest_option(help="Backend manifest: its semantic_level, dtypes, skip_ops, tolerance_overrides and "
-                      "resource_limits decide what runs (default: none; every case runs).", resolved=False)
+@manifest_option(help="Backend manifest: its semantic_level, capabilities (training: the backward items), dtypes, "
+                      "skip_ops, tolerance_overrides and resource_limits decide what runs (default: none; every "
+                      "case runs).", resolved=False)
 @corpus_option
 @filter_options
 @click.option("--id", "ids", multiple=True, help="Only this case id; repeatable.")

@@ -88,6 +88,7 @@ class CaseContext:
     shrink: bool = True
     fingerprints: list[str] = attrs.field(factory=list)
     examples: int = 0
+    budget: int = 0  # the examples Hypothesis was allowed (max_examples per `run`); 0: a fixed list of cases
     cpu_contract_cases: int = 0
     unavailable_cases: int = 0
     metadata_only_cases: int = 0  # cases compared in dtype and shape only (random or uninitialized results)
@@ -120,6 +121,8 @@ class CaseContext:
         if self.replay is not None:
             self.run_each(self.replay, check)
             return
+
+        self.budget += self.max_examples  # the item's example budget, next to the distinct cases it ran
 
         @hypothesis.seed(self.seed)  # TorchCTS's seed, whatever the profile (`hypothesis_profile.item_settings`)
         @item_settings(self.draw, max_examples=self.max_examples, deadline_ms=self.deadline_ms, shrink=self.shrink)
@@ -422,6 +425,8 @@ class CaseContext:
     def record_fields(self) -> dict[str, Any]:
         return {
             "examples": self.examples,
+            "distinct_cases": len(set(self.fingerprints)),  # a case drawn again (or shrunk to) counts once
+            **({"max_examples": self.budget} if self.budget else {}),
             "cpu_contract_cases": self.cpu_contract_cases,
             "unavailable_cases": self.unavailable_cases,
             "fingerprints": self.fingerprints,

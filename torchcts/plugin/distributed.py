@@ -24,7 +24,8 @@ SINGLE, CONTROLLER, WORKER = "single", "controller", "worker"
 RUN_ID_KEY, SEED_KEY = "torchcts_run_id", "torchcts_run_seed"
 RECORD_ATTRIBUTE = "torchcts_record"  # on a worker's TestReport: the item's record, shown by the controller
 RECORD_FIELDS = ("item", "property", "op", "variant", "dtype", "outcome", "reason", "error_line", "examples",
-                 "duration_s", "isolated", "missing_kernel", "counterexample")  # what the console shows
+                 "distinct_cases", "max_examples", "duration_s", "isolated", "missing_kernel",
+                 "counterexample")  # what the console shows
 
 
 def role(config: pytest.Config) -> str:

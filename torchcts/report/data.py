@@ -115,6 +115,7 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
         "levels": _levels(records),
         "probes": _probes(summary),
         "warnings": grouping.warning_totals(records),
+        "case_evidence": grouping.case_evidence(records),
         "missing_kernels": grouping.missing_kernel_groups(failures),
         "failure_groups": grouping.failure_groups(others),
         "failures": failures,
@@ -259,7 +260,8 @@ def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[st
             "warnings": warnings["count"] if warnings else 0, "regression": regression,
             "max_abs_error": record.get("max_abs_error"), "max_rel_error": record.get("max_rel_error"),
             "max_ulp": record.get("max_ulp"), "replay": reference.get("replay"), "case": case,
-            "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error")}
+            "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error"),
+            "cases": grouping.case_pair(record)["text"]}
 
 
 def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] | None:

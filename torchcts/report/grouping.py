@@ -180,3 +180,42 @@ def warning_totals(records: list[dict[str, Any]]) -> dict[str, int]:
     """Python warnings raised while items ran (the records keep each item's distinct messages)."""
     with_warnings = [r["warnings"] for r in records if r.get("warnings")]
     return {"with_warnings": len(with_warnings), "count": sum(w["count"] for w in with_warnings)}
+
+
+def case_evidence(records: list[dict[str, Any]], limit: int = 1000) -> dict[str, Any]:
+    """What the executed items' cases are worth: distinct cases (`distinct_cases`) against the example budget
+    (`max_examples`). An item drawing the same case again, or an op with fewer cases than the budget, ran fewer
+    distinct cases than its budget suggests; a passed one of those is `short` evidence. Records older than the
+    fields are `unknown` (not 0); items whose cases are a fixed list (error inputs, replays) have no budget.
+    `short_items`: the first `limit` short passed items, fewest distinct cases first."""
+    executed = [r for r in records if r["outcome"] in EXECUTED_VALUES]
+    known = [r for r in executed if isinstance(r.get("distinct_cases"), int)]
+    budgeted = [r for r in known if isinstance(r.get("max_examples"), int)]
+    short = [r for r in budgeted if r["distinct_cases"] < r["max_examples"]]
+    passed = [r for r in budgeted if r["outcome"] == PASSED]
+    short_passed = sorted((r for r in short if r["outcome"] == PASSED),
+                          key=lambda r: (r["distinct_cases"] / max(r["max_examples"], 1), r["item"]))
+    return {"executed": len(executed), "unknown": len(executed) - len(known), "fixed_lists": len(known) - len(budgeted),
+            "budgeted": len(budgeted), "short": len(short), "passed_budgeted": len(passed),
+            "short_passed": len(short_passed),
+            "passed_distinct": sum(r["distinct_cases"] for r in passed),
+            "passed_budget": sum(r["max_examples"] for r in passed),
+            "short_items": [case_pair(r) for r in short_passed[:limit]]}
+
+
+def case_pair(record: dict[str, Any]) -> dict[str, Any]:
+    """An item's distinct cases and example budget as the report shows them: `text` is "3 distinct of 10
+    examples budgeted" (with the cases run when they differ from the budget), "distinct cases unknown" for a
+    record older than the field, "4 distinct cases (a fixed list, no example budget)" for an item with none."""
+    distinct, budget, run = record.get("distinct_cases"), record.get("max_examples"), record.get("examples")
+    if not isinstance(distinct, int):
+        text = "distinct cases unknown"
+    elif not isinstance(budget, int):
+        text = f"{distinct} distinct case{'s' if distinct != 1 else ''} (a fixed list, no example budget)"
+    else:
+        ran = f"; {run} run, shrinking included" if isinstance(run, int) and run > budget else \
+            f"; {run} run" if isinstance(run, int) and run < budget else ""
+        text = f"{distinct} distinct of {budget} examples budgeted{ran}"
+    return {"item": record["item"], "outcome": record["outcome"], "distinct_cases": distinct, "max_examples": budget,
+            "examples": run, "short": isinstance(distinct, int) and isinstance(budget, int) and distinct < budget,
+            "text": text}

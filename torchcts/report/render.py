@@ -14,7 +14,7 @@ import jinja2
 
 from torchcts.outcomes import EXECUTED, GROUPS, Group, Outcome
 from torchcts.report.data import ResultsError, build_report, find_baseline, load_run
-from torchcts.report.grouping import MISSING_KERNEL, UNNAMED_OVERLOAD, other_failures
+from torchcts.report.grouping import MISSING_KERNEL, UNNAMED_OVERLOAD, case_pair, other_failures
 from torchcts.results.history import Warn, warn_on_stderr
 
 FORMATS = ("md", "html", "junit", "json")
@@ -27,6 +27,7 @@ _JUNIT_KIND = {**{o: "error" for o in EXECUTED}, Outcome.PASSED: "passed", Outco
 # How much of 500 failures a page shows: HTML failure blocks in full, then collapsed pages of them; the
 # scorecard's detailed failures and the rows of its grouped tables (summary.json has every failure).
 HTML_FIRST_FAILURES, HTML_FAILURE_PAGE, HTML_FIRST_REGRESSIONS, HTML_FIRST_KERNELS = 50, 50, 20, 30
+HTML_SHORT_ITEMS = 200  # passed items with fewer distinct cases than their budget listed (summary.json: the first 1000)
 SCORECARD_FAILURES, SCORECARD_ROWS, SCORECARD_KERNELS = 25, 25, 300
 
 # Text from records and cases is untrusted: characters XML cannot carry (controls, lone surrogates,
@@ -150,7 +151,8 @@ def _render(name: str, report: dict[str, Any], run: dict[str, Any], coverage: st
     if name == "html":
         return _TEMPLATES.get_template("report.html.jinja").render(
             report=report, level_chart=_level_chart(report), first=HTML_FIRST_FAILURES, page=HTML_FAILURE_PAGE,
-            first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, coverage=coverage,
+            first_regressions=HTML_FIRST_REGRESSIONS, first_kernels=HTML_FIRST_KERNELS, first_short=HTML_SHORT_ITEMS,
+            coverage=coverage,
             triage=triage, **helpers)
     return _junit(report, run["records"])
 
@@ -192,7 +194,7 @@ def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
             "type": record["outcome"], "kind": _JUNIT_KIND[record["outcome"]], "overload": None,
             "reason": record.get("reason", ""), "duration_s": record.get("duration_s"),
             "message": line[:300] if line else record.get("reason", ""),
-            "detail": error + (f"\nreplay: {replay}" if replay else "")}
+            "detail": error + (f"\nreplay: {replay}" if replay else ""), "properties": _case_properties(record)}
     if case["kind"] == "error" and record.get("error_kind") == MISSING_KERNEL:
         kernel = record.get("missing_kernel") or {}
         overload = kernel.get("overload") or UNNAMED_OVERLOAD
@@ -201,6 +203,17 @@ def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
                     message=f"missing kernel {overload}" + (f" ({key})" if key else ""),
                     detail=f"{line}\nitem: {record['item']}" + (f"\nreplay: {replay}" if replay else ""))
     return case
+
+
+def _case_properties(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A test case's JUnit properties: its distinct cases, example budget and cases run (`unknown` in a record
+    older than `distinct_cases`; no budget for a fixed list of cases)."""
+    pair = case_pair(record)
+    if pair["distinct_cases"] is None:
+        return [("distinct_cases", "unknown"), ("max_examples", "unknown")]
+    budget = [("max_examples", pair["max_examples"])] if pair["max_examples"] is not None else []
+    run = [("examples", pair["examples"])] if pair["examples"] is not None else []
+    return [("distinct_cases", pair["distinct_cases"]), *budget, *run]
 
 
 def _duration(seconds: float | None) -> str:

@@ -216,6 +216,9 @@ RECORD_FIELDS: dict[str, _Field] = {
     "counterexample_error": (False, _opt_str, "a string or null"),
     "duration_s": (False, _opt_duration, "a finite non-negative number or null"),
     "examples": (False, lambda v: v is None or _count(v), "a non-negative integer"),
+    # absent in records older than the field: the report says unknown, not 0
+    "distinct_cases": (False, lambda v: v is None or _count(v), "a non-negative integer or null"),
+    "max_examples": (False, lambda v: v is None or _count(v), "a non-negative integer or null"),
     "max_abs_error": (False, _opt_measure, "a number or null"),
     "max_rel_error": (False, _opt_measure, "a number or null"),
     "max_ulp": (False, _opt_measure, "a number or null"),

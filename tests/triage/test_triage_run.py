@@ -12,6 +12,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -247,6 +248,63 @@ def test_a_bad_run_folder_is_one_line_and_exit_2(tmp_path, monkeypatch, args, me
     (tmp_path / "manifest.py").write_text("")
     (tmp_path / "empty").mkdir()
     write_run(tmp_path / "bad", [rec("a"), {**rec("b"), "level": "abc"}])
+    result = CliRunner().invoke(cli, ["triage", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.output
+
+
+# -- triage DEVICE: the latest run on that device ------------------------------------------------------------
+
+def test_triage_faulty_picks_the_latest_faulty_run_past_a_newer_cpu_run(faulty_run, tmp_path, monkeypatch):
+    cwd, folder, _ = faulty_run
+    monkeypatch.chdir(cwd)  # the records name their corpus cases relative to where the run ran
+    results = tmp_path / "results"
+    shutil.copytree(folder, results / folder.name, ignore=shutil.ignore_patterns("triage"))
+    write_run(results / "99991231T000000Z-cpu", [rec("forward::add::function::float32")],
+              {"status": "complete", "counts": {"failed": 1}, "run_id": "cpu", "environment": {"device": "cpu"}})
+    result = CliRunner().invoke(cli, ["triage", "faulty", "--results-dir", str(results),
+                                      "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert f"triaging {results / folder.name} (the latest run on faulty that executed items)" in result.stderr
+    clusters = {(c["family"], c["kind"], c["condition"], tuple(sorted(c["items"])))
+                for c in json.loads((tmp_path / "out" / "triage.json").read_text())["clusters"]}
+    expected = {(c["family"], c["kind"], c["condition"], tuple(sorted(c["items"])))
+                for c in json.loads((folder / "triage" / "triage.json").read_text())["clusters"]}
+    assert clusters == expected and len(clusters) == 3
+    newest = CliRunner().invoke(cli, ["triage", "--results-dir", str(results), "--no-trace", "--no-scripts",
+                                      "--output", str(tmp_path / "cpu-out")])
+    assert newest.exit_code == 0 and "99991231T000000Z-cpu" in newest.stderr  # no DEVICE: the newest of any device
+
+
+def test_triage_cuda_names_an_indexed_cuda_run(tmp_path):
+    results = tmp_path / "results"
+    write_run(results / "20260101T000000Z-a", [rec("forward::add::function::float32")],
+              {"status": "complete", "counts": {"failed": 1}, "run_id": "a", "environment": {"device": "cuda:1"}})
+    write_run(results / "20260102T000000Z-b", [rec("forward::sub::function::float32", op="sub")],
+              {"status": "complete", "counts": {"failed": 1}, "run_id": "b", "environment": {"device": "cudax"}})
+    result = CliRunner().invoke(cli, ["triage", "cuda", "--results-dir", str(results), "--no-trace", "--no-scripts"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((results / "20260101T000000Z-a" / "triage" / "triage.json").read_text())
+    assert data["failures"] == 1 and [c["items"] for c in data["clusters"]] == [["forward::add::function::float32"]]
+    assert not (results / "20260102T000000Z-b" / "triage").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["faulty", "--from", "run"], "triage faulty --from run: DEVICE picks the latest run on that device and --from "
+                                  "names a run folder; give one of them"),
+    (["mps", "--results-dir", "results"], "results: no run folder of a run on device mps that executed items "
+                                          "(results/<run-id>/run.json); passed over: 1 on another device; "
+                                          "run `torchcts run --device mps` first or pass --from"),
+    (["run"], "results: no run folder of a run on device run that executed items (results/<run-id>/run.json); "
+              "passed over: 1 on another device; run is a folder: --from run triages it"),
+    ([""], "triage DEVICE: empty"),
+])
+def test_triage_device_errors_are_one_line_and_exit_2(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "run", [rec("a")])
+    write_run(tmp_path / "results" / "20260101T000000Z-a", [rec("a")],
+              {"status": "complete", "counts": {"failed": 1}, "run_id": "a", "environment": {"device": "faulty"}})
     result = CliRunner().invoke(cli, ["triage", *args])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()

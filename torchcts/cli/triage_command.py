@@ -21,10 +21,18 @@ def _run_folder(ctx: click.Context, param: click.Parameter, value: Path | None) 
     return value
 
 
+def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """DEVICE: a name, not an empty string (an unset shell variable must not mean "any device")."""
+    if value is not None and not value.strip():
+        fail("triage DEVICE: empty; name the device of the run to triage (cuda, mps, privateuseone, faulty, ...)")
+    return value
+
+
 @click.command("triage")
+@click.argument("device", required=False, callback=_device)
 @click.option("--from", "source", type=click.Path(path_type=Path), callback=_run_folder,
               help="The run folder (results/<run-id>/) to triage (default: the latest run in --results-dir that "
-                   "executed items, as `torchcts report` picks it).")
+                   "executed items, as `torchcts report` picks it; with DEVICE, the latest on that device).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the latest run is looked for (default ./results).")
 @output_folder_option("--output", "Where triage.md, triage.json and repro/ go (default: <run folder>/triage/).")
@@ -36,9 +44,14 @@ def _run_folder(ctx: click.Context, param: click.Parameter, value: Path | None) 
               help="Do not call the failing ops on their shrunk cases (on the CPU, each in a forked child capped at "
                    "2 GB and 30 s) to see which kernels inside them saw the condition: group by the op's family "
                    "and the case's condition only.")
-def triage(source: Path | None, results_dir: Path | None, output: Path | None, corpus_dir: Path | None,
-           no_scripts: bool, no_trace: bool) -> None:
+def triage(device: str | None, source: Path | None, results_dir: Path | None, output: Path | None,
+           corpus_dir: Path | None, no_scripts: bool, no_trace: bool) -> None:
     """Classify a run's failing records and group them by root-cause signature.
+
+    The run is --from RUN_FOLDER, else the latest run in --results-dir that executed items; with
+    DEVICE (`torchcts triage cuda`), the latest such run whose run.json names that device (`cuda`
+    also names `cuda:1`; `faulty` is the faulty device's run). DEVICE and --from together, or a
+    DEVICE without such a run, is a one-line error (exit 2).
 
     Every failed, error, crashed and timed_out record gets a kind (values, strides, dtype,
     unsupported, error_parity, crash, hang, nondeterminism; harness for TorchCTS's own errors), decided
@@ -58,13 +71,20 @@ def triage(source: Path | None, results_dir: Path | None, output: Path | None, c
     from torchcts.triage.output import console_lines, write
     from torchcts.triage.run import triage_run
 
-    folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"))
+    if device is not None and source is not None:
+        fail(f"triage {device} --from {source}: DEVICE picks the latest run on that device and --from names a run "
+             "folder; give one of them")
+    folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"), device=device)
     if folder is None:
         why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
-        fail(f"{results_dir or 'results'}: no run folder of a run that executed items (results/<run-id>/run.json)"
-             + (f"; passed over: {why}" if why else "") + "; run `torchcts run` first or pass --from")
+        on = f" on device {device}" if device is not None else ""
+        fail(f"{results_dir or 'results'}: no run folder of a run{on} that executed items "
+             "(results/<run-id>/run.json)" + (f"; passed over: {why}" if why else "")
+             + (f"; {device} is a folder: --from {device} triages it" if device and Path(device).is_dir() else
+                f"; run `torchcts run{f' --device {device}' if device else ''}` first or pass --from"))
     if source is None:
-        click.echo(f"triaging {folder} (the latest run that executed items)", err=True)
+        on = f" on {device}" if device is not None else ""
+        click.echo(f"triaging {folder} (the latest run{on} that executed items)", err=True)
     output = output if output is not None else folder / "triage"
     try:
         result = triage_run(folder, output, corpus_dir, scripts=not no_scripts, trace=not no_trace)

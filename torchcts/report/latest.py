@@ -4,7 +4,8 @@ executed at least one item.
 A corpus replay (`run_kind` "replay"), a `--collect-only` session ("collect_only") and a run whose
 selection executed nothing are never the default: reporting one would show a green page for a run
 that tested nothing. Folders are taken newest first by name (a run id starts with its UTC start
-time); one whose run.json cannot be read is skipped with a warning naming it.
+time); one whose run.json cannot be read is skipped with a warning naming it. `device` narrows it to
+the runs on one device (`torchcts triage cuda`, `torchcts run --last-failed`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from torchcts.results.history import Warn, warn_on_stderr
 EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
 
 
-def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr) -> tuple[Path | None, dict[str, int]]:
-    """The folder to report on by default, or None; and how many newer folders were passed over, by why."""
+def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr,
+                      device: str | None = None) -> tuple[Path | None, dict[str, int]]:
+    """The folder to report on by default, or None; and how many newer folders were passed over, by why.
+
+    `device`: only a run whose run.json names that device (`names_device`); others are passed over."""
     passed_over: collections.Counter[str] = collections.Counter()
     for folder in sorted((path.parent for path in Path(results_dir).glob("*/run.json")), reverse=True):
         try:
@@ -31,13 +35,23 @@ def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr) -> t
             warn(f"run skipped: {exc}")
             passed_over["unreadable"] += 1
             continue
-        if not is_conformance_run(summary):
+        if device is not None and not names_device(summary["environment"].get("device"), device):
+            passed_over["on another device"] += 1
+        elif not is_conformance_run(summary):
             passed_over[str(summary.get("run_kind") or "replay")] += 1
         elif not _executed_any(folder, summary, warn):
             passed_over["executed no item"] += 1
         else:
             return folder, dict(passed_over)
     return None, dict(passed_over)
+
+
+def names_device(recorded: str | None, device: str) -> bool:
+    """Whether a run.json's `environment.device` is `device`: the same string, or (`device` without an index)
+    a device of that type (`cuda` names `cuda:1`)."""
+    if recorded is None:
+        return False
+    return recorded == device or (":" not in device and recorded.split(":", 1)[0] == device)
 
 
 def _executed_any(folder: Path, summary: dict[str, Any], warn: Warn) -> bool:

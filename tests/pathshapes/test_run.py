@@ -132,6 +132,11 @@ manifest = dict(BASE, semantic_level=3, capabilities={**BASE["capabilities"], "t
         "level_filtered", "backward items are level 4 (the case 2), above the manifest's semantic_level 3")
     narrowed = RunSettings(device="cpu", manifest=manifest, selection=Selection(levels=(5,)))
     assert not_run_reason(cases["acct.small_ok"], narrowed) == ("deselected", "not selected by --level 5")
+    deeper = RunSettings(device="cpu", manifest=manifest, level=8)  # --level: the run's depth, above the manifest's
+    assert not_run_reason(cases["acct.level6"], deeper) is None
+    shallower = RunSettings(device="cpu", manifest=manifest, level=1)
+    assert not_run_reason(cases["acct.small_ok"], shallower) == (
+        "level_filtered", "case level 2 is above --level 1 (the run's depth; the manifest's semantic_level is 4)")
 
 
 def test_cli_run_accounts_every_case_in_the_run_folder(tmp_path, kit, limited_manifest):

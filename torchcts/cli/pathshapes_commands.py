@@ -43,8 +43,9 @@ def filter_options(func: Any) -> Any:
     func = click.option("--tier", "tiers", multiple=True, type=click.Choice(TIER_NAMES),
                         help="Only this resource tier; repeatable.")(func)
     return click.option("--level", "levels", multiple=True, type=click.IntRange(1, 8),
-                        help="Only cases of this semantic level (the case's own: a case's backward item is "
-                             "level 4 or above but selected by its case's level); repeatable.")(func)
+                        help="list, summary: only cases of this semantic level (the case's own); repeatable. "
+                             "run: the run's depth, once, over the manifest's semantic_level: items above it "
+                             "(a backward item is level 4 or its case's, if higher) are level_filtered.")(func)
 
 
 def _load(corpus_dir: Path | None) -> Any:
@@ -169,7 +170,10 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
     device = device or "cpu"
     manifest = _manifest(manifest_path) if manifest_path is not None else None
     corpus = _load(corpus_dir)
-    _selected(corpus, families, tiers, levels)  # unknown families: exit 2
+    _selected(corpus, families, tiers, ())  # unknown families: exit 2
+    if len(levels) > 1:
+        fail(f"--level is given {len(levels)} times; `path-shapes run` takes one: the run's depth (cases above it "
+             "are level_filtered)")
     unknown = sorted(set(ids) - {c.id for c in corpus.cases})
     if unknown:
         fail(f"--id {unknown[0]}: no such case in {corpus.folder}")
@@ -179,7 +183,7 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
         fail(str(exc))
     torch.set_num_threads(HARNESS_THREADS)
     settings = RunSettings(device=device, manifest=manifest, validation=validation, today=today,
-                           selection=Selection(families, tiers, levels, ids))
+                           selection=Selection(families, tiers, (), ids), level=levels[0] if levels else None)
     summary = run_corpus(corpus, settings, results_dir, environment(settings, corpus), click.echo)
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)

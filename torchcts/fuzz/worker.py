@@ -59,11 +59,17 @@ def engine_settings(options: FuzzOptions) -> Any:
     from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
 
-    manifest, _ = load_manifest(options.manifest)
+    from torchcts import dtypes as dtype_names
+    from torchcts.plan.effective import run_claims
+    from torchcts.plan.selection import Selection
+
+    declared, _ = load_manifest(options.manifest)
+    chosen = tuple(dtype_names.lookup(part.strip()) for name in options.dtypes for part in name.split(","))
+    manifest = run_claims(declared, Selection(level=options.level, dtypes=chosen or None)).effective  # as `run`
     prepare_worker(manifest, options.device)
     flags = replay_flags(options.device, options.compile_backend, manifest.source)
     target = Target(options.device, options.compile_backend)
-    return EngineSettings(target=target, manifest=manifest, level=options.level or manifest.semantic_level,
+    return EngineSettings(target=target, manifest=manifest, level=manifest.semantic_level,
                           max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,
                           replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type))
 

@@ -77,6 +77,7 @@ class RunSettings:
     validation: bool = False
     selection: Selection = Selection()
     today: datetime.date = attrs.field(factory=datetime.date.today)
+    level: int | None = None  # --level: the run's depth, over the manifest's semantic_level (None: the manifest's)
 
 
 @attrs.frozen
@@ -105,13 +106,19 @@ def not_run_reason(case: Case, settings: RunSettings, prop: str = PROPERTY) -> t
     if why:
         return Outcome.DESELECTED, why
     manifest = settings.manifest
-    if manifest is None:
-        return None
     level = max(case.level, BACKWARD_LEVEL) if prop == BACKWARD else case.level
-    if level > manifest.semantic_level:
+    depth = settings.level if settings.level is not None else manifest.semantic_level if manifest is not None else 8
+    if level > depth:
         what = f"case level {case.level} is" if level == case.level else \
             f"backward items are level {BACKWARD_LEVEL} (the case {case.level}),"
-        return Outcome.LEVEL_FILTERED, f"{what} above the manifest's semantic_level {manifest.semantic_level}"
+        if settings.level is not None:
+            where = f"--level {depth} (the run's depth" + (
+                f"; the manifest's semantic_level is {manifest.semantic_level})" if manifest is not None else ")")
+        else:
+            where = f"the manifest's semantic_level {depth}"
+        return Outcome.LEVEL_FILTERED, f"{what} above {where}"
+    if manifest is None:
+        return None
     if prop == BACKWARD and not manifest.declares(BACKWARD_CAPABILITY):
         return Outcome.CAPABILITY_NOT_DECLARED, f"gradients need the {BACKWARD_CAPABILITY} capability"
     skip = manifest.skip_reason(case.op)
@@ -192,7 +199,8 @@ def run_backward(case: Case, device: str, manifest: Any = None) -> dict[str, Any
         except Exception as exc:  # noqa: BLE001 - the backend raised where CPU did not
             return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
         # a gradient sums over what the forward broadcast or reduced, and over what it fanned out
-        tol = _tolerance(case, spec.category, args, outputs, manifest, device)
+        tol = _tolerance(case, spec.category, args, outputs, manifest, device,
+                         oracle.gradient_categories(spec.category))
         widening = oracle.accumulation_widening(outputs, expected)
         tol = oracle.normwise_floor(tol.widened(widening) if widening > 1 else tol, expected)
         try:  # comparing reads the device's gradients back: a backend failing there is the backend's error
@@ -228,18 +236,16 @@ def _gradients(spec: Any, args: list[Any], kwargs: dict[str, Any], seed: int) ->
             [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, grads)])
 
 
-def _tolerance(case: Case, category: str, args: Any, expected: Any, manifest: Any, device: str) -> oracle.Tolerance:
+def _tolerance(case: Case, category: str, args: Any, expected: Any, manifest: Any, device: str,
+               categories: tuple[str, ...] | None = None) -> oracle.Tolerance:
+    """The oracle's tolerance for the case's first floating dtype, with the manifest's overrides of `categories`
+    (default: the op's `category` alone), widened for accumulation and, beyond elementwise ops, norm-wise."""
     dtype = next((s.torch_dtype for s in _floating_specs(case)), torch.float32)
-    tol = oracle.tolerance(dtype, None, None, device)
-    if manifest is not None:
-        override = manifest.tolerance_override(category, dtype)
-        if override is not None:
-            tol = oracle.Tolerance(override.rtol if override.rtol is not None else tol.rtol,
-                                   override.atol if override.atol is not None else tol.atol, "manifest")
+    tol = oracle.tolerance(dtype, None, manifest, device, categories or (category,))
     widening = oracle.accumulation_widening(args, expected)
     if widening > 1:
         tol = tol.widened(widening)
-    return oracle.normwise_floor(tol, expected) if category != "elementwise" else tol
+    return oracle.normwise_floor(tol, expected, args, category) if category != "elementwise" else tol
 
 
 def _to_device(value: Any, device: str) -> Any:
@@ -323,7 +329,8 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
             "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
             "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": None,
             "derandomize": True, "max_examples": None,
-            "level": manifest.semantic_level if manifest is not None else None,
+            "level": settings.level if settings.level is not None else
+            manifest.semantic_level if manifest is not None else None,
             "manifest": str(manifest.source) if manifest is not None else None,
             "manifest_hash": manifest.fingerprint() if manifest is not None else None,
             "suite": "path-shapes", "corpus": str(corpus.folder),

@@ -5,8 +5,13 @@ the manifest's `custom_test_dirs`. An OpInfo property is considered for every Op
 source applies to, in every dtype that source gives; a scenario property for each of its scenarios
 in each dtype it lists. An item runs only if the manifest claims the dtype for the op, declares the
 property's capability, does not skip the op, claims the property's semantic level, and the run's
-own selection (`--level`, `--dtype`, `--ops`, `--property`, `--shard`) keeps it. Everything else becomes an
-accounting record with the reason named in docs/architecture.md, so a report can say what was not run and why.
+own selection (`--dtype`, `--ops`, `--property`, `--capability`, `--last-failed`, `--shard`) keeps it.
+Everything else becomes an accounting record with the reason named in docs/architecture.md, so a report
+can say what was not run and why.
+
+The claims and the depth are the run's (`torchcts.plan.effective`): `--level` replaces the manifest's
+semantic_level as the run's depth, up as well as down, and `--dtype` claims its dtypes for every op (the others
+are deselected); an item above the depth is `level_filtered` with a reason naming who set the depth.
 
 A scenario item stands where an op would: its scenario name is what a dtype claim's op regex,
 `skip_ops` and `--ops` are matched against (`supported_dtypes={"float16": "^view_"}` claims float16
@@ -24,6 +29,7 @@ from torchcts.manifest import DtypeStatus, Manifest
 from torchcts.outcomes import Outcome
 from torchcts.plan import op_metadata, registry
 from torchcts.plan.catalog import op_id
+from torchcts.plan.effective import RunClaims, run_claims
 from torchcts.plan.items import Accounting, Plan, PlanItem
 from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
@@ -47,11 +53,12 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
     registry is loaded with the manifest's `custom_test_dirs` (registry.RegistryError when a custom module cannot
     be imported)."""
     specs = registry.load(manifest.custom_test_dirs) if properties is None else tuple(properties)
+    claims = run_claims(manifest, selection)
     items: list[PlanItem] = []
     accounting: list[Accounting] = []
 
     def consider(item: PlanItem, spec: PropertySpec, dtype: torch.dtype, names: tuple[str, ...]) -> None:
-        verdict = _not_run_reason(manifest, selection, spec, names, dtype, item.id)
+        verdict = _not_run_reason(claims, selection, spec, names, dtype, item.id)
         if verdict is None:
             items.append(item)
         else:
@@ -76,11 +83,14 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
     return Plan(tuple(items), tuple(accounting))
 
 
-def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec, names: tuple[str, ...],
+def _not_run_reason(claims: RunClaims, selection: Selection, spec: PropertySpec, names: tuple[str, ...],
                     dtype: torch.dtype, item_id: str) -> tuple[Outcome, str] | None:
     """Why the item does not run, or None. `names`: the OpInfo's name and id (or the scenario's name);
     dtype regexes match the first, `skip_ops` either, `--ops` the last. `--shard` is asked last, only
     of items that would run: every shard of a run accounts for the items not run in the same words."""
+    manifest = claims.effective
+    if selection.dtypes is not None and dtype not in selection.dtypes:
+        return Outcome.DESELECTED, "--dtype leaves it out"
     status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
         outcome, detail = DTYPE_NOT_RUN[status]
@@ -100,17 +110,15 @@ def _not_run_reason(manifest: Manifest, selection: Selection, spec: PropertySpec
     reason = next((r for r in map(manifest.skip_reason, names) if r is not None), None)
     if reason is not None:
         return Outcome.OP_EXCLUDED, reason
-    if spec.level > manifest.semantic_level:
-        return Outcome.LEVEL_FILTERED, (f"level {spec.level} is above the manifest's semantic_level "
-                                        f"{manifest.semantic_level}")
-    if selection.level is not None and spec.level > selection.level:
-        return Outcome.DESELECTED, f"level {spec.level} is above --level {selection.level}"
-    if selection.dtypes is not None and dtype not in selection.dtypes:
-        return Outcome.DESELECTED, "--dtype leaves it out"
+    if spec.level > claims.depth:
+        return Outcome.LEVEL_FILTERED, claims.level_reason(spec.level)
     if selection.properties is not None and spec.name not in selection.properties:
         return Outcome.DESELECTED, "--property leaves it out"
     if not selection.op_selected(names[-1]):
         return Outcome.DESELECTED, "--ops leaves it out"
+    narrowed = selection.narrowing_reason(spec, item_id)  # --capability, --last-failed
+    if narrowed is not None:
+        return Outcome.DESELECTED, narrowed
     if selection.shard is not None:
         reason = shard_reason(item_id, selection.shard)
         if reason is not None:

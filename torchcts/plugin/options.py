@@ -39,7 +39,8 @@ from torchcts.manifest.model import HypothesisSettings
 from torchcts.manifest.targets import LOCAL_MANIFEST, shipped_target, used_line
 from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
-from torchcts.plan.selection import check_properties, check_shard
+from torchcts.plan.effective import run_claims
+from torchcts.plan.selection import check_capabilities, check_properties, check_shard
 from torchcts.plan.shards import format_shard
 from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
 
@@ -121,20 +122,28 @@ def start_run(config: pytest.Config) -> RunStart:
     limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
     replaying = replay_items(replay_paths, limits) if replay_paths else None  # unreadable files: items that say why
     plan = _plan(manifest, selection) if replaying is None else Plan((), ())
+    claims = run_claims(manifest, selection) if manifest is not None else None
+    if claims is not None and claims.beyond_file and joined is None:  # said at once, and in run.json's `claims`
+        print(f"torchcts: this run claims more than the manifest file: {claims.summary_line()}", file=sys.stderr,
+              flush=True)
     environment = {
         "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
         "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
         "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": run_seed,
         "derandomize": derandomize, "max_examples": max_examples,
-        "level": selection.level or (manifest.semantic_level if manifest else None),
+        "level": claims.depth if claims else selection.level,
         "manifest": str(manifest.source) if manifest else None,
-        "manifest_hash": manifest.fingerprint() if manifest else None,
+        "manifest_hash": manifest.fingerprint() if manifest else None,  # the file's claims
+        "effective_manifest_hash": claims.effective.fingerprint() if claims else None,  # what this run tests
+        "claims": claims.as_json() if claims else None,  # where the run's claims differ from the file's
         "replay": [str(p) for p in replay_paths] if replay_paths else None,
         "shard": format_shard(selection.shard) if selection.shard and replaying is None else None,  # "K/N"
         "selection": {"dtypes": option("torchcts_dtypes"), "ops": option("torchcts_ops"),
-                      "properties": option("torchcts_properties"), "level": selection.level},
+                      "properties": option("torchcts_properties"), "level": selection.level,
+                      "capabilities": list(selection.capabilities or ()) or None,
+                      "last_failed": selection.last_failed.describe() if selection.last_failed else None},
         "capabilities": sorted(manifest.capabilities) if manifest else [],
-        "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes] if manifest else None,
+        "claimed_dtypes": [dtype_names.canonical_name(d) for d in claims.effective.claimed_dtypes] if claims else None,
         "property_capabilities": registry.capability_map(),
         "capability_also_tested_by": registry.also_proves_map(),  # e.g. special values: ieee754
         "planned_items": len(plan.items) if replaying is None else len(replaying),
@@ -162,8 +171,8 @@ def start_run(config: pytest.Config) -> RunStart:
     if role != distributed.WORKER:
         writer.record_many({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason}
                            for entry in plan.accounting)
-    return RunStart(manifest, target, plan, writer, run_seed, max_examples,
-                    selection.level or (manifest.semantic_level if manifest else 8), replaying, isolation,
+    return RunStart(claims.effective if claims else None, target, plan, writer, run_seed, max_examples,
+                    claims.depth if claims else (selection.level or 8), replaying, isolation,
                     corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch,
                     role=role)
 
@@ -226,11 +235,41 @@ def _load_properties(extra_dirs: Any) -> None:
 
 
 def _with_properties(selection: Selection, names: list[str] | None) -> Selection:
-    """The selection with its checked `--property` names (registered ones, custom suites included)."""
+    """The selection with its checked `--property` names (registered ones, custom suites included). With
+    `--capability` too, the run takes the properties in both: none in common is a SessionError."""
     try:
-        return attrs.evolve(selection, properties=check_properties(names, registry.capability_map()))
+        selection = attrs.evolve(selection, properties=check_properties(names, registry.capability_map()))
     except SelectionError as exc:
         raise SessionError(str(exc)) from None
+    if selection.properties and selection.capabilities:
+        if not any(registry.get(name).tests(selection.capabilities) for name in selection.properties):
+            testing = ", ".join(registry.testing(selection.capabilities)) or "no registered property"
+            raise SessionError(f"--property {' '.join(selection.properties)} and --capability "
+                               f"{' '.join(selection.capabilities)} have no property in common (the capability is "
+                               f"tested by {testing})")
+    return selection
+
+
+def _last_failed(folder: str | None) -> Any:
+    """--last-failed-from RUN_FOLDER: the outcomes of that earlier run (`torchcts.results.last_failed`), read
+    through the bounded reader; a folder that cannot be used, or where nothing failed, is a SessionError."""
+    from torchcts.results.files import ResultFileError
+    from torchcts.results.last_failed import read_last_failed
+
+    if folder is None:
+        return None
+    if not str(folder).strip() or not Path(folder).is_dir():
+        raise SessionError(f"--last-failed-from {shown(str(folder))}: "
+                           f"{'no such folder' if str(folder).strip() else 'empty'}; name a run folder "
+                           "(results/<run-id>/)")
+    try:
+        last = read_last_failed(folder)
+    except ResultFileError as exc:
+        raise SessionError(f"--last-failed-from: {exc}") from None
+    if not last.failed:
+        raise SessionError(f"--last-failed-from {folder}: no item failed, errored, crashed or timed out in "
+                           f"{last.run_id}; nothing to rerun")
+    return last
 
 
 def _run_seed(option: Any, seed: int | None, manifest: Manifest | None,
@@ -349,7 +388,9 @@ def checked_options(option: Any, *, defer_properties: bool = False) -> tuple[Sel
     try:
         selection = Selection(level=option("torchcts_level"), dtypes=dtypes_option(option("torchcts_dtypes")),
                               op_patterns=tuple(option("torchcts_ops") or ()),
-                              shard=check_shard(option("torchcts_shard")))
+                              shard=check_shard(option("torchcts_shard")),
+                              capabilities=check_capabilities(option("torchcts_capabilities")),
+                              last_failed=_last_failed(option("torchcts_last_failed_from")))
         if not defer_properties:
             selection = attrs.evolve(selection, properties=check_properties(option("torchcts_properties"),
                                                                             [p.name for p in registry.load()]))

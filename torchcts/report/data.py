@@ -141,7 +141,23 @@ def _run_section(run: dict[str, Any]) -> dict[str, Any]:
             "manifest_hash": env.get("manifest_hash"), "level": env.get("level"),
             "validation": env.get("validation"), "selection": env.get("selection"),
             "run_kind": summary.get("run_kind"), "hypothesis_settings": _settings(summary.get("hypothesis")),
-            **_shards(summary)}
+            "claims": _claims(env.get("claims")), **_shards(summary)}
+
+
+def _claims(claims: dict[str, Any] | None) -> dict[str, Any] | None:
+    """run.json's `claims` when the run tested other claims than the manifest file's (`--dtype`, `--level`): both
+    fingerprints and what the command line changed, as text; None when the run tested the file's claims."""
+    if not claims or not claims["differs_from_manifest"]:
+        return None
+    level = claims["level"]
+    changes = [f"--dtype claims {str(name)[:64]} for every op (the manifest: {str(said)[:MAX_TEXT]})"
+               for name, said in list(claims["dtypes_added_by_command_line"].items())[:MAX_PROBLEMS_SHOWN]]
+    if level["source"] == "--level" and level["depth"] != level["manifest"]:
+        changes.append(f"--level {level['depth']} sets the run's depth (the manifest's semantic_level: "
+                       f"{level['manifest']})")
+    return {"changes": changes, "manifest_hash": (claims["manifest_hash"] or "")[:64],
+            "effective_manifest_hash": (claims["effective_manifest_hash"] or "")[:64],
+            "added_dtypes": sorted(str(n)[:64] for n in claims["dtypes_added_by_command_line"])}
 
 
 def _shards(summary: dict[str, Any]) -> dict[str, Any]:

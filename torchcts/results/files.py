@@ -153,6 +153,18 @@ def _probes(value: Any) -> bool:
                              _count(value.get("failed")) and _str_list(value.get("problems")))
 
 
+def _claims(value: Any) -> bool:
+    """run.json `claims` (`torchcts.plan.effective`): how the run's claims differ from the manifest file."""
+    level = value.get("level") if isinstance(value, dict) else None
+    added = value.get("dtypes_added_by_command_line") if isinstance(value, dict) else None
+    return (isinstance(value, dict) and _opt_str(value.get("manifest_hash"))
+            and _opt_str(value.get("effective_manifest_hash")) and isinstance(value.get("differs_from_manifest"), bool)
+            and isinstance(level, dict) and _level(level.get("depth")) and _level(level.get("manifest"))
+            and level.get("source") in ("manifest", "--level")
+            and isinstance(added, dict) and len(added) <= 64 and _str_map(added)
+            and all(isinstance(k, str) and len(k) <= 64 for k in added))
+
+
 def _merged(value: Any) -> bool:
     """run.json `merged` (a folder `torchcts report --merge` wrote): the shard count, the shards joined and missing."""
     return value is None or (
@@ -189,7 +201,11 @@ SUMMARY_FIELDS: dict[str, _Field] = {
 ENVIRONMENT_FIELDS: dict[str, _Field] = {
     **{name: (False, _opt_str, "a string or null") for name in (
         "device", "compile", "hardware_key", "torch", "torchcts", "hypothesis", "python", "manifest",
-        "manifest_hash", "isolation", "shard")},
+        "manifest_hash", "effective_manifest_hash", "isolation", "shard")},
+    "claims": (False, lambda v: v is None or _claims(v), "null or an object with string manifest_hash and "
+                                                          "effective_manifest_hash, boolean differs_from_manifest, "
+                                                          "level {depth, source, manifest} and "
+                                                          "dtypes_added_by_command_line (dtype -> string)"),
     "seed": (False, _opt_int, "an integer or null"),
     "level": (False, lambda v: v is None or _level(v), f"an integer from {LEVELS[0]} to {LEVELS[-1]} or null"),
     "max_examples": (False, _opt_int, "an integer or null"),

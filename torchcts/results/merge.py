@@ -27,7 +27,7 @@ from torchcts.plan.shards import ShardError, parse_shard, shard_of
 from torchcts.results.files import ResultFileError, missing_kernel_summary, read_records, read_summary
 
 # run.json environment fields that must agree between shards: they decide which items exist and which cases run
-MUST_AGREE = ("torch", "torchcts", "hypothesis", "manifest_hash", "device", "compile", "validation", "seed",
+MUST_AGREE = ("torch", "torchcts", "hypothesis", "manifest_hash", "effective_manifest_hash", "device", "compile", "validation", "seed",
               "derandomize", "level", "max_examples")
 EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
 SCHEMA_VERSION = 1

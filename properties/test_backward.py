@@ -3,11 +3,14 @@
 Every floating tensor of a drawn case is a leaf that requires grad; the op's outputs (after the
 sample's own `output_process_fn_grad`) are weighted by fixed pseudo-random cotangents and
 differentiated. A gradient that autograd leaves out (None) counts as zeros on both sides.
+Gradients compare under the manifest's `matmul_backward` (matmul ops), `backward`, then the op's
+tolerance category (`oracle.gradient_categories`); the forward outputs under the op's category.
 """
 
 import torch
 from torch.utils._pytree import tree_leaves
 
+from torchcts.engine import oracle
 from torchcts.engine.gradients import fixed_cotangent
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
@@ -45,10 +48,12 @@ def _gradient_dtypes(op):
 @register_property("backward", capability="training", level=4,
                    items=OpInfoItems(applies=_differentiable, dtypes=_gradient_dtypes), also_proves=("ieee754",))
 def test_backward(cts):
+    gradients = oracle.gradient_categories(oracle.category(cts.op.name))
+
     def check(case):
         expected_out, expected = cts.on_cpu_call(_gradients, case.sample)
         actual_out, actual = cts.on_device_call(_gradients, case.sample, what=" (backward)")
         cts.assert_matches(actual_out, expected_out, what="forward outputs", inputs=case.sample)
-        cts.assert_matches(actual, expected, what="gradients", inputs=case.sample)
+        cts.assert_matches(actual, expected, what="gradients", inputs=case.sample, categories=gradients)
 
     cts.run(opinfo_samples(cts.op, cts.dtype, manifest=cts.manifest, level=cts.level), check)

@@ -15,7 +15,8 @@ What must hold: the result keeps the contract (`decoders.check_result`: a dense 
 and `dtype` on the device; else `error` naming the entry), and every element equals the CPU codec's
 decode (`torchcts.containers.codec.decode`, float32 arithmetic rounded once to `dtype`): the same
 bits, the same value (0.0 for -0.0), NaN where the codec gives NaN, or within one unit in the last
-place of `dtype` (a decoder may round twice, e.g. compute in bfloat16). A failure names the format,
+place of `dtype` (a decoder may round twice, e.g. compute in bfloat16), or within the manifest's `quant_decode`
+tolerance for `dtype` where it has one (`atol + rtol * |expected|`). A failure names the format,
 the multi-index, the element's code, its group's scale and zero point, got and expected.
 The decoder's own exceptions (a missing kernel included) are the backend's `error`, never a skip.
 
@@ -45,6 +46,7 @@ from torchcts.strategies.containers import containers
 from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32", "bfloat16", "float16")
+CATEGORIES = ("quant_decode",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 LAYOUTS = ("contiguous", "window")  # the contract: 1-D contiguous packed bytes, possibly at a storage offset
 
 
@@ -68,15 +70,19 @@ def decoder_cases(format_name: str, dtype: torch.dtype) -> st.SearchStrategy[Cas
 
 # -- the comparison ---------------------------------------------------------------------------------
 
-def beyond_one_ulp(got: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def beyond_one_ulp(got: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, allowed: Any = None) -> torch.Tensor:
     """Where `got` (CPU) is not `expected`: neither the same value, nor both NaN, nor finite within one ULP of `dtype`
-    at the expected value (subnormal spacing below the smallest normal)."""
+    at the expected value (subnormal spacing below the smallest normal), nor finite within `allowed` (the manifest's
+    `quant_decode` tolerance, `manifest.Tolerance`: atol + rtol * |expected|, an unset field 0)."""
     g, e = got.to(torch.float64), expected.to(torch.float64)
     info = torch.finfo(dtype)
     mantissa = round(-math.log2(info.eps))
     exponent = (torch.frexp(e.abs()).exponent - 1).clamp(min=round(math.log2(info.tiny)))
     ulp = torch.ldexp(torch.ones_like(e), exponent - mantissa)
-    close = g.isfinite() & e.isfinite() & ((g - e).abs() <= ulp)
+    bound = ulp
+    if allowed is not None:
+        bound = torch.maximum(ulp, (allowed.atol or 0.0) + (allowed.rtol or 0.0) * e.abs())
+    close = g.isfinite() & e.isfinite() & ((g - e).abs() <= bound)
     return ~((g == e) | (g.isnan() & e.isnan()) | close)
 
 
@@ -108,9 +114,9 @@ def group_text(container: Container, index: tuple[int, ...]) -> str:
 
 
 def compare_decoded(container: Container, got: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
-                    what: str) -> None:
+                    what: str, allowed: Any = None) -> None:
     """AssertionError naming the first element beyond the allowance (`beyond_one_ulp`): its multi-index, code, group."""
-    bad = beyond_one_ulp(got, expected, dtype)
+    bad = beyond_one_ulp(got, expected, dtype, allowed)
     if not bad.any():
         return
     index = tuple(int(i) for i in bad.nonzero()[0])
@@ -118,7 +124,15 @@ def compare_decoded(container: Container, got: torch.Tensor, expected: torch.Ten
     raise AssertionError(
         f"{container.format}: out{list(index)} = {got[index].item()!r}, expected {expected[index].item()!r} "
         f"(code {code} = {container.spec.table[code]!r}, {group_text(container, index)}; must match the CPU codec "
-        f"within one ULP of {dtype}; {int(bad.sum())} of {bad.numel()} elements differ) [{what}]")
+        f"within one ULP of {dtype}{_allowed_text(allowed)}; {int(bad.sum())} of {bad.numel()} elements differ) "
+        f"[{what}]")
+
+
+def _allowed_text(allowed: Any) -> str:
+    """' or the manifest's quant_decode tolerance (...)' where the manifest gives one."""
+    if allowed is None:
+        return ""
+    return f" or the manifest's quant_decode tolerance (rtol {allowed.rtol}, atol {allowed.atol})"
 
 
 # -- the check --------------------------------------------------------------------------------------
@@ -160,7 +174,8 @@ def decoder_check(cts: Any, format_name: str, path: str, decoder: Callable[..., 
             return
         got = cts.on_device_call(lambda cts_, sample, target: result.detach().cpu(), case.sample,
                                  what=f" (reading the result of decoder {entry} back to CPU)")
-        compare_decoded(container, got, expected, dtype, "; ".join(case.transforms))
+        compare_decoded(container, got, expected, dtype, "; ".join(case.transforms),
+                        cts.manifest.tolerance_override(CATEGORIES, dtype) if cts.manifest is not None else None)
 
     return check
 

@@ -43,6 +43,7 @@ BAD_MANIFESTS = [
     ("skip-ops-empty-reason", 'manifest = dict(BASE, skip_ops={"add": ""})', "skip_ops.add", "reason"),
     ("tolerance-unknown-dtype", 'manifest = dict(BASE, tolerance_overrides={"matmul:float31": {"atol": 1e-3}})', "tolerance_overrides['matmul:float31']", "did you mean 'float32'"),
     ("tolerance-unknown-category", 'manifest = dict(BASE, tolerance_overrides={"matmull:float16": {"atol": 1e-3}})', "tolerance_overrides['matmull:float16']", "did you mean 'matmul'"),
+    ("tolerance-refused-category", 'manifest = dict(BASE, tolerance_overrides={"copy:float32": {"atol": 1e-3}})', "tolerance_overrides['copy:float32']", "category 'copy' takes no tolerance: copies and transfers are compared bit for bit"),
     ("tolerance-negative-atol", 'manifest = dict(BASE, tolerance_overrides={"matmul:float16": {"atol": -1e-3}})', "tolerance_overrides['matmul:float16'].atol", "must not be negative"),
     ("tolerance-non-numeric-rtol", 'manifest = dict(BASE, tolerance_overrides={"float16": {"rtol": "1e-3"}})', "tolerance_overrides.float16.rtol", "finite number"),
     ("tolerance-nan", 'manifest = dict(BASE, tolerance_overrides={"float16": {"rtol": float("nan")}})', "tolerance_overrides.float16.rtol", "finite number"),

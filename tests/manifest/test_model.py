@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchcts import dtypes
-from torchcts.manifest import DtypeStatus, Manifest, parse_manifest, validate
+from torchcts.manifest import DtypeStatus, Manifest, parse_manifest, validate, vocabulary
 from torchcts.manifest.problems import Severity
 
 BASE = {
@@ -119,6 +119,25 @@ def test_tolerance_override_forms_and_lookup():
     assert (conv.rtol, conv.atol) == (1e-2, 1e-1)
     assert manifest.tolerance_override("elementwise", torch.float16).atol == 5e-3  # falls back to default
     assert manifest.tolerance_override("elementwise", torch.float32) is None
+
+
+def test_tolerance_overrides_merge_field_by_field_the_most_specific_category_winning():
+    manifest = parse(tolerance_overrides={"float32": {"rtol": 1e-2, "atol": 1e-2}, "backward:float32": {"atol": 1e-3},
+                                          "matmul_backward:float32": {"atol": 1e-4}, "matmul:float32": {"rtol": 0.5}})
+    gradients = manifest.tolerance_override(("matmul_backward", "backward", "matmul"), torch.float32)
+    assert (gradients.rtol, gradients.atol) == (0.5, 1e-4)  # rtol: matmul over default; atol: matmul_backward
+    conv = manifest.tolerance_override(("backward", "conv"), torch.float32)
+    assert (conv.rtol, conv.atol) == (1e-2, 1e-3)  # rtol from default, atol from backward
+    assert manifest.tolerance_override((), torch.float32).atol == 1e-2  # a scenario: default alone
+    assert manifest.tolerance_override(("backward",), torch.float16) is None
+
+
+@pytest.mark.parametrize("category", sorted(vocabulary.REFUSED_TOLERANCE_CATEGORIES))
+def test_a_refused_tolerance_category_is_one_error_with_its_reason(category):
+    _, problems = validate(dict(BASE, tolerance_overrides={f"{category}:float32": {"atol": 1e-3}}))
+    (problem,) = [p for p in problems if p.severity is Severity.ERROR]
+    assert f"takes no tolerance: {vocabulary.REFUSED_TOLERANCE_CATEGORIES[category]}" in problem.render()
+    assert category not in vocabulary.TOLERANCE_CATEGORIES
 
 
 def test_duplicate_tolerance_spellings_are_an_error():

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import attrs
 import torch
@@ -163,10 +163,20 @@ class Manifest:
     def skip_reason(self, op_name: str) -> str | None:
         return self.skip_ops.get(op_name)
 
-    def tolerance_override(self, category: str, dtype: torch.dtype) -> Tolerance | None:
-        """The manifest's tolerance for a comparison category and dtype (category first, then default)."""
+    def tolerance_override(self, categories: str | Sequence[str], dtype: torch.dtype) -> Tolerance | None:
+        """The manifest's tolerance for a comparison in `dtype` whose categories are `categories` (most specific
+        first), or None where none is overridden. Field by field, a more specific category wins: `default`, then
+        each category from the last named to the first (`backward:float32 {"atol": 1e-3}` over
+        `float32 {"rtol": 1e-2}` gives both)."""
         name = dtypes.canonical_name(dtype)
-        return self.tolerance_overrides.get((category, name)) or self.tolerance_overrides.get(("default", name))
+        named = (categories,) if isinstance(categories, str) else tuple(categories)
+        found = [tol for category in ("default", *reversed(named))
+                 if (tol := self.tolerance_overrides.get((category, name))) is not None]
+        if not found:
+            return None
+        rtol = next((tol.rtol for tol in reversed(found) if tol.rtol is not None), None)
+        atol = next((tol.atol for tol in reversed(found) if tol.atol is not None), None)
+        return Tolerance(atol=atol, rtol=rtol)
 
     # -- identity ---------------------------------------------------------------------------------
 

@@ -310,7 +310,12 @@ class _Fields:
             self.log.error(path, "key must be 'category:dtype', (category, dtype) or a dtype", key)
             return None
         ok = True
-        if category not in vocab.TOLERANCE_CATEGORIES:
+        if category in vocab.REFUSED_TOLERANCE_CATEGORIES:
+            self.log.error(path, f"category {category!r} takes no tolerance: "
+                                 f"{vocab.REFUSED_TOLERANCE_CATEGORIES[category]}",
+                           allowed=allowed_list(vocab.TOLERANCE_CATEGORIES, 20))
+            ok = False
+        elif category not in vocab.TOLERANCE_CATEGORIES:
             self.log.error(path, "unknown tolerance category", category,
                            allowed=allowed_list(vocab.TOLERANCE_CATEGORIES, 20),
                            hint=suggest(category, vocab.TOLERANCE_CATEGORIES))

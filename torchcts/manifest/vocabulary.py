@@ -114,28 +114,37 @@ AUTOCAST_OPS: dict[str, tuple[str, str]] = {
     **dict.fromkeys(("dot", "atan2", "addcmul"), ("promote", "unchanged")),
 }
 
-# Comparison categories of the tolerance model; `default` applies to every category.
-TOLERANCE_CATEGORIES: tuple[str, ...] = (
-    "default",
-    "exact",
-    "elementwise",
-    "reduction",
-    "matmul",
-    "matmul_backward",
-    "conv",
-    "norm",
-    "sdpa",
-    "loss",
-    "optimizer",
-    "linalg",
-    "fft",
-    "backward",
-    "compile",
-    "copy",
-    "serialization",
-    "statistical",
-    "quant_decode",
-)
+# Comparison categories of the tolerance model, each with the comparisons that read it (docs/manifest.md lists them;
+# tests/engine/test_tolerance_categories.py shows an override of each changing a real comparison). A comparison names
+# its categories most specific first; `default` applies under every one (oracle.tolerance: the merge rule).
+TOLERANCE_READERS: dict[str, str] = {
+    "default": "every comparison that takes a tolerance, below its own categories",
+    "elementwise": "comparisons of ops in no other category (OpInfo suites, path-shapes)",
+    "reduction": "comparisons of reductions (sum, mean, cumsum, softmax, ...)",
+    "matmul": "comparisons of matmul ops (mm, bmm, addmm, linear, einsum, ...; path-shapes `matmul`)",
+    "conv": "comparisons of convolutions (OpInfo suites, path-shapes `conv`)",
+    "norm": "comparisons of norms and normalizations (layer_norm, batch_norm, norm, ...)",
+    "sdpa": "comparisons of attention ops (scaled_dot_product_attention)",
+    "loss": "comparisons of loss functions",
+    "linalg": "comparisons of linalg ops (linalg.*, cholesky, svd, det, ...)",
+    "fft": "comparisons of fft.* ops",
+    "matmul_backward": "gradients of matmul ops (backward, double_backward, path_shapes_backward), above `backward`",
+    "backward": "gradients (backward, double_backward, path_shapes_backward), training, gradient_checkpointing, "
+                "module_hooks",
+    "optimizer": "foreach_optimizer and fused_optimizer (parameters and state after the steps)",
+    "compile": "compile_modules, and every comparison of a run under `--compile`, above the op's category",
+    "quant_decode": "quantized_decoders: an element within it passes besides those within one ULP",
+}
+TOLERANCE_CATEGORIES: tuple[str, ...] = tuple(TOLERANCE_READERS)
+
+# Categories a manifest may not override: what no rtol/atol can mean there (a one-line error at validation).
+REFUSED_TOLERANCE_CATEGORIES: dict[str, str] = {
+    "exact": "exact comparisons (integers, bools, views) hold CPU's bits by contract; no tolerance loosens them",
+    "copy": "copies and transfers are compared bit for bit (copies, pinned_memory); no tolerance loosens them",
+    "serialization": "a saved and loaded tensor is compared bit for bit with what was saved; no tolerance applies",
+    "statistical": "rng_distributions judges draws by goodness-of-fit p-values at a fixed false-positive budget, "
+                   "not by rtol/atol",
+}
 
 TOLERANCE_KEYS: tuple[str, ...] = ("atol", "rtol")
 

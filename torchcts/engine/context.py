@@ -331,8 +331,12 @@ class CaseContext:
             return list(error_inputs(self.op, "cpu"))
 
     def assert_matches(self, actual: Any, expected: Any, *, what: str = "", strides: bool | str = False,
-                       widen: float = 1.0, inputs: Any = None, normwise: bool | None = None) -> None:
+                       widen: float = 1.0, inputs: Any = None, normwise: bool | None = None,
+                       categories: tuple[str, ...] | None = None) -> None:
         """AssertionError unless the device's result matches the oracle's (values where comparable).
+
+        `categories` (most specific first) pick the manifest's tolerance overrides: default, the op's category
+        (`oracle.comparison_categories`); a run under `--compile` reads `compile` above them.
 
         With `inputs` (the case's sample), the tolerance widens for results that each sum many
         inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise (or with
@@ -344,8 +348,12 @@ class CaseContext:
         values = self.target.compares_values and (self.op is None or oracle.values_comparable(name))
         if inputs is not None:
             widen *= oracle.accumulation_widening([inputs.input, list(inputs.args), dict(inputs.kwargs)], expected)
+        if categories is None:
+            categories = oracle.comparison_categories(self.op.name if self.op is not None else None)
+        if self.target.compile_backend is not None and "compile" not in categories:
+            categories = ("compile", *categories)
         tol = oracle.tolerance(_result_dtype(self.dtype, expected), self.op, self.manifest,
-                               self.target.device_type).widened(widen)
+                               self.target.device_type, categories).widened(widen)
         if normwise is None:
             normwise = oracle.category(name) != "elementwise"
         if inputs is not None and normwise:

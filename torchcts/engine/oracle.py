@@ -1,9 +1,11 @@
 """The CPU oracle's comparison: tolerances, and what differs between a backend's result and CPU's.
 
-Tolerances come from three layers, later ones winning: per-dtype defaults (those of
-`torch.testing.assert_close`), the OpInfo's own tolerance overrides for the op and dtype (the
-loosest that applies to the device type), and the manifest's `tolerance_overrides` for the op's
-comparison category. Integers and bools compare exactly. A comparison reports the largest
+Tolerances come from layers, later ones winning field by field (rtol, atol): per-dtype defaults
+(those of `torch.testing.assert_close`), the OpInfo's own tolerance overrides for the op and dtype
+(the loosest that applies to the device type), the manifest's `default` override, then its override
+of each of the comparison's categories from the least specific to the most specific
+(`manifest.tolerance_override`; vocabulary.TOLERANCE_READERS says which comparisons read which
+category). Integers and bools compare exactly. A comparison reports the largest
 absolute and relative errors and the ULP distance, and where the first difference is.
 """
 
@@ -77,8 +79,34 @@ class Tolerance:
         return Tolerance(self.rtol * factor, self.atol * factor, f"{self.source} x{factor:g}")
 
 
-def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_type: str = "cpu") -> Tolerance:
-    """The tolerance for comparing `op`'s results in `dtype` on `device_type` with CPU's (op None: a scenario)."""
+def comparison_categories(op_name: str | None, *, compiled: bool = False) -> tuple[str, ...]:
+    """The tolerance categories of comparing an op's results, most specific first: the op's category (none for a
+    scenario, op_name None), under `compile` for a run through torch.compile (`--compile`)."""
+    own = (category(op_name),) if op_name is not None else ()
+    return ("compile", *own) if compiled else own
+
+
+def gradient_categories(own: str) -> tuple[str, ...]:
+    """The tolerance categories of comparing the gradients of an op in category `own` (`category(op_name)`):
+    `matmul_backward` (matmul ops), `backward`, then `own` (an override of `conv` still reaches a convolution's
+    gradients where `backward` has none)."""
+    return ("matmul_backward", "backward", own) if own == "matmul" else ("backward", own)
+
+
+def with_manifest(tol: Tolerance, manifest: Any, categories: tuple[str, ...], dtype: torch.dtype) -> Tolerance:
+    """`tol` under the manifest's overrides for a comparison of `categories` (most specific first) in `dtype`; the
+    one place a manifest's tolerance reaches a comparison's (suites with a base of their own call it too)."""
+    override = manifest.tolerance_override(categories, dtype) if manifest is not None else None
+    if override is None:
+        return tol
+    return Tolerance(override.rtol if override.rtol is not None else tol.rtol,
+                     override.atol if override.atol is not None else tol.atol, "manifest")
+
+
+def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_type: str = "cpu",
+              categories: tuple[str, ...] | None = None) -> Tolerance:
+    """The tolerance for comparing `op`'s results in `dtype` on `device_type` with CPU's (op None: a scenario), with
+    the manifest's overrides for `categories` (most specific first; default: `comparison_categories` of the op)."""
     if dtype not in _DEFAULTS:
         return Tolerance(0.0, 0.0, "exact")
     rtol, atol = _DEFAULTS[dtype]
@@ -87,12 +115,9 @@ def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_t
         found = _opinfo_overrides(op, dtype, device_type)
         if found:
             result = Tolerance(max(t.rtol for t in found), max(t.atol for t in found), "opinfo")
-    if manifest is not None:  # a scenario item (op None) takes the manifest's "default" override
-        override = manifest.tolerance_override(category(op.name) if op is not None else "default", dtype)
-        if override is not None:
-            result = Tolerance(override.rtol if override.rtol is not None else result.rtol,
-                               override.atol if override.atol is not None else result.atol, "manifest")
-    return result
+    if categories is None:  # a scenario item (op None) takes the manifest's "default" override alone
+        categories = comparison_categories(op.name if op is not None else None)
+    return with_manifest(result, manifest, categories, dtype)
 
 
 def accumulation_widening(inputs: Any, outputs: Any) -> float:

@@ -3,6 +3,7 @@ forward compiled give eager CPU's results, and the record counts dynamo's graphs
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from torchcts.outcomes import Outcome
@@ -36,4 +37,42 @@ def test_an_item_passes_on_cpu_and_records_dynamo_counts(run_suite):
 def test_a_training_bug_is_caught_through_compile(run_suite):
     record = run_suite("compile_modules", "cnn_aot_eager", device="faulty", bugs=("batch_norm_keeps_running_var",),
                        max_examples=2, shrink=False)
+    assert record["outcome"] is Outcome.FAILED, record
+
+
+def _train(device, model, bugs=(), backend=None):
+    """`train_steps` for a small `model` on `device` with the faulty device's `bugs` on (eager, or compiled)."""
+    from torchcts.testing import faulty as device_module
+
+    generator = torch.Generator().manual_seed(1)
+    if model == "mlp":
+        input, target, sizes = torch.randn(3, 4, generator=generator), torch.tensor([0, 1, 1]), [4, 5, 2]
+    else:
+        input, target, sizes = torch.randn(2, 2, 4, 4, generator=generator), torch.tensor([0, 1]), [2, 3, 2]
+    device_module.disable_bugs()
+    if bugs:
+        device_module.enable_bugs(*bugs)
+    try:
+        result = train_steps(input.to(device), target.to(device), model, sizes, 3, 2, 0.1, backend)
+        return [[t.cpu() for t in part] for part in result]
+    finally:
+        device_module.disable_bugs()
+
+
+@pytest.mark.parametrize("bug, model", [("compiled_addmm_drops_bias", "mlp"),
+                                        ("compiled_batch_norm_biased_running_var", "cnn")])
+def test_a_compile_bug_fires_only_in_compiled_code(bug, model):
+    expected = _train("cpu", model)
+    torch.testing.assert_close(_train("faulty", model, (bug,)), expected)  # eager on the device: right
+    torch.testing.assert_close(_train("faulty", model, (), "aot_eager"), expected)  # compiled, no bug: right
+    with pytest.raises(AssertionError):  # compiled with the bug: wrong
+        torch.testing.assert_close(_train("faulty", model, (bug,), "aot_eager"), expected)
+
+
+@pytest.mark.parametrize("bug, scenario", [("compiled_addmm_drops_bias", "mlp_aot_eager"),
+                                           ("compiled_batch_norm_biased_running_var", "cnn_aot_eager")])
+def test_the_suite_catches_its_compile_bugs(run_suite, bug, scenario):
+    clean = run_suite("compile_modules", scenario, device="faulty", max_examples=2, shrink=False)
+    assert clean["outcome"] is Outcome.PASSED, clean
+    record = run_suite("compile_modules", scenario, device="faulty", bugs=(bug,), max_examples=2, shrink=False)
     assert record["outcome"] is Outcome.FAILED, record

@@ -29,8 +29,23 @@ def test_the_installed_suites_are_a_phase_of_their_own():
     found = {phase.name: phase for phase in phases(2, ("float32",))}
     assert {"views", "copies", "ieee754", "sparse", "nested", "foreach", "fp8", "channels_last"} <= names
     assert set(found["suites"].properties) == names and found["suites"].dtypes == ()
-    assert "compile_modules" not in found["suites"].properties  # dynamo traces into the faulty device
+    assert "compile_modules" not in found["suites"].properties  # a phase of its own
     assert not names & set(found["opinfo"].properties)
+    compiled = found["compile"]
+    assert (compiled.properties, compiled.level, compiled.bug_suites) == (("compile_modules",), 6, ("compile_modules",))
+    assert compiled.ops == ("_aot_eager$",)  # inductor builds C++ for each op graph of the faulty device
+
+
+def test_the_compile_phase_reruns_for_its_own_bugs_and_the_others_never_do():
+    from torchcts.testing.faulty.bugs import BUGS
+
+    found = {phase.name: phase for phase in phases(2, ("float32",))}
+    owned = {suite for phase in found.values() for suite in phase.bug_suites}
+    compile_bugs = {name for name, bug in BUGS.items() if found["compile"].runs(bug, owned)}
+    assert compile_bugs == {"compiled_addmm_drops_bias", "compiled_batch_norm_biased_running_var"}
+    for name in ("opinfo", "suites"):
+        assert not compile_bugs & {n for n, bug in BUGS.items() if found[name].runs(bug, owned)}
+        assert found[name].runs(BUGS["batch_norm_keeps_running_var"], owned)
 
 
 def test_bugs_of_opinfo_properties_above_the_level_are_not_run_and_say_which_level_runs_them():

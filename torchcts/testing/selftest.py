@@ -1,8 +1,10 @@
 """`torchcts selftest`: do the suites catch bugs? Run them against the faulty device, clean and per bug.
 
-Two phases, each a clean run and then one run per seeded bug: the OpInfo properties at `--level`
-in the given dtypes, and the scenario suites (views, copies, ieee754, sparse, ...: every property
-whose items are scenarios) at their own levels in every dtype they list. The clean run records, for
+Three phases, each a clean run and then one run per seeded bug: the OpInfo properties at `--level`
+in the given dtypes, the scenario suites (views, copies, ieee754, sparse, ...: every property
+whose items are scenarios) at their own levels in every dtype they list, and the whole-model compile
+suites (`compile`: their aot_eager scenarios, rerun only for the bugs written for them, which fire
+only in code torch.compile captured). The clean run records, for
 every item, which aten overloads it ran on the device. Each seeded bug is then tested by rerunning
 (with only that bug on) the ops or scenarios whose items reached one of the bug's overloads, in
 the phase that reached them: an item that never runs an overload cannot see its bug. A bug is detected when
@@ -78,25 +80,41 @@ class Phase:
     properties: tuple[str, ...]
     level: int
     dtypes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()  # `run --ops` regexes for its clean run (empty: every item); `selftest --ops` replaces them
+    # rerun only for the bugs written for these suites (`Bug.suite`); empty: every bug no other phase owns this way
+    bug_suites: tuple[str, ...] = ()
+
+    def runs(self, bug: Any, owned: set[str]) -> bool:
+        """Whether this phase is rerun for `bug` (`owned`: the suites some phase's `bug_suites` names)."""
+        return bug.suite in self.bug_suites if self.bug_suites else bug.suite not in owned
+
+
+# The compile phase runs the aot_eager scenarios only: inductor builds C++ for every op graph dynamo captures in the
+# faulty device's dispatch (tens of minutes per item); the compile bugs fire under any backend.
+COMPILE_OPS = ("_aot_eager$",)
 
 
 def phases(level: int, dtypes: tuple[str, ...], specs: Iterable[Any] | None = None) -> tuple[Phase, ...]:
-    """The OpInfo properties at `level` in `dtypes`, and the scenario suites (but the compile ones) at their own
-    levels in all their dtypes."""
+    """The OpInfo properties at `level` in `dtypes`, the scenario suites (but the compile ones) at their own
+    levels in all their dtypes, and the compile suites' aot_eager scenarios, for their own bugs only."""
     if specs is None:
         from torchcts.plan import registry
 
         specs = registry.load()
     specs = list(specs)
     opinfo = tuple(p.name for p in specs if not p.scenario and p.level <= level)
-    # Whole-model compile suites are left out: dynamo traces into the faulty device's Python dispatch, so they hold
-    # no seeded bug of their own, and re-running them once per eager bug they reach would take hours.
+    # Whole-model compile suites are a phase of their own, rerun only for their own bugs: re-running them once per
+    # eager bug they reach (every kernel of four models) would take hours, and the other suites catch those.
     suites = [p for p in specs if p.scenario and p.capability != "compile"]
+    compiled = [p for p in specs if p.scenario and p.capability == "compile"]
     found = []
     if opinfo:
         found.append(Phase("opinfo", opinfo, level, tuple(dtypes)))
     if suites:
         found.append(Phase("suites", tuple(p.name for p in suites), max(p.level for p in suites)))
+    if compiled:
+        names = tuple(p.name for p in compiled)
+        found.append(Phase("compile", names, max(p.level for p in compiled), ops=COMPILE_OPS, bug_suites=names))
     return tuple(found)
 
 
@@ -111,7 +129,7 @@ def _run(results_dir: Path, manifest: Path, phase: Phase, max_examples: int, bug
         args += ["--dtype", dtype]
     for name in phase.properties:
         args += ["--property", name]
-    for pattern in ops:
+    for pattern in ops or phase.ops:
         args += ["--ops", pattern]
     env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
     before = run_folders(results_dir)
@@ -141,7 +159,9 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     incomplete: list[str] = []
     failing: dict[str, list[str]] = {bug.name: [] for bug in chosen}
     reached_by_bug: dict[str, set[str]] = {bug.name: set() for bug in chosen}
-    planned = tuple(p for p in phases(level, dtypes) if not only_phases or p.name in only_phases)
+    every_phase = phases(level, dtypes)
+    owned = {suite for phase in every_phase for suite in phase.bug_suites}
+    planned = tuple(p for p in every_phase if not only_phases or p.name in only_phases)
     for phase in planned:
         progress(f"selftest: clean run of the {phase.name} phase against the faulty device ...")
         clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="",
@@ -154,13 +174,14 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
         for record in clean:
             for overload in record.get("device_ops", ()):
                 reached.setdefault(overload, set()).add(record["op"])
-        for bug in chosen:
-            ops = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
-            if not ops:
+        for bug in (bug for bug in chosen if phase.runs(bug, owned)):
+            # named apart from `ops`, which every phase's clean run reads
+            reaching = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
+            if not reaching:
                 continue
-            reached_by_bug[bug.name].update(ops)
-            progress(f"selftest: {phase.name}: {bug.name} ({len(ops)} ops or scenarios reach it) ...")
-            pattern = "^(" + "|".join(re.escape(op) for op in ops) + ")$"
+            reached_by_bug[bug.name].update(reaching)
+            progress(f"selftest: {phase.name}: {bug.name} ({len(reaching)} ops or scenarios reach it) ...")
+            pattern = "^(" + "|".join(re.escape(op) for op in reaching) + ")$"
             records, complete = _run(results_dir / phase.name / bug.name, manifest, phase, max_examples,
                                      bugs=bug.name, ops=(pattern,))
             if not complete:

@@ -49,6 +49,11 @@ CASES = {
                                      lambda: (torch.arange(4096.0) / 7,)),
     "matmul_tile_edge": (torch.mm, lambda: (torch.ones(2, 33), torch.ones(33, 2)),
                          lambda: (torch.ones(2, 32), torch.ones(32, 2))),
+    "float64_sum_in_float32": (torch.sum, lambda: (torch.arange(10, dtype=torch.float64) / 7,),
+                               lambda: (torch.arange(10.0) / 7,)),
+    "float32_matmul_half_accumulator": (torch.mm, lambda: (torch.arange(6.0).reshape(2, 3) / 7, torch.ones(3, 2) / 3),
+                                        lambda: (torch.arange(6.0, dtype=torch.float64).reshape(2, 3) / 7,
+                                                 torch.ones(3, 2, dtype=torch.float64) / 3)),
 }
 
 

@@ -357,7 +357,8 @@ class CaseContext:
         if normwise is None:
             normwise = oracle.category(name) != "elementwise"
         if inputs is not None and normwise:
-            tol = oracle.normwise_floor(tol, expected)
+            tol = oracle.normwise_floor(tol, expected, [inputs.input, list(inputs.args), dict(inputs.kwargs)],
+                                        oracle.category(name))
         try:
             # a scenario program's plain values are metadata it observed (strides, `_is_view()`): shown by every target
             result = oracle.compare(actual, expected, tol, values=values, strides=strides,

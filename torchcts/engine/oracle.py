@@ -20,6 +20,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from torchcts import dtypes as dtype_names
+from torchcts.engine import precision
 
 # (rtol, atol), as torch.testing.assert_close uses them; float8 from the format's precision.
 _DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
@@ -109,7 +110,7 @@ def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_t
     the manifest's overrides for `categories` (most specific first; default: `comparison_categories` of the op)."""
     if dtype not in _DEFAULTS:
         return Tolerance(0.0, 0.0, "exact")
-    rtol, atol = _DEFAULTS[dtype]
+    rtol, atol = precision.capped(dtype, _budget_category(op, categories), *_DEFAULTS[dtype])  # claimed precision
     result = Tolerance(rtol, atol, "default")
     if op is not None:
         found = _opinfo_overrides(op, dtype, device_type)
@@ -118,6 +119,15 @@ def tolerance(dtype: torch.dtype, op: Any = None, manifest: Any = None, device_t
     if categories is None:  # a scenario item (op None) takes the manifest's "default" override alone
         categories = comparison_categories(op.name if op is not None else None)
     return with_manifest(result, manifest, categories, dtype)
+
+
+def _budget_category(op: Any, categories: tuple[str, ...] | None) -> str | None:
+    """The op category whose ULP budget caps the defaults (`precision.budget`): the op's, else the least specific of
+    `categories` where it names one (a path-shapes case, a gradient), else None (a scenario)."""
+    if op is not None:
+        return category(op.name)
+    known = {name for _, name in _CATEGORIES} | {"elementwise"}
+    return categories[-1] if categories and categories[-1] in known else None
 
 
 def accumulation_widening(inputs: Any, outputs: Any) -> float:
@@ -129,6 +139,12 @@ def accumulation_widening(inputs: Any, outputs: Any) -> float:
     that broadcast together count as their broadcast shape: a reduction over a broadcast dimension
     sums that many terms though each input holds few of them.
     """
+    n = terms_per_output(inputs, outputs)
+    return max(1.0, math.sqrt(n) / 4) if n else 1.0
+
+
+def terms_per_output(inputs: Any, outputs: Any) -> float:
+    """The elements in (inputs that broadcast together: their broadcast shape) over the elements out; 0 for none."""
     tensors = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor)]
     count_in = sum(t.numel() for t in tensors)
     try:
@@ -136,18 +152,23 @@ def accumulation_widening(inputs: Any, outputs: Any) -> float:
     except RuntimeError:  # shapes that do not broadcast (matmul operands): their own sizes
         pass
     count_out = sum(t.numel() for t in tree_flatten(outputs)[0] if isinstance(t, torch.Tensor))
-    if not count_in or not count_out:
-        return 1.0
-    return max(1.0, math.sqrt(count_in / count_out) / 4)
+    return count_in / count_out if count_in and count_out else 0.0
 
 
-def normwise_floor(tol: Tolerance, expected: Any) -> Tolerance:
-    """`tol` with atol raised to rtol times the largest finite magnitude in `expected`.
+def normwise_floor(tol: Tolerance, expected: Any, inputs: Any = None, category_name: str | None = None) -> Tolerance:
+    """`tol` with atol raised to rtol times the largest finite magnitude in `expected` and, given the case's
+    `inputs`, to the accumulation bound sqrt(n) * eps * sum|x| of the claimed dtype (`precision.accumulation_floor`;
+    `category_name`: the op's category, for how sum|x| is estimated).
 
     For results computed from many inputs (matmul, norms, reductions, losses) an element near zero
     is usually a difference of large terms: its rounding error is relative to the result's scale,
-    not to the element (a bfloat16 batch norm is off by whole ulps of 1 near 0).
+    or to the terms' (a sum that cancels), not to the element (a bfloat16 batch norm is off by
+    whole ulps of 1 near 0).
     """
+    if inputs is not None:
+        floor = precision.accumulation_floor(inputs, expected, category_name, terms_per_output(inputs, expected))
+        if floor > tol.atol:
+            tol = Tolerance(tol.rtol, floor, f"{tol.source}, accumulation")
     scale = 0.0
     for t in tree_flatten(expected)[0]:
         if (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested and t.device.type != "meta"

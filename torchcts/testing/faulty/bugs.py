@@ -153,6 +153,15 @@ def _k_remainder(args) -> int:
     return k % 32 if k > 32 else 0
 
 
+def _half_accumulated_mm(func, args, kwargs, result):
+    """mm/bmm with float32 products summed in a float16 accumulator (rounded to float16 after every addition)."""
+    a, b = args[0], args[1]
+    acc = torch.zeros(result.shape, dtype=torch.float16)
+    for i in range(a.size(-1)):
+        acc = (acc.to(torch.float32) + a[..., :, i:i + 1] * b[..., i:i + 1, :]).to(torch.float16)
+    return acc.to(result.dtype)
+
+
 def _no_kernel(func, args, kwargs, result):
     """Raise what the dispatcher raises for an overload with no kernel for the device's dispatch key."""
     name = func._schema.name + (f".{func._schema.overload_name}" if func._schema.overload_name else "")
@@ -256,6 +265,16 @@ CORE_BUGS: tuple[Bug, ...] = (
         "drops the partial last tile of the inner dimension in mm",
         lambda f, a, k: _k_remainder(a) > 0,
         lambda f, a, k, r: f(a[0][:, :a[0].size(1) - _k_remainder(a)], a[1][:a[1].size(0) - _k_remainder(a)])),
+    Bug("float64_sum_in_float32", ("aten.sum.default", "aten.sum.dim_IntList"),
+        "a float64 sum of a float64 tensor",
+        "computes float64 sums in float32 (inputs and accumulator), returning them as float64",
+        lambda f, a, k: a[0].dtype == torch.float64 and a[0].numel() > 0 and k.get("dtype") in (None, torch.float64),
+        lambda f, a, k, r: f(a[0].to(torch.float32), *a[1:], **{**k, "dtype": torch.float32}).to(r.dtype)),
+    Bug("float32_matmul_half_accumulator", ("aten.mm.default", "aten.bmm.default"),
+        "a float32 mm or bmm with a non-empty inner dimension",
+        "accumulates float32 matrix products in float16 (each partial sum rounded to float16)",
+        lambda f, a, k: a[0].dtype == torch.float32 and a[1].dtype == torch.float32 and a[0].size(-1) > 0,
+        _half_accumulated_mm),
     Bug("missing_kernel", ("aten.trunc.default", "aten.trunc_.default", "aten.trunc.out"),
         "always (any input)",
         "has no kernel for trunc (functional, in-place, out=): raises the dispatcher's NotImplementedError",

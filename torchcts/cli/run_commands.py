@@ -306,8 +306,9 @@ def _bytes(value: str | None) -> int | None:
 @results_dir_option("Where the runs' folders go.", default=Path("results/selftest"))
 @click.option("--bug", "bugs", multiple=True, metavar="NAME",
               help="Only this seeded bug (repeatable; default: every bug but the crash and hang ones).")
-@click.option("--phase", "only_phases", multiple=True, type=click.Choice(["opinfo", "suites"]),
-              help="Only this phase: the OpInfo properties, or the scenario suites (repeatable; default: both).")
+@click.option("--phase", "only_phases", multiple=True, type=click.Choice(["opinfo", "suites", "compile"]),
+              help="Only this phase: the OpInfo properties, the scenario suites, or the whole-model compile suites "
+                   "(their aot_eager scenarios; --ops replaces that choice) (repeatable; default: all three).")
 @click.option("--ops", "ops", multiple=True, metavar="REGEX",
               help="Only the ops or scenarios this regex finds (repeatable; as run --ops): a quicker, partial selftest.")
 def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path, bugs: tuple[str, ...],
@@ -315,11 +316,13 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
     """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.
 
     The OpInfo properties run at --level in --dtype; the scenario suites (views, copies, ieee754,
-    sparse, ...) at their own levels in every dtype they list. Prints the detection table per suite,
-    which bugs were detected (with the failing items), which were missed, and the clean backend's
-    failures (there must be none). Bugs written for an OpInfo property above --level (gradcheck,
-    double_backward: level 4) are listed as not run, with the level that runs them
-    (--level 4 --dtype float64 --dtype float32). Exits 1 when a bug was missed or the clean run failed.
+    sparse, ...) at their own levels in every dtype they list; the compile suites' aot_eager
+    scenarios, rerun only for the compile bugs (which fire only in compiled code). Prints the
+    detection table per suite, which bugs were detected (with the failing items), which were
+    missed, and the clean backend's failures (there must be none). Bugs written for an OpInfo
+    property above --level (gradcheck, double_backward: level 4) are listed as not run, with the
+    level that runs them (--level 4 --dtype float64 --dtype float32). Exits 1 when a bug was missed
+    or the clean run failed.
     """
     from torchcts.testing.faulty.bugs import BUGS
     from torchcts.testing.selftest import print_report, run_selftest

@@ -255,7 +255,8 @@ def test_code_like_values_reach_the_script_as_data(probe_property, tmp_path):
                                             (writes, tmp_path / "writes", ("faulty",), ()))
     assert written[0] == 0 and "not reproduced on faulty" in written[1], written  # each run gets fresh inputs
     assert as_value[0] == 0 and "not reproduced on cpu" in as_value[1], as_value
-    assert as_key[0] == 0 and "not reproduced: CPU rejects the case (TypeError" in as_key[1], as_key
+    # CPU itself rejects the hostile keyword: the script could not run the check (exit 2), not "not reproduced"
+    assert as_key[0] == 2 and "could not run on cpu: CPU itself raises on this case: TypeError" in as_key[1], as_key
 
 
 def test_the_scenario_script_allows_only_its_own_and_the_programs_vocabulary(probe_property, tmp_path):

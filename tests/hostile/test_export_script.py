@@ -139,8 +139,10 @@ def honest(tmp_path_factory):
 
 # -- values that are data: exported, and inert ------------------------------------------------
 
-RAN = ("exit 0",)  # the script ran: results agree (or CPU accepts the input of an `errors` case)
-REFUSED_BY_ADD = ("TypeError", "RuntimeError")  # add() refuses the extra argument or keyword; nothing else runs
+RAN = ("exit 0",)  # the script ran: results agree
+# the script ran, but the check could not: CPU accepts the input of an `errors` case (exit 2, no traceback)
+RAN_CPU_ACCEPTS = ("exit 2",)
+REFUSED_BY_ADD = ("exit 2",)  # CPU's add() refuses the extra argument or keyword: could not run; nothing else runs
 INERT = {  # (the honest case's property, where the hostile value goes, the value, how the script ends)
     **{f"description-{name}": ("forward", ("description",), text, RAN) for name, text in BREAKOUTS.items()},
     "failure.message": ("forward", ("failure", "message"), EVERYTHING, RAN),
@@ -149,8 +151,8 @@ INERT = {  # (the honest case's property, where the hostile value goes, the valu
     "found.torch": ("forward", ("found", "torch"), EVERYTHING, RAN),
     "found.date": ("forward", ("found", "date"), EVERYTHING, RAN),
     "fingerprint": ("forward", ("fingerprint",), '"""\\\n' + PAYLOAD, RAN),
-    "error_type": ("errors", ("inputs", "error_type"), PAYLOAD, RAN),
-    "error_regex": ("errors", ("inputs", "error_regex"), EVERYTHING, RAN),
+    "error_type": ("errors", ("inputs", "error_type"), PAYLOAD, RAN_CPU_ACCEPTS),
+    "error_regex": ("errors", ("inputs", "error_regex"), EVERYTHING, RAN_CPU_ACCEPTS),
     "kwargs-key": ("forward", ("inputs", "kwargs", "dict", EVERYTHING), 1, REFUSED_BY_ADD),
     "string-argument": ("forward", ("inputs", "args", 1), EVERYTHING, REFUSED_BY_ADD),
     "slice-of-strings": ("forward", ("inputs", "args", 1), {"slice": [EVERYTHING, None, EVERYTHING]}, REFUSED_BY_ADD),

@@ -32,7 +32,7 @@ from typing import Any
 import jinja2
 
 from torchcts import dtypes as dtype_names
-from torchcts.cases.files import CaseFileError, CorpusCase
+from torchcts.cases.files import CaseFileError, CorpusCase, module_name_problem
 from torchcts.cases.export_program import SCRIPT_ATTRIBUTES, SCRIPT_IMPORTS, SCRIPT_NAMES, scenario_code
 from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
 from torchcts.cases.limits import CaseLimits
@@ -50,14 +50,18 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _NAMED_CHECKS = ("forward", "backward", "layout")
 _DESCRIPTION_CHARS, _FAILURE_CHARS, _SHORT_CHARS, _MESSAGE_CHARS = 4000, 300, 100, 400
 # The script's own vocabulary (template and generated code); case values add names from torch's tables only.
-_IMPORTS = {(None, "base64"), (None, "sys"), (None, "torch"),
+_IMPORTS = {(None, "base64"), (None, "importlib"), (None, "re"), (None, "sys"), (None, "torch"),
             ("torch.testing._internal.common_methods_invocations", "op_db")}
-_NAMES = {"ATOL", "AssertionError", "DEVICE", "Ellipsis", "Exception", "FN", "OP", "RTOL", "STORAGES", "__name__", "a",
+_NAMES = {"ATOL", "AssertionError", "BACKEND_IMPORT", "DEVICE", "ERROR_REGEX", "Ellipsis", "Exception", "FN",
+          "IndexError", "NotImplementedError", "OP", "RTOL", "RuntimeError", "STORAGES", "TypeError", "ValueError",
+          "__name__", "a", "check_device", "compared", "could_not_run", "cpu_error", "importlib", "one_line", "re",
+          "rejection_problem", "specific", "str", "text", "why",
           "actual", "any", "args", "base64", "bytearray", "complex", "cotangents", "data", "device", "dtype", "e",
           "enumerate", "exc", "expected", "float", "g", "grads", "i", "input", "inputs", "isinstance", "kwargs",
           "leaves", "len", "list", "n", "next", "o", "op_db", "out", "outputs", "plain", "print", "problem", "raw",
           "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip"}
 _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as_strided", "assert_close", "autograd",
+               "error", "import_module", "join", "search", "split",
                "b64decode", "clone", "compile", "contiguous", "cpu", "detach", "device", "dtype", "empty", "exit",
                "float64", "frombuffer", "grad", "inplace_variant", "is_complex", "is_floating_point", "is_nested",
                "layout", "manual_seed", "name", "nested", "nested_tensor", "numel", "op", "rand", "requires_grad",
@@ -66,22 +70,29 @@ _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as
                "zeros", "zeros_like"}
 
 
-def export_script(path: Path | str, device: str | None = None, limits: CaseLimits = CaseLimits()) -> str:
+def export_script(path: Path | str, device: str | None = None, limits: CaseLimits = CaseLimits(),
+                  manifest_backend_import: str | None = None) -> str:
     """The reproduction script for the case file at `path` (on `device`, default its own).
 
-    The case is read and decoded within `limits`, as a replay would; the script builds no more."""
+    The script imports the case's `backend_import` module first, or where the case records none (a case
+    stored before cases recorded it) `manifest_backend_import`, the manifest's. The case is read and
+    decoded within `limits`, as a replay would; the script builds no more."""
     try:
-        return _export(checked_case(path, limits), device, limits)
+        return _export(checked_case(path, limits), device, limits, manifest_backend_import)
     except CaseFileError as exc:  # one line of ASCII, whatever the case's keys and values hold
         message = str(exc).split(f": {exc.field}: ", 1)[-1]
         raise CaseFileError(_ascii_line(str(exc.path)), _ascii_line(exc.field),
                             _ascii_line(message[:_MESSAGE_CHARS])) from None
 
 
-def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
+def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_backend_import: str | None) -> str:
     from torchcts.plan.catalog import find_op
 
     writer = _Writer(case)
+    backend_import = case.backend_import or manifest_backend_import
+    problem = None if backend_import is None else module_name_problem(backend_import)
+    if problem is not None:  # load_case checked the case's; this is the manifest's
+        writer.fail("backend_import" if case.backend_import else "--manifest backend_import", problem)
     if not _DEVICE.fullmatch(case.device_type):
         writer.fail("device_type", f"{_show(case.device_type)} is not a device type (like cpu, cuda, cuda:1)")
     if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
@@ -98,10 +109,11 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits) -> str:
             imports = SCRIPT_IMPORTS | {(None, module) for module in program.modules}
         else:
             code = _code(case, kind, find_op(case.op), device or case.device_type, writer)
+        code["backend_import"] = ascii(backend_import)  # a checked module name, as a literal (or None)
         case.sample(limits)  # the replay's own checks too: sizes within limits, views within storages, sparse
     except RecursionError:
         writer.fail("inputs", "nested too deeply")
-    script = _TEMPLATES.get_template(template).render(text=_text(case, device), code=code)
+    script = _TEMPLATES.get_template(template).render(text=_text(case, device, backend_import), code=code)
     problem = _vocabulary_problem(script, writer.names, names, imports)
     if problem:  # a case value got past the checks: refuse rather than hand out code
         writer.fail("(script)", f"{problem}; not exported")
@@ -141,10 +153,22 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
             "args": writer.value(case.inputs.get("args", []), "inputs.args"),
             "kwargs": writer.value(case.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs"),
             "compare_strides": repr(kind in ("inplace", "out") or (
-                kind == "forward" and oracle.strides_defined(op.name)))}
+                kind == "forward" and oracle.strides_defined(op.name))),
+            "errors": kind == "errors", "error_regex": _error_regex(case) if kind == "errors" else "''"}
 
 
-def _text(case: CorpusCase, device: str | None) -> dict[str, str]:
+def _error_regex(case: CorpusCase) -> str:
+    """The errors check's message regex as a literal: the case's OpInfo regex where it names no device or kernel
+    and the case ran on eager kernels (torch.compile's tracing words its checks its own way), else ''."""
+    from torchcts.properties.test_errors import names_no_backend
+
+    regex = case.inputs.get("error_regex", "")
+    if not isinstance(regex, str):
+        _Writer(case).fail("inputs.error_regex", f"expected a string, got {_show(regex)}")
+    return ascii(regex if case.backend is None and names_no_backend(regex) else "")
+
+
+def _text(case: CorpusCase, device: str | None, backend_import: str | None) -> dict[str, str]:
     """The docstring's fields, each made inert (`_inert`)."""
     message = case.failure.get("message")
     failure = (_plain(message).splitlines() or [""])[0][:_FAILURE_CHARS] if message else ""
@@ -152,8 +176,10 @@ def _text(case: CorpusCase, device: str | None) -> dict[str, str]:
     fields = {"short_id": case.short_id, "property": case.property, "op": case.op, "variant": case.variant,
               "dtype": dtype_names.canonical_name(dtype_names.lookup(case.dtype)), "device_type": case.device_type,
               "backend": case.backend or "", "device": device or case.device_type,
+              "backend_import": backend_import or "",
               "torch": _plain(case.found.get("torch", "?"))}
-    return {**{key: _inert(value[:_SHORT_CHARS]) for key, value in fields.items()},
+    return {**{key: _inert(value[:_SHORT_CHARS if key != "backend_import" else None])
+               for key, value in fields.items()},
             "description": "\n".join(_inert(line) for line in description), "failure": _inert(failure)}
 
 
@@ -236,24 +262,34 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
     else:
         run = ["input, args, kwargs = inputs(device)", f"return {call}"]
     body = "\n".join(f"{_I}{line}" for line in run)
-    if kind == "layout":
-        main = ["problem = same(run(DEVICE), run(DEVICE, plain=True), 're-laid-out input, output')", *_verdict()]
-    elif kind == "errors":
-        main = ["try:", f"{_I}run('cpu')", "except Exception as exc:",
-                f"{_I}print(f'CPU rejects the input: {{type(exc).__name__}}: {{exc}}')", "else:",
-                f"{_I}print('CPU accepts this input: nothing to reproduce')", f"{_I}sys.exit(0)",
-                "try:", f"{_I}run(DEVICE)", "except Exception as exc:",
-                f"{_I}print(f'not reproduced: {{DEVICE}} rejects it too ({{type(exc).__name__}})')", f"{_I}sys.exit(0)",
-                "print(f'REPRODUCED: {DEVICE} accepts an input CPU rejects')", "sys.exit(1)"]
+    cpu_raises = ["except Exception as exc:", f"{_I}could_not_run(f'CPU itself raises on this case: {{one_line(exc)}}')"]
+    device_raises = ["except Exception as exc:",
+                     f"{_I}print(f'REPRODUCED on {{DEVICE}}: it raises where CPU does not: {{one_line(exc)}}')",
+                     f"{_I}sys.exit(1)"]
+    if kind == "layout":  # both runs are the device's; CPU must run the case both ways for it to mean anything
+        main = ["try:", f"{_I}run('cpu')", f"{_I}run('cpu', plain=True)", *cpu_raises,
+                "try:", f"{_I}problem = same(run(DEVICE), run(DEVICE, plain=True), 're-laid-out input, output')",
+                *device_raises, *_verdict()]
+    elif kind == "errors":  # as the errors property: the device must reject the input as CPU does
+        main = ["try:", f"{_I}run('cpu')", "except Exception as exc:", f"{_I}cpu_error = exc", "else:",
+                f"{_I}could_not_run('CPU accepts this error input; the case needs CPU to reject it')",
+                "try:", f"{_I}run(DEVICE)", "except Exception as exc:", f"{_I}problem = rejection_problem(cpu_error, exc)",
+                f"{_I}if problem:",
+                f"{_I}{_I}print(f'REPRODUCED on {{DEVICE}}: it rejects the input differently: {{problem}} "
+                f"({{one_line(exc)}}; CPU: {{one_line(cpu_error)}})')", f"{_I}{_I}sys.exit(1)",
+                f"{_I}print(f'not reproduced on {{DEVICE}}: it rejects the input as CPU does ({{one_line(exc)}})')",
+                f"{_I}sys.exit(0)",
+                "print(f'REPRODUCED on {DEVICE}: it accepts an input CPU rejects ({one_line(cpu_error)})')",
+                "sys.exit(1)"]
     else:
-        main = ["expected = run('cpu')", "actual = run(DEVICE)", "problem = same(actual, expected, 'output')"]
-        main += _verdict()
+        main = ["try:", f"{_I}expected = run('cpu')", *cpu_raises,
+                "try:", f"{_I}problem = same(run(DEVICE), expected, 'output')", *device_raises, *_verdict()]
     return body, "\n".join(f"{_I}{line}" for line in main)
 
 
 def _verdict() -> list[str]:
     return ["if problem:", f"{_I}print(f'REPRODUCED on {{DEVICE}}: {{problem}}')", f"{_I}sys.exit(1)",
-            "print(f'not reproduced on {DEVICE}: results agree')"]
+            "print(f'not reproduced on {DEVICE}: results agree')", "sys.exit(0)"]
 
 
 def _vocabulary_problem(script: str, extra: set[str], names: frozenset[str] = frozenset(),

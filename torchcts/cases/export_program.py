@@ -157,7 +157,8 @@ def _free_names(function: ast.FunctionDef) -> set[str]:
 # The scenario script's own vocabulary (scenario_script.py.jinja); the program adds its names and attributes,
 # case values only names from torch's own tables (ValueWriter.names).
 SCRIPT_NAMES = frozenset({
-    "AssertionError", "DEVICE", "DEVICE_PROGRAM", "EXACT", "any", "Exception", "ITEM_DTYPE", "bad", "index",
+    "AssertionError", "BACKEND_IMPORT", "check_device", "could_not_run", "importlib", "one_line", "str", "text", "why",
+    "DEVICE", "DEVICE_PROGRAM", "EXACT", "any", "Exception", "ITEM_DTYPE", "bad", "index",
     "first_bit_difference", "list", "nan", "repr", "PROGRAM", "STORAGES", "TOLERANCES",
     "__name__", "a", "abs", "actual", "actual_leaves", "actual_spec", "args", "atol", "base64", "bool",
     "bytearray", "complex", "data", "device", "differs", "dtype", "e", "elements", "enumerate", "exc", "expected",
@@ -165,12 +166,12 @@ SCRIPT_NAMES = frozenset({
     "n", "print", "problem", "program", "raw", "rtol", "run", "s", "same", "slice", "storage", "sys", "t",
     "tolerance", "torch", "tuple", "type", "where", "x", "y", "zip", "Ellipsis"})
 SCRIPT_ATTRIBUTES = frozenset({
-    "Size", "Tensor", "__name__", "_pytree", "any", "argv", "double", "is_complex", "is_floating_point", "isnan",
+    "import_module", "join", "split", "Size", "Tensor", "__name__", "_pytree", "any", "argv", "double", "is_complex", "is_floating_point", "isnan",
     "item", "nonzero", "resolve_conj", "resolve_neg", "signbit", "view_as_real", "as_strided", "assert_close", "b64decode", "clone", "compile",
     "cpu", "detach", "device", "dtype", "empty", "exit", "float64", "frombuffer", "get", "layout", "nested",
     "nested_tensor", "numel", "requires_grad_", "shape", "sparse_compressed_tensor", "sparse_coo_tensor",
     "stride", "strided", "testing", "to", "tree_flatten", "type", "uint8", "utils", "view", "zeros"})
-SCRIPT_IMPORTS = frozenset({(None, "base64"), (None, "sys"), (None, "torch")})
+SCRIPT_IMPORTS = frozenset({(None, "base64"), (None, "importlib"), (None, "sys"), (None, "torch")})
 
 
 def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[str, Any], ProgramSource]:

@@ -1,7 +1,7 @@
 """Corpus cases: one JSON file per minimal counterexample, named by its fingerprint.
 
-A case says which property, op, variant and dtype failed on which device, how it was found, the
-exact inputs (`case_codec`), the failure observed, and whether it is `open` or `fixed`. The
+A case says which property, op, variant and dtype failed on which device (and which
+`backend_import` module registered it), how it was found, the exact inputs (`case_codec`), the failure observed, and whether it is `open` or `fixed`. The
 fingerprint covers the property and the exact inputs, so two failures that shrink to the same
 case are one file. Loading never unpickles or executes anything and is bounded (`CaseLimits`:
 file size, JSON values and nesting, bytes decoded); a malformed or oversized file raises
@@ -13,7 +13,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import keyword
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,6 +27,9 @@ from torchcts.cases.limits import CaseLimits, json_depth_problem, json_values_up
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")
+# a `backend_import` module name as a case may carry it: ASCII identifiers joined by dots, nothing else
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_MODULE_NAME_CHARS = 200
 _REQUIRED = ("schema_version", "fingerprint", "property", "op", "variant", "dtype", "device_type", "found",
              "inputs", "storages", "failure", "status")
 
@@ -60,6 +65,7 @@ class CorpusCase:
     failure: dict[str, Any]
     status: str = "open"
     description: str = ""
+    backend_import: str | None = None  # the manifest's module that registered the device (None: none, or not recorded)
     path: Path | None = attrs.field(default=None, eq=False)
 
     @property
@@ -94,7 +100,7 @@ class CorpusCase:
 
 def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, backend: str | None,
              sample: Any, failure: dict[str, Any], found: dict[str, Any], description: str = "",
-             error_input: tuple[str, str] | None = None) -> CorpusCase:
+             error_input: tuple[str, str] | None = None, backend_import: str | None = None) -> CorpusCase:
     """A case for a failing sample; raises CodecError if an input cannot be stored exactly."""
     encoder = Encoder()
     inputs = {"input": encoder.value(sample.input, "inputs.input"),
@@ -106,7 +112,7 @@ def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, 
     fingerprint = hashlib.sha256(identity.encode()).hexdigest()
     found = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **found}
     return CorpusCase(fingerprint, prop, op, variant, dtype, device_type, backend, found, inputs,
-                      encoder.storages, failure, "open", description)
+                      encoder.storages, failure, "open", description, backend_import)
 
 
 def case_path(directory: Path | str, case: CorpusCase) -> Path:
@@ -152,9 +158,23 @@ def load_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase
         raise CaseFileError(path, "storages", "expected a list")
     if data["status"] not in STATUSES:
         raise CaseFileError(path, "status", f"{brief(data['status'])}; allowed: {', '.join(STATUSES)}")
+    backend_import = data.get("backend_import")  # optional: older cases have none
+    problem = None if backend_import is None else module_name_problem(backend_import)
+    if problem is not None:
+        raise CaseFileError(path, "backend_import", problem)
     return CorpusCase(data["fingerprint"], data["property"], data["op"], data["variant"], data["dtype"],
                       data["device_type"], data.get("backend"), data["found"], data["inputs"], data["storages"],
-                      data["failure"], data["status"], str(data.get("description", "")), path)
+                      data["failure"], data["status"], str(data.get("description", "")), backend_import, path)
+
+
+def module_name_problem(name: object) -> str | None:
+    """What makes `name` no importable module name (None: it is one): ASCII identifiers, not keywords,
+    joined by dots, at most 200 characters. A case file is untrusted: its module name reaches a script."""
+    if not isinstance(name, str) or len(name) > _MODULE_NAME_CHARS or not _MODULE_NAME.fullmatch(name) or any(
+            keyword.iskeyword(part) for part in name.split(".")):
+        return (f"{brief(name)} is not a module name (dotted ASCII identifiers, like torch_mydevice or "
+                f"vendor.torch_backend, at most {_MODULE_NAME_CHARS} characters)")
+    return None
 
 
 def _read(path: Path, limits: CaseLimits) -> bytes:

@@ -19,14 +19,18 @@ import torch
 
 import torchcts
 from torchcts.cases.codec import CodecError
-from torchcts.cases.files import CaseFileError, CorpusCase, load_case, new_case, save_case, write_case
+from torchcts.cases.files import (
+    CaseFileError, CorpusCase, load_case, module_name_problem, new_case, save_case, write_case,
+)
 from torchcts.cases.reduce import case_elements
 
 
 def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: Path,
-                  found: dict[str, Any], replay_flags: str, missing_kernel: Any = None) -> dict[str, Any]:
+                  found: dict[str, Any], replay_flags: str, missing_kernel: Any = None,
+                  backend_import: str | None = None) -> dict[str, Any]:
     """Write the context's kept failing case (for a `missing_kernel`, unless its overload has a case
-    already); the fields a result record gets about it."""
+    already); the fields a result record gets about it. `backend_import` is the manifest's module that
+    registered the device: an exported script imports it."""
     item = context.item
     sample, error_input, description = context.failing_sample()
     comparison = context.failing_comparison
@@ -42,7 +46,9 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
         case = new_case(prop=item.property, op=item.op, variant=item.variant, dtype=item.dtype,
                         device_type=context.target.device_type, backend=context.target.compile_backend,
                         sample=sample, failure=failure, found=found, description=description,
-                        error_input=error_input)
+                        error_input=error_input,
+                        # a name a case file may not hold (a non-ASCII identifier) is left out, not stored to fail
+                        backend_import=backend_import if module_name_problem(backend_import) is None else None)
     except CodecError as exc:
         return {"counterexample_error": f"the failing case cannot be stored: {exc}"}
     if missing_kernel is None:

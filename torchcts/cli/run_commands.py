@@ -16,13 +16,20 @@ from torchcts.cli.options import (
     resolve_corpus, resolved_manifest, results_dir_option,
 )
 from torchcts.cli.completion import complete_dtypes
-from torchcts.cli.selection import plan_for, selection_options, shard_option
+from torchcts.cli.selection import capability_option, plan_for, selection_options, shard_option
 
 
 @click.command("run", cls=Command, pytest_args=True)
 @device_option("Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
 @manifest_option()
 @selection_options(level_help="Deselect (and record) items above this semantic level.")
+@capability_option("Only the properties that test this capability (their own, or one they also prove, as forward "
+                   "proves ieee754); repeatable; with --property, the properties in both. The others are recorded "
+                   "deselected.")
+@click.option("--last-failed", is_flag=True,
+              help="Rerun only the items that failed, errored, crashed or timed out in the newest earlier run on this "
+                   "device in --results-dir (one that executed items); every other item is recorded deselected "
+                   "(`--last-failed: passed in <run-id>`). No such run: exit 2; nothing failed in it: exit 0, no run.")
 @shard_option()
 @click.option("-n", "--numprocesses", "workers", type=WorkerCount(), metavar="N|auto",
               help="Run the items in N pytest-xdist worker processes (auto: one per core); one run folder, "
@@ -65,7 +72,8 @@ from torchcts.cli.selection import plan_for, selection_options, shard_option
                    "`torchcts coverage collect-backend-evidence`. Costs a Python call per op (5-20 us): about 1.06x a "
                    "forward item's time (benchmarks/bench_dispatch_trace.py). Eager devices only: refused with --compile.")
 def run(device: str | None, manifest_path: Path | None, level: int | None, dtypes: tuple[str, ...],
-        ops: tuple[str, ...], properties: tuple[str, ...], shard: str | None, workers: str | None, derandomize: bool,
+        ops: tuple[str, ...], properties: tuple[str, ...], capabilities: tuple[str, ...], last_failed: bool,
+        shard: str | None, workers: str | None, derandomize: bool,
         seed: int | None, max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
         corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
         known_crashes: Path | None, known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
@@ -86,27 +94,72 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
     it (the results so far are kept and marked partial). With --shard K/N the run is shard K of N
     (one CI job of a matrix); `torchcts report --merge` joins the shards' run folders into one. With -n N
     the items run in N pytest-xdist workers (pip install 'torchcts[xdist]'); a worker that dies outside
-    isolation leaves its item `crashed` and is replaced.
+    isolation leaves its item `crashed` and is replaced. `torchcts run` keeps no pytest cache: pytest's
+    --lf, --ff and --sw after `--` are refused; --last-failed reruns the last run's failures.
     """
     from torchcts.plugin.launch import RunOptions, run_suites
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
+    pytest_args = tuple(click.get_current_context().meta[PYTEST_ARGS])
+    _refuse_cache_flags(pytest_args)
+    last_failed_from = _last_failed_run(results_dir, device or "cpu") if last_failed else None
     # a --validation run tests CPU: without a manifest it uses the shipped cpu target's
     manifest_path = resolved_manifest(manifest_path, device or "cpu", compile_backend)
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
-                         properties=properties, shard=shard, workers=workers, derandomize=derandomize, seed=seed,
+                         properties=properties, capabilities=capabilities, last_failed_from=last_failed_from,
+                         shard=shard, workers=workers, derandomize=derandomize, seed=seed,
                          max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
                          corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
-                         pytest_args=(("--trace-dispatch",) if trace_dispatch else ())
-                         + tuple(click.get_current_context().meta[PYTEST_ARGS]),
+                         pytest_args=(("--trace-dispatch",) if trace_dispatch else ()) + pytest_args,
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
                                                         known_segfault_audit, adaptive_isolation, item_timeout,
                                                         isolation_start),
                          hypothesis_args=_hypothesis_args(hypothesis_profile, hypothesis_seed,
                                                           hypothesis_show_statistics))
     sys.exit(run_suites(options))
+
+
+# pytest's options that need its cache (the cacheprovider and stepwise plugins, which `torchcts run` turns off)
+CACHE_FLAGS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--lfnf",
+               "--last-failed-no-failures", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset",
+               "--stepwise-reset", "--cache-show", "--cache-clear")
+
+
+def _refuse_cache_flags(pytest_args: tuple[str, ...]) -> None:
+    """A pytest option after `--` that needs pytest's cache is one line pointing to --last-failed (exit 2)."""
+    for arg in pytest_args:
+        if arg.split("=", 1)[0] in CACHE_FLAGS:
+            fail(f"pytest arguments after --: {arg} needs pytest's cache, which `torchcts run` does not keep; "
+                 "`torchcts run --last-failed` reruns the items that failed, errored, crashed or timed out in the "
+                 "newest earlier run on the device")
+
+
+def _last_failed_run(results_dir: Path, device: str) -> Path:
+    """--last-failed: the newest earlier run folder on `device` in `results_dir` that executed items, read through
+    the bounded reader. None there, or one that cannot be read, is one line (exit 2); one where nothing failed
+    ends the command (exit 0): there is nothing to rerun."""
+    from torchcts.report.latest import latest_run_folder
+    from torchcts.results.files import ResultFileError
+    from torchcts.results.last_failed import read_last_failed
+
+    folder, passed_over = latest_run_folder(results_dir, device=device)
+    if folder is None:
+        why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
+        fail(f"--last-failed: {results_dir} holds no earlier run on device {device} that executed items"
+             + (f" (passed over: {why})" if why else "") + "; run without --last-failed first")
+    try:
+        last = read_last_failed(folder)
+    except ResultFileError as exc:
+        fail(f"--last-failed: {exc}")
+    if not last.failed:
+        click.echo(f"torchcts: --last-failed: no item failed, errored, crashed or timed out in {last.run_id} "
+                   f"({folder}); nothing to rerun", err=True)
+        sys.exit(0)
+    click.echo(f"torchcts: --last-failed: rerunning the {len(last.failed)} item(s) that failed, errored, crashed or "
+               f"timed out in {last.run_id} ({folder})", err=True)
+    return folder
 
 
 def _hypothesis_args(profile: str | None, seed: int | None, statistics: bool) -> tuple[str, ...]:
@@ -219,7 +272,9 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
               help="Mark open cases that now pass as fixed (and fixed cases that fail again as open).")
 @click.option("--strict", is_flag=True, help="Exit 1 when any case still fails, not only on regressions.")
 @click.option("--export-script", "export", type=InputFile(exists=True),
-              help="Print a standalone torch-only Python script reproducing this case, and run nothing.")
+              help="Print a standalone Python script reproducing this case, and run nothing: it imports torch and "
+                   "the case's backend_import module (else the manifest's), and exits 1 REPRODUCED, 0 not "
+                   "reproduced, 2 could not run.")
 @results_dir_option("Where the replay's run folder (records.jsonl, run.json) is written.")
 @click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
               help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
@@ -245,9 +300,10 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     if export is not None:
         from torchcts.cases.export import export_script
 
-        _load_custom_properties(manifest_path)
+        manifest = _load_custom_properties(manifest_path)
         try:
-            click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes)), nl=False)
+            click.echo(export_script(export, device, CaseLimits.from_option(max_case_bytes),
+                                     manifest.backend_import if manifest is not None else None), nl=False)
         except CaseFileError as exc:
             fail(str(exc))
         return
@@ -268,15 +324,16 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
                         limits=CaseLimits.from_option(max_case_bytes)))
 
 
-def _load_custom_properties(manifest_path: Path | None) -> None:
+def _load_custom_properties(manifest_path: Path | None):  # noqa: ANN202 - a Manifest, or None
     """Register the manifest's `custom_test_dirs` (--manifest, else ./manifest.py if it exists), as a replay
-    run does, so a case of a custom property is known; exits 2 on a bad manifest or custom suite."""
+    run does, so a case of a custom property is known; the manifest (None: none). Exits 2 on a bad manifest
+    or custom suite."""
     from torchcts.manifest import ManifestError, load_manifest
     from torchcts.plan import registry
 
     path = manifest_path if manifest_path is not None else Path("manifest.py")
     if manifest_path is None and not path.exists():
-        return
+        return None
     try:
         manifest, _ = load_manifest(path)
         registry.load(tuple(folder for folder in manifest.custom_test_dirs if Path(folder).is_dir()))
@@ -284,6 +341,7 @@ def _load_custom_properties(manifest_path: Path | None) -> None:
         fail(exc.render())
     except registry.RegistryError as exc:
         fail(f"custom_test_dirs: {exc}")
+    return manifest
 
 
 def _bytes(value: str | None) -> int | None:

@@ -220,7 +220,8 @@ def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> 
 
     return store_failure(context, outcome=str(verdict.outcome), error=verdict.error, corpus_dir=settings.corpus_dir,
                          found=settings.found, replay_flags=settings.replay_flags,
-                         missing_kernel=verdict.missing_kernel)
+                         missing_kernel=verdict.missing_kernel,
+                         backend_import=getattr(settings.manifest, "backend_import", None))
 
 
 def _run_isolated(item: Any, settings: EngineSettings, reason: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -57,3 +57,10 @@ def test_every_path_and_module_the_architecture_doc_names_exists():
     assert sorted(p for p in paths if not (ROOT / p).exists()) == []
     modules = set(re.findall(r"`(torchcts(?:\.\w+)+)`", ARCHITECTURE))
     assert sorted(m for m in modules if importlib.util.find_spec(m) is None) == []
+
+
+def test_manifest_doc_lists_each_tolerance_category_with_its_readers_and_each_refused_one_with_its_reason():
+    for category, readers in vocab.TOLERANCE_READERS.items():
+        assert f"| `{category}` | {readers} |" in DOC
+    for category, reason in vocab.REFUSED_TOLERANCE_CATEGORIES.items():
+        assert f"- `{category}`: {reason}." in DOC

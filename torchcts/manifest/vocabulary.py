@@ -118,7 +118,8 @@ AUTOCAST_OPS: dict[str, tuple[str, str]] = {
 # tests/engine/test_tolerance_categories.py shows an override of each changing a real comparison). A comparison names
 # its categories most specific first; `default` applies under every one (oracle.tolerance: the merge rule).
 TOLERANCE_READERS: dict[str, str] = {
-    "default": "every comparison that takes a tolerance, below its own categories",
+    "default": "every comparison that takes a tolerance, below its own categories (not the fixed rtol/atol "
+               "of the streams, events and multi_device observations)",
     "elementwise": "comparisons of ops in no other category (OpInfo suites, path-shapes)",
     "reduction": "comparisons of reductions (sum, mean, cumsum, softmax, ...)",
     "matmul": "comparisons of matmul ops (mm, bmm, addmm, linear, einsum, ...; path-shapes `matmul`)",

@@ -163,7 +163,12 @@ def test_the_audit_command_writes_the_artifacts(world, plain, tmp_path, monkeypa
     assert written["metadata"]["evidence"] == str(store)
     assert _entries(written)[target]["status"] == "backend-pack"  # the manifest's custom_test_dirs
     assert _entries(written)["aten.add.Tensor"]["reached"] is True
-    assert {p.name for p in folder.iterdir()} >= {"audit.json", "unknowns.json", "unmapped-tests.json", "summary.md"}
+    assert {p.name for p in folder.iterdir()} >= {"inventory.json", "audit.json", "unknowns.json",
+                                                  "unmapped-tests.json", "summary.md"} == set(audit.ARTIFACTS)
+    inventory = json.loads((folder / "inventory.json").read_text())  # what `coverage inventory` writes
+    assert inventory["metadata"]["counts"]["overloads"] == written["metadata"]["inventory"]["overloads"]
+    relevant = {o["name"] for o in inventory["overloads"] if o["relevant"]}
+    assert relevant == set(_entries(written))  # the audit gives every relevant overload of the inventory a status
     summary = (folder / "summary.md").read_text()
     assert "Mapped but never reached" in summary and "reached by a traced run" in summary
     report = CliRunner().invoke(cli, ["coverage", "report"])

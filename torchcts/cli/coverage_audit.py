@@ -33,7 +33,8 @@ def _read(path: Path) -> dict:
 
 
 @click.command("audit")
-@output_folder_option("--output-dir", "Folder for audit.json, unknowns.json, unmapped-tests.json and summary.md.",
+@output_folder_option("--output-dir", "Folder for inventory.json, audit.json, unknowns.json, unmapped-tests.json and "
+                                     "summary.md.",
                       default=DEFAULT_FOLDER)
 @click.option("--manifest", "manifest_path", type=InputFile(exists=True), default=None,
               help="A manifest whose custom_test_dirs hold the backend's own suites: properties there that "
@@ -49,14 +50,16 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     it: the packaged trace, torchcts/coverage/opinfo_trace.json), suite (a built-in suite
     declares it), generated (the dispatch property generates cases for it), backend-pack (a suite of
     the manifest's custom_test_dirs declares it), excluded (torchcts/coverage/exclusions.json, then
-    the project's coverage_exclusions.json, each entry with a reason), unknown. Writes audit.json,
-    unknowns.json, unmapped-tests.json (OpInfos that map to no overload, with the reason) and
-    summary.md, and prints the time it took. docs/coverage/audit.md explains each status.
+    the project's coverage_exclusions.json, each entry with a reason), unknown. Writes inventory.json
+    (every overload and its relevance, as `coverage inventory` writes it), audit.json, unknowns.json,
+    unmapped-tests.json (OpInfos that map to no overload, with the reason) and summary.md, and prints
+    the time it took. docs/coverage/audit.md explains each status.
     """
     from torchcts.coverage import audit as audit_module
     from torchcts.coverage.evidence import EvidenceError
     from torchcts.coverage.exclusions import ExclusionsError
     from torchcts.coverage.generated import GeneratedListError
+    from torchcts.coverage.inventory import inventory_document
     from torchcts.coverage.opinfo_trace import TraceFileError
     from torchcts.coverage.summary import render_markdown
     from torchcts.manifest import ManifestError
@@ -65,12 +68,13 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     started = time.monotonic()
     try:
         result, unmapped = audit_module.run_audit(project_dir, manifest=manifest_path, evidence=evidence_dir)
+        inventory, _ = inventory_document(project_dir)  # of its exclusion warnings, the audit prints its own
     except ManifestError as exc:
         fail(exc.render())
     except (ExclusionsError, EvidenceError, RegistryError, GeneratedListError, TraceFileError) as exc:
         fail(str(exc))  # RegistryError: a custom_test_dirs module; the last two: a damaged installation
     summary = render_markdown(result)
-    written = audit_module.write_artifacts(output_dir, result, unmapped, summary)
+    written = audit_module.write_artifacts(output_dir, result, unmapped, summary, inventory)
     counts: dict[str, int] = {}
     for entry in result["entries"]:
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1

@@ -17,34 +17,13 @@ import click
 from torchcts.cli.options import OutputFile, fail
 
 DEFAULT_OUTPUT = Path("results") / "coverage" / "inventory.json"
-SCHEMA_VERSION = 1
 
 
 def build_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """inventory.json's content and the exclusion warnings; ExclusionsError for a malformed file."""
-    from torchcts.coverage import relevance
-    from torchcts.coverage.exclusions import load_exclusions
-    from torchcts.coverage.inventory import inventory_metadata, load_inventory
+    """inventory.json's content and the exclusion warnings (`torchcts.coverage.inventory.inventory_document`)."""
+    from torchcts.coverage.inventory import inventory_document
 
-    entries = load_inventory()
-    exclusions = load_exclusions(project_dir)
-    overloads = []
-    for entry in entries:
-        hit = exclusions.match(entry.name)
-        excluded = None if hit is None else {"reason": hit.reason, "source": hit.source}
-        overloads.append(entry.to_json() | {"excluded": excluded})
-    metadata = inventory_metadata()
-    metadata["counts"]["excluded"] = sum(o["excluded"] is not None for o in overloads)
-    metadata["counts"]["relevant_excluded"] = sum(o["excluded"] is not None and o["relevant"] for o in overloads)
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "metadata": metadata,
-        "rules": [{"id": r.id, "relevant": r.relevant, "why": r.why, "capability": r.capability}
-                  for r in relevance.RULES],
-        "exclusion_warnings": list(exclusions.problems) + list(exclusions.repeats),
-        "overloads": overloads,
-    }
-    return document, list(exclusions.problems) + list(exclusions.repeats)
+    return inventory_document(project_dir)
 
 
 def write_document(document: dict[str, Any], output: Path) -> None:

@@ -156,13 +156,19 @@ def metadata(inventory_metadata: dict[str, Any], project_dir: Path, manifest: Pa
             "evidence": str(evidence) if evidence is not None else None}
 
 
-def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str, str]], summary: str) -> list[Path]:
-    """Write audit.json, unknowns.json, unmapped-tests.json and summary.md into `folder`, each atomically
-    (a CI step reading one sees the old file or the new one); their paths."""
+ARTIFACTS = ("inventory.json", "audit.json", "unknowns.json", "unmapped-tests.json", "summary.md")
+
+
+def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str, str]], summary: str,
+                    inventory: dict[str, Any]) -> list[Path]:
+    """Write the `ARTIFACTS` into `folder` (`inventory`: `inventory.inventory_document`'s content, the same file
+    `coverage inventory` writes), each atomically (a CI step reading one sees the old file or the new one);
+    their paths."""
     from torchcts.coverage.atomic import write_atomic
 
     texts = [(name, json.dumps(content, indent=1, sort_keys=False) + "\n") for name, content in (
-        ("audit.json", audit), ("unknowns.json", unknowns(audit)), ("unmapped-tests.json", unmapped))]
+        ("inventory.json", inventory), ("audit.json", audit), ("unknowns.json", unknowns(audit)),
+        ("unmapped-tests.json", unmapped))]
     return [write_atomic(folder / name, text) for name, text in texts + [("summary.md", summary)]]
 
 

@@ -1,8 +1,11 @@
 """`torchcts replay --export-script CASE`: a standalone torch-only script that reproduces a case.
 
-For a bug report: the script holds the case's storages (base64), rebuilds every tensor with its
-sizes, strides and offset, runs the op as the property did on the device and on CPU (or on the
-device twice, for layout invariance), compares, and exits 1 when the failure reproduces. The
+For a bug report: the script imports the case's `backend_import` module (the manifest's where the
+case records none), holds the case's storages (base64), rebuilds every tensor with its sizes,
+strides and offset, runs the op as the property did on the device and on CPU (or on the device
+twice, for layout invariance), compares, and exits 1 REPRODUCED (a device that raises where CPU
+does not included), 0 not reproduced, 2 could not run (the module does not import, the device is
+not available, CPU itself raises), each one line (`script_templates/could_not_run.py.jinja`). The
 script's frame is a jinja2 template (`script_templates/case_script.py.jinja`); this module only
 writes the case-specific expressions. A scenario property without a program (suite code, not a torch
 call) and a property whose check it cannot re-create are refused naming the property.
@@ -12,7 +15,8 @@ sees the case: it gets docstring text (`_inert`: printable ASCII, every quote, b
 character escaped, so it reads as itself and cannot end the docstring) and code built by
 `ValueWriter` (`cases.export_values`) from checked values only: integers by type, strings and
 floats as literals, dtypes, layouts and memory formats by name from torch's own tables, the op from
-the OpInfo catalog, the compile backend and device names from their allowed forms. Anything else is a `CaseFileError`
+the OpInfo catalog, the compile backend and device names from their allowed forms, the module name
+(checked by `load_case`, or the manifest's here) as a string literal. Anything else is a `CaseFileError`
 naming the file and the field. As a second line of defense the rendered script is parsed and must
 use only its own vocabulary of names, attributes and imports.
 

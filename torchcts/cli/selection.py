@@ -83,10 +83,27 @@ def _capability_names() -> tuple[str, ...]:
     return tuple(CAPABILITIES)
 
 
+class CapabilityChoice(LazyChoice):
+    """A capability name; an unknown one is one line with the closest names (exit 2), not click's usage text."""
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        if value in self.choices:
+            return value
+        if ctx is not None and ctx.resilient_parsing:  # shell completion: never exit
+            self.fail(f"{value!r} is not a capability", param, ctx)
+        from torchcts.plan.selection import SelectionError, check_capabilities
+
+        try:
+            check_capabilities([value])
+        except SelectionError as exc:
+            fail(str(exc))
+        return value
+
+
 def capability_option(help: str) -> Callable:
     """--capability NAME (repeatable): a capability a manifest may claim; completed without importing torch."""
     return click.option("--capability", "capabilities", multiple=True, metavar="NAME",
-                        type=LazyChoice(_capability_names, complete=CAPABILITY_NAMES), help=help)
+                        type=CapabilityChoice(_capability_names, complete=CAPABILITY_NAMES), help=help)
 
 
 def only_capabilities(plan: Any, capabilities: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
@@ -100,8 +117,7 @@ def only_capabilities(plan: Any, capabilities: tuple[str, ...]) -> tuple[Any, tu
 
     from torchcts.plan import registry
 
-    wanted = set(capabilities)
-    names = tuple(p.name for p in registry.properties() if p.capability in wanted or wanted & set(p.also_proves))
+    names = registry.testing(capabilities)
     return attrs.evolve(plan, items=tuple(i for i in plan.items if i.property in names),
                         accounting=tuple(a for a in plan.accounting if a.item.property in names)), names
 

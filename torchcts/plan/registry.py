@@ -174,6 +174,12 @@ class PropertySpec:
     def scenario(self) -> bool:
         return isinstance(self.items, ScenarioItems)
 
+    def tests(self, capabilities: Iterable[str]) -> bool:
+        """Whether it tests one of `capabilities`: its own, or one it also proves (`forward` also tests ieee754);
+        what `show-skips --capability` and `run --capability` select by."""
+        wanted = set(capabilities)
+        return self.capability in wanted or bool(wanted & set(self.also_proves))
+
 
 _REGISTRY: dict[str, PropertySpec] = {}
 _INSTALLED_LOADED = False  # the modules of torchcts.properties are imported (once per process)
@@ -316,6 +322,12 @@ def property_of(function: Callable) -> PropertySpec | None:
 def capability_map() -> dict[str, str]:
     """property name -> the capability it proves (what the report's capability table reads)."""
     return {p.name: p.capability for p in properties()}
+
+
+def testing(capabilities: Iterable[str]) -> tuple[str, ...]:
+    """The names of the registered properties that test one of `capabilities` (`PropertySpec.tests`)."""
+    wanted = tuple(capabilities)
+    return tuple(p.name for p in properties() if p.tests(wanted))
 
 
 def also_proves_map() -> dict[str, list[str]]:

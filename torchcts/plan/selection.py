@@ -1,5 +1,5 @@
 """What a run keeps of the manifest's claims: the command line's `--level`, `--dtype`, `--ops`, `--property`,
-`--shard`."""
+`--shard`, `--capability`, `--last-failed`."""
 
 from __future__ import annotations
 
@@ -56,11 +56,19 @@ class Selection:
     op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     properties: tuple[str, ...] | None = None
     shard: tuple[int, int] | None = attrs.field(default=None, validator=_check_shard)  # (K, N): `torchcts.plan.shards`
+    capabilities: tuple[str, ...] | None = None  # --capability: only properties that test one (`check_capabilities`)
+    last_failed: Any = None  # --last-failed: a `torchcts.results.last_failed.LastFailed`, the earlier run's outcomes
     _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_compile_patterns, takes_self=True))
 
     def op_selected(self, name: str) -> bool:
         return not self._op_regexes or any(p.search(name) for p in self._op_regexes)
+
+    def narrowing_reason(self, spec: Any, item_id: str) -> str | None:
+        """Why `--capability` or `--last-failed` leaves an item of property `spec` out, or None."""
+        if self.capabilities is not None and not spec.tests(self.capabilities):
+            return f"--capability {', '.join(self.capabilities)} leaves it out ({spec.name} tests {spec.capability})"
+        return self.last_failed.reason(item_id) if self.last_failed is not None else None
 
 
 def check_properties(names: Any, known: Any) -> tuple[str, ...] | None:
@@ -85,3 +93,19 @@ def check_shard(text: str | None) -> tuple[int, int] | None:
         return parse_shard(text)
     except ShardError as exc:
         raise SelectionError(str(exc)) from None
+
+
+def check_capabilities(names: Any) -> tuple[str, ...] | None:
+    """`--capability` names, each a capability a manifest may claim; None when none are given. An unknown one is a
+    SelectionError with the closest names."""
+    from torchcts.manifest.vocabulary import CAPABILITIES
+
+    if not names:
+        return None
+    for name in names:
+        if name not in CAPABILITIES:
+            close = difflib.get_close_matches(str(name), list(CAPABILITIES), n=3)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise SelectionError(f"--capability {shown(name)} is not one of the {len(CAPABILITIES)} capabilities; "
+                                 f"{hint}docs/manifest.md lists them")
+    return tuple(dict.fromkeys(names))

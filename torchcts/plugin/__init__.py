@@ -54,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "others are recorded deselected. `torchcts report --merge` joins the shards' run folders.")
     group.addoption("--property", dest="torchcts_properties", action="append", default=None, metavar="NAME",
                     help="TorchCTS: only these properties (registered property names); repeatable.")
+    group.addoption("--capability", dest="torchcts_capabilities", action="append", default=None, metavar="NAME",
+                    help="TorchCTS: only the properties that test this capability (their own, or one they also "
+                         "prove: forward proves ieee754); repeatable; with --property, the properties in both.")
+    group.addoption("--last-failed-from", dest="torchcts_last_failed_from", default=None, metavar="RUN_FOLDER",
+                    help="TorchCTS: rerun only the items that failed, errored, crashed or timed out in this earlier "
+                         "run folder; the others are recorded deselected (`torchcts run --last-failed` picks the "
+                         "folder).")
     group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,
                     help="TorchCTS: seeds from item ids alone: identical cases on every run (release evidence).")
     group.addoption("--seed", dest="torchcts_seed", type=int, default=None, metavar="S",

@@ -20,6 +20,8 @@ class RunOptions:
     ops: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     shard: str | None = None  # "K/N": only shard K of N (`torchcts.plan.shards`)
+    capabilities: tuple[str, ...] = ()  # only the properties that test these capabilities
+    last_failed_from: Path | None = None  # rerun only the items that failed in this earlier run folder
     workers: str | None = None  # pytest-xdist's -n: a count, "auto" or "logical" (`plugin.distributed`)
     derandomize: bool | None = None
     seed: int | None = None
@@ -54,9 +56,12 @@ def pytest_arguments(options: RunOptions) -> list[str]:
         args += ["--compile", options.compile_backend]
     if options.level is not None:
         args += ["--level", str(options.level)]
-    for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties)):
+    for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties),
+                         ("--capability", options.capabilities)):
         for value in values:
             args += [flag, value]
+    if options.last_failed_from is not None:
+        args += ["--last-failed-from", str(options.last_failed_from)]
     if options.shard is not None:
         args += ["--shard", options.shard]
     if options.workers is not None:  # worksteal: items of very different lengths keep every worker busy

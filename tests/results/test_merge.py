@@ -75,9 +75,13 @@ def test_three_shards_merged_equal_the_unsharded_run(runs, tmp_path):
     assert joined.keys() == whole.keys()
     assert len(read_records(merged)) == len(whole)  # each item once
     for item, record in whole.items():
-        assert (joined[item]["outcome"], joined[item].get("reason"), joined[item].get("fingerprints")) == \
-               (record["outcome"], record.get("reason"), record.get("fingerprints")), item
+        assert (joined[item]["outcome"], joined[item].get("reason"), joined[item].get("fingerprints"),
+                joined[item].get("distinct_cases"), joined[item].get("max_examples")) == \
+               (record["outcome"], record.get("reason"), record.get("fingerprints"), record.get("distinct_cases"),
+                record.get("max_examples")), item
     assert any(record.get("fingerprints") for record in joined.values())
+    assert all(record["distinct_cases"] == len(set(record["fingerprints"])) and record["max_examples"] == 3
+               for record in joined.values() if record["outcome"] == "passed")  # carried into the merged folder
     summary, expected = read_summary(merged), read_summary(runs["whole"])
     assert summary["status"] == "complete" and summary["complete"] is True
     assert summary["counts"] == expected["counts"] and summary["executed"] == expected["executed"] == 6

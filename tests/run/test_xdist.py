@@ -64,9 +64,10 @@ def test_workers_give_every_item_the_outcome_and_cases_of_a_single_process(runs)
     assert len(executed) >= 6 and all(record.get("fingerprints") for record in executed)
     for record in alone:
         other = by_item[record["item"]]
-        assert (other["outcome"], other.get("reason"), other.get("fingerprints"), other.get("examples")) == \
-               (record["outcome"], record.get("reason"), record.get("fingerprints"), record.get("examples")), \
+        fields = ("reason", "fingerprints", "examples", "distinct_cases", "max_examples")
+        assert (other["outcome"], *map(other.get, fields)) == (record["outcome"], *map(record.get, fields)), \
                record["item"]
+    assert all(record["distinct_cases"] >= 1 and record["max_examples"] == 4 for record in executed)
     deselected = [r for r in spread if r.get("reason") == "deselected by pytest (-k, -m or --deselect)"]
     assert deselected and all(r["op"] == "cat" for r in deselected)
 

@@ -16,7 +16,7 @@ ERRORS = PlanItem("errors", "abs", "function", "float32", 1)
 
 
 def passed(examples: int = 3, max_ulp: int = 0) -> dict:
-    return {"status": "passed", "examples": examples, "max_ulp": max_ulp}
+    return {"status": "passed", "examples": examples, "distinct_cases": examples - 1, "max_ulp": max_ulp}
 
 
 def failed(new: bool, path: str = "corpus/a.json") -> dict:
@@ -63,6 +63,7 @@ def test_novelty_doubles_the_weight_and_a_quiet_visit_halves_it():
     assert stats.weight == 0.5 and len(stats.new_cases) == 1 and stats.failures == 2  # a case already known
     assert (stats.first_failure_visit, stats.first_failure_s) == (4, 3.0)
     assert (stats.tasks, stats.examples) == (5, 3 + 3 + 3 + 5 + 5)
+    assert stats.distinct_cases == 2 + 2 + 2  # the failed visits' answers say none: unknown counts nothing
 
 
 def test_weights_stay_within_their_bounds():
@@ -129,7 +130,7 @@ def test_a_lost_visit_keeps_the_first_outcome_and_failure():
     assert (stats.outcome, stats.tasks, stats.first_failure_s, stats.first_failure_visit) == ("crashed", 2, 5.0, 3)
 
 
-@pytest.mark.parametrize("field", ["item", "tasks", "examples", "failures", "new_cases", "max_ulp", "first_failure_s",
-                                   "first_failure_visit", "final_weight", "outcome"])
+@pytest.mark.parametrize("field", ["item", "tasks", "examples", "distinct_cases", "failures", "new_cases", "max_ulp",
+                                   "first_failure_s", "first_failure_visit", "final_weight", "outcome"])
 def test_an_items_summary_has_every_field_fuzz_json_documents(field):
     assert field in ItemStats(ITEMS[0]).as_json()

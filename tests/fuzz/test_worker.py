@@ -107,6 +107,11 @@ def test_a_passed_record_is_a_passed_answer_without_a_case():
                                                                "max_ulp": 2}
 
 
+def test_the_answer_carries_the_items_distinct_cases_when_its_record_has_them():
+    assert answer_from(Task(ABS, 1, 4), record("passed", distinct_cases=3))["distinct_cases"] == 3
+    assert "distinct_cases" not in answer_from(Task(ABS, 1, 4), record("crashed"))  # a dead process counted none
+
+
 def test_a_case_that_cannot_be_stored_is_reported_in_the_answer():
     answer = answer_from(Task(ABS, 1, 4), record("failed", counterexample_error="the failing case cannot be stored"))
     assert answer["status"] == "failed" and "counterexample" not in answer

@@ -152,6 +152,7 @@ def test_fuzz_finds_a_bug_within_a_visit_budget(tmp_path):
     assert summary["visits"] == 2 and summary["seed"] == 2
     abs_item = {item["item"]: item for item in summary["items"]}["forward::abs::function::float32"]
     assert abs_item["tasks"] == 2 and abs_item["examples"] > 0 and abs_item["first_failure_visit"] == 1
+    assert 2 <= abs_item["distinct_cases"] <= abs_item["examples"]  # at least one case in each visit's record
     assert abs_item["new_cases"] and abs_item["first_failure_s"] is not None
     case = load_case(tmp_path / abs_item["new_cases"][0]["path"])
     assert case.found["derandomize"] is False and "fuzz_seed" in case.found

@@ -33,6 +33,7 @@ class ItemStats:
     weight: float = 1.0
     tasks: int = 0
     examples: int = 0
+    distinct_cases: int = 0  # each visit's distinct cases, summed (visits draw with different seeds)
     failures: int = 0
     new_cases: list[dict[str, Any]] = attrs.field(factory=list)
     max_ulp: int = 0
@@ -41,7 +42,8 @@ class ItemStats:
     outcome: str = ""  # crashed, timed_out, unavailable, exhausted, or "" while it can still be scheduled
 
     def as_json(self) -> dict[str, Any]:
-        return {"item": self.item.id, "tasks": self.tasks, "examples": self.examples, "failures": self.failures,
+        return {"item": self.item.id, "tasks": self.tasks, "examples": self.examples,
+                "distinct_cases": self.distinct_cases, "failures": self.failures,
                 "new_cases": self.new_cases, "max_ulp": self.max_ulp, "first_failure_s": self.first_failure_s,
                 "first_failure_visit": self.first_failure_visit, "final_weight": round(self.weight, 4),
                 "outcome": self.outcome or HUNTED}
@@ -76,9 +78,11 @@ class Scheduler:
         return self.rng.choices(open_items, weights=[s.weight for s in open_items])[0]
 
     def finished(self, stats: ItemStats, result: dict[str, Any], elapsed_s: float, visit: int = 0) -> None:
-        """Account a visit's answer (status passed/failed/unavailable, examples, max_ulp, counterexample)."""
+        """Account a visit's answer (status passed/failed/unavailable, examples, distinct cases, max_ulp,
+        counterexample)."""
         stats.tasks += 1
         stats.examples += result.get("examples", 0)
+        stats.distinct_cases += result.get("distinct_cases", 0)
         novel = False
         if result["status"] == Outcome.FAILED:
             stats.failures += 1

@@ -125,4 +125,6 @@ def answer_from(task: Task, record: dict[str, Any]) -> dict[str, Any]:
     else:
         answer.update(status=UNAVAILABLE, reason=record.get("reason", ""))
     answer.update(examples=record.get("examples", 0), max_ulp=int(record.get("max_ulp") or 0))
+    if isinstance(record.get("distinct_cases"), int):  # absent where the item's process died
+        answer["distinct_cases"] = record["distinct_cases"]
     return answer

@@ -26,6 +26,7 @@ from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
 MAX_ELEMENTS = 8
 
 
@@ -96,9 +97,43 @@ def division_modes(x, y):
             torch.remainder(x, y), torch.fmod(x, y))
 
 
+def overflow(x, y):
+    """Finite operands whose exact result exceeds the dtype's max: +-inf, not the largest finite value."""
+    return x + y, x - y, x * y, x * 2.0, x / 0.5, -x * 4.0
+
+
+def overflow_exp(x):
+    """exp past log(max) is +inf, below log(smallest subnormal / 2) is 0.0, in between finite and nonzero (observed
+    through isinf and == 0, with x at least 1 away from both thresholds, where exp's last bit cannot decide)."""
+    e = torch.exp(x)
+    return torch.isinf(e), e == 0, torch.signbit(e)
+
+
+def overflow_casts(source, target_dtype):
+    """A cast from a wider dtype of values around the target's max: past max + ulp/2 (ties too) +-inf, else rounded."""
+    return source.to(target_dtype)
+
+
+def overflow_accumulation(x, y):
+    """Sums, cumulative sums and matrix products of same-sign large values: exact until they pass max, then inf."""
+    return torch.sum(x), torch.sum(x, -1), torch.cumsum(x, -1), x @ y.mT, torch.mv(x, y[0]), torch.dot(x[0], y[0])
+
+
+def underflow(x, y):
+    """Products of small finite values below the normal range: the correctly rounded subnormal, or a zero with the
+    product's sign, never a flush; dividing by the reciprocal (2^k, or inf past max) gives the same or +-0."""
+    return x * y, x / torch.reciprocal(y), (x * y) == 0
+
+
+def underflow_accumulation(x, y):
+    """Products and matrix products of small powers of two: subnormal results kept, and signed zeros below them."""
+    return torch.prod(x, -1), torch.cumprod(x, -1), x @ y.mT, torch.mv(x, y[0])
+
+
 PROGRAMS = {program.__name__: program for program in (
     nan_minmax, nan_sort, special_reductions, signed_zero, inf_arithmetic, subnormal_arithmetic, subnormal_casts,
-    rounding, round_decimals, division_modes)}
+    rounding, round_decimals, division_modes, overflow, overflow_exp, overflow_casts, overflow_accumulation,
+    underflow, underflow_accumulation)}
 
 
 # -- elements: Python floats exactly representable in the dtype, simplest first ------------------
@@ -150,6 +185,56 @@ def rounding_edges(dtype: torch.dtype) -> st.SearchStrategy[float]:
     return st.sampled_from(edges).flatmap(lambda v: st.sampled_from((v, -v)))
 
 
+def _signed(p: tuple) -> float:
+    return -p[1] if p[0] else p[1]
+
+
+def max_exponent(dtype: torch.dtype) -> int:
+    """e with 2^e <= max < 2^(e + 1)."""
+    return math.frexp(torch.finfo(dtype).max)[1] - 1
+
+
+def tiny_exponent(dtype: torch.dtype) -> int:
+    """E with 2^-E the smallest subnormal."""
+    info = torch.finfo(dtype)
+    return -math.frexp(info.smallest_normal * info.eps)[1] + 1
+
+
+def large_units(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """k * 2^(emax - 3), k in 1..15 (shrinks toward 1): 15 units are below max, 16 past it, so sums and small
+    multiples of them are exact (at most 6 significant bits) until they pass max, and then overflow."""
+    unit = math.ldexp(1.0, max_exponent(dtype) - 3)
+    return st.integers(1, 15).map(lambda k: k * unit)
+
+
+def large(dtype: torch.dtype) -> st.SearchStrategy[float]:
+    """±(large units or max)."""
+    return st.tuples(st.booleans(), large_units(dtype) | st.just(torch.finfo(dtype).max)).map(_signed)
+
+
+def exp_argument_values(dtype: torch.dtype) -> list[float]:
+    """0 (the shrink target), then integers around log(max) and log(smallest subnormal / 2), each at least 1 from
+    the threshold where exp's result overflows (or rounds to 0), so an exp off by an ulp gives the same answer."""
+    info = torch.finfo(dtype)
+    over, under = math.log(info.max), math.log(info.smallest_normal * info.eps) - math.log(2)
+    near = [v for t in (over, under) for v in range(math.floor(t) - 2, math.ceil(t) + 3) if abs(v - t) >= 1]
+    return [0.0] + [float(v) for v in near]
+
+
+def tiny_powers(dtype: torch.dtype, exponent: int, spread: int) -> st.SearchStrategy[float]:
+    """±2^-(exponent + i), i in 0..spread (shrinks toward +2^-exponent)."""
+    return st.tuples(st.booleans(), st.integers(0, spread)).map(
+        lambda p: (-1.0 if p[0] else 1.0) * math.ldexp(1.0, -exponent - p[1]))
+
+
+def same_sign_pairs(x_elements: st.SearchStrategy[float], y_elements: st.SearchStrategy[float], dtype: torch.dtype
+                    ) -> st.SearchStrategy[tuple[torch.Tensor, torch.Tensor]]:
+    """`pairs` of non-negative elements with one drawn sign for all of x: every sum and product of a case has one
+    sign, so no order of accumulation can cancel a partial overflow."""
+    return st.tuples(st.booleans(), pairs(x_elements, dtype, y_elements)).map(
+        lambda p: (-p[1][0], p[1][1]) if p[0] else p[1])
+
+
 # -- tensors: a list of elements shaped (rows, columns) ---------------------------------------------
 
 def shaped(flat: list, dtype: torch.dtype, two_rows: bool, power_of_two_columns: bool = False) -> torch.Tensor:
@@ -179,7 +264,7 @@ def pairs(elements: st.SearchStrategy[float], dtype: torch.dtype, other: st.Sear
           ) -> st.SearchStrategy[tuple[torch.Tensor, torch.Tensor]]:
     """Two tensors of one shape, x from `elements` and y from `other` (or `elements`), drawn as a list
     of (x, y) element pairs so shrinking deletes a position from both at once."""
-    return st.tuples(st.lists(st.tuples(elements, other or elements), min_size=1, max_size=MAX_ELEMENTS),
+    return st.tuples(st.lists(st.tuples(elements, elements if other is None else other), min_size=1, max_size=MAX_ELEMENTS),
                      st.booleans()).map(
         lambda drawn: (shaped([x for x, _ in drawn[0]], dtype, drawn[1]),
                        shaped([y for _, y in drawn[0]], dtype, drawn[1])))
@@ -219,6 +304,9 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]
     if scenario == "round_decimals":
         return st.tuples(grids(quarters() | specials(), dtype), st.integers(-2, 3)).map(
             lambda xd: _case(scenario, dtype, sample_input(xd[0], kwargs={"decimals": xd[1]}), "x: quarters; decimals"))
+    if scenario in ("overflow", "overflow_exp", "overflow_casts", "overflow_accumulation", "underflow",
+                    "underflow_accumulation"):
+        return range_limit_cases(scenario, dtype)
     raise ValueError(f"unknown ieee754 scenario {scenario!r}")
 
 
@@ -241,20 +329,61 @@ def subnormal_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
                         f"source {source}: around the {narrow} subnormals; values: {dtype} subnormals"))
 
 
+def range_limit_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]:
+    """Finite inputs whose exact results pass the dtype's max or fall below its smallest subnormal, built so every
+    result is exact, +-inf or a correctly rounded subnormal or zero in any accumulation order and precision."""
+    if scenario == "overflow":
+        return pairs(large(dtype), dtype, large(dtype) | small_integers() | halves()).map(
+            lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x: large; y: large or small"))
+    if scenario == "overflow_exp":
+        return grids(st.sampled_from(exp_argument_values(dtype)), dtype).map(
+            lambda x: _case(scenario, dtype, sample_input(x), "x: integers around log(max) and log(tiny)"))
+    if scenario == "overflow_casts":
+        return overflow_cast_cases(dtype)
+    if scenario == "overflow_accumulation":
+        return same_sign_pairs(large_units(dtype), st.sampled_from((1.0, 0.5, 0.25, 2.0)), dtype).map(
+            lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x: same-sign large; y: scales"))
+    tiny = tiny_exponent(dtype)
+    if scenario == "underflow":
+        # products 2^-(tiny - 6) .. 2^-(tiny + 7), times 1 or 3: subnormals, ties at half the smallest, zeros
+        x = st.tuples(st.sampled_from((1.0, 3.0)), tiny_powers(dtype, tiny - tiny // 2 - 3, 6)).map(
+            lambda p: p[0] * p[1])
+        return pairs(x, dtype, tiny_powers(dtype, tiny // 2 - 3, 7)).map(
+            lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x, y: small powers of two"))
+    # products of two are at least the smallest subnormal and sums of 8 at most 128 of them: exact in any order
+    return pairs(tiny_powers(dtype, tiny // 2 - 2, 2), dtype, tiny_powers(dtype, tiny - tiny // 2 - 2, 2)).map(
+        lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1].abs(),)), "x, y: small powers of two"))
+
+
+def overflow_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
+    """A wider source (float64 for float32 and float64) holding ±(max + j ulp / 4) of the target (float32 for
+    float64), j in -4..8: below max, between max and the tie max + ulp/2 (rounds to max), the tie itself (rounds
+    to even: inf) and past it (inf)."""
+    source = torch.float32 if dtype in _HALF_DTYPES else torch.float64
+    target = dtype if dtype != torch.float64 else torch.float32
+    info = torch.finfo(target)
+    quarter_ulp = math.ldexp(info.eps, max_exponent(target) - 2)
+    around = st.tuples(st.booleans(), st.integers(-4, 8)).map(lambda p: _signed((p[0], info.max + p[1] * quarter_ulp)))
+    return grids(around, source).map(
+        lambda s: _case("overflow_casts", dtype, sample_input(s, args=(target,)), f"source {source}: around {target} max"))
+
+
 # -- the property ---------------------------------------------------------------------------------
 
 # the aten overloads ieee754 dispatches on a device (traced on the faulty device, 4 examples an item; the
 # coverage audit reads them: docs/coverage/audit.md)
 _OVERLOADS = (
-    "aten.abs.default", "aten.add.Tensor", "aten.amax.default", "aten.amin.default", "aten.atan2.default",
-    "aten.ceil.default", "aten.copysign.Tensor", "aten.cumprod.default", "aten.cumsum.default", "aten.div.Tensor",
-    "aten.div.Tensor_mode", "aten.eq.Scalar", "aten.floor.default", "aten.floor_divide.default",
-    "aten.fmax.default", "aten.fmin.default", "aten.fmod.Tensor", "aten.isnan.default", "aten.max.default",
-    "aten.max.dim", "aten.maximum.default", "aten.mean.dim", "aten.min.default", "aten.min.dim",
-    "aten.minimum.default", "aten.mul.Tensor", "aten.nansum.default", "aten.neg.default", "aten.ones_like.default",
-    "aten.prod.dim_int", "aten.reciprocal.default", "aten.remainder.Tensor", "aten.round.decimals",
-    "aten.round.default", "aten.signbit.default", "aten.sort.stable", "aten.sub.Tensor", "aten.sum.default",
-    "aten.sum.dim_IntList", "aten.topk.default", "aten.trunc.default", "aten.where.self", "aten.zeros_like.default",
+    "aten._to_copy.default", "aten.abs.default", "aten.add.Tensor", "aten.amax.default", "aten.amin.default",
+    "aten.atan2.default", "aten.ceil.default", "aten.copysign.Tensor", "aten.cumprod.default",
+    "aten.cumsum.default", "aten.div.Tensor", "aten.div.Tensor_mode", "aten.dot.default", "aten.eq.Scalar",
+    "aten.exp.default", "aten.floor.default", "aten.floor_divide.default", "aten.fmax.default", "aten.fmin.default",
+    "aten.fmod.Tensor", "aten.isinf.default", "aten.isnan.default", "aten.max.default", "aten.max.dim",
+    "aten.maximum.default", "aten.mean.dim", "aten.min.default", "aten.min.dim", "aten.minimum.default",
+    "aten.mm.default", "aten.mul.Tensor", "aten.mv.default", "aten.nansum.default", "aten.neg.default",
+    "aten.ones_like.default", "aten.prod.dim_int", "aten.reciprocal.default", "aten.remainder.Tensor",
+    "aten.round.decimals", "aten.round.default", "aten.select.int", "aten.signbit.default", "aten.sort.stable",
+    "aten.sub.Tensor", "aten.sum.default", "aten.sum.dim_IntList", "aten.topk.default", "aten.transpose.int",
+    "aten.trunc.default", "aten.where.self", "aten.zeros_like.default",
 )
 
 

@@ -34,6 +34,13 @@ def test_every_scenario_passes_on_cpu_and_on_the_clean_faulty_device(run_suite, 
     ("nan_dropped_min", "nan_minmax", "bfloat16"),
     ("negative_zero_reciprocal", "signed_zero", "float32"),  # core bugs of the class the suite is for
     ("inf_minus_inf", "inf_arithmetic", "float32"),
+    # range limits: finite operands whose results overflow or underflow
+    ("overflow_saturate_half", "overflow", "float16"),
+    ("overflow_saturate_half", "overflow_exp", "bfloat16"),
+    ("overflow_saturate_half", "overflow_casts", "float16"),
+    ("underflow_flush_float16", "underflow_accumulation", "float16"),
+    ("subnormal_flush_half", "underflow", "bfloat16"),
+    ("sum_saturates_float32", "overflow_accumulation", "float32"),
 ])
 def test_each_seeded_bug_is_detected(run_suite, bug, scenario, dtype):
     record = run_suite("ieee754", scenario, dtype, device="faulty", bugs=(bug,), max_examples=40, shrink=False)
@@ -51,6 +58,42 @@ def test_the_bugs_stay_silent_off_their_condition():
     assert torch.equal(flush.perturb(FUNC, plain, {}, product), product)  # no subnormal result: unchanged
     tiny = torch.tensor([2.0**-20], dtype=torch.float16)
     assert flush.perturb(FUNC, (tiny, tiny), {}, tiny).item() == 0.0
+
+
+def test_the_range_limit_bugs_act_only_on_overflow_and_underflow_in_their_dtypes():
+    half_max = torch.finfo(torch.float16).max
+    big = torch.tensor([half_max, -half_max, 1.0], dtype=torch.float16)
+    saturate, flush, sum_saturates = BUG["overflow_saturate_half"], BUG["underflow_flush_float16"], BUG["sum_saturates_float32"]
+    assert saturate.perturb(FUNC, (big, big), {}, big * 2).tolist() == [half_max, -half_max, 2.0]
+    assert not saturate.fires(FUNC, (big.float(), big.float()), {})  # float32: not its dtype
+    assert not saturate.fires(FUNC, (torch.tensor([math.inf], dtype=torch.float16), big), {})  # inf given, not made
+    assert saturate.fires(FUNC, (torch.tensor([7e4]),), {"dtype": torch.bfloat16})  # a cast into bfloat16
+    plain = big[2:] * 3
+    assert torch.equal(saturate.perturb(FUNC, (big[2:], big[2:]), {}, plain), plain)  # no overflow: unchanged
+    tiny = torch.tensor([[2.0**-12]], dtype=torch.float16)
+    assert flush.perturb(FUNC, (tiny, tiny), {}, tiny @ tiny).item() == 0.0
+    assert not flush.fires(FUNC, (tiny.to(torch.bfloat16), tiny.to(torch.bfloat16)), {})
+    large = torch.tensor([3e38, 3e38])
+    assert sum_saturates.perturb(FUNC, (large,), {}, large.sum()).item() == torch.finfo(torch.float32).max
+    assert not sum_saturates.fires(FUNC, (large.double(),), {})
+    assert not sum_saturates.fires(FUNC, (torch.tensor([math.inf, 1.0]),), {})
+
+
+def test_range_limit_inputs_reach_overflow_and_underflow_in_every_dtype():
+    """The scenarios' elements sit at the limits: 16 large units pass max, products of the underflow elements
+    span the subnormals, and exp's arguments fall on both sides of both thresholds."""
+    from torchcts.properties.test_ieee754 import exp_argument_values, max_exponent, tiny_exponent
+
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        dtype = getattr(torch, name)
+        info = torch.finfo(dtype)
+        unit = math.ldexp(1.0, max_exponent(dtype) - 3)  # large_units: k * unit, k in 1..15
+        assert 15 * unit <= info.max < 16 * unit and torch.tensor([16 * unit], dtype=torch.float64).to(dtype).isinf()
+        assert math.ldexp(1.0, -tiny_exponent(dtype)) == info.smallest_normal * info.eps
+        arguments = torch.tensor(exp_argument_values(dtype), dtype=torch.float64).to(dtype)
+        result = torch.exp(arguments)
+        assert bool(result.isinf().any()) and bool((result == 0).any())
+        assert bool(((result > 0) & (result < info.smallest_normal)).any())  # a subnormal exp
 
 
 def test_the_comparison_is_exact_about_nan_signed_zero_and_values():

@@ -266,7 +266,8 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
     else:
         run = ["input, args, kwargs = inputs(device)", f"return {call}"]
     body = "\n".join(f"{_I}{line}" for line in run)
-    cpu_raises = ["except Exception as exc:", f"{_I}could_not_run(f'CPU itself raises on this case: {{one_line(exc)}}')"]
+    cpu_raises = ["except Exception as exc:",
+                  f"{_I}could_not_run(f'CPU itself raises on this case: {{one_line(exc)}}')"]
     device_raises = ["except Exception as exc:",
                      f"{_I}print(f'REPRODUCED on {{DEVICE}}: it raises where CPU does not: {{one_line(exc)}}')",
                      f"{_I}sys.exit(1)"]
@@ -277,7 +278,8 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
     elif kind == "errors":  # as the errors property: the device must reject the input as CPU does
         main = ["try:", f"{_I}run('cpu')", "except Exception as exc:", f"{_I}cpu_error = exc", "else:",
                 f"{_I}could_not_run('CPU accepts this error input; the case needs CPU to reject it')",
-                "try:", f"{_I}run(DEVICE)", "except Exception as exc:", f"{_I}problem = rejection_problem(cpu_error, exc)",
+                "try:", f"{_I}run(DEVICE)", "except Exception as exc:",
+                f"{_I}problem = rejection_problem(cpu_error, exc)",
                 f"{_I}if problem:",
                 f"{_I}{_I}print(f'REPRODUCED on {{DEVICE}}: it rejects the input differently: {{problem}} "
                 f"({{one_line(exc)}}; CPU: {{one_line(cpu_error)}})')", f"{_I}{_I}sys.exit(1)",

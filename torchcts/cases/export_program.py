@@ -157,8 +157,8 @@ def _free_names(function: ast.FunctionDef) -> set[str]:
 # The scenario script's own vocabulary (scenario_script.py.jinja); the program adds its names and attributes,
 # case values only names from torch's own tables (ValueWriter.names).
 SCRIPT_NAMES = frozenset({
-    "AssertionError", "BACKEND_IMPORT", "check_device", "could_not_run", "importlib", "one_line", "str", "text", "why",
-    "DEVICE", "DEVICE_PROGRAM", "EXACT", "any", "Exception", "ITEM_DTYPE", "bad", "index",
+    "AssertionError", "BACKEND_IMPORT", "check_device", "could_not_run", "importlib", "one_line", "str", "text",
+    "why", "DEVICE", "DEVICE_PROGRAM", "EXACT", "any", "Exception", "ITEM_DTYPE", "bad", "index",
     "first_bit_difference", "list", "nan", "repr", "PROGRAM", "STORAGES", "TOLERANCES",
     "__name__", "a", "abs", "actual", "actual_leaves", "actual_spec", "args", "atol", "base64", "bool",
     "bytearray", "complex", "data", "device", "differs", "dtype", "e", "elements", "enumerate", "exc", "expected",

@@ -1,11 +1,12 @@
 """Corpus cases: one JSON file per minimal counterexample, named by its fingerprint.
 
 A case says which property, op, variant and dtype failed on which device (and which
-`backend_import` module registered it), how it was found, the exact inputs (`case_codec`), the failure observed, and whether it is `open` or `fixed`. The
-fingerprint covers the property and the exact inputs, so two failures that shrink to the same
-case are one file. Loading never unpickles or executes anything and is bounded (`CaseLimits`:
-file size, JSON values and nesting, bytes decoded); a malformed or oversized file raises
-`CaseFileError` naming the file and the field. docs/corpus.md documents the format.
+`backend_import` module registered it), how it was found, the exact inputs (`case_codec`), the
+failure observed, and whether it is `open` or `fixed`. The fingerprint covers the property and the
+exact inputs, so two failures that shrink to the same case are one file. Loading never unpickles or
+executes anything and is bounded (`CaseLimits`: file size, JSON values and nesting, bytes decoded);
+a malformed or oversized file raises `CaseFileError` naming the file and the field. docs/corpus.md
+documents the format.
 """
 
 from __future__ import annotations

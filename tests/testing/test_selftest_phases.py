@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from torchcts.cli.main import cli
 from torchcts.plan import registry
-from torchcts.testing.selftest import BugResult, SelftestReport, phases, print_report
+from torchcts.testing.selftest import BugResult, SelftestReport, chosen_bugs, phases, print_report
 
 
 def _spec(name, level, scenario):
@@ -46,6 +46,10 @@ def test_the_compile_phase_reruns_for_its_own_bugs_and_the_others_never_do():
     for name in ("opinfo", "suites"):
         assert not compile_bugs & {n for n, bug in BUGS.items() if found[name].runs(bug, owned)}
         assert found[name].runs(BUGS["batch_norm_keeps_running_var"], owned)
+    assert {bug.name for bug in chosen_bugs([found["compile"]], owned)} == compile_bugs  # --phase compile
+    everything = {bug.name for bug in chosen_bugs(found.values(), owned)}
+    assert compile_bugs < everything and "batch_norm_keeps_running_var" in everything
+    assert not compile_bugs & {bug.name for bug in chosen_bugs([found["opinfo"], found["suites"]], owned)}
 
 
 def test_bugs_of_opinfo_properties_above_the_level_are_not_run_and_say_which_level_runs_them():

@@ -152,16 +152,16 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     results_dir.mkdir(parents=True, exist_ok=True)
     manifest = results_dir / "manifest.py"
     manifest.write_text(faulty_manifest())
-    chosen = [b for b in BUGS.values() if b.in_all and (not only_bugs or b.name in only_bugs)]
+    every_phase = phases(level, dtypes)
+    owned = {suite for phase in every_phase for suite in phase.bug_suites}
+    planned = tuple(p for p in every_phase if not only_phases or p.name in only_phases)
+    chosen = chosen_bugs(planned, owned, only_bugs)
     deferred = deferred_bugs(chosen, level)
     chosen = [b for b in chosen if b.name not in {name for name, _, _ in deferred}]
     clean_records: list[dict] = []
     incomplete: list[str] = []
     failing: dict[str, list[str]] = {bug.name: [] for bug in chosen}
     reached_by_bug: dict[str, set[str]] = {bug.name: set() for bug in chosen}
-    every_phase = phases(level, dtypes)
-    owned = {suite for phase in every_phase for suite in phase.bug_suites}
-    planned = tuple(p for p in every_phase if not only_phases or p.name in only_phases)
     for phase in planned:
         progress(f"selftest: clean run of the {phase.name} phase against the faulty device ...")
         clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="",
@@ -199,6 +199,14 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
     return SelftestReport(tuple(item for item in failed_items if item not in explained), results, tuple(incomplete),
                           explained, unexercised_properties(clean_records, 8, _specs_of(planned)), deferred)
+
+
+def chosen_bugs(planned: Iterable[Phase], owned: set[str], only_bugs: tuple[str, ...] = ()) -> list[Any]:
+    """The seeded bugs selftest tests (all but crash and hang, or those of `only_bugs`) that some `planned` phase
+    reruns for: `--phase compile` tests the compile bugs only, the other phases never them."""
+    planned = tuple(planned)
+    return [bug for bug in BUGS.values() if bug.in_all and (not only_bugs or bug.name in only_bugs)
+            and any(phase.runs(bug, owned) for phase in planned)]
 
 
 def faulty_manifest() -> str:

@@ -73,6 +73,8 @@ def test_dtype_claims_its_dtypes_for_this_run_only(level2):
     for dtype in ("bfloat16", "float16", "int64"):
         assert after[f"forward::add::function::{dtype}"] == ("run", ""), dtype
     assert after["forward::add::function::float32"] == ("deselected", "--dtype leaves it out")
+    only_float32 = outcomes(build_plan(level2, Selection(dtypes=(torch.float32,)), ops("add")))
+    assert only_float32["forward::add::function::bfloat16"][0] == "dtype_not_supported"  # not claimed, not selected
     claims = run_claims(level2, chosen)
     assert claims.added_dtypes == {"bfloat16": "False", "float16": "regex '^sub'", "int64": "not listed"}
     assert claims.differs and claims.beyond_file

@@ -115,6 +115,35 @@ def test_a_run_with_the_draft_has_no_missing_kernel(probed):
     assert probed["run"].returncode == 0, probed["run"].stdout[-3000:]
 
 
+def test_the_report_of_a_draft_run_shows_the_probes_missing_kernels_and_the_claimed_share(probed, tmp_path):
+    report = _torchcts(probed["cwd"], "report", "--from", str(probed["folder"]), "--output", str(tmp_path))
+    assert report.returncode == 0, report.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    skipped = {g["overload"]: g for g in summary["missing_kernels"]["skipped"]["groups"]}
+    assert "zeros_like" in skipped["aten::zero_"]["ops"] and skipped["aten::zero_"]["count"] >= 1
+    draft_skips = _manifest(probed["text"])["skip_ops"]
+    assert summary["missing_kernels"]["skipped"]["ops"] == len(draft_skips)  # every probe-skipped op is listed
+    coverage = summary["coverage"]
+    assert 0 < coverage["claimed_items"] < coverage["total_items"] and coverage["claimed_percent"] < 100
+    scorecard = (tmp_path / "scorecard.md").read_text()
+    headline = scorecard.split("## Operator coverage")[0]
+    assert "**Not supported: " in headline and "missing kernels a probe found block" in headline
+    assert f"Claimed: {coverage['claimed_items']} of {coverage['total_items']} items of the operator matrix" in headline
+    assert "### Found by a probe, moved to skip_ops" in scorecard and "| `aten::zero_` |" in scorecard
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="probe-missing-kernels"' in html and "Not supported:" in html
+
+
+def test_a_probe_skip_reason_is_read_back_only_in_its_own_form():
+    from torchcts.probe_skips import missing_overloads, probe_reason
+
+    assert missing_overloads(probe_reason(["aten::zero_", "aten::sum.IntList_out"])) == (
+        "aten::zero_", "aten::sum.IntList_out")
+    for reason in ("not yet", "no kernel for", "no kernel for <script>", "no kernel for aten::x; rm -rf",
+                   "no kernel for " + "aten::a, " * 100_000, None, 42, ["no kernel for aten::a"]):
+        assert missing_overloads(reason) == ()
+
+
 def test_init_probe_checks_its_options_before_probing(tmp_path):
     def init(*argv: str):
         return CliRunner().invoke(cli, ["init", *argv])

@@ -102,12 +102,15 @@ def test_the_plan_has_its_scenario_items_with_the_same_accounting_rules(fresh_re
 def test_dtype_regexes_skip_ops_and_ops_patterns_match_the_scenario_name(fresh_registry, tmp_path):
     path = write_manifest(tmp_path, supported_dtypes={"float16": "^view_"}, skip_ops={"transpose_clone": "known bad"})
     manifest = load_manifest(path)[0]
-    plan = outcomes(build_plan(manifest, Selection(dtypes=(torch.float16, torch.float32)), ops=()))
+    plan = outcomes(build_plan(manifest, Selection(), ops=()))
     assert plan["view_round_trip::view_clone::scenario::float16"] == ("run", "")
     assert plan["view_round_trip::transpose_clone::scenario::float16"] == (
         "dtype_regex_filtered", "float16: the manifest's regex for it does not match this op")
     assert plan["view_round_trip::transpose_clone::scenario::float32"] == ("op_excluded", "known bad")
-    assert plan["view_round_trip::view_clone::scenario::int64"] == ("deselected", "--dtype leaves it out")
+    unskipped = load_manifest(write_manifest(tmp_path, supported_dtypes={"float16": "^view_", "int64": True}))[0]
+    chosen = outcomes(build_plan(unskipped, Selection(dtypes=(torch.float16,)), ops=()))  # claims it for every op
+    assert chosen["view_round_trip::transpose_clone::scenario::float16"] == ("run", "")
+    assert chosen["view_round_trip::view_clone::scenario::int64"] == ("deselected", "--dtype leaves it out")
     narrowed = outcomes(build_plan(load_manifest(write_manifest(tmp_path))[0], Selection(op_patterns=("^view_",)),
                                    ops=()))
     assert narrowed["view_round_trip::view_clone::scenario::float32"] == ("run", "")

@@ -98,7 +98,12 @@ def test_complete_run_report_matches_its_records(runs):
     groups = {g["name"]: g["count"] for g in summary["coverage"]["groups"]}
     assert groups["passed"] == counts[Outcome.PASSED] and groups["selection"] == counts[Outcome.DESELECTED]
     assert sum(groups.values()) == len(records)
-    assert "**Backend support: 100.00%**" in out["md"] and f"of {executed} executed items" in out["md"]
+    assert "**Backend support: 100.00% of claimed items pass**" in out["md"] and f"of {executed} executed items" in out["md"]
+    claimed = len(records) - sum(counts[o] for o in (Outcome.DTYPE_NOT_SUPPORTED, Outcome.DTYPE_REGEX_FILTERED,
+                                                     Outcome.DTYPE_NOT_LISTED, Outcome.CAPABILITY_NOT_DECLARED,
+                                                     Outcome.OP_EXCLUDED, Outcome.LEVEL_FILTERED))
+    assert summary["coverage"]["claimed_items"] == claimed < len(records)
+    assert f"Claimed: {claimed} of {len(records)} items of the operator matrix" in out["md"]
     capabilities = {c["capability"]: c for c in summary["capabilities"]}
     assert capabilities["training"]["properties"] == ["backward", "training"]
     assert capabilities["training"]["verdict"] == "passing"

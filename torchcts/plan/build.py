@@ -89,8 +89,6 @@ def _not_run_reason(claims: RunClaims, selection: Selection, spec: PropertySpec,
     dtype regexes match the first, `skip_ops` either, `--ops` the last. `--shard` is asked last, only
     of items that would run: every shard of a run accounts for the items not run in the same words."""
     manifest = claims.effective
-    if selection.dtypes is not None and dtype not in selection.dtypes:
-        return Outcome.DESELECTED, "--dtype leaves it out"
     status = manifest.dtype_status(dtype, names[0])
     if status is not DtypeStatus.CLAIMED:
         outcome, detail = DTYPE_NOT_RUN[status]
@@ -112,6 +110,8 @@ def _not_run_reason(claims: RunClaims, selection: Selection, spec: PropertySpec,
         return Outcome.OP_EXCLUDED, reason
     if spec.level > claims.depth:
         return Outcome.LEVEL_FILTERED, claims.level_reason(spec.level)
+    if selection.dtypes is not None and dtype not in selection.dtypes:  # claimed by the file, not selected
+        return Outcome.DESELECTED, "--dtype leaves it out"
     if selection.properties is not None and spec.name not in selection.properties:
         return Outcome.DESELECTED, "--property leaves it out"
     if not selection.op_selected(names[-1]):

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.outcomes import Outcome
+from torchcts.probe_skips import probe_reason
 
 # Records written before the engine named missing kernels carry only the dispatcher's text.
 _DISPATCHER = re.compile(r"Could not run '(?P<overload>[A-Za-z_]\w*::[\w.]+)' with arguments from the '(?P<key>\w+)'")
@@ -39,7 +40,7 @@ class OpProbe:
 
     def skip_ops(self) -> dict[str, str]:
         """The draft's `skip_ops`: each op with a missing kernel -> "no kernel for aten::X[, aten::Y]"."""
-        return {op: "no kernel for " + ", ".join(overloads) for op, overloads in sorted(self.missing.items())}
+        return {op: probe_reason(overloads) for op, overloads in sorted(self.missing.items())}
 
 
 def missing_overload(record: dict[str, Any]) -> str | None:

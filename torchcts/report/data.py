@@ -93,6 +93,8 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
     support = None
     if complete and executed >= SUPPORT_THRESHOLD:
         support = round(100.0 * counts[Outcome.PASSED] / executed, 2)
+    # claimed at this run's depth: not left out by the manifest (dtypes, capabilities, skip_ops) nor by the depth
+    claimed = len(records) - sum(counts[o] for o in GROUPS[Group.MANIFEST_POLICY] + GROUPS[Group.COVERAGE_POLICY])
     compared = _baseline(records, baseline) if baseline is not None else None
     regressed = {b["item"] for b in compared["regressions"]} if compared else set()
     failures = _failures(records, Path(run["folder"]), warn, regressed)
@@ -105,6 +107,10 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
             "total_items": len(records), "executed": executed, "complete": complete,
             "passed": counts[Outcome.PASSED], "problems": sum(counts[o] for o in PROBLEMS),
             "support_percent": support, "support_threshold": SUPPORT_THRESHOLD,
+            # the share of the operator matrix (every item the plan considered) the manifest claims: a pass rate
+            # of a few claimed items must never read as the backend's support of the whole surface
+            "claimed_items": claimed, "claimed_percent": round(100.0 * claimed / len(records), 2) if records else None,
+            "claimed_not_selected": sum(counts[o] for o in GROUPS[Group.SELECTION]),
             "counts": dict(sorted(counts.items())),
             "ops_executed": len({r["op"] for r in records if r["outcome"] in EXECUTED_VALUES}),
             "ops_all_passed": len(_ops_all_passed(records)),
@@ -116,7 +122,8 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
         "probes": _probes(summary),
         "warnings": grouping.warning_totals(records),
         "case_evidence": grouping.case_evidence(records),
-        "missing_kernels": grouping.missing_kernel_groups(failures),
+        "missing_kernels": {**grouping.missing_kernel_groups(failures),
+                            "skipped": grouping.skipped_missing_kernels(records)},  # found by a probe: skip_ops
         "failure_groups": grouping.failure_groups(others),
         "failures": failures,
         "baseline": compared,

@@ -12,6 +12,7 @@ import collections
 from typing import Any
 
 from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
+from torchcts.probe_skips import missing_overloads
 
 PASSED = Outcome.PASSED.value
 EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
@@ -19,6 +20,7 @@ PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
 # dtypes with only these outcomes are not claimed by the manifest (for runs whose run.json predates claimed_dtypes)
 UNCLAIMED_VALUES = frozenset((Outcome.DTYPE_NOT_SUPPORTED.value, Outcome.DTYPE_NOT_LISTED.value))
 DESELECTED = Outcome.DESELECTED.value
+OP_EXCLUDED = Outcome.OP_EXCLUDED.value
 MISSING_KERNEL = "missing_kernel"  # a record's error_kind for an error from a kernel the backend lacks
 UNNAMED_OVERLOAD = "(overload not named)"  # a missing-kernel record without its `missing_kernel` field
 FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
@@ -144,6 +146,28 @@ def missing_kernel_groups(failures: list[dict[str, Any]]) -> dict[str, Any]:
         group["dispatch_key"] = ", ".join(keys) if keys else None
         group["ops"] = sorted(group["ops"])
     return {"distinct": len(ordered), "count": sum(g["count"] for g in ordered), "groups": ordered}
+
+
+def skipped_missing_kernels(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The missing kernels a probe found and moved out of the run: items `op_excluded` by a skip_ops reason
+    `init --probe` wrote ("no kernel for aten::X, ..."), one group per overload with the ops it blocks, most
+    items first. They are not supported, whatever the pass rate of what ran says."""
+    groups: dict[str, dict[str, Any]] = {}
+    items = 0
+    for record in records:
+        if record["outcome"] != OP_EXCLUDED:
+            continue
+        overloads = missing_overloads(record.get("reason"))
+        items += bool(overloads)
+        for overload in overloads:
+            group = groups.setdefault(overload, {"overload": overload, "count": 0, "ops": set()})
+            group["count"] += 1
+            group["ops"].add(record["op"])
+    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["overload"]))
+    for group in ordered:
+        group["ops"] = sorted(group["ops"])
+    return {"distinct": len(ordered), "items": items, "ops": len({op for g in ordered for op in g["ops"]}),
+            "groups": ordered}
 
 
 def other_failures(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:

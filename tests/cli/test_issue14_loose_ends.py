@@ -29,7 +29,8 @@ def _options(tmp_path, **given):
     values = {"torchcts_level": None, "torchcts_dtypes": None, "torchcts_ops": None, "torchcts_properties": None,
               "torchcts_seed": None, "torchcts_max_examples": None, "torchcts_item_timeout": None,
               "torchcts_results_dir": str(tmp_path / "results"), "torchcts_corpus_dir": None,
-              "torchcts_replay": None, "torchcts_known_crashes": None, "torchcts_shard": None}
+              "torchcts_replay": None, "torchcts_known_crashes": None, "torchcts_shard": None,
+              "torchcts_capabilities": None, "torchcts_last_failed_from": None}
     values.update({f"torchcts_{k}": v for k, v in given.items()})
     return values.__getitem__
 

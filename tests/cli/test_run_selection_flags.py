@@ -148,3 +148,41 @@ def test_run_help_says_what_the_flags_do():
     assert "--capability NAME" in text and "with --property, the properties in both" in text
     assert "--last-failed" in text and "newest earlier run on this device" in text
     assert "pytest's --lf, --ff and --sw after `--` are refused" in text
+
+
+def _earlier_run(folder: Path, records_text: str, device: str = "faulty") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"status": "complete", "counts": {"failed": 1}, "run_id": folder.name,
+                                                "environment": {"device": device}}))
+    (folder / "records.jsonl").write_text(records_text)
+    return folder
+
+
+def test_an_unreadable_earlier_run_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    good = json.dumps({"item": LAYOUT, "property": "layout", "op": "add", "dtype": "float32", "level": 1,
+                       "outcome": "failed"})
+    _earlier_run(tmp_path / "results" / "20260101T000000Z-a", good + "\n" + good.replace('"level": 1', '"level": "x"')
+                 + "\n")
+    result = CliRunner().invoke(cli, ["run", "--device", "faulty", "--last-failed"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("--last-failed: results/20260101T000000Z-a/records.jsonl:2: field 'level'"), lines
+
+
+def test_the_plugin_reads_last_failed_from_a_named_folder(tmp_path):
+    from torchcts.plugin.options import SessionError, _last_failed
+
+    record = {"item": LAYOUT, "property": "layout", "op": "add", "dtype": "float32", "level": 1, "outcome": "timed_out"}
+    folder = _earlier_run(tmp_path / "run", "".join(json.dumps({**record, **more}) + "\n" for more in (
+        {}, {"item": FORWARD, "outcome": "passed"}, {"item": "x", "outcome": "level_filtered"})))
+    last = _last_failed(str(folder))
+    assert last.failed == (LAYOUT,)
+    assert [last.reason(i) for i in (LAYOUT, FORWARD, "x", "y")] == [
+        None, "--last-failed: passed in run", "--last-failed: level_filtered in run", "--last-failed: not in run"]
+    passed = _earlier_run(tmp_path / "passed", json.dumps({**record, "outcome": "passed"}) + "\n")
+    with pytest.raises(SessionError, match="no item failed, errored, crashed or timed out in passed; nothing to rerun"):
+        _last_failed(str(passed))
+    with pytest.raises(SessionError, match="--last-failed-from 'nowhere': no such folder"):
+        _last_failed("nowhere")

@@ -65,3 +65,15 @@ def test_a_run_of_the_files_claims_says_nothing_about_claims(tmp_path):
     scorecard = (folder / "report" / "scorecard.md").read_text()
     assert "--level 1 sets the run's depth" in scorecard and "--dtype claims" not in scorecard
     assert json.loads((folder / "run.json").read_text())["environment"]["claims"]["dtypes_added_by_command_line"] == {}
+
+
+def test_show_skips_plans_by_the_same_rule_and_says_the_claims_differ(tmp_path):
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    result = cli(tmp_path, "show-skips", "--device", "faulty", "--dtype", "bfloat16", "--level", "8", "--ops", "^add$",
+                 "--list")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("this run's claims are not the manifest file's: --dtype claims bfloat16 for every op "
+                          "(the manifest: False); --level 8 runs deeper than the manifest's semantic_level 2")
+    assert "level_filtered" not in out  # --level 8: nothing is above the run's depth
+    assert "inplace::add::inplace::bfloat16" in out and "backward::add::function::bfloat16" in out

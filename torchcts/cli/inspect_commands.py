@@ -15,7 +15,8 @@ from torchcts.cli.options import (
     LazyChoice, OutputFile, compile_option, device_option, fail, manifest_option, output_folder_option,
     resolved_manifest,
 )
-from torchcts.cli.selection import capability_option, only_capabilities, plan_for, selection_options
+from torchcts.cli.selection import (capability_option, claims_beyond_file, only_capabilities, plan_for,
+                                    selection_options)
 
 
 def _template_names() -> tuple[str, ...]:
@@ -236,6 +237,9 @@ def show_skips(device: str | None, compile_backend: str | None, manifest_path: P
     manifest_path = resolved_manifest(manifest_path, device, compile_backend)
     plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
     plan, testing = only_capabilities(plan, capabilities)
+    claims = claims_beyond_file(manifest, level, dtypes)
+    if claims:
+        click.echo(f"this run's claims are not the manifest file's: {claims}")
     if capabilities:
         click.echo(f"capability {', '.join(capabilities)}: " + (f"properties {', '.join(testing)}" if testing else
                                                                  "no registered property tests it (no items)"))

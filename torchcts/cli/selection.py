@@ -122,6 +122,16 @@ def only_capabilities(plan: Any, capabilities: tuple[str, ...]) -> tuple[Any, tu
                         accounting=tuple(a for a in plan.accounting if a.item.property in names)), names
 
 
+def claims_beyond_file(manifest: Any, level: int | None, dtypes: tuple[str, ...]) -> str:
+    """What `--level` and `--dtype` claim beyond the manifest file (`plan.effective`), as one line; "" when nothing
+    (the options were checked by `plan_for`)."""
+    from torchcts.plan.effective import run_claims
+    from torchcts.plan.selection import Selection
+    from torchcts.plugin.options import dtypes_option
+
+    return run_claims(manifest, Selection(level=level, dtypes=dtypes_option(list(dtypes)))).summary_line()
+
+
 def plan_for(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], ops: tuple[str, ...],
              properties: tuple[str, ...]) -> tuple[Any, Any]:
     """(the plan of a run with this selection, the manifest); exits 2 on a bad manifest or selection."""

@@ -340,8 +340,8 @@ class CaseContext:
 
         With `inputs` (the case's sample), the tolerance widens for results that each sum many
         inputs (`oracle.accumulation_widening`) and, for ops that are not elementwise (or with
-        `normwise=True`: a scenario that resamples or averages), gets a norm-wise absolute floor
-        (`oracle.normwise_floor`).
+        `normwise=True`: a scenario that resamples or averages), gets a norm-wise absolute floor and the
+        claimed dtype's accumulation bound sqrt(n) * eps * sum|x| (`oracle.normwise_floor`).
         """
         name = self.op.name if self.op is not None else self.item.op  # a scenario item: the scenario's name
         # a scenario's name is no op name: the op tables (random ops, `empty`) say nothing about it ("subnormal_*")

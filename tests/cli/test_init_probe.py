@@ -134,6 +134,29 @@ def test_the_report_of_a_draft_run_shows_the_probes_missing_kernels_and_the_clai
     assert 'id="probe-missing-kernels"' in html and "Not supported:" in html
 
 
+def test_a_probe_drafted_faulty_device_report_lists_its_missing_kernel(tmp_path):
+    env = dict(_env(), TORCHCTS_FAULTY_BUGS="missing_kernel")  # aten::trunc has no kernel on the faulty device
+    ops = "^(trunc|abs|add)$"
+
+    def torchcts(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=tmp_path, env=env, text=True,
+                              capture_output=True, timeout=600, check=False)
+
+    init = torchcts("init", "--probe", "--device", "faulty", "--backend-import", "torchcts.testing.faulty", "--ops",
+                    ops, "--output", "draft.py")
+    assert init.returncode == 0, init.stderr[-3000:]
+    assert _manifest((tmp_path / "draft.py").read_text())["skip_ops"] == {"trunc": "no kernel for aten::trunc"}
+    run = torchcts("run", "--manifest", "draft.py", "--device", "faulty", "--ops", ops, "--results-dir", "r")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (folder,) = (p.parent for p in (tmp_path / "r").glob("*/run.json"))
+    summary = json.loads((folder / "report" / "summary.json").read_text())
+    assert [g["overload"] for g in summary["missing_kernels"]["skipped"]["groups"]] == ["aten::trunc"]
+    assert summary["missing_kernels"]["skipped"]["groups"][0]["ops"] == ["trunc"]
+    assert summary["coverage"]["claimed_percent"] < 100
+    headline = (folder / "report" / "scorecard.md").read_text().split("## Operator coverage")[0]
+    assert "**Not supported: 1 missing kernels a probe found block 1 ops" in headline
+
+
 def test_a_probe_skip_reason_is_read_back_only_in_its_own_form():
     from torchcts.probe_skips import missing_overloads, probe_reason
 

@@ -80,7 +80,7 @@ class Phase:
     properties: tuple[str, ...]
     level: int
     dtypes: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()  # `run --ops` regexes for its clean run (empty: every item); `selftest --ops` replaces them
+    ops: tuple[str, ...] = ()  # `run --ops` regexes of its clean run (empty: every item); selftest --ops replaces them
     # rerun only for the bugs written for these suites (`Bug.suite`); empty: every bug no other phase owns this way
     bug_suites: tuple[str, ...] = ()
 

@@ -94,7 +94,7 @@ def test_reports_name_the_passed_items_with_fewer_distinct_cases(validation):
     properties = case_properties(out["junit"])
     for record in records:
         assert properties[record["item"]] == {"distinct_cases": str(record["distinct_cases"]),
-                                              "max_examples": str(BUDGET), "examples": str(BUDGET)}
+                                              "max_examples": str(BUDGET)}
     suite = {p.get("name"): p.get("value") for p in out["junit"].iterfind("testsuite/properties/property")}
     assert suite["passed_items_fewer_distinct_cases_than_budget"] == str(len(short))
 
@@ -134,7 +134,7 @@ def test_records_without_the_fields_are_read_and_reported_as_unknown(validation,
     assert "passed items ran fewer distinct cases" not in md  # no "0 of 0" claim
     junit = ElementTree.parse(written["junit"]).getroot()
     assert {frozenset(p.items()) for p in case_properties(junit).values()} == \
-        {frozenset({"distinct_cases": "unknown", "max_examples": "unknown"}.items())}
+        {frozenset({"distinct_cases": "unknown"}.items())}
     suite = {p.get("name"): p.get("value") for p in junit.iterfind("testsuite/properties/property")}
     assert suite["passed_items_fewer_distinct_cases_than_budget"] == "unknown"
 

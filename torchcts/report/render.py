@@ -206,14 +206,13 @@ def _junit_case(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _case_properties(record: dict[str, Any]) -> list[tuple[str, Any]]:
-    """A test case's JUnit properties: its distinct cases, example budget and cases run (`unknown` in a record
-    older than `distinct_cases`; no budget for a fixed list of cases)."""
+    """A test case's JUnit properties: its distinct cases and example budget (distinct cases `unknown` alone in a
+    record older than `distinct_cases`; no budget for a fixed list of cases). The cases run stay in the record."""
     pair = case_pair(record)
     if pair["distinct_cases"] is None:
-        return [("distinct_cases", "unknown"), ("max_examples", "unknown")]
+        return [("distinct_cases", "unknown")]
     budget = [("max_examples", pair["max_examples"])] if pair["max_examples"] is not None else []
-    run = [("examples", pair["examples"])] if pair["examples"] is not None else []
-    return [("distinct_cases", pair["distinct_cases"]), *budget, *run]
+    return [("distinct_cases", pair["distinct_cases"]), *budget]
 
 
 def _duration(seconds: float | None) -> str:

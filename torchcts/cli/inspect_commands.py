@@ -237,12 +237,12 @@ def show_skips(device: str | None, compile_backend: str | None, manifest_path: P
     manifest_path = resolved_manifest(manifest_path, device, compile_backend)
     plan, manifest = plan_for(manifest_path, level, dtypes, ops, properties)
     plan, testing = only_capabilities(plan, capabilities)
-    claims = claims_beyond_file(manifest, level, dtypes)
-    if claims:
-        click.echo(f"this run's claims are not the manifest file's: {claims}")
     if capabilities:
         click.echo(f"capability {', '.join(capabilities)}: " + (f"properties {', '.join(testing)}" if testing else
                                                                  "no registered property tests it (no items)"))
+    claims = claims_beyond_file(manifest, level, dtypes)
+    if claims:
+        click.echo(f"this run's claims are not the manifest file's: {claims}")
     for line in skip_lines(plan, manifest, device, list_items):
         click.echo(line)
 

@@ -232,7 +232,7 @@ def _transformed(draw, how: _Drawing, where: str, t: torch.Tensor, written: bool
         t, note = value_transforms.with_tie(t, choice)
         changes.append(note)
     if kind & _KIND_SPECIAL and data:
-        t, note = _with_specials(draw, where, t, how.integers_kept)
+        t, note = _with_specials(draw, where, t, how.integers_kept, near_limits=how.changes_values)
         changes.append(note)
     t = value_transforms.in_layout_of(laid_out, t)  # value changes keep the drawn layout
     if kind & _KIND_BROADCAST and (data or how.integer_broadcast) and not written:
@@ -244,12 +244,15 @@ def _transformed(draw, how: _Drawing, where: str, t: torch.Tensor, written: bool
     return t, changes
 
 
-def _with_specials(draw, where: str, t: torch.Tensor, integers_kept: bool) -> tuple[torch.Tensor, str]:
-    """Special values in a data tensor: a few at drawn positions, or the whole table from a drawn start.
+def _with_specials(draw, where: str, t: torch.Tensor, integers_kept: bool, near_limits: bool = False
+                   ) -> tuple[torch.Tensor, str]:
+    """Special values in a data tensor: a few at drawn positions, or the whole table from a drawn start (with
+    `near_limits`, from level 2, float16 and bfloat16 tensors at times get values near the dtype's range limits).
 
     Integers get them only in the op's input (other integer tensors are indices and sizes), never
     where the op sizes or orders by value, and without INT_MIN (see `division_safe_specials`).
     """
     if not is_float_like(t.dtype) and (where != "input" or integers_kept or t.dtype == torch.bool):
         return t, ""
-    return draw_special_values(draw, t, where, division_safe=not is_float_like(t.dtype))  # shrinks to few specials
+    return draw_special_values(draw, t, where, division_safe=not is_float_like(t.dtype),
+                               near_limits=near_limits)  # shrinks to few specials

@@ -208,14 +208,57 @@ def special_table_mask(size: int) -> st.SearchStrategy[tuple[int, ...]]:
 
 # 0: a few special values at drawn positions (`special_picks`); s > 0: the table from s - 1 (`special_table`).
 _SPREAD = st.integers(0, 4)
+# Where near-limit values are drawn (`draw_special_values(near_limits=True)`), two more spreads: 5 and 6, near-limit
+# values (two special-value draws in seven).
+_NEAR_LIMIT_SPREAD = st.integers(0, 6)
+NEAR_LIMIT_DTYPES = (torch.float16, torch.bfloat16)
+# One near-limit value: (around the smallest normal?, negative?, fraction 0..256, exponent choice 0..3).
+_NEAR_LIMIT = st.tuples(st.booleans(), st.booleans(), st.integers(0, 256), st.integers(0, 3))
+_NEAR_LIMIT_RUN = st.tuples(st.integers(0, 2**20), st.lists(_NEAR_LIMIT, min_size=1, max_size=4))
+_TINY_EXPONENTS = (0, -1, 1, -2)  # around the smallest normal: it, the subnormals below, the normals above
+
+
+def near_limit_value(dtype: torch.dtype, drawn: tuple[bool, bool, int, int]) -> float:
+    """A value of `dtype` near its range limits: max/2 * (1 + f/256), from max/2 up to max itself (sums and
+    products of two overflow); or smallest normal * 2^e * (1 + f/256), e in 0, -1, 1, -2 (results flush or
+    go subnormal). Shrinks toward +max/2."""
+    tiny, negative, fraction, exponent = drawn
+    info = torch.finfo(dtype)
+    if tiny:
+        value = math.ldexp(info.smallest_normal, _TINY_EXPONENTS[exponent]) * (1 + fraction / 256)
+    else:
+        value = info.max / 2 * (1 + fraction / 256)
+    stored = torch.tensor([-value if negative else value], dtype=torch.float64).to(dtype)
+    return stored.item()
+
+
+def apply_near_limits(t: torch.Tensor, start: int, drawn: list[tuple[bool, bool, int, int]]
+                      ) -> tuple[torch.Tensor, str]:
+    """A contiguous copy of `t` with the drawn near-limit values in order from flat `start` (two operands with
+    the same start meet them pairwise: max/2 + max/2 overflows), and a note."""
+    if not t.numel() or t.dtype not in NEAR_LIMIT_DTYPES:
+        return t, ""
+    start = start % t.numel()
+    chosen = [near_limit_value(t.dtype, d) for d in drawn[: t.numel() - start]]
+    out = t.contiguous().clone() if not t.is_contiguous() or t.storage_offset() else t
+    put_elements(out, torch.arange(start, start + len(chosen)), torch.tensor(chosen, dtype=t.dtype))
+    return out, "near-limit values " + ", ".join(f"{v!r} at {start + k}" for k, v in enumerate(chosen))
 
 
 def draw_special_values(draw, t: torch.Tensor, where: str = "input", *, max_picks: int = 2,
-                        division_safe: bool = False) -> tuple[torch.Tensor, str]:
+                        division_safe: bool = False, near_limits: bool = False) -> tuple[torch.Tensor, str]:
     """Special values in `t`, drawn: up to `max_picks` at drawn positions, or the table (masked) from
     a drawn start. Every part shrinks toward fewer special elements: the picks list toward empty,
-    each table entry toward left out; a failure caused by one NaN keeps that NaN alone."""
-    spread = draw(_SPREAD, label=f"{where} special spread")
+    each table entry toward left out; a failure caused by one NaN keeps that NaN alone.
+
+    With `near_limits` (float16 and bfloat16 tensors only), two draws in seven are instead a run of one to
+    four values near the dtype's range limits from a drawn start (`near_limit_value`); the run shrinks
+    to one value, +max/2, at position 0, and the spread choice toward the picks."""
+    near_limits = near_limits and t.dtype in NEAR_LIMIT_DTYPES
+    spread = draw(_NEAR_LIMIT_SPREAD if near_limits else _SPREAD, label=f"{where} special spread")
+    if spread >= 5:
+        start, drawn = draw(_NEAR_LIMIT_RUN, label=f"{where} near-limit values")
+        return apply_near_limits(t, start, drawn)
     if spread:
         size = len(division_safe_specials(t.dtype) if division_safe else special_values(t.dtype))
         kept = draw(special_table_mask(size), label=f"{where} special table entries")

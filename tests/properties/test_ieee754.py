@@ -96,6 +96,18 @@ def test_range_limit_inputs_reach_overflow_and_underflow_in_every_dtype():
         assert bool(((result > 0) & (result < info.smallest_normal)).any())  # a subnormal exp
 
 
+def test_forward_finds_a_half_precision_overflow_that_saturates_through_near_limit_values(run_suite, tmp_path):
+    """`overflow_saturate_half` found by `forward` on mul's float16 OpInfo samples (from level 2 half-precision
+    samples get values near max: docs/strategies.md); the stored case holds one of them, finite, overflowing."""
+    record = run_suite("forward", "mul", "float16", device="faulty", bugs=("overflow_saturate_half",),
+                       max_examples=40, corpus_dir=tmp_path)
+    assert record["outcome"] is Outcome.FAILED, record
+    sample = load_case(record["counterexample"]["path"]).sample()
+    values = torch.cat([sample.input.flatten(), *[a.flatten() for a in sample.args]]).double()
+    assert int((values.abs() >= torch.finfo(torch.float16).max / 2).sum()) == 1 and bool(values.isfinite().all())
+    assert bool(torch.mul(sample.input, *sample.args).isinf().any())
+
+
 def test_the_comparison_is_exact_about_nan_signed_zero_and_values():
     same = (torch.tensor([math.nan, -0.0, 1.0]), 3)
     assert_exactly_equal(same, (torch.tensor([math.nan, -0.0, 1.0]), 3), call="p(x)", what="dev")

@@ -25,8 +25,8 @@ from torchcts.results.writer import read_records
 from torchcts.strategies import opinfo_samples
 
 ABS = PlanItem("forward", "abs", "function", "float32", 1)
-COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "cpu_contract_cases", "unavailable_cases",
-            "max_abs_error", "max_rel_error", "max_ulp", "counterexample")
+COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "distinct_cases", "max_examples",
+            "cpu_contract_cases", "unavailable_cases", "max_abs_error", "max_rel_error", "max_ulp", "counterexample")
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,14 @@ def test_run_item_gives_the_record_torchcts_run_writes(tmp_path, manifest_path, 
     written = {r["item"]: r for r in read_records(next((tmp_path / "results").glob("*/run.json")).parent)}[ABS.id]
     assert {k: record[k] for k in COMPARED} == {k: written[k] for k in COMPARED}
     assert set(record) == set(written)
+
+
+def test_a_record_counts_distinct_cases_next_to_its_budget_and_a_fixed_list_has_none(settings):
+    drawn = run_item(ABS, attrs.evolve(settings, max_examples=6))
+    assert drawn["max_examples"] == 6 and drawn["distinct_cases"] == len(set(drawn["fingerprints"])) >= 1
+    listed = run_item(PlanItem("errors", "cat", "function", "float32", 2), attrs.evolve(settings, level=2))
+    assert listed["outcome"] is Outcome.PASSED and "max_examples" not in listed  # OpInfo error inputs: a fixed list
+    assert listed["distinct_cases"] == len(set(listed["fingerprints"])) and listed["examples"] >= 1
 
 
 def test_an_isolated_item_gives_the_same_record(settings):

@@ -33,8 +33,8 @@ from torchcts.plan.build import PlanItem
 
 HANG_TIMEOUT_S = 4  # only ever given to the item that sleeps for an hour
 ABS = PlanItem("forward", "abs", "function", "float32", 1)
-COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "cpu_contract_cases", "unavailable_cases",
-            "max_abs_error", "max_rel_error", "max_ulp", "counterexample")
+COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "distinct_cases", "max_examples",
+            "cpu_contract_cases", "unavailable_cases", "max_abs_error", "max_rel_error", "max_ulp", "counterexample")
 
 SUITE = '''
 """Scenario properties that pass, fail, abort the process or hang, for the spawned pool's tests."""

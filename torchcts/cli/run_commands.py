@@ -356,7 +356,8 @@ def _bytes(value: str | None) -> int | None:
 
 @click.command("selftest")
 @click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
-@click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16", "int32"), show_default=True,
+@click.option("--dtype", "dtypes", multiple=True, default=("float32", "float64", "bfloat16", "int32"),
+              show_default=True,
               shell_complete=complete_dtypes,
               help="Dtypes to run (a bug in one dtype needs that dtype).")
 @click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES), default=10, show_default=True,

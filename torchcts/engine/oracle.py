@@ -1,8 +1,9 @@
 """The CPU oracle's comparison: tolerances, and what differs between a backend's result and CPU's.
 
 Tolerances come from layers, later ones winning field by field (rtol, atol): per-dtype defaults
-(those of `torch.testing.assert_close`, capped at ULPs of the claimed dtype: `precision`), the OpInfo's own tolerance overrides for the op and dtype
-(the loosest that applies to the device type), the manifest's `default` override, then its override
+(those of `torch.testing.assert_close`, capped at ULPs of the claimed dtype: `precision`), the
+OpInfo's own tolerance overrides for the op and dtype (the loosest that applies to the device
+type), the manifest's `default` override, then its override
 of each of the comparison's categories from the least specific to the most specific
 (`manifest.tolerance_override`; vocabulary.TOLERANCE_READERS says which comparisons read which
 category). Integers and bools compare exactly. A comparison reports the largest

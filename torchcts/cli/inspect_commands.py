@@ -219,8 +219,10 @@ def _validate_rendered(output: Path, text: str) -> None:
 @device_option("Device the run would target (recorded in the listing; nothing executes).")
 @compile_option("The torch.compile backend the run would use (picks the shipped manifest without --manifest).")
 @manifest_option()
-@selection_options(level_help="Deselect items above this semantic level, as run would.",
-                   dtype_help="Only these dtypes, as run would; repeatable.")
+@selection_options(level_help="The depth, as run takes it: replaces the manifest's semantic_level; items above it "
+                              "are level_filtered.",
+                   dtype_help="Claim these dtypes for every op, as run would (the manifest's others are "
+                              "deselected); repeatable.")
 @capability_option("Only the items of properties that test this capability (their own, or one they also "
                    "prove, as forward proves ieee754); repeatable.")
 @click.option("--list", "list_items", is_flag=True, help="Also list every item, not only the counts.")

@@ -22,7 +22,7 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
 @click.command("run", cls=Command, pytest_args=True)
 @device_option("Device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
 @manifest_option()
-@selection_options(level_help="Deselect (and record) items above this semantic level.")
+@selection_options()
 @capability_option("Only the properties that test this capability (their own, or one they also prove, as forward "
                    "proves ieee754); repeatable; with --property, the properties in both. The others are recorded "
                    "deselected.")
@@ -188,7 +188,7 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @click.option("--max-visits", type=click.IntRange(min=1), metavar="N",
               help="Stop after N scheduled visits (--examples-per-task examples each), whatever the machine's "
                    "speed; with --seed and --workers 1 the hunt repeats exactly. With --budget: whichever ends first.")
-@selection_options(level_help="Semantic level (default: the manifest's).", dtype_help="Only these dtypes; repeatable.")
+@selection_options(level_help="The hunt's depth (default: the manifest's semantic_level; deeper or shallower).")
 @corpus_option("Where new counterexamples are written.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Worker processes (each imports torch and the op database once).")

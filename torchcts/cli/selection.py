@@ -43,7 +43,14 @@ def _registered_names(extra_dirs: Iterable[Path] = ()) -> tuple[str, ...]:
     return registry.names()
 
 
-def selection_options(level_help: str, dtype_help: str = "Only these dtypes (float32, torch.bfloat16); repeatable.",
+DTYPE_HELP = ("Claim these dtypes for every op in this run, even where the manifest does not (recorded in run.json's "
+              "`claims`, shown in the report); the dtypes the manifest claims that are not named are deselected. "
+              "Repeatable; float32, torch.bfloat16, ...")
+LEVEL_HELP = ("The run's depth, replacing the manifest's semantic_level for this run (deeper or shallower); items "
+              "above it are level_filtered.")
+
+
+def selection_options(level_help: str = LEVEL_HELP, dtype_help: str = DTYPE_HELP,
                       property_help: str = "Only these properties; repeatable.") -> Callable:
     """--level, --dtype, --ops and --property, as run, fuzz and show-skips take them."""
     return apply(

@@ -44,9 +44,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
     group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",
-                    help="TorchCTS: deselect (and record) items above semantic level N.")
+                    help="TorchCTS: the run's depth, replacing the manifest's semantic_level (items above it are "
+                         "recorded level_filtered).")
     group.addoption("--dtype", dest="torchcts_dtypes", action="append", default=None, metavar="X",
-                    help="TorchCTS: only these dtypes (float32, torch.bfloat16, ...); repeatable.")
+                    help="TorchCTS: claim these dtypes for every op in this run (the manifest's others are "
+                         "deselected); float32, torch.bfloat16, ...; repeatable.")
     group.addoption("--ops", dest="torchcts_ops", action="append", default=None, metavar="REGEX",
                     help="TorchCTS: only OpInfos whose id matches; repeatable.")
     group.addoption("--shard", dest="torchcts_shard", default=None, metavar="K/N",

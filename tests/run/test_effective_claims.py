@@ -77,3 +77,19 @@ def test_show_skips_plans_by_the_same_rule_and_says_the_claims_differ(tmp_path):
                           "(the manifest: False); --level 8 runs deeper than the manifest's semantic_level 2")
     assert "level_filtered" not in out  # --level 8: nothing is above the run's depth
     assert "inplace::add::inplace::bfloat16" in out and "backward::add::function::bfloat16" in out
+
+
+def test_spawned_workers_test_the_runs_claims_not_the_files(tmp_path):
+    # a spawned worker reloads the manifest file: it must apply --level and --dtype as the run did (and check the
+    # run's effective fingerprint), or every isolated item would fail to start
+    (tmp_path / "manifest.py").write_text(MANIFEST)
+    result = cli(tmp_path, "run", "--device", "faulty", "--isolation-start", "spawn", "--subprocess-per-test",
+                 "--level", "3", "--dtype", "bfloat16", "--ops", "^add$", "--derandomize", "--max-examples", "2",
+                 "--results-dir", "r", "--no-report")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    folder = next((tmp_path / "r").glob("*/run.json")).parent
+    executed = [r for r in read_records(folder) if r["outcome"] not in ("deselected", "level_filtered",
+                                                                       "capability_not_declared", "runtime_unavailable")
+                and not r["outcome"].startswith("dtype_")]
+    assert {r["item"] for r in executed} >= {"forward::add::function::bfloat16", "inplace::add::inplace::bfloat16"}
+    assert all(r["outcome"] == "passed" and r["isolated_by"] == "spawn" for r in executed), executed

@@ -45,6 +45,10 @@ class WorkerSetup:
     device: str
     faulty_bugs: tuple[str, ...] | None  # the faulty device's bugs the parent has switched on (None: not faulty)
     sys_path: tuple[str, ...]
+    # the run's claims where they differ from the file's (`plan.effective`): its depth and the dtypes it claims for
+    # every op; the worker applies them to the file it loads, so `manifest_hash` is the run's effective fingerprint
+    level: int | None = None
+    whole_dtypes: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, settings: Any) -> "WorkerSetup":
@@ -56,7 +60,9 @@ class WorkerSetup:
         return cls(manifest=str(source) if source is not None else None,
                    manifest_hash=manifest.fingerprint() if manifest is not None else None,
                    device=settings.target.device, faulty_bugs=_faulty_bugs(settings.target.device),
-                   sys_path=tuple(sys.path))
+                   sys_path=tuple(sys.path), level=manifest.semantic_level if manifest is not None else None,
+                   whole_dtypes=tuple(c.name for c in manifest.dtype_claims if c.claimed and c.op_pattern is None)
+                   if manifest is not None else ())
 
     def as_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -65,7 +71,8 @@ class WorkerSetup:
     def from_json(cls, data: dict[str, Any]) -> "WorkerSetup":
         bugs = data.get("faulty_bugs")
         return cls(manifest=data.get("manifest"), manifest_hash=data.get("manifest_hash"), device=data["device"],
-                   faulty_bugs=tuple(bugs) if bugs is not None else None, sys_path=tuple(data.get("sys_path", ())))
+                   faulty_bugs=tuple(bugs) if bugs is not None else None, sys_path=tuple(data.get("sys_path", ())),
+                   level=data.get("level"), whole_dtypes=tuple(data.get("whole_dtypes", ())))
 
     def environment(self) -> dict[str, str]:
         """The worker's environment variables: the parent's, with its hash seed (derandomized draws of OpInfo

@@ -52,16 +52,27 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _run_selection(setup: Any) -> Any:
+    """The part of the run's selection that changes its claims: its depth and the dtypes it claims for every op."""
+    from torchcts import dtypes as dtype_names
+    from torchcts.plan.selection import Selection
+
+    dtypes = tuple(d for d in map(dtype_names.lookup, setup.whole_dtypes) if d is not None)
+    return Selection(level=setup.level, dtypes=dtypes or None)
+
+
 def prepare(setup: Any) -> Any:
     """Import torch, the backend, the suites and the op database as the run did; the manifest (None without one)."""
     from torchcts.engine.hypothesis_profile import register_manifest_profile
     from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
     from torchcts.plan.catalog import all_ops
+    from torchcts.plan.effective import run_claims
 
     manifest = None
     if setup.manifest is not None:
         manifest, _ = load_manifest(Path(setup.manifest))
+        manifest = run_claims(manifest, _run_selection(setup)).effective  # the run's claims (--level, --dtype)
         register_manifest_profile(manifest.hypothesis)  # before the backend module, which may build profiles on it
     prepare_worker(manifest, setup.device)
     all_ops()

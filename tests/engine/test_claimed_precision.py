@@ -116,3 +116,45 @@ def test_a_float32_matmul_accumulating_in_float16_fails():
         actual = _device_result(op, sample)
         assert not oracle.compare(actual, expected, _oracle_rule(op, torch.float32, inputs, expected)).ok
         assert not oracle.compare(actual, expected, _assert_close_rule(torch.float32, inputs, expected)).ok
+
+
+def _dot_in_reverse(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b with each output's k products summed one by one from the last: another order than CPU's."""
+    out = torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
+    for k in reversed(range(a.shape[1])):
+        out += a[:, k:k + 1] * b[k:k + 1, :]
+    return out
+
+
+def test_a_square_matmul_summed_in_another_order_passes_and_one_in_float32_fails():
+    # the floor counts the contraction k (64), not elements in over elements out (2 for a square product)
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.empty(64, 64, dtype=torch.float64).uniform_(-9, 9, generator=generator) for _ in range(2))
+    assert precision.contraction([a, b], "matmul") == 64 and precision.contraction([a, b.T.contiguous()], "matmul") == 64
+    expected = a @ b
+    tol = oracle.normwise_floor(oracle.tolerance(torch.float64, find_op("mm")), expected, [a, [b], {}], "matmul")
+    assert oracle.compare(_dot_in_reverse(a, b), expected, tol).ok
+    assert not oracle.compare((a.float() @ b.float()).double(), expected, tol).ok
+
+
+def test_a_convolution_floor_counts_its_window():
+    weight = torch.ones(8, 3, 3, 3, dtype=torch.float64)
+    # a bound: the larger of the weight's channel sizes (a transposed convolution's weight holds its input
+    # channels first) times the 3x3 window, never elements in over elements out (0.46 here)
+    assert precision.contraction([torch.ones(1, 3, 32, 32, dtype=torch.float64), weight], "conv") == 8 * 9
+
+
+def test_a_float64_elementwise_op_that_sums_gets_the_accumulation_floor():
+    # scatter_add's category is "elementwise", yet each output sums many inputs: another order must not fail it
+    generator = torch.Generator().manual_seed(1)
+    src = torch.empty(4000, dtype=torch.float64).uniform_(-9, 9, generator=generator)
+    index = torch.zeros(4000, dtype=torch.int64)
+    expected = torch.zeros(1, dtype=torch.float64).scatter_add(0, index, src)
+    reordered = torch.zeros(1, dtype=torch.float64).scatter_add(0, index.flip(0), src.flip(0))
+    in_float32 = torch.zeros(1, dtype=torch.float32).scatter_add(0, index, src.float()).double()
+    tol = oracle.tolerance(torch.float64, find_op("scatter_add"))
+    assert oracle.category("scatter_add") == "elementwise" and precision.capped_default(tol)
+    floored = oracle.accumulation_floor(tol, expected, [torch.zeros(1, dtype=torch.float64), [0, index, src], {}])
+    assert floored.atol > tol.atol and oracle.compare(reordered, expected, floored).ok
+    assert not oracle.compare(in_float32, expected, floored).ok
+    assert not precision.capped_default(oracle.tolerance(torch.float32, find_op("scatter_add")))  # float32 as before

@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 from hypothesis import strategies as st
 
 from torchcts import interrupts
-from torchcts.engine import missing_kernels, oracle, ulp_oracle
+from torchcts.engine import missing_kernels, oracle, precision, ulp_oracle
 from torchcts.engine.dispatch_trace import traced
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
@@ -356,9 +356,11 @@ class CaseContext:
                                self.target.device_type, categories).widened(widen)
         if normwise is None:
             normwise = oracle.category(name) != "elementwise"
+        case_inputs = [inputs.input, list(inputs.args), dict(inputs.kwargs)] if inputs is not None else None
         if inputs is not None and normwise:
-            tol = oracle.normwise_floor(tol, expected, [inputs.input, list(inputs.args), dict(inputs.kwargs)],
-                                        oracle.category(name))
+            tol = oracle.normwise_floor(tol, expected, case_inputs, oracle.category(name))
+        elif inputs is not None and precision.capped_default(tol):  # an "elementwise" op that sums (scatter_add,
+            tol = oracle.accumulation_floor(tol, expected, case_inputs, oracle.category(name))  # pooling): its bound
         try:
             # a scenario program's plain values are metadata it observed (strides, `_is_view()`): shown by every target
             result = oracle.compare(actual, expected, tol, values=values, strides=strides,

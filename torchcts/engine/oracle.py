@@ -156,6 +156,13 @@ def terms_per_output(inputs: Any, outputs: Any) -> float:
     return count_in / count_out if count_in and count_out else 0.0
 
 
+def accumulation_floor(tol: Tolerance, expected: Any, inputs: Any, category_name: str | None = None) -> Tolerance:
+    """`tol` with atol raised to the accumulation bound sqrt(n) * eps * sum|x| of the claimed dtype for results that
+    each sum n terms of the case's `inputs` (`precision.accumulation_floor`); `tol` itself where nothing is summed."""
+    floor = precision.accumulation_floor(inputs, expected, category_name, terms_per_output(inputs, expected))
+    return Tolerance(tol.rtol, floor, f"{tol.source}, accumulation") if floor > tol.atol else tol
+
+
 def normwise_floor(tol: Tolerance, expected: Any, inputs: Any = None, category_name: str | None = None) -> Tolerance:
     """`tol` with atol raised to rtol times the largest finite magnitude in `expected` and, given the case's
     `inputs`, to the accumulation bound sqrt(n) * eps * sum|x| of the claimed dtype (`precision.accumulation_floor`;
@@ -167,9 +174,7 @@ def normwise_floor(tol: Tolerance, expected: Any, inputs: Any = None, category_n
     whole ulps of 1 near 0).
     """
     if inputs is not None:
-        floor = precision.accumulation_floor(inputs, expected, category_name, terms_per_output(inputs, expected))
-        if floor > tol.atol:
-            tol = Tolerance(tol.rtol, floor, f"{tol.source}, accumulation")
+        tol = accumulation_floor(tol, expected, inputs, category_name)
     scale = 0.0
     for t in tree_flatten(expected)[0]:
         if (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested and t.device.type != "meta"

@@ -53,20 +53,48 @@ def capped(dtype: torch.dtype, category: str | None, rtol: float, atol: float) -
     return min(rtol, bound), min(atol, bound)
 
 
+def capped_default(tol: Any) -> bool:
+    """Whether a tolerance is a default the claimed-precision cap tightened (float64 and complex128: below
+    assert_close's 1e-7). Ops outside the summing categories that still sum (scatter_add, index_add, pooling,
+    interpolation) get the accumulation floor for those dtypes; others keep assert_close's elementwise defaults."""
+    return tol.source.startswith("default") and tol.atol < 1e-7
+
+
 def accumulation_floor(inputs: Any, expected: Any, category: str | None, n: float) -> float:
     """sqrt(n) * eps * sum|x|: the error of results that each sum n terms (`oracle.terms_per_output`), in the
     narrowest floating dtype of `expected`; 0 where nothing is summed (n <= 1).
 
-    sum|x| is taken as n times the largest finite input magnitude, for matmul and convolutions the product of the
-    two largest (each term multiplies an element of each operand): a bound on each output's sum of |terms|.
+    For matmul and convolutions n is at least the contraction (`contraction`: k, or the window), and sum|x| is
+    taken as n times the product of the two largest input magnitudes (each term multiplies an element of each
+    operand); elsewhere n times the largest: a bound on each output's sum of |terms|.
     """
     outputs = [t for t in tree_flatten(expected)[0] if _floating(t)]
+    operands = [t for t in tree_flatten(inputs)[0] if _floating(t)]
+    if category in _PRODUCTS:  # each output sums a contraction (k, or a convolution window) of products
+        n = max(n, contraction(operands, category))
     if n <= 1 or not outputs:
         return 0.0
-    magnitudes = sorted((_largest(t) for t in tree_flatten(inputs)[0] if _floating(t)), reverse=True) or [0.0]
+    magnitudes = sorted((_largest(t) for t in operands), reverse=True) or [0.0]
     scale = magnitudes[0] * (magnitudes[1] if category in _PRODUCTS and len(magnitudes) > 1 else 1.0)
     floor = math.sqrt(n) * max(eps(t.dtype) for t in outputs) * n * scale
     return floor if math.isfinite(floor) else 0.0
+
+
+def contraction(operands: list[torch.Tensor], category: str | None) -> int:
+    """The terms each output of a matmul or convolution sums: k of an (.., k) x (k, ..) (or (.., k) x (.., k),
+    linear's weight) pair of consecutive operands; for a convolution, a bound: the larger of its weight's first two
+    sizes (the input channels of a convolution, or of a transposed one) times its window. 0 when no pair or weight
+    is recognised (the caller then keeps elements in over elements out)."""
+    if category == "conv":
+        weights = [w for w in operands[1:] if w.dim() >= 3]
+        return max((max(w.shape[0], w.shape[1]) * math.prod(w.shape[2:]) for w in weights), default=0)
+    found = 0
+    for a, b in zip(operands, operands[1:]):
+        if a.dim() >= 1 and b.dim() >= 1:
+            inner = b.shape[-2] if b.dim() >= 2 else b.shape[0]
+            if a.shape[-1] in (inner, b.shape[-1]):
+                found = max(found, a.shape[-1])
+    return found
 
 
 def _floating(t: Any) -> bool:

@@ -25,4 +25,4 @@ def missing_overloads(reason: object) -> tuple[str, ...]:
     if not isinstance(reason, str) or not reason.startswith(PREFIX) or len(reason) > 100 * MAX_OVERLOADS:
         return ()
     names = [part.strip() for part in reason[len(PREFIX):].split(",")][:MAX_OVERLOADS]
-    return tuple(names) if names and all(_OVERLOAD.fullmatch(n) for n in names) else ()
+    return tuple(n for n in names if _OVERLOAD.fullmatch(n))  # a name that is not an overload drops alone

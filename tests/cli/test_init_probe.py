@@ -165,6 +165,7 @@ def test_a_probe_skip_reason_is_read_back_only_in_its_own_form():
     for reason in ("not yet", "no kernel for", "no kernel for <script>", "no kernel for aten::x; rm -rf",
                    "no kernel for " + "aten::a, " * 100_000, None, 42, ["no kernel for aten::a"]):
         assert missing_overloads(reason) == ()
+    assert missing_overloads("no kernel for aten::trunc, None") == ("aten::trunc",)  # a bad name drops alone
 
 
 def test_init_probe_checks_its_options_before_probing(tmp_path):

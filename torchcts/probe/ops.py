@@ -48,7 +48,8 @@ def missing_overload(record: dict[str, Any]) -> str | None:
     if record.get("outcome") != Outcome.ERROR:
         return None
     if record.get("error_kind") == "missing_kernel" and isinstance(record.get("missing_kernel"), dict):
-        return str(record["missing_kernel"].get("overload"))
+        overload = record["missing_kernel"].get("overload")
+        return overload if isinstance(overload, str) and overload else None
     if "error_kind" not in record:
         match = _DISPATCHER.search(str(record.get("error") or ""))
         return match.group("overload") if match else None

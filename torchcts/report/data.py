@@ -109,7 +109,9 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
             "support_percent": support, "support_threshold": SUPPORT_THRESHOLD,
             # the share of the operator matrix (every item the plan considered) the manifest claims: a pass rate
             # of a few claimed items must never read as the backend's support of the whole surface
-            "claimed_items": claimed, "claimed_percent": round(100.0 * claimed / len(records), 2) if records else None,
+            "claimed_items": claimed,  # a replay has no operator matrix: no share
+            "claimed_percent": round(100.0 * claimed / len(records), 2)
+            if records and summary.get("run_kind") in (None, RUN_KINDS[0]) else None,
             "claimed_not_selected": sum(counts[o] for o in GROUPS[Group.SELECTION]),
             "counts": dict(sorted(counts.items())),
             "ops_executed": len({r["op"] for r in records if r["outcome"] in EXECUTED_VALUES}),

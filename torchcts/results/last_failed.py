@@ -55,4 +55,6 @@ def read_last_failed(folder: Path | str) -> LastFailed:
     outcomes: dict[str, str] = {}
     for record in iter_records(folder):
         outcomes[record["item"]] = record["outcome"]  # the last record of an item is its outcome
-    return LastFailed(str(summary.get("run_id") or folder.name), folder, outcomes)
+    run_id = summary.get("run_id")  # untrusted: it goes into every deselected record's reason, so it is bounded
+    run_id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 64 and run_id.isprintable() else folder.name
+    return LastFailed(run_id, folder, outcomes)

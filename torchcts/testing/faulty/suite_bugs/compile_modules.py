@@ -31,7 +31,9 @@ def _without_bias(func, args, kwargs, result):
 # -- compiled_batch_norm_biased_running_var: the running variance is updated with the biased batch variance ------------
 
 def _compiled_training_with_stats(func, args, kwargs) -> bool:
-    return torch.compiler.is_compiling() and bool(args[5]) and isinstance(args[4], torch.Tensor)
+    # one value per channel: CPU's unbiased update is undefined there, so the bug stays silent
+    return (torch.compiler.is_compiling() and bool(args[5]) and isinstance(args[4], torch.Tensor)
+            and args[0].numel() > args[0].shape[1])
 
 
 def _biased_running_var(func, args, kwargs, result):

@@ -25,7 +25,8 @@ BUGS = {"forward::add::function::float32": "noncontiguous_add",  # a value diffe
         "errors::roll::function::float32": "index_error_as_runtime_error",  # RuntimeError where CPU raises IndexError
         "forward::trunc::function::float32": "missing_kernel"}  # the device raises where CPU does not
 HOSTILE_NAMES = ["os; import x", "__import__('os').system('x')", "a..b", ".a", "a.", "1a", "a.class", "import",
-                 "caf\u00e9", "a b", "a\nb", "a" * 201, 3, ["os"], {"m": "os"}, True, ""]
+                 "caf\u00e9", "a b", "a\nb", "a" * 201, 3, ["os"], {"m": "os"}, True, "",
+                 "unittest.__main__", "__main__", "venv.__main__"]
 
 
 def cli(folder, *args, bugs=""):
@@ -98,13 +99,22 @@ def test_a_script_that_cannot_run_says_so_in_one_line_with_exit_2(found, tmp_pat
     data = json.loads(cases["forward::add::function::float32"].read_text())
     data["backend_import"] = "no_such_backend.torch_module"
     (tmp_path / "missing.json").write_text(json.dumps(data))
-    missing = run_script(export(folder, tmp_path / "missing.json"), bugs="noncontiguous_add")
+    missing = run_script(export(tmp_path, tmp_path / "missing.json"), bugs="noncontiguous_add")  # no manifest here
     assert missing[0] == 2 and missing[1].count("\n") == 1 and missing[2] == "", missing
     assert missing[1].startswith("could not run on faulty: importing the backend module "
                                  "no_such_backend.torch_module failed: ModuleNotFoundError")
     unknown = run_script(export(folder, cases["forward::add::function::float32"]), "nosuch", bugs="noncontiguous_add")
     assert unknown[0] == 2 and unknown[1].count("\n") == 1 and unknown[2] == "", unknown
     assert unknown[1].startswith("could not run on nosuch: the device is not available: RuntimeError: Expected one of")
+
+
+def test_the_users_manifest_wins_over_the_module_a_case_names(found, tmp_path):
+    folder, cases = found
+    data = json.loads(cases["forward::add::function::float32"].read_text())
+    data["backend_import"] = "no_such_backend.torch_module"  # a case file from elsewhere names another module
+    (tmp_path / "other.json").write_text(json.dumps(data))
+    script = export(folder, tmp_path / "other.json").read_text()  # ./manifest.py names torchcts.testing.faulty
+    assert "torchcts.testing.faulty" in script and "no_such_backend" not in script
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))

@@ -93,10 +93,12 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_b
     from torchcts.plan.catalog import find_op
 
     writer = _Writer(case)
-    backend_import = case.backend_import or manifest_backend_import
+    # the user's manifest wins over the case's (untrusted) name: a case file never picks a module the user has
+    # not chosen when a manifest names one
+    backend_import = manifest_backend_import or case.backend_import
     problem = None if backend_import is None else module_name_problem(backend_import)
     if problem is not None:  # load_case checked the case's; this is the manifest's
-        writer.fail("backend_import" if case.backend_import else "--manifest backend_import", problem)
+        writer.fail("--manifest backend_import" if manifest_backend_import else "backend_import", problem)
     if not _DEVICE.fullmatch(case.device_type):
         writer.fail("device_type", f"{_show(case.device_type)} is not a device type (like cpu, cuda, cuda:1)")
     if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):

@@ -172,9 +172,10 @@ def module_name_problem(name: object) -> str | None:
     """What makes `name` no importable module name (None: it is one): ASCII identifiers, not keywords,
     joined by dots, at most 200 characters. A case file is untrusted: its module name reaches a script."""
     if not isinstance(name, str) or len(name) > _MODULE_NAME_CHARS or not _MODULE_NAME.fullmatch(name) or any(
-            keyword.iskeyword(part) for part in name.split(".")):
-        return (f"{brief(name)} is not a module name (dotted ASCII identifiers, like torch_mydevice or "
-                f"vendor.torch_backend, at most {_MODULE_NAME_CHARS} characters)")
+            keyword.iskeyword(part) or part.startswith("__") for part in name.split(".")):
+        return (f"{brief(name)} is not a module name (dotted ASCII identifiers, none a keyword or starting with "
+                f"'__' such as __main__, like torch_mydevice or vendor.torch_backend, at most {_MODULE_NAME_CHARS} "
+                "characters)")
     return None
 
 

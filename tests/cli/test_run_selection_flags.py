@@ -186,3 +186,35 @@ def test_the_plugin_reads_last_failed_from_a_named_folder(tmp_path):
         _last_failed(str(passed))
     with pytest.raises(SessionError, match="--last-failed-from 'nowhere': no such folder"):
         _last_failed("nowhere")
+
+
+def test_an_item_a_dead_run_was_running_is_rerun_as_crashed(tmp_path):
+    from torchcts.results.last_failed import read_last_failed
+
+    record = {"item": FORWARD, "property": "forward", "op": "add", "dtype": "float32", "level": 1, "outcome": "passed"}
+    folder = _earlier_run(tmp_path / "died", json.dumps(record) + "\n")
+    summary = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**summary, "status": "running"}))  # killed: never closed
+    (folder / "started.jsonl").write_text(json.dumps({"item": FORWARD}) + "\n" + json.dumps({"item": LAYOUT}) + "\n")
+    last = read_last_failed(folder)
+    assert last.failed == (LAYOUT,) and last.reason(FORWARD) == "--last-failed: passed in died"
+    hostile = _earlier_run(tmp_path / "hostile", json.dumps({**record, "outcome": "failed"}) + "\n")
+    (hostile / "run.json").write_text(json.dumps({**summary, "run_id": "x" * 10_000}))
+    assert read_last_failed(hostile).reason("other") == "--last-failed: not in hostile"  # an id is bounded
+
+
+def test_last_failed_takes_the_newest_run_of_the_same_kind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    failed = json.dumps({"item": LAYOUT, "property": "layout", "op": "add", "dtype": "float32", "level": 1,
+                         "outcome": "failed"}) + "\n"
+    _earlier_run(tmp_path / "results" / "20260101T000000Z-a", failed)
+    for name, environment in (("20260102T000000Z-b", {"compile": "inductor"}),
+                              ("20260103T000000Z-c", {"suite": "path-shapes"})):
+        newer = _earlier_run(tmp_path / "results" / name, failed.replace(LAYOUT, "other::item"))
+        summary = json.loads((newer / "run.json").read_text())
+        summary["environment"].update(environment)
+        (newer / "run.json").write_text(json.dumps(summary))
+    from torchcts.cli.run_commands import _last_failed_run
+
+    assert _last_failed_run(Path("results"), "faulty", None, False, None).name == "20260101T000000Z-a"
+    assert _last_failed_run(Path("results"), "faulty", "inductor", False, None).name == "20260102T000000Z-b"

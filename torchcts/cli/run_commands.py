@@ -103,7 +103,8 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
     pytest_args = tuple(click.get_current_context().meta[PYTEST_ARGS])
     _refuse_cache_flags(pytest_args)
-    last_failed_from = _last_failed_run(results_dir, device or "cpu") if last_failed else None
+    last_failed_from = _last_failed_run(results_dir, device or "cpu", compile_backend, validation, shard) \
+        if last_failed else None
     # a --validation run tests CPU: without a manifest it uses the shipped cpu target's
     manifest_path = resolved_manifest(manifest_path, device or "cpu", compile_backend)
     options = RunOptions(device=device, manifest=manifest_path, level=level, dtypes=dtypes, ops=ops,
@@ -136,15 +137,27 @@ def _refuse_cache_flags(pytest_args: tuple[str, ...]) -> None:
                  "newest earlier run on the device")
 
 
-def _last_failed_run(results_dir: Path, device: str) -> Path:
-    """--last-failed: the newest earlier run folder on `device` in `results_dir` that executed items, read through
-    the bounded reader. None there, or one that cannot be read, is one line (exit 2); one where nothing failed
+def _last_failed_run(results_dir: Path, device: str, compile_backend: str | None, validation: bool,
+                     shard: str | None) -> Path:
+    """--last-failed: the newest earlier run folder on `device` in `results_dir` that executed items, of the same kind
+    (compile backend, validation, shard; not a path-shapes run), read through the bounded reader. None there, or one that cannot be read, is one line (exit 2); one where nothing failed
     ends the command (exit 0): there is nothing to rerun."""
     from torchcts.report.latest import latest_run_folder
     from torchcts.results.files import ResultFileError
     from torchcts.results.last_failed import read_last_failed
 
-    folder, passed_over = latest_run_folder(results_dir, device=device)
+    from torchcts.plan.shards import ShardError, format_shard, parse_shard
+
+    try:
+        shard = format_shard(parse_shard(shard)) if shard is not None else None  # as run.json writes it: "K/N"
+    except ShardError as exc:
+        fail(str(exc))
+
+    def like(environment: dict) -> bool:
+        return (environment.get("compile") == compile_backend and bool(environment.get("validation")) == validation
+                and environment.get("suite") is None and (shard is None or environment.get("shard") == shard))
+
+    folder, passed_over = latest_run_folder(results_dir, device=device, like=like)
     if folder is None:
         why = ", ".join(f"{n} {kind}" for kind, n in sorted(passed_over.items()))
         fail(f"--last-failed: {results_dir} holds no earlier run on device {device} that executed items"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from torchcts.outcomes import EXECUTED
 from torchcts.report.data import is_conformance_run
@@ -22,11 +22,13 @@ from torchcts.results.history import Warn, warn_on_stderr
 EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
 
 
-def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr,
-                      device: str | None = None) -> tuple[Path | None, dict[str, int]]:
+def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr, device: str | None = None,
+                      like: Callable[[dict[str, Any]], bool] | None = None) -> tuple[Path | None, dict[str, int]]:
     """The folder to report on by default, or None; and how many newer folders were passed over, by why.
 
-    `device`: only a run whose run.json names that device (`names_device`); others are passed over."""
+    `device`: only a run whose run.json names that device (`names_device`); `like`: only a run whose run.json
+    environment it accepts (`--last-failed`: the same compile backend, validation and shard, not path-shapes);
+    others are passed over."""
     passed_over: collections.Counter[str] = collections.Counter()
     for folder in sorted((path.parent for path in Path(results_dir).glob("*/run.json")), reverse=True):
         try:
@@ -37,6 +39,8 @@ def latest_run_folder(results_dir: Path | str, warn: Warn = warn_on_stderr,
             continue
         if device is not None and not names_device(summary["environment"].get("device"), device):
             passed_over["on another device"] += 1
+        elif like is not None and not like(summary["environment"]):
+            passed_over["of another kind"] += 1
         elif not is_conformance_run(summary):
             passed_over[str(summary.get("run_kind") or "replay")] += 1
         elif not _executed_any(folder, summary, warn):

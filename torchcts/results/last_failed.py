@@ -16,7 +16,7 @@ from typing import Mapping
 import attrs
 
 from torchcts.outcomes import PROBLEMS
-from torchcts.results.files import iter_records, read_summary
+from torchcts.results.files import iter_records, iter_started, read_summary
 
 RERUN_OUTCOMES = frozenset(outcome.value for outcome in PROBLEMS)  # failed, error, crashed, timed_out
 
@@ -55,6 +55,11 @@ def read_last_failed(folder: Path | str) -> LastFailed:
     outcomes: dict[str, str] = {}
     for record in iter_records(folder):
         outcomes[record["item"]] = record["outcome"]  # the last record of an item is its outcome
+    if summary.get("status") == "running":  # the run died (a crash, SIGKILL): what it was running never finished
+        interrupted = summary.get("interrupted") or {}
+        for started in iter_started(folder):
+            if started["item"] not in outcomes and started["item"] != interrupted.get("item"):
+                outcomes[started["item"]] = "crashed"
     run_id = summary.get("run_id")  # untrusted: it goes into every deselected record's reason, so it is bounded
     run_id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 64 and run_id.isprintable() else folder.name
     return LastFailed(run_id, folder, outcomes)

@@ -155,6 +155,8 @@ def test_cli_run_accounts_every_case_in_the_run_folder(tmp_path, kit, limited_ma
     summary = json.loads((folder / "run.json").read_text())
     assert summary["complete"] and summary["counts"]["runtime_unavailable"] == 2
     assert summary["environment"]["validation"] is True and summary["environment"]["suite"] == "path-shapes"
+    assert summary["environment"]["claims"]["level"]["source"] == "manifest"  # no --level: the file's depth
+    assert summary["environment"]["effective_manifest_hash"] == summary["environment"]["manifest_hash"]
     report = CliRunner().invoke(cli, ["report", "--from", str(folder)])
     assert report.exit_code == 0, report.output
     assert (folder / "report" / "scorecard.md").is_file()

@@ -12,9 +12,9 @@ ULPs of the claimed dtype (`eps`, its `torch.finfo(...).eps`), by comparison cat
   grows with a condition number the oracle does not know. float64's is then about 9.3e-10, still
   64 times below the 6e-8 a float32 rounding of the inputs alone costs.
 
-The cap only tightens (the minimum of the two), so float32, float16 and bfloat16 keep
-assert_close's defaults (float32's absolute 1e-5 becomes 64 ULPs, 7.6e-6); OpInfo and manifest
-overrides still win over it.
+The cap only tightens (the minimum of the two): float16 and bfloat16 keep assert_close's defaults,
+float32 its rtol while its absolute 1e-5 becomes 64 ULPs (7.6e-6); OpInfo and manifest overrides
+still win over it.
 
 For results that each sum many inputs the absolute floor follows the error bound of a sum:
 sqrt(n) * eps * sum|x| (`accumulation_floor`), with sum|x| estimated from the case's inputs, so

@@ -316,6 +316,17 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
     return RunSummary(writer.folder, counts, waived, unwaived, tuple(warnings), time.monotonic() - started)
 
 
+def _claims(manifest: Any, level: int | None) -> dict[str, Any]:
+    """run.json's `effective_manifest_hash` and `claims` (`plan.effective`): `--level` is the run's depth."""
+    if manifest is None:
+        return {"effective_manifest_hash": None, "claims": None}
+    from torchcts.plan.effective import run_claims
+    from torchcts.plan.selection import Selection
+
+    claims = run_claims(manifest, Selection(level=level))
+    return {"effective_manifest_hash": claims.effective.fingerprint(), "claims": claims.as_json()}
+
+
 def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
     """run.json's environment block: what a report needs to say what ran where."""
     import hypothesis
@@ -333,6 +344,7 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
             manifest.semantic_level if manifest is not None else None,
             "manifest": str(manifest.source) if manifest is not None else None,
             "manifest_hash": manifest.fingerprint() if manifest is not None else None,
+            **_claims(manifest, settings.level),
             "suite": "path-shapes", "corpus": str(corpus.folder),
             "planned_items": sum(len(properties_of(c)) for c in corpus.cases),
             "selection": attrs.asdict(settings.selection), "tiers": {t: b for t, b in TIERS.items()},

@@ -104,3 +104,20 @@ def test_quant_decode_override_allows_more_than_one_ulp():
     assert unread is None
     nan = torch.tensor([float("nan")])
     assert test_quantized_decoders.beyond_one_ulp(torch.tensor([1.0]), nan, torch.float32, decoding).all()
+
+
+def test_each_suite_hands_its_categories_to_every_comparison_it_makes():
+    """The tables above read each suite's CATEGORIES; this ties them to the suites' own calls, so a suite that stopped
+    passing them (its comparisons falling back to the op's category) fails here."""
+    import ast
+    import inspect
+
+    for module in (test_training, test_gradient_checkpointing, test_module_hooks, test_optimizers,
+                   test_compile_modules, test_quantized_decoders):
+        calls = [node for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and node.func.attr in ("assert_matches", "tolerance_override")]
+        assert calls, module.__name__
+        for call in calls:
+            given = {k.arg: k.value for k in call.keywords}.get("categories") if call.func.attr == "assert_matches" \
+                else (call.args[0] if call.args else None)
+            assert isinstance(given, ast.Name) and given.id == "CATEGORIES", (module.__name__, call.lineno)

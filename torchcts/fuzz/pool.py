@@ -184,5 +184,8 @@ class WorkerPool:
             if slot.process.is_alive():
                 slot.process.kill()
             slot.process.join(timeout=JOIN_TIMEOUT_S)
+            # a task this process queued that the killed worker never read would keep the queue's feeder thread
+            # writing into a pipe nobody reads, and the interpreter waiting for it at exit: drop it instead
+            slot.tasks.cancel_join_thread()
             if slot.answers is not None:
                 slot.answers.close()

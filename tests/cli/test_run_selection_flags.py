@@ -214,7 +214,7 @@ def test_last_failed_takes_the_newest_run_of_the_same_kind(tmp_path, monkeypatch
         summary = json.loads((newer / "run.json").read_text())
         summary["environment"].update(environment)
         (newer / "run.json").write_text(json.dumps(summary))
-    from torchcts.cli.run_commands import _last_failed_run
+    from torchcts.cli.last_failed import last_failed_run
 
-    assert _last_failed_run(Path("results"), "faulty", None, False, None).name == "20260101T000000Z-a"
-    assert _last_failed_run(Path("results"), "faulty", "inductor", False, None).name == "20260102T000000Z-b"
+    assert last_failed_run(Path("results"), "faulty", None, False, None).name == "20260101T000000Z-a"
+    assert last_failed_run(Path("results"), "faulty", "inductor", False, None).name == "20260102T000000Z-b"

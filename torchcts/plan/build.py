@@ -4,7 +4,7 @@ The properties come from the registry (`torchcts.plan.registry`): the installed 
 the manifest's `custom_test_dirs`. An OpInfo property is considered for every OpInfo its item
 source applies to, in every dtype that source gives; a scenario property for each of its scenarios
 in each dtype it lists. An item runs only if the manifest claims the dtype for the op, declares the
-property's capability, does not skip the op, claims the property's semantic level, and the run's
+property's capability, does not skip the op, the property's level is within the run's depth, and the run's
 own selection (`--dtype`, `--ops`, `--property`, `--capability`, `--last-failed`, `--shard`) keeps it.
 Everything else becomes an accounting record with the reason named in docs/architecture.md, so a report
 can say what was not run and why.

@@ -67,7 +67,9 @@ def test_records_count_distinct_cases_next_to_the_example_budget(validation):
     records = executed(folder)
     assert len(records) >= 20
     for record in records:
-        assert record["distinct_cases"] == len(set(record["fingerprints"])) >= 1, record["item"]
+        assert 1 <= record["distinct_cases"] <= len(set(record["fingerprints"])), record["item"]
+        if not record["cpu_contract_cases"] and not record["unavailable_cases"]:  # else those cases do not count
+            assert record["distinct_cases"] == len(set(record["fingerprints"])), record["item"]
         assert record["max_examples"] == BUDGET and record["examples"] == BUDGET, record["item"]
     short = [r for r in records if r["distinct_cases"] < BUDGET]
     assert short, "some level-1 item draws a case twice"  # 46 of 62 on abs, add, mul, neg, sin (torch 2.x)
@@ -152,3 +154,29 @@ def test_a_malformed_distinct_cases_is_refused_naming_the_field(validation, tmp_
     result = cli(cwd, "report", "--from", str(bad), "--baseline", "none")
     assert result.returncode == 2
     assert f"records.jsonl:{index + 1}: field 'distinct_cases' must be a non-negative integer or null" in result.stderr
+
+
+def test_cases_the_cpu_oracle_rejects_are_no_evidence():
+    import torch
+
+    from torchcts.engine.context import CaseContext, CpuRejects
+    from torchcts.engine.targets import Target
+    from torchcts.plan.build import PlanItem
+    from torchcts.plan.catalog import find_op
+    from torchcts.strategies import opinfo_samples
+
+    context = CaseContext(item=PlanItem("forward", "add", "function", "float32", 1), op=find_op("add"),
+                          dtype=torch.float32, target=Target("cpu"), manifest=None, level=2, max_examples=12, seed=1,
+                          shrink=False)
+    rejected = set()
+
+    def check(case):  # the CPU oracle "rejects" every case whose fingerprint ends in an even digit
+        if case.fingerprint[15] in "02468ace":
+            rejected.add(case.fingerprint[:16])
+            raise CpuRejects("rejected")
+
+    context.run(opinfo_samples(find_op("add"), torch.float32), check)
+    fields = context.record_fields()
+    drawn = set(fields["fingerprints"])
+    assert rejected and rejected < drawn and fields["cpu_contract_cases"] >= len(rejected)
+    assert fields["distinct_cases"] == len(drawn - rejected) < len(drawn)

@@ -90,6 +90,7 @@ class CaseContext:
     examples: int = 0
     budget: int = 0  # the examples Hypothesis was allowed (max_examples per `run`); 0: a fixed list of cases
     cpu_contract_cases: int = 0
+    uncompared: set[str] = attrs.field(factory=set)  # fingerprints of cases CPU rejected or the target could not run
     unavailable_cases: int = 0
     metadata_only_cases: int = 0  # cases compared in dtype and shape only (random or uninitialized results)
     unavailable_reason: str = ""
@@ -189,9 +190,11 @@ class CaseContext:
             self._call(check, case, fingerprint)
         except CpuRejects:
             self.cpu_contract_cases += 1
+            self.uncompared.add((fingerprint or case_fingerprint(case))[:16])
         except CaseUnavailable as exc:
             self.unavailable_cases += 1
             self.unavailable_reason = str(exc)
+            self.uncompared.add((fingerprint or case_fingerprint(case))[:16])
         except BaseException:
             self.failing_case = case  # Hypothesis replays the shrunk case last: it is the one kept
             raise
@@ -436,7 +439,9 @@ class CaseContext:
     def record_fields(self) -> dict[str, Any]:
         return {
             "examples": self.examples,
-            "distinct_cases": len(set(self.fingerprints)),  # a case drawn again (or shrunk to) counts once
+            # the evidence: distinct cases compared with CPU (a case drawn again, or shrunk to, counts once; one the
+            # CPU oracle rejected or the target could not run, not at all)
+            "distinct_cases": len(set(self.fingerprints) - self.uncompared),
             **({"max_examples": self.budget} if self.budget else {}),
             "cpu_contract_cases": self.cpu_contract_cases,
             "unavailable_cases": self.unavailable_cases,

@@ -234,8 +234,9 @@ def near_limit_value(dtype: torch.dtype, drawn: tuple[bool, bool, int, int]) -> 
 
 def apply_near_limits(t: torch.Tensor, start: int, drawn: list[tuple[bool, bool, int, int]]
                       ) -> tuple[torch.Tensor, str]:
-    """A contiguous copy of `t` with the drawn near-limit values in order from flat `start` (two operands with
-    the same start meet them pairwise: max/2 + max/2 overflows), and a note."""
+    """`t` with the drawn near-limit values in order from flat `start` (two operands with the same start meet them
+    pairwise: max/2 + max/2 overflows), and a note. A strided or offset `t` is copied first; a dense one is written
+    in place (callers pass a case's own copy)."""
     if not t.numel() or t.dtype not in NEAR_LIMIT_DTYPES:
         return t, ""
     start = start % t.numel()

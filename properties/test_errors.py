@@ -15,6 +15,11 @@ The rule:
   which check arguments in their own order and words) must match it too (`re.search`, as `assertRaisesRegex`). A regex is stable when it matches
   CPU's message and names no device or backend (`cpu`, `cuda`, `device`, `meta`, ...) and no C++
   internals (`static_cast`, "to be true, but got false"): those are one kernel's wording.
+- **Through torch.compile** the device's exception is compared by its cause
+  (`torchcts.engine.error_cause`): an op's refusal that dynamo wraps (`TorchRuntimeError` around
+  the `ValueError` a Python reference raised on fake tensors) is that refusal, and the failure names
+  the wrappers. A compile failure (a backend's own exception while compiling, a graph break under
+  fullgraph) is no refusal: it never conforms, though its type is a RuntimeError.
 - A missing kernel (the dispatcher's NotImplementedError) is not a rejection: outcome `error`
   naming the kernel. A target that cannot run the case by design (meta and data-dependent
   outputs) makes the case `runtime_unavailable`.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import re
 
 from torchcts.engine import missing_kernels
+from torchcts.engine.error_cause import ErrorCause, find_cause
 from torchcts.engine.context import CpuRejects, MissingKernelError
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import OpInfoItems, register_property
@@ -70,10 +76,18 @@ def type_conforms(cpu_error: BaseException, device_error: BaseException) -> bool
     return type(cpu_error) is RuntimeError and isinstance(device_error, REFINEMENTS_OF_RUNTIME_ERROR)
 
 
-def parity_problem(cpu_error: BaseException, device_error: BaseException, regex: str) -> str | None:
-    """What differs between the device's rejection and CPU's (None: the device conforms)."""
+def parity_problem(cpu_error: BaseException, device_error: BaseException, regex: str,
+                   cause: ErrorCause | None = None) -> str | None:
+    """What differs between the device's rejection and CPU's (None: the device conforms). Under torch.compile,
+    `cause` is the device's exception behind the compiler's wrappers (`find_cause(device_error)`): it is compared."""
+    if cause is not None and cause.compile_failure:
+        return (f"torch.compile failed ({_shown(cause.error)}) where CPU rejects the input with "
+                f"{type(cpu_error).__name__}: a compile failure is not the op's refusal")
+    if cause is not None:
+        device_error = cause.error
     if not type_conforms(cpu_error, device_error):
-        return (f"it raised {type(device_error).__name__} where CPU raises {type(cpu_error).__name__}"
+        shown = cause.type_name() if cause is not None else type(device_error).__name__
+        return (f"it raised {shown} where CPU raises {type(cpu_error).__name__}"
                 + (" (or one of torch's specific errors: IndexError, ValueError, TypeError)"
                    if type(cpu_error) is RuntimeError else ""))
     if stable_regex(regex, str(cpu_error)) and re.search(regex, str(device_error)) is None:
@@ -81,10 +95,10 @@ def parity_problem(cpu_error: BaseException, device_error: BaseException, regex:
     return None
 
 
-def _shown(error: BaseException) -> str:
+def _shown(error: BaseException, type_name: str | None = None) -> str:
     text = str(error).strip().splitlines()
     line = text[0] if text else ""
-    return f"{type(error).__name__}: {line[:200]}"
+    return f"{type_name or type(error).__name__}: {line[:200]}"
 
 
 def _has_error_inputs(op) -> bool:
@@ -117,12 +131,15 @@ def test_errors(cts):
                                          f"raised as the OpInfo says: {kernel.describe()}", kernel) from exc
             # meta's Python registrations and torch.compile's tracing check arguments in their own order and words:
             # the message rule holds device kernels to ATen's checks, the type rule holds everywhere
-            kernels = cts.target.device_type != "meta" and cts.target.compile_backend is None
-            problem = parity_problem(cpu_error, exc, error_input.error_regex if kernels else "")
+            compiled = cts.target.compile_backend is not None
+            kernels = cts.target.device_type != "meta" and not compiled
+            cause = find_cause(exc) if compiled else None  # an op's refusal that torch.compile wrapped is that refusal
+            problem = parity_problem(cpu_error, exc, error_input.error_regex if kernels else "", cause)
             if problem is None:
                 return
+            shown = _shown(exc) if cause is None or not cause.wrapped else _shown(cause.error, cause.type_name())
             raise AssertionError(f"{cts.target.describe()} rejects an input CPU rejects, but differently: {problem}; "
-                                 f"{cts.device}: {_shown(exc)}; CPU: {_shown(cpu_error)}") from exc
+                                 f"{cts.device}: {shown}; CPU: {_shown(cpu_error)}") from exc
         if not cts.target.compares_values and cts.rejected_for_values(sample):
             raise CaseUnavailable(f"{cts.device} sees no values; CPU rejects this input for its values "
                                   f"({error_input.error_type.__name__}: {error_input.error_regex!r})")

@@ -37,11 +37,11 @@ import jinja2
 
 from torchcts import dtypes as dtype_names
 from torchcts.cases.files import CaseFileError, CorpusCase, module_name_problem
+from torchcts.cases.export_compile import compile_call
 from torchcts.cases.export_program import SCRIPT_ATTRIBUTES, SCRIPT_IMPORTS, SCRIPT_NAMES, scenario_code
 from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import checked_case, holds_error_input
-from torchcts.engine.targets import COMPILE_BACKENDS
 from torchcts.plan import registry
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts.cases", "script_templates"),
@@ -103,8 +103,6 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_b
         writer.fail("device_type", f"{_show(case.device_type)} is not a device type (like cpu, cuda, cuda:1)")
     if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
         writer.fail("--device", f"{_show(device)} is not a device (like cpu, cuda, cuda:1)")
-    if case.backend is not None and case.backend not in COMPILE_BACKENDS:
-        writer.fail("backend", f"{_show(case.backend)}; allowed: null, {', '.join(COMPILE_BACKENDS)}")
     kind = _script_kind(case)
     template, names, imports = "case_script.py.jinja", frozenset(), frozenset()
     try:
@@ -150,7 +148,11 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
     fn, inplace, imports = _callable(op, case, kind)
     writer.names.update(op.name.split("."), re.findall(r"input\.(\w+)\(", inplace))
-    fn_line = f"FN = torch.compile({fn}, backend={ascii(case.backend)})" if case.backend else f"FN = {fn}"
+    fn_line = f"FN = {fn}"
+    if case.backend:
+        call, attributes = compile_call(case, fn)
+        writer.names.update(attributes)
+        fn_line = f"FN = {call}"
     run_body, main_body = _bodies(kind, inplace)
     return {"device": ascii(device), "rtol": _float(tol.rtol), "atol": _float(tol.atol),
             "imports": f"{imports}{fn_line}\n", "run_body": run_body, "main_body": main_body,

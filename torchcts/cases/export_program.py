@@ -177,6 +177,7 @@ SCRIPT_IMPORTS = frozenset({(None, "base64"), (None, "importlib"), (None, "sys")
 def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[str, Any], ProgramSource]:
     """The scenario template's code slots for `case` (a checked CorpusCase of scenario property `spec`)."""
     from torchcts import dtypes as dtype_names
+    from torchcts.cases.export_compile import compile_call
     from torchcts.cases.export_values import float_literal
     from torchcts.engine import oracle
 
@@ -192,8 +193,11 @@ def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[
         if tol.rtol or tol.atol:
             writer.names.add(dtype_names.canonical_name(candidate))
             tolerances.append(f"{candidate}: ({float_literal(tol.rtol)}, {float_literal(tol.atol)})")
-    on_device = (f"DEVICE_PROGRAM = torch.compile(PROGRAM, backend={ascii(case.backend)})" if case.backend
-                 else "DEVICE_PROGRAM = PROGRAM")
+    on_device = "DEVICE_PROGRAM = PROGRAM"
+    if case.backend:
+        call, attributes = compile_call(case, "PROGRAM")
+        writer.names.update(attributes)
+        on_device = f"DEVICE_PROGRAM = {call}"
     code = {"device": ascii(device), "dtype": str(dtype), "tolerances": tolerances,
             "exact": str(getattr(spec.items, "comparison", "tolerance") == "bits"),
             "modules": list(program.modules), "program": program.source, "name": program.name,

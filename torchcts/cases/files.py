@@ -25,6 +25,7 @@ import attrs
 
 from torchcts.cases.codec import CodecError, Decoder, Encoder, brief
 from torchcts.cases.limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
+from torchcts.engine.compile_target import backend_spelling_problem, settings_problem
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")
@@ -67,7 +68,29 @@ class CorpusCase:
     status: str = "open"
     description: str = ""
     backend_import: str | None = None  # the manifest's module that registered the device (None: none, or not recorded)
+    # how `backend` compiled it: {shape_mode, mode, options, fullgraph} (None: eager, or a case older than shape modes)
+    compile: dict[str, Any] | None = None
     path: Path | None = attrs.field(default=None, eq=False)
+
+    @property
+    def shape_mode(self) -> str | None:
+        """The shape mode the case failed in (`compile_target.SHAPE_MODES`); None for an eager case. A compile case
+        stored before shape modes were recorded ran in torch's default, `automatic`."""
+        if self.backend is None:
+            return None
+        return (self.compile or {}).get("shape_mode") or "automatic"
+
+    def compile_spec(self, backend: str | None = None, shape_mode: str | None = None) -> Any:
+        """The case's `CompileSpec` (None for an eager case without `backend`): its own settings, with `backend` and
+        `shape_mode` replacing its own where given (a replay's --compile and --shape-mode)."""
+        from torchcts.engine.compile_target import CompileSpec
+
+        name = backend or self.backend
+        if name is None:
+            return None
+        settings = {key: value for key, value in (self.compile or {}).items() if key != "backend"}
+        spec = CompileSpec.from_json({**settings, "backend": name})
+        return spec.evolve(shape_mode=shape_mode) if shape_mode else spec
 
     @property
     def short_id(self) -> str:
@@ -76,6 +99,8 @@ class CorpusCase:
     def as_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
         del data["path"]
+        if data["compile"] is None:  # an eager case's file stays as it was before compile settings were stored
+            del data["compile"]
         return {"schema_version": SCHEMA_VERSION, **data}
 
     def sample(self, limits: CaseLimits = CaseLimits()) -> Any:
@@ -101,7 +126,8 @@ class CorpusCase:
 
 def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, backend: str | None,
              sample: Any, failure: dict[str, Any], found: dict[str, Any], description: str = "",
-             error_input: tuple[str, str] | None = None, backend_import: str | None = None) -> CorpusCase:
+             error_input: tuple[str, str] | None = None, backend_import: str | None = None,
+             compile: dict[str, Any] | None = None) -> CorpusCase:
     """A case for a failing sample; raises CodecError if an input cannot be stored exactly."""
     encoder = Encoder()
     inputs = {"input": encoder.value(sample.input, "inputs.input"),
@@ -112,8 +138,9 @@ def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, 
     identity = json.dumps([prop, op, variant, dtype, inputs, encoder.storages], sort_keys=True)
     fingerprint = hashlib.sha256(identity.encode()).hexdigest()
     found = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **found}
+    settings = None if compile is None else {k: v for k, v in compile.items() if k != "backend"}
     return CorpusCase(fingerprint, prop, op, variant, dtype, device_type, backend, found, inputs,
-                      encoder.storages, failure, "open", description, backend_import)
+                      encoder.storages, failure, "open", description, backend_import, settings)
 
 
 def case_path(directory: Path | str, case: CorpusCase) -> Path:
@@ -163,9 +190,28 @@ def load_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase
     problem = None if backend_import is None else module_name_problem(backend_import)
     if problem is not None:
         raise CaseFileError(path, "backend_import", problem)
+    backend, settings = data.get("backend"), data.get("compile")
+    problem = None if backend is None else _backend_problem(backend)
+    if problem is not None:
+        raise CaseFileError(path, "backend", problem)
+    problem = None if settings is None else settings_problem(settings)
+    if problem is None and settings is not None and (backend is None or "backend" in settings):
+        problem = "compile settings belong to a case with a backend, and name no backend of their own"
+    if problem is not None:
+        raise CaseFileError(path, "compile", problem)
     return CorpusCase(data["fingerprint"], data["property"], data["op"], data["variant"], data["dtype"],
-                      data["device_type"], data.get("backend"), data["found"], data["inputs"], data["storages"],
-                      data["failure"], data["status"], str(data.get("description", "")), backend_import, path)
+                      data["device_type"], backend, data["found"], data["inputs"], data["storages"],
+                      data["failure"], data["status"], str(data.get("description", "")), backend_import,
+                      settings, path)
+
+
+def _backend_problem(backend: object) -> str | None:
+    """Why a case's `backend` cannot name a compile backend: a `module:callable` one's module is held to the rules of
+    a `backend_import` name (an exported script imports it)."""
+    problem = backend_spelling_problem(backend)
+    if problem is not None:
+        return f"{brief(backend)} is not {problem}"
+    return module_name_problem(backend.partition(":")[0]) if ":" in backend else None
 
 
 def module_name_problem(name: object) -> str | None:

@@ -58,6 +58,7 @@ def verdicts(records: Iterable[dict[str, Any]]) -> list[ReplayVerdict]:
 
 
 def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, manifest: Path | None,
+               shape_mode: str | None = None,
                results_dir: Path, update_status: bool, strict: bool, echo: Any,
                limits: CaseLimits = CaseLimits()) -> int:
     """Replay the cases under `paths` through the plugin, print a verdict per case; the exit status.
@@ -69,7 +70,7 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
 
     before = run_folders(results_dir)
     options = RunOptions(device=device, manifest=manifest, replay=tuple(str(p) for p in paths),
-                         results_dir=results_dir, compile_backend=compile_backend,
+                         results_dir=results_dir, compile_backend=compile_backend, shape_mode=shape_mode,
                          pytest_args=("--max-case-bytes", str(limits.max_case_bytes)))
     code = run_suites(options)
     folder = latest_run(results_dir, before)

@@ -47,6 +47,7 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
                         device_type=context.target.device_type, backend=context.target.compile_backend,
                         sample=sample, failure=failure, found=found, description=description,
                         error_input=error_input,
+                        compile=context.target.compile.as_json() if context.target.compile is not None else None,
                         # a name a case file may not hold (a non-ASCII identifier) is left out, not stored to fail
                         backend_import=backend_import if module_name_problem(backend_import) is None else None)
     except CodecError as exc:

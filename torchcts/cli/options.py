@@ -13,7 +13,7 @@ from typing import Any, Callable, NoReturn, Sequence
 import click
 
 EXIT_BAD_INPUT = 2
-COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
+SHAPE_MODES = ("static", "dynamic", "automatic")  # as `engine.compile_target.SHAPE_MODES` (which imports no torch)
 
 
 def fail(message: str) -> NoReturn:
@@ -143,9 +143,35 @@ def resolved_manifest(given: Path | None, device: str | None, compile_backend: s
     return path
 
 
+class CompileBackendName(click.ParamType):
+    """A torch.compile backend as typed: a name or module.path:callable. Whether torch._dynamo knows it is checked
+    when the run starts, after the manifest's backend_import registered what it registers."""
+
+    name = "BACKEND"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from torchcts.engine.compile_target import backend_spelling_problem
+
+        problem = backend_spelling_problem(value)
+        if problem is not None:
+            self.fail(f"{value!r} is not {problem}", param, ctx)
+        return value
+
+
 def compile_option(help: str) -> Callable:
     """--compile B: run every op through torch.compile(backend=B) on the device."""
-    return click.option("--compile", "compile_backend", type=click.Choice(COMPILE_BACKENDS), help=help)
+    return click.option("--compile", "compile_backend", type=CompileBackendName(),
+                        help=f"{help} B: any backend torch._dynamo knows once the manifest's backend_import ran "
+                             "(inductor, aot_eager, eager, openvino, ...), or module.path:callable. Default: the "
+                             "manifest's compile.backend.")
+
+
+def shape_mode_option(help: str = "With a compile target: static (dynamic=False: every shape compiled on its own), "
+                                  "dynamic (dynamic=True from the first case) or automatic (torch's default: dynamic "
+                                  "after a size changes). Default: the manifest's compile.dynamic, else automatic.") \
+        -> Callable:
+    """--shape-mode M: the compile target's shape mode (docs/compile.md)."""
+    return click.option("--shape-mode", type=click.Choice(SHAPE_MODES), help=help)
 
 
 def output_folder_option(flag: str, help: str, default: Path | None = None,

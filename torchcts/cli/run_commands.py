@@ -13,7 +13,7 @@ import click
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED
 from torchcts.cli.options import (
     PYTEST_ARGS, Command, InputFile, WorkerCount, compile_option, corpus_option, device_option, fail, manifest_option,
-    resolve_corpus, resolved_manifest, results_dir_option,
+    resolve_corpus, resolved_manifest, results_dir_option, shape_mode_option,
 )
 from torchcts.cli.completion import complete_dtypes
 from torchcts.cli.last_failed import last_failed_run, refuse_cache_flags
@@ -42,7 +42,8 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
               help="Hypothesis examples per item (default: the manifest's).")
 @results_dir_option("Where the run folder (records.jsonl, run.json) is written.")
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
-@compile_option("Run every op through torch.compile(backend=...) on the device; compare with eager CPU.")
+@compile_option("Run every op through torch.compile(backend=B) on the device; compare with eager CPU.")
+@shape_mode_option()
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
 @click.option("--subprocess-per-test", is_flag=True,
               help="Run every item in its own isolated process (forked, or a spawned worker: --isolation-start).")
@@ -76,7 +77,7 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
         ops: tuple[str, ...], properties: tuple[str, ...], capabilities: tuple[str, ...], last_failed: bool,
         shard: str | None, workers: str | None, derandomize: bool,
         seed: int | None, max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
-        corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
+        shape_mode: str | None, corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
         known_crashes: Path | None, known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
         no_shrink: bool, no_report: bool, trace_dispatch: bool) -> None:
@@ -113,7 +114,7 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
                          shard=shard, workers=workers, derandomize=derandomize, seed=seed,
                          max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
-                         corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
+                         shape_mode=shape_mode, corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
                          pytest_args=(("--trace-dispatch",) if trace_dispatch else ()) + pytest_args,
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
                                                         known_segfault_audit, adaptive_isolation, item_timeout,
@@ -158,13 +159,14 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @click.option("--task-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
               help="Seconds one visit may take before its item counts as hung (timed_out): a hang detector, "
                    "not a budget; raise it on a slow or busy machine.")
-@compile_option("Hunt through torch.compile(backend=...) on the device.")
+@compile_option("Hunt through torch.compile(backend=B) on the device.")
+@shape_mode_option()
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
 @results_dir_option("Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
 def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
          dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path | None,
-         workers: int, examples_per_task: int, task_timeout: float, compile_backend: str | None, seed: int | None,
-         results_dir: Path) -> None:
+         workers: int, examples_per_task: int, task_timeout: float, compile_backend: str | None,
+         shape_mode: str | None, seed: int | None, results_dir: Path) -> None:
     """Hunt for bugs with random seeds under a budget; new shrunk cases go to the corpus.
 
     Every item the manifest claims (narrowed by --ops, --dtype, --property, --level) is visited
@@ -193,11 +195,11 @@ def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits
     items = list(plan.items)
     if not items:
         fail("no item to fuzz: the manifest and the selection leave nothing")
-    _open_device(device, manifest)
+    _open_device(device, manifest, compile_backend, shape_mode)
     options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
                           properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
                           workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
-                          compile_backend=compile_backend, seed=seed, max_visits=max_visits)
+                          compile_backend=compile_backend, shape_mode=shape_mode, seed=seed, max_visits=max_visits)
     try:
         summary = hunt(options, items, click.echo)
     except LedgerError as exc:  # a known_crashes.json next to the manifest that cannot be used
@@ -206,13 +208,17 @@ def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits
     sys.exit(exit_status(summary))
 
 
-def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
-    """Import the manifest's backend and allocate on --device here, before workers start; exits 2 when it
-    cannot be used, and warns when the manifest names another device type."""
-    from torchcts.plugin.options import SessionError, check_device, device_name_warning, import_manifest_backend
+def _open_device(device: str, manifest, compile_backend: str | None = None,  # noqa: ANN001 - a Manifest
+                 shape_mode: str | None = None) -> None:
+    """Import the manifest's backend, check the compile backend and allocate on --device here, before workers
+    start; exits 2 when it cannot be used, and warns when the manifest names another device type."""
+    from torchcts.plugin.options import (
+        SessionError, check_device, device_name_warning, import_manifest_backend, run_target,
+    )
 
     try:
         import_manifest_backend(manifest)
+        run_target(device, manifest, compile_backend, shape_mode)
         check_device(device)
     except SessionError as exc:
         fail(str(exc))
@@ -224,7 +230,9 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
 @click.command("replay")
 @click.argument("cases", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @device_option("Device to replay on (the device the cases were found on, or another).")
-@compile_option("Replay through torch.compile(backend=...) on the device.")
+@compile_option("Replay through torch.compile(backend=B) on the device.")
+@shape_mode_option("With --compile: replay every case in this shape mode (static, dynamic, automatic); default: each "
+                   "case in the mode it failed in.")
 @manifest_option(help="Manifest whose tolerance_overrides and custom_test_dirs apply (none needed).")
 @click.option("--builtin", is_flag=True,
               help="Also replay the curated corpus shipped with TorchCTS: its cases found on eager backends, or "
@@ -240,7 +248,8 @@ def _open_device(device: str, manifest) -> None:  # noqa: ANN001 - a Manifest
 @click.option("--max-case-bytes", metavar="N", callback=lambda _c, _p, v: _bytes(v),
               help="A case may decode at most N bytes of storages and build at most N bytes of tensors (a "
                    "stride-0 view counts in full); its file may have 2N + 1 MiB. 1G, 512M or bytes; default 64M.")
-def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, manifest_path: Path | None,
+def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | None, shape_mode: str | None,
+           manifest_path: Path | None,
            builtin: bool, update_status: bool, strict: bool, export: Path | None, results_dir: Path,
            max_case_bytes: int | None) -> None:
     """Replay corpus cases (files or folders) without Hypothesis.
@@ -280,7 +289,8 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     from torchcts.cases.replay import run_replay
 
     manifest_path = resolved_manifest(manifest_path, device, compile_backend, required=False)
-    sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, manifest=manifest_path,
+    sys.exit(run_replay(paths, device=device, compile_backend=compile_backend, shape_mode=shape_mode,
+                        manifest=manifest_path,
                         results_dir=results_dir, update_status=update_status, strict=strict, echo=click.echo,
                         limits=CaseLimits.from_option(max_case_bytes)))
 

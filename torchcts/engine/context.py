@@ -453,6 +453,8 @@ class CaseContext:
             **({"metadata_only_cases": self.metadata_only_cases} if self.metadata_only_cases else {}),
             **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
             **({"compile_stats": dict(sorted(self.compile_stats.items()))} if self.compile_stats is not None else {}),
+            # how the target compiled (backend, shape mode, settings): a compiled run's every executed record says so
+            **({"compile": self.target.compile.as_json()} if self.target.compile is not None else {}),
         }
 
 

@@ -23,7 +23,7 @@ def run_program(program: Program) -> Callable[[Any, Any, Any], Any]:
     """`run(cts, sample, target)`: the program on a fresh copy of the sample placed on the target."""
     def run(cts: Any, sample: Any, target: Any) -> Any:
         placed = cts.place_for(sample, target).value
-        run_ = program if target.compile_backend is None else compiled_program(program, target.compile_backend)
+        run_ = program if target.compile is None else compiled_program(program, target.compile)
         return run_(placed.input, *placed.args, **placed.kwargs)
 
     return run

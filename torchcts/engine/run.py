@@ -28,8 +28,8 @@ from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
-from torchcts.engine.targets import Target
-from torchcts.isolation.fork import ForkResult, run_forked
+from torchcts.engine.targets import Target, reset_compiled
+from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
 from torchcts.outcomes import PROBLEMS, Outcome, parse
 
@@ -75,6 +75,7 @@ class EngineSettings:
     show_traceback: bool = False
     case_limits: CaseLimits = CaseLimits()
     draw: Any = None  # `hypothesis_profile.DrawSettings`: profile, verbosity, statistics (None: Hypothesis's current)
+    replay_shape_mode: str | None = None  # a replay's --shape-mode; None: each compile case in its own mode
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
@@ -102,7 +103,12 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
 def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
     """Why the item runs isolated (in a forked child or a spawned worker), or None to run it in this process."""
     if isinstance(item, ReplayItem):
-        return "a crash case" if item.crash else None
+        if item.crash:
+            return "a crash case"
+        if settings.target.compile is not None and fork_safe(settings.target.device_type):
+            # dynamo's caches and shape history are per process: the case compiles as it did when it was found alone
+            return "a compile case replays in a fresh process"
+        return None
     policy = settings.isolation
     return policy.reason(item) if policy is not None else None
 
@@ -181,6 +187,9 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
                   case_isolation=case_isolation(item, settings))
     if isinstance(item, ReplayItem):
         case, cases = replayable(item, settings.case_limits)  # UnreadableCase when the file cannot be read
+        common["target"] = replay_target(settings.target, case, settings.replay_shape_mode)
+        if settings.target.compile is not None:  # no history of earlier cases where no fresh process was possible
+            reset_compiled()
         op = None if case.variant == "scenario" else find_op(case.op)  # a scenario case names no OpInfo
         return CaseContext(item=item, op=op, dtype=dtype_names.lookup(case.dtype), max_examples=1,
                            seed=0, replay=cases, **common)
@@ -190,6 +199,15 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
                        seed=item_seed(item.id, settings.run_seed, settings.versions) if seed is None else seed,
                        deadline_ms=settings.deadline_ms, shrink=settings.shrink, targeting=settings.targeting,
                        case_timeout_s=settings.case_timeout_s, draw=settings.draw, **common)
+
+
+def replay_target(target: Target, case: Any, shape_mode: str | None) -> Target:
+    """The target a corpus case replays on: under a compile target, in the shape mode the case failed in (unless
+    --shape-mode names one) and, for a case of the same backend, with the settings it was compiled with."""
+    if target.compile is None:
+        return target
+    spec = case.compile_spec() if case.backend == target.compile_backend else target.compile
+    return attrs.evolve(target, compile=spec.evolve(shape_mode=shape_mode or case.shape_mode or spec.shape_mode))
 
 
 def case_isolation(item: Any, settings: EngineSettings) -> Any:

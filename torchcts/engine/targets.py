@@ -6,10 +6,12 @@
   (`equal` returns a Python bool) cannot run there by design. Such a case is
   `runtime_unavailable`, not a finding; a missing Meta kernel for a claimed op is a finding
   (outcome `error`), like any unsupported operation on a claimed dtype.
-- `--compile BACKEND` runs each op through `torch.compile(backend=BACKEND)` on the device and
-  compares with eager CPU. One compiled function per (op, variant) is kept for the process, so
+- `--compile BACKEND` runs each op through `torch.compile` with the target's `CompileSpec`
+  (`torchcts.engine.compile_target`: the backend, its settings and the shape mode) on the device and
+  compares with eager CPU. One compiled function per (op, variant, spec) is kept for the process, so
   a new shape or dtype is a recompile of that function, not a new compile from scratch; the
-  recompile limit is raised so that dynamo never falls back to eager silently.
+  recompile limit is raised so that dynamo never falls back to eager silently. In the static shape
+  mode every recompile is specialised to its shapes, so no case depends on the ones before it.
 """
 
 from __future__ import annotations
@@ -21,28 +23,37 @@ from typing import Any
 import attrs
 import torch
 
+from torchcts.engine.compile_target import CompileSpec
 from torchcts.plan.catalog import op_id
 from torchcts.strategies import call_variant
 
 ORACLE_DEVICE = "cpu"
-COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
 # Messages of errors that mean "this case cannot run on meta by design" (outputs sized by data).
 _META_DATA_DEPENDENT = re.compile(
     r"item\(\) cannot be called on meta|cannot be called on meta tensors|data.dependent|correct data-independent|"
     r"Cannot copy out of meta tensor|meta tensors? (do|does) not have data|tolist\(\) .*meta|"
     r"aten::(nonzero|unique|masked_select|_unique2?|bincount|repeat_interleave)\b.*Meta|"
     r"aten::(equal|unique_consecutive|unique_dim)\b.*(Meta|meta)|repeat_interleave a meta tensor", re.IGNORECASE)
-_RECOMPILE_LIMIT = 256
 
 
 class CaseUnavailable(Exception):
     """The target cannot run this case by design (outcome `runtime_unavailable` for the case)."""
 
 
+def _compile_spec(value: CompileSpec | str | None) -> CompileSpec | None:
+    """A bare backend name is that backend with default settings (automatic shapes)."""
+    return CompileSpec(value) if isinstance(value, str) else value
+
+
 @attrs.frozen
 class Target:
     device: str
-    compile_backend: str | None = None
+    compile: CompileSpec | None = attrs.field(default=None, converter=_compile_spec)
+
+    @property
+    def compile_backend(self) -> str | None:
+        """The compile backend's name (None: eager)."""
+        return self.compile.backend if self.compile is not None else None
 
     @property
     def device_type(self) -> str:
@@ -53,13 +64,13 @@ class Target:
         return self.device_type != "meta"
 
     def describe(self) -> str:
-        return self.device + (f" under torch.compile({self.compile_backend})" if self.compile_backend else "")
+        return self.device + (f" under {self.compile.describe()}" if self.compile is not None else "")
 
     def call(self, op: Any, variant: str, sample: Any) -> Any:
         """Run the op's variant on a sample already placed on the device."""
-        if self.compile_backend is None:
+        if self.compile is None:
             return call_variant(op, variant, sample)
-        return _compiled(op, variant, self.compile_backend)(sample.input, *sample.args, **sample.kwargs)
+        return _compiled(op, variant, self.compile)(sample.input, *sample.args, **sample.kwargs)
 
     def unavailable(self, exc: BaseException) -> str | None:
         """Why the target cannot run a case by design, or None when the exception is a finding."""
@@ -71,40 +82,35 @@ class Target:
 ORACLE = Target(ORACLE_DEVICE)  # eager CPU: what every target is compared with
 
 
-_compiled_functions: dict[tuple[str, str, str], Any] = {}
+_compiled_functions: dict[tuple[str, str, CompileSpec], Any] = {}
 
 
-def compiled_program(program: Any, backend: str) -> Any:
-    """A scenario program (`torchcts.engine.programs`) under torch.compile(backend=...), compiled once per process."""
-    key = (f"{program.__module__}.{program.__qualname__}", "program", backend)
+def compiled_program(program: Any, spec: CompileSpec | str) -> Any:
+    """A scenario program (`torchcts.engine.programs`) under torch.compile with `spec`, compiled once per process."""
+    spec = _compile_spec(spec)
+    key = (f"{program.__module__}.{program.__qualname__}", "program", spec)
     if key not in _compiled_functions:
-        _raise_recompile_limits()
-        _compiled_functions[key] = torch.compile(program, backend=backend)
+        _compiled_functions[key] = spec.compile(program)
     return _compiled_functions[key]
 
 
-def _compiled(op: Any, variant: str, backend: str):
-    key = (op_id(op), variant, backend)
+def reset_compiled() -> None:
+    """Forget every compiled function of this process and dynamo's caches: the next call compiles from scratch."""
+    import torch._dynamo
+
+    _compiled_functions.clear()
+    torch._dynamo.reset()
+
+
+def _compiled(op: Any, variant: str, spec: CompileSpec):
+    key = (op_id(op), variant, spec)
     if key not in _compiled_functions:
-        _compiled_functions[key] = _compile(op, variant, backend)
+        _compiled_functions[key] = _compile(op, variant, spec)
     return _compiled_functions[key]
 
 
-def _compile(op: Any, variant: str, backend: str):
-    _raise_recompile_limits()
-
+def _compile(op: Any, variant: str, spec: CompileSpec):
     def run(input, *args, **kwargs):
         return call_variant(op, variant, types.SimpleNamespace(input=input, args=args, kwargs=kwargs))
 
-    return torch.compile(run, backend=backend)
-
-
-def _raise_recompile_limits() -> None:
-    import torch._dynamo
-
-    for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, name) and getattr(torch._dynamo.config, name) < _RECOMPILE_LIMIT:
-            setattr(torch._dynamo.config, name, _RECOMPILE_LIMIT)
-    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
-        torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit,
-                                                               _RECOMPILE_LIMIT * 16)
+    return spec.compile(run)

@@ -33,6 +33,7 @@ class FuzzOptions:
     examples_per_task: int = 10
     task_timeout_s: float = 120.0
     compile_backend: str | None = None
+    shape_mode: str | None = None  # --shape-mode (None: the manifest's compile.dynamic, else automatic)
     seed: int | None = None
     max_visits: int | None = None  # scheduled visits, crash replays not counted; None: no limit
 

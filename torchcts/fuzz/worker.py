@@ -54,6 +54,7 @@ def engine_settings(options: FuzzOptions) -> Any:
     """The engine's settings for every task of this hunt (imports torch, the backend and the properties,
     the manifest's custom suites included)."""
     from torchcts.cases.replay_items import replay_flags
+    from torchcts.engine.compile_target import run_compile_spec
     from torchcts.engine.run import EngineSettings
     from torchcts.engine.targets import Target
     from torchcts.engine.worker_process import prepare_worker
@@ -68,7 +69,7 @@ def engine_settings(options: FuzzOptions) -> Any:
     manifest = run_claims(declared, Selection(level=options.level, dtypes=chosen or None)).effective  # as `run`
     prepare_worker(manifest, options.device)
     flags = replay_flags(options.device, options.compile_backend, manifest.source)
-    target = Target(options.device, options.compile_backend)
+    target = Target(options.device, run_compile_spec(manifest.compile, options.compile_backend, options.shape_mode))
     return EngineSettings(target=target, manifest=manifest, level=manifest.semantic_level,
                           max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,
                           replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type))

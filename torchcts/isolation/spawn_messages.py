@@ -174,7 +174,8 @@ def _tuples(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _DESCRIBE = {
-    "target": lambda target: {"device": target.device, "compile_backend": target.compile_backend},
+    "target": lambda target: {"device": target.device,
+                              "compile": None if target.compile is None else target.compile.as_json()},
     "corpus_dir": lambda path: None if path is None else str(path),
     "isolation": _policy_json,
     "case_limits": lambda limits: attrs.asdict(limits),
@@ -183,9 +184,10 @@ _DESCRIBE = {
 
 
 def _target_from(data: dict[str, Any]) -> Any:
+    from torchcts.engine.compile_target import CompileSpec
     from torchcts.engine.targets import Target
 
-    return Target(data["device"], data["compile_backend"])
+    return Target(data["device"], None if data["compile"] is None else CompileSpec.from_json(data["compile"]))
 
 
 _REBUILD = {

@@ -135,3 +135,24 @@ DEADLINE = Kind(lambda v: v is None or _positive(v), normalise=lambda v: None if
                 too_large_message=f"must be at most {DEADLINE_MAX_MS:.0f} ms (one day); None disables the deadline")
 SEED = Kind(lambda v: v is None or (is_int(v) and v >= 0), too_large=lambda v: is_int(v) and v > INT_MAX,
             too_large_message="must be at most 2**63-1")
+
+
+# `compile`: a backend's name as torch._dynamo knows it, or module.path:callable (`engine.compile_target`)
+COMPILE_BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+COMPILE_BACKEND = Kind(lambda v: v is None or name_like(v, COMPILE_BACKEND_NAME),
+                       "must be None, a backend name or module.path:callable")
+TRISTATE = Kind(lambda v: v is None or isinstance(v, bool), "must be True, False or None")
+COMPILE_MODE = Kind(lambda v: v is None or name_like(v, re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")),
+                    "must be None or a torch.compile mode name")
+_OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
+
+
+def _compile_options(value: object) -> bool:
+    """A dict of at most 64 option names to JSON scalars (strings of at most 256 characters)."""
+    return isinstance(value, dict) and len(value) <= 64 and all(
+        name_like(k, _OPTION_NAME) and (v is None or isinstance(v, (bool, str)) or is_number(v))
+        and not (isinstance(v, str) and len(v) > 256) for k, v in value.items())
+
+
+COMPILE_OPTIONS = Kind(_compile_options, "must be a dict of option names to bools, numbers, strings or None",
+                       normalise=lambda v: tuple(sorted(v.items())))

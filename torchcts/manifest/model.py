@@ -104,6 +104,26 @@ class HypothesisSettings:
 
 
 @attrs.frozen
+class CompileSettings:
+    """The manifest's `compile` section: the torch.compile target (`engine.compile_target.CompileSpec` is built from
+    it, with --compile and --shape-mode over it)."""
+
+    backend: str | None = default("compile.backend")
+    dynamic: bool | None = default("compile.dynamic")
+    mode: str | None = default("compile.mode")
+    options: tuple[tuple[str, object], ...] = default("compile.options")  # sorted (name, value) pairs
+    fullgraph: bool = default("compile.fullgraph")
+
+    @property
+    def shape_mode(self) -> str:
+        return {False: "static", True: "dynamic", None: "automatic"}[self.dynamic]
+
+    def as_json(self) -> dict[str, object]:
+        return {"backend": self.backend, "dynamic": self.dynamic, "mode": self.mode, "options": dict(self.options),
+                "fullgraph": self.fullgraph}
+
+
+@attrs.frozen
 class Manifest:
     """Everything a manifest claims, normalised (canonical dtype names, defaults filled in).
 
@@ -129,6 +149,7 @@ class Manifest:
     custom_test_dirs: tuple[Path, ...] = ()  # resolved folders (relative entries against the manifest's folder)
     show_traceback: bool = default("show_traceback")
     hypothesis: HypothesisSettings = HypothesisSettings()
+    compile: CompileSettings = CompileSettings()
 
     # -- planning queries -------------------------------------------------------------------------
 
@@ -204,6 +225,8 @@ class Manifest:
             **({"autocast_policy": dict(sorted(self.autocast_policy.items()))} if self.autocast_policy else {}),
             "show_traceback": self.show_traceback,
             "hypothesis": self.hypothesis.as_json(),
+            # left out at its default, so the fingerprint of a manifest without it stays what it was
+            **({"compile": self.compile.as_json()} if self.compile != CompileSettings() else {}),
         }
 
     def _relative(self, folder: Path) -> str:

@@ -20,13 +20,16 @@ from torchcts.manifest import schema
 from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.cross_checks import cross_check
 from torchcts.manifest.kinds import DECODER_PATH, NAME_MAX_CHARS, Invalid, is_int, is_number, name_like
-from torchcts.manifest.model import DtypeClaim, Hardware, HypothesisSettings, Manifest, ResourceLimits, Tolerance
+from torchcts.manifest.model import (
+    CompileSettings, DtypeClaim, Hardware, HypothesisSettings, Manifest, ResourceLimits, Tolerance,
+)
 from torchcts.manifest.plain import exception_text, to_plain, value_type
 from torchcts.manifest.problems import KeyPath, ManifestError, Problem, ProblemLog, allowed_list, suggest
 
 REGEX_MAX_CHARS = 100_000  # every OpInfo name spelt out takes ~10,000; compiling 1 MB takes seconds
 REASON_MAX_CHARS = 2000  # a skip reason is copied into every record of the op
-_SECTION_MODELS = {"hardware": Hardware, "resource_limits": ResourceLimits, "hypothesis": HypothesisSettings}
+_SECTION_MODELS = {"hardware": Hardware, "resource_limits": ResourceLimits, "hypothesis": HypothesisSettings,
+                   "compile": CompileSettings}
 _NON_CLAIMABLE_REASON = (
     "bit-packed, sub-byte and quantized dtypes cannot be claimed here; quantized tensors are "
     "claimed with the native_quantization capability and supported_container_formats"

@@ -133,6 +133,9 @@ TOP_LEVEL: tuple[Key, ...] = (
         "`run`", allowed="True or False", kind=kinds.FLAG),
     Key("hypothesis", "dict", None, "Hypothesis settings for property runs; see [`hypothesis`](#hypothesis).",
         "see [`hypothesis`](#hypothesis)", allowed="Hypothesis settings for property runs", shown="see below"),
+    Key("compile", "dict", None, "The `torch.compile` target: backend and settings; see [`compile`](#compile).",
+        "see [`compile`](#compile)", allowed="torch.compile settings: backend, dynamic, mode, options, fullgraph",
+        shown="see below"),
 )
 
 SECTIONS: tuple[Section, ...] = (
@@ -200,6 +203,30 @@ SECTIONS: tuple[Section, ...] = (
             "`run`, joined with a named profile's",
             allowed=f"a list of Hypothesis health check names: {', '.join(vocab.HYPOTHESIS_HEALTH_CHECKS)}",
             kind=kinds.name_list(vocab.HYPOTHESIS_HEALTH_CHECKS, "health check name"), shown="`[]`"),
+    )),
+)
+
+_COMPILE_READER = "`run`, `fuzz`, `replay`, `path-shapes run`, unless --compile names another backend"
+SECTIONS += (
+    Section("compile", "compile setting", (
+        Key("backend", "None or str", None,
+            "The `torch.compile` backend every op runs through on the device: a name `torch._dynamo` knows once "
+            "`backend_import` ran, or `module.path:callable`; `None`: eager.",
+            "`run`, `fuzz`, `replay`, `path-shapes run` when --compile is not given (--compile replaces it)",
+            allowed="None, a registered backend name such as 'inductor' or 'openvino', or 'module.path:callable'",
+            kind=kinds.COMPILE_BACKEND),
+        Key("dynamic", "None or bool", None,
+            "`torch.compile`'s `dynamic`: `False` is the static shape mode, `True` dynamic, `None` automatic "
+            "(docs/compile.md).", _COMPILE_READER + " or --shape-mode sets the mode",
+            allowed="True (dynamic shapes), False (static shapes) or None (automatic)", kind=kinds.TRISTATE),
+        Key("mode", "None or str", None, "`torch.compile`'s `mode` (`default`, `reduce-overhead`, ...).",
+            _COMPILE_READER, allowed="None or a torch.compile mode name", kind=kinds.COMPILE_MODE),
+        Key("options", "dict str → scalar", (), "`torch.compile`'s `options`: backend settings (bools, numbers, "
+            "strings).", _COMPILE_READER,
+            allowed="a dict of at most 64 option names to bools, numbers, strings or None", kind=kinds.COMPILE_OPTIONS,
+            shown="`{}`"),
+        Key("fullgraph", "bool", False, "`torch.compile`'s `fullgraph`: a graph break is an error.", _COMPILE_READER,
+            allowed="True or False", kind=kinds.FLAG),
     )),
 )
 

@@ -38,9 +38,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--device", dest="torchcts_device", default=None, metavar="D",
                     help="TorchCTS: device under test (cuda, mps, privateuseone, faulty, meta, cpu, ...).")
     group.addoption("--compile", dest="torchcts_compile", default=None, metavar="BACKEND",
-                    choices=("inductor", "aot_eager", "eager"),
-                    help="TorchCTS: run every op through torch.compile(backend=BACKEND) on the device "
-                         "and compare with eager CPU (inductor, aot_eager).")
+                    help="TorchCTS: run every op through torch.compile(backend=BACKEND) on the device and compare "
+                         "with eager CPU: any backend torch._dynamo knows once the manifest's backend_import ran "
+                         "(inductor, aot_eager, eager, openvino, ...) or module.path:callable.")
+    group.addoption("--shape-mode", dest="torchcts_shape_mode", default=None,
+                    choices=("static", "dynamic", "automatic"),
+                    help="TorchCTS: with a compile target: static (dynamic=False), dynamic (dynamic=True) or "
+                         "automatic (torch's default); default: the manifest's compile.dynamic, else automatic. "
+                         "Replaying: each case's own mode unless given.")
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
     group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",

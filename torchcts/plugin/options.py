@@ -104,7 +104,7 @@ def start_run(config: pytest.Config) -> RunStart:
     manifest = _manifest(option, manifest_path, bool(replay_paths))
     selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
-    target = Target(device, option("torchcts_compile"))
+    target = run_target(device, manifest, option("torchcts_compile"), option("torchcts_shape_mode"))
     trace_dispatch = bool(option("torchcts_trace_dispatch")) or os.environ.get(TRACE_DISPATCH_ENV) == "1"
     if trace_dispatch and target.compile_backend:
         raise SessionError("--trace-dispatch cannot be combined with --compile: an active dispatch mode makes dynamo "
@@ -128,6 +128,7 @@ def start_run(config: pytest.Config) -> RunStart:
               flush=True)
     environment = {
         "device": device, "compile": target.compile_backend, "validation": bool(validation), "hardware_key": hardware_key(device),
+        "compile_settings": target.compile.as_json() if target.compile is not None else None,
         "torch": torch.__version__, "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
         "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": run_seed,
         "derandomize": derandomize, "max_examples": max_examples,
@@ -362,6 +363,25 @@ def crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, 
                                   Path(local) if local else manifest_path.parent / LOCAL_NAME))
     except LedgerError as exc:
         raise SessionError(f"known-crash ledger: {exc}") from None
+
+
+def run_target(device: str, manifest: Manifest | None, backend: str | None, shape_mode: str | None) -> Target:
+    """The device, behind the compile target --compile, --shape-mode and the manifest's `compile` section make
+    (`compile_target.run_compile_spec`); a backend torch._dynamo does not know (after backend_import) is a
+    SessionError that lists the ones it knows."""
+    from torchcts.engine.compile_target import UnknownCompileBackend, check_backend, run_compile_spec
+
+    spec = run_compile_spec(manifest.compile if manifest is not None else None, backend, shape_mode)
+    if spec is None:
+        if shape_mode is not None:
+            raise SessionError(f"--shape-mode {shape_mode} needs a compile target: --compile B, or the manifest's "
+                               "compile.backend")
+        return Target(device)
+    try:
+        check_backend(spec.backend)
+    except UnknownCompileBackend as exc:
+        raise SessionError(str(exc)) from None
+    return Target(device, spec)
 
 
 def import_manifest_backend(manifest: Manifest) -> None:

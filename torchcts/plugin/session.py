@@ -85,7 +85,7 @@ class RunSession:
             trace_device_ops=os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty",
             trace_dispatch=start.trace_dispatch,
             show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits,
-            draw=start.draw)
+            draw=start.draw, replay_shape_mode=self.config.getoption("torchcts_shape_mode"))
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"

@@ -1,0 +1,215 @@
+"""The compile target: which `torch.compile` backend a run goes through, and how (one definition for every command).
+
+A `CompileSpec` names the backend (any name `torch._dynamo` knows once the manifest's `backend_import` ran: the
+registered backends and the `torch_dynamo_backends` entry point; or `module:callable` for one that is not registered)
+and the settings `torch.compile` takes: `mode`, `options`, `fullgraph`, and the shape mode:
+
+- `static`: `dynamic=False`. Every new shape is a recompile specialised to it; dynamo never turns a failure into a
+  dynamic-shape one because of what ran before, so a stored case fails (or passes) the same way alone.
+- `dynamic`: `dynamic=True`. Sizes are symbolic from the first call.
+- `automatic`: `dynamic=None`, torch's default: static until a size changes, then dynamic (the history of shapes
+  decides, so a failure may need it; records and cases say so).
+
+The CLI, the pytest plugin, the engine, fuzz, replay, export and path-shapes all take a `CompileSpec`; nothing else
+calls `torch.compile` for a target.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Callable, Mapping
+
+import attrs
+
+SHAPE_MODES = ("static", "dynamic", "automatic")
+AUTOMATIC = "automatic"
+_DYNAMIC_ARGUMENT = {"static": False, "dynamic": True, "automatic": None}
+_SHAPES_SAID = {"static": "static shapes", "dynamic": "dynamic shapes", "automatic": "automatic shapes"}
+# A backend's spelling: a registered name, or module.path:callable (never code: it is imported by name only).
+BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
+BACKEND_CALLABLE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*){0,15}:[A-Za-z_]\w*(\.[A-Za-z_]\w*){0,7}")
+# Option values a manifest or a case may carry: JSON scalars (a stored case is untrusted; nothing richer).
+OPTION_VALUE_TYPES = (bool, int, float, str, type(None))
+MAX_OPTIONS = 64
+
+
+class UnknownCompileBackend(Exception):
+    """A backend name torch._dynamo does not know, or a `module:callable` that cannot be imported (one line)."""
+
+
+def backend_spelling_problem(name: object) -> str | None:
+    """Why `name` cannot name a compile backend (None when it can); no import, no torch."""
+    if not isinstance(name, str) or not name:
+        return "a backend name (e.g. inductor, aot_eager, openvino) or module:callable"
+    if BACKEND_NAME.fullmatch(name):
+        return None
+    if BACKEND_CALLABLE.fullmatch(name) and not any(part.startswith("__") for part in re.split(r"[.:]", name)):
+        return None
+    return "a backend name (letters, digits, _ . -) or module.path:callable (no part starting with __)"
+
+
+@attrs.frozen
+class CompileSpec:
+    """How a target is compiled: the backend and the settings `torch.compile` is called with."""
+
+    backend: str
+    shape_mode: str = AUTOMATIC
+    mode: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()  # sorted (key, JSON scalar) pairs
+    fullgraph: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.shape_mode not in SHAPE_MODES:
+            raise ValueError(f"shape mode {self.shape_mode!r}; allowed: {', '.join(SHAPE_MODES)}")
+
+    @property
+    def dynamic(self) -> bool | None:
+        """torch.compile's `dynamic` argument for the shape mode."""
+        return _DYNAMIC_ARGUMENT[self.shape_mode]
+
+    def evolve(self, **changes: Any) -> "CompileSpec":
+        return attrs.evolve(self, **changes)
+
+    def describe(self) -> str:
+        """E.g. `torch.compile(openvino, static shapes)`; settings left at their defaults are not named."""
+        parts = [self.backend, _SHAPES_SAID[self.shape_mode]]
+        if self.mode is not None:
+            parts.append(f"mode={self.mode}")
+        if self.fullgraph:
+            parts.append("fullgraph")
+        if self.options:
+            parts.append("options=" + ", ".join(f"{k}={v!r}" for k, v in self.options))
+        return f"torch.compile({', '.join(parts)})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "shape_mode": self.shape_mode, "mode": self.mode,
+                "options": dict(self.options), "fullgraph": self.fullgraph}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CompileSpec":
+        """From `as_json` (a record, a case, a spawned worker's message): ValueError on anything else."""
+        problem = settings_problem(data, backend_required=True)
+        if problem is not None:
+            raise ValueError(problem)
+        return cls(data["backend"], shape_mode=data.get("shape_mode") or AUTOMATIC, mode=data.get("mode"),
+                   options=normalized_options(data.get("options") or {}), fullgraph=bool(data.get("fullgraph")))
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` under torch.compile with these settings (the backend is looked up now)."""
+        import torch
+
+        raise_recompile_limits()
+        kwargs: dict[str, Any] = {"backend": resolve_backend(self.backend), "dynamic": self.dynamic,
+                                  "fullgraph": self.fullgraph}
+        if self.mode is not None:
+            kwargs["mode"] = self.mode
+        if self.options:
+            kwargs["options"] = dict(self.options)
+        return torch.compile(fn, **kwargs)
+
+
+def normalized_options(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((str(k), v) for k, v in options.items()))
+
+
+def settings_problem(data: object, backend_required: bool = False) -> str | None:
+    """Why a compile-settings object (a manifest's `compile`, a case's or a record's) is malformed, or None.
+
+    Checks types and sizes only; whether the backend exists is `check_backend`'s question (it needs torch)."""
+    if not isinstance(data, Mapping):
+        return "compile settings must be an object"
+    unknown = sorted(set(map(str, data)) - {"backend", "shape_mode", "mode", "options", "fullgraph"})
+    if unknown:
+        return f"unknown compile setting {unknown[0][:40]!r}; allowed: backend, shape_mode, mode, options, fullgraph"
+    backend = data.get("backend")
+    if backend is not None or backend_required:
+        problem = backend_spelling_problem(backend)
+        if problem is not None:
+            return f"backend: {problem}"
+    if data.get("shape_mode") is not None and data.get("shape_mode") not in SHAPE_MODES:
+        return f"shape_mode: one of {', '.join(SHAPE_MODES)}"
+    mode = data.get("mode")
+    if mode is not None and (not isinstance(mode, str) or not BACKEND_NAME.fullmatch(mode)):
+        return "mode: None or a torch.compile mode name such as 'default', 'reduce-overhead', 'max-autotune'"
+    options = data.get("options")
+    if options is not None:
+        if not isinstance(options, Mapping) or len(options) > MAX_OPTIONS:
+            return f"options: an object of at most {MAX_OPTIONS} settings"
+        for key, value in options.items():
+            if not isinstance(key, str) or not BACKEND_NAME.fullmatch(key):
+                return "options: keys are option names (letters, digits, _ . -)"
+            if not isinstance(value, OPTION_VALUE_TYPES) or (isinstance(value, str) and len(value) > 256):
+                return f"options[{key!r}]: a bool, number, string (at most 256 characters) or None"
+    if data.get("fullgraph") is not None and not isinstance(data.get("fullgraph"), bool):
+        return "fullgraph: True or False"
+    return None
+
+
+def known_backends() -> list[str]:
+    """The names torch._dynamo knows here (registered, and the `torch_dynamo_backends` entry point), debug ones too."""
+    import torch._dynamo
+
+    return list(torch._dynamo.list_backends(exclude_tags=()))
+
+
+def resolve_backend(name: str) -> Any:
+    """What torch.compile's `backend=` gets: the name itself, or the callable `module:callable` names."""
+    if ":" not in name:
+        return name
+    module_name, _, attribute = name.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix, said in one line
+        raise UnknownCompileBackend(f"--compile {name}: cannot import it ({type(exc).__name__}: "
+                                    f"{str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
+    if not callable(found):
+        raise UnknownCompileBackend(f"--compile {name}: {attribute} is not callable (a torch.compile backend is a "
+                                    "function of (graph module, example inputs))")
+    return found
+
+
+def check_backend(name: str) -> None:
+    """UnknownCompileBackend (one line naming what exists) unless torch.compile can use `name` here."""
+    problem = backend_spelling_problem(name)
+    if problem is not None:
+        raise UnknownCompileBackend(f"--compile {name!r}: not {problem}")
+    if ":" in name:
+        resolve_backend(name)
+        return
+    names = known_backends()
+    if name not in names:
+        raise UnknownCompileBackend(
+            f"--compile {name}: torch._dynamo knows no backend of that name (after the manifest's backend_import); "
+            f"known: {', '.join(names)}; or name an unregistered one as module:callable")
+
+
+_RECOMPILE_LIMIT = 256
+
+
+def raise_recompile_limits() -> None:
+    """Dynamo falls back to eager, silently, past its recompile limit: raise it far above what a run compiles."""
+    import torch._dynamo
+
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name) and getattr(torch._dynamo.config, name) < _RECOMPILE_LIMIT:
+            setattr(torch._dynamo.config, name, _RECOMPILE_LIMIT)
+    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
+        torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit,
+                                                               _RECOMPILE_LIMIT * 16)
+
+
+def run_compile_spec(settings: Any, backend: str | None, shape_mode: str | None) -> CompileSpec | None:
+    """The run's compile target: --compile (`backend`) and --shape-mode over the manifest's `compile` section
+    (`manifest.model.CompileSettings`, or None). The section's settings apply to its own backend only: --compile
+    naming another backend runs that one with torch.compile's defaults. None: the run is eager."""
+    own = settings is not None and (backend is None or settings.backend in (None, backend))
+    name = backend or (settings.backend if settings is not None else None)
+    if name is None:
+        return None
+    if not own:
+        return CompileSpec(name, shape_mode=shape_mode or AUTOMATIC)
+    return CompileSpec(name, shape_mode=shape_mode or settings.shape_mode, mode=settings.mode,
+                       options=tuple(settings.options), fullgraph=settings.fullgraph)

@@ -246,3 +246,14 @@ def test_a_gradient_bug_fails_the_backward_item_only(tmp_path, kit):
     backward = _records(folder, "path_shapes_backward")["toy.embedding"]
     assert backward["outcome"] == "failed" and backward["error_line"].startswith("gradient: "), backward
     assert backward["item"] == "path_shapes_backward::embedding::toy.embedding::float32" and backward["level"] == 4
+
+
+def test_a_compile_target_runs_each_case_compiled_and_records_how(tmp_path, kit):
+    import torchcts.testing.compile_backends as backends  # registers the in-test backends
+    from torchcts.engine.compile_target import CompileSpec
+
+    case = ps.load_corpus(kit.write_corpus(tmp_path, kit.family("toy", kit.case("toy.add")))).cases[0]
+    assert run_case(case, "cpu", compile=CompileSpec("aot_eager", "static"))["outcome"] == "passed"
+    wrong = run_case(case, "cpu", compile=CompileSpec(backends.WRONG_ADD, "static"))
+    assert wrong["outcome"] == "failed" and wrong["examples"] == 1  # the backend's add is one more
+    assert run_backward(case, "cpu", compile=CompileSpec(backends.WRONG_ADD, "static"))["outcome"] == "passed"

@@ -14,7 +14,9 @@ from typing import Any
 
 import click
 
-from torchcts.cli.options import device_option, fail, manifest_option, results_dir_option
+from torchcts.cli.options import (
+    compile_option, device_option, fail, manifest_option, results_dir_option, shape_mode_option,
+)
 
 TIER_NAMES = ("tiny", "small", "medium", "large")  # corpus.TIERS, without importing torch for --help
 
@@ -146,9 +148,11 @@ def list_cases(corpus_dir: Path | None, families: tuple[str, ...], tiers: tuple[
 @click.option("--id", "ids", multiple=True, help="Only this case id; repeatable.")
 @today_option
 @results_dir_option("Where the run folder <run-id>/ (records.jsonl, run.json) goes.")
+@compile_option("Run each case's op through torch.compile(backend=B) on the device; compare with eager CPU.")
+@shape_mode_option()
 def run(device: str | None, validation: bool, manifest_path: Path | None, corpus_dir: Path | None,
         families: tuple[str, ...], tiers: tuple[str, ...], levels: tuple[int, ...], ids: tuple[str, ...],
-        today: datetime.date, results_dir: Path) -> None:
+        today: datetime.date, results_dir: Path, compile_backend: str | None, shape_mode: str | None) -> None:
     """Run each case's seeded draws on the device and on CPU and compare (the oracle's tolerance model).
 
     Two items per case: `path_shapes` compares the forward result, `path_shapes_backward` the gradients of
@@ -161,7 +165,7 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
 
     from torchcts.engine.run import HARNESS_THREADS
     from torchcts.pathshapes.runner import RunSettings, Selection, environment, run_corpus
-    from torchcts.plugin.options import SessionError, check_device, device_kind
+    from torchcts.plugin.options import SessionError, check_device, device_kind, import_manifest_backend, run_target
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")
@@ -178,12 +182,16 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
     if unknown:
         fail(f"--id {unknown[0]}: no such case in {corpus.folder}")
     try:
+        if manifest is not None:
+            import_manifest_backend(manifest)
+        target = run_target(device, manifest, compile_backend, shape_mode)
         check_device(device)
     except SessionError as exc:
         fail(str(exc))
     torch.set_num_threads(HARNESS_THREADS)
     settings = RunSettings(device=device, manifest=manifest, validation=validation, today=today,
-                           selection=Selection(families, tiers, (), ids), level=levels[0] if levels else None)
+                           selection=Selection(families, tiers, (), ids), level=levels[0] if levels else None,
+                           compile=target.compile)
     summary = run_corpus(corpus, settings, results_dir, environment(settings, corpus), click.echo)
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -94,6 +94,14 @@ def compiled_program(program: Any, spec: CompileSpec | str) -> Any:
     return _compiled_functions[key]
 
 
+def compiled_callable(fn: Any, spec: CompileSpec) -> Any:
+    """Any function (a path-shapes op) under torch.compile with `spec`, compiled once per process per function."""
+    key = (fn, "callable", spec)
+    if key not in _compiled_functions:
+        _compiled_functions[key] = spec.compile(fn)
+    return _compiled_functions[key]
+
+
 def reset_compiled() -> None:
     """Forget every compiled function of this process and dynamo's caches: the next call compiles from scratch."""
     import torch._dynamo

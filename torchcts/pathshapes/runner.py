@@ -78,6 +78,7 @@ class RunSettings:
     selection: Selection = Selection()
     today: datetime.date = attrs.field(factory=datetime.date.today)
     level: int | None = None  # --level: the run's depth, over the manifest's semantic_level (None: the manifest's)
+    compile: Any = None  # the device side's `engine.compile_target.CompileSpec` (--compile); None: eager
 
 
 @attrs.frozen
@@ -144,10 +145,21 @@ def _floating_specs(case: Case) -> list[Any]:
     return [s for s in tensor_specs(case) if s.torch_dtype.is_floating_point]
 
 
-def run_case(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
-    """Execute one case's draws on `device` and on CPU; the record fields of its verdict (outcome, reason,
-    error, examples, the largest errors seen)."""
+def _device_op(case: Case, compile: Any) -> Any:
+    """The case's op as the device side runs it: under `compile` (a CompileSpec, compiled once per process) or
+    eager."""
     spec = OPS[case.op]
+    if compile is None:
+        return spec
+    from torchcts.engine.targets import compiled_callable
+
+    return attrs.evolve(spec, fn=compiled_callable(spec.fn, compile))
+
+
+def run_case(case: Case, device: str, manifest: Any = None, compile: Any = None) -> dict[str, Any]:
+    """Execute one case's draws on `device` (under `compile`, a CompileSpec, where given) and on CPU; the record
+    fields of its verdict (outcome, reason, error, examples, the largest errors seen)."""
+    spec, device_spec = OPS[case.op], _device_op(case, compile)
     worst = oracle.Comparison(True)
     for draw in range(case.budget):
         generator = torch.Generator().manual_seed(draw_seed(case.id, draw))
@@ -159,10 +171,11 @@ def run_case(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
             return _verdict(Outcome.CPU_CONTRACT, f"the CPU oracle raised on {call}", exc, draw)
         try:
             device_args, device_kwargs = _to_device(args, device), {k: _to_device(v, device) for k, v in kwargs.items()}
-            actual = spec.fn(*device_args, **device_kwargs)
+            actual = device_spec.fn(*device_args, **device_kwargs)
         except Exception as exc:  # noqa: BLE001 - the backend raised where CPU did not
             return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
-        tol = _tolerance(case, spec.category, args, expected, manifest, device)
+        tol = _tolerance(case, spec.category, args, expected, manifest, device,
+                         ("compile", spec.category) if compile is not None else None)
         try:  # comparing reads the device's result back: a backend failing there is the backend's error
             result = oracle.compare(actual, expected, tol, strides="significant" if case.op in POINTWISE else False)
         except Exception as exc:  # noqa: BLE001
@@ -177,10 +190,10 @@ def run_case(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
             "max_abs_error": worst.max_abs_error, "max_ulp": worst.max_ulp}
 
 
-def run_backward(case: Case, device: str, manifest: Any = None) -> dict[str, Any]:
-    """Execute one case's draws through autograd on `device` and on CPU: the gradients of every floating operand
-    under the same seeded cotangents; the record fields of its verdict."""
-    spec = OPS[case.op]
+def run_backward(case: Case, device: str, manifest: Any = None, compile: Any = None) -> dict[str, Any]:
+    """Execute one case's draws through autograd on `device` (the forward under `compile` where given) and on CPU:
+    the gradients of every floating operand under the same seeded cotangents; the record fields of its verdict."""
+    spec, device_spec = OPS[case.op], _device_op(case, compile)
     worst = oracle.Comparison(True)
     for draw in range(case.budget):
         seed = draw_seed(case.id, draw)
@@ -195,12 +208,12 @@ def run_backward(case: Case, device: str, manifest: Any = None) -> dict[str, Any
         except Exception as exc:  # noqa: BLE001 - the oracle rejects the case: not a finding about the backend
             return _verdict(Outcome.CPU_CONTRACT, f"the CPU oracle raised on {call}", exc, draw)
         try:
-            _, actual = _gradients(spec, device_args, device_kwargs, seed)
+            _, actual = _gradients(device_spec, device_args, device_kwargs, seed)
         except Exception as exc:  # noqa: BLE001 - the backend raised where CPU did not
             return _verdict(Outcome.ERROR, f"the backend raised on {call} where CPU did not", exc, draw)
         # a gradient sums over what the forward broadcast or reduced, and over what it fanned out
         tol = _tolerance(case, spec.category, args, outputs, manifest, device,
-                         oracle.gradient_categories(spec.category))
+                         (("compile",) if compile is not None else ()) + oracle.gradient_categories(spec.category))
         widening = oracle.accumulation_widening(outputs, expected)
         tol = oracle.normwise_floor(tol.widened(widening) if widening > 1 else tol, expected)
         try:  # comparing reads the device's gradients back: a backend failing there is the backend's error
@@ -288,6 +301,7 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
                 base = {"item": item_id(case, prop), "property": prop, "op": case.op, "variant": case.id,
                         "dtype": case.dtype, "level": max(case.level, BACKWARD_LEVEL) if prop == BACKWARD
                         else case.level, "counterexample": None,
+                        **({"compile": settings.compile.as_json()} if settings.compile is not None else {}),
                         "path_shape": {"family": case.family, "tier": case.tier, "needed_bytes": case.needed_bytes,
                                        "largest_tensor_bytes": case.largest_bytes, "budget": case.budget,
                                        "source": case.source, "file": case.file},
@@ -300,7 +314,7 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
                 writer.mark_started(base["item"])
                 t0 = time.monotonic()
                 check = run_backward if prop == BACKWARD else run_case
-                fields = check(case, settings.device, settings.manifest)
+                fields = check(case, settings.device, settings.manifest, settings.compile)
                 if fields["outcome"] in PROBLEMS:
                     if waiver is not None:
                         waived += 1
@@ -335,7 +349,9 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
     from torchcts.results.writer import hardware_key
 
     manifest = settings.manifest
-    return {"device": settings.device, "compile": None, "validation": settings.validation,
+    compile = settings.compile
+    return {"device": settings.device, "compile": compile.backend if compile is not None else None,
+            "compile_settings": compile.as_json() if compile is not None else None, "validation": settings.validation,
             "hardware_key": hardware_key(settings.device), "torch": torch.__version__,
             "torchcts": torchcts.__version__, "hypothesis": hypothesis.__version__,
             "python": sys.version.split()[0], "python_hash_seed": os.environ.get("PYTHONHASHSEED"), "seed": None,

@@ -10,7 +10,9 @@ child or worker that dies or overruns is a `crashed` or `timed_out` record with 
 output. Cases of an item a
 CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
 Python warnings raised while an item runs go to its record (`item_warnings`), not the terminal.
-A missing kernel is stored once per overload (`cases.store`), not once per item.
+A missing kernel is stored once per overload (`cases.store`), not once per item. A failure under
+torch.compile is blamed on the leg that first shows it (`engine.blame`: its stored case replayed under
+eager, aot_eager and the backend), within the run's budget of blamed cases.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torchcts import dtypes as dtype_names
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine import item_warnings, memory_cleanup
+from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.targets import Target, reset_compiled
@@ -76,6 +79,7 @@ class EngineSettings:
     case_limits: CaseLimits = CaseLimits()
     draw: Any = None  # `hypothesis_profile.DrawSettings`: profile, verbosity, statistics (None: Hypothesis's current)
     replay_shape_mode: str | None = None  # a replay's --shape-mode; None: each compile case in its own mode
+    blame_cases: int = DEFAULT_BLAME_CASES  # compiled failures whose leg is blamed per run (`engine.blame`)
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
@@ -150,6 +154,8 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
         except Exception as exc:  # noqa: BLE001 - the finding stands without its stored case
             record.update(counterexample=None,
                           counterexample_error=f"the failing case could not be stored: {first_line(error_text(exc))}")
+    if verdict.outcome in PROBLEMS and settings.target.compile is not None and not isinstance(item, ReplayItem):
+        record.update(blame_failure(record, settings))  # which compile leg first shows it: its stored case replayed
     if settings.trace_device_ops:
         from torchcts.testing import faulty
 

@@ -106,6 +106,16 @@ def _dispatched(value: Any) -> bool:
                              all(isinstance(v, str) and 0 < len(v) <= 200 for v in value))
 
 
+MAX_LEGS = 8  # a blamed failure replays at most 6 legs (`engine.blame`)
+
+
+def _legs(value: Any) -> bool:
+    """`legs`: each leg a blamed failure replayed (`engine.blame`): its backend, shape mode, outcome, error line."""
+    return value is None or (isinstance(value, list) and len(value) <= MAX_LEGS and all(
+        isinstance(leg, dict) and all(isinstance(leg.get(key), str) for key in ("backend", "shape_mode", "outcome"))
+        and _opt_str(leg.get("error_line")) for leg in value))
+
+
 def _level(value: Any) -> bool:
     return _int(value) and value in LEVELS
 
@@ -248,6 +258,12 @@ RECORD_FIELDS: dict[str, _Field] = {
     "missing_kernel": (False, _missing_kernel, "null or an object with string overload and dispatch_key"),
     "warnings": (False, _warnings, "null or an object with integer count and a list of strings messages"),
     "dispatched": (False, _dispatched, f"null or a list of at most {MAX_DISPATCHED} overload names"),
+    # a compiled failure's blame (`engine.blame`): the first leg that shows it, each leg tried, why none is named
+    "leg": (False, _opt_str, "a string or null (dynamo, aot, backend, backend-dynamic-only, not-reproduced, "
+                             "not-blamed)"),
+    "legs": (False, _legs, f"null or a list of at most {MAX_LEGS} objects with string backend, shape_mode, outcome "
+                           "and error_line (or null)"),
+    "leg_reason": (False, _opt_str, "a string or null"),
 }
 STARTED_FIELDS: dict[str, _Field] = {"item": (True, _str, "a string")}
 

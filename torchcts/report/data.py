@@ -286,7 +286,7 @@ def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[st
             "max_abs_error": record.get("max_abs_error"), "max_rel_error": record.get("max_rel_error"),
             "max_ulp": record.get("max_ulp"), "replay": reference.get("replay"), "case": case,
             "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error"),
-            "cases": grouping.case_pair(record)["text"]}
+            "cases": grouping.case_pair(record)["text"], **grouping.leg_fields(record)}
 
 
 def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] | None:

@@ -178,10 +178,22 @@ def other_failures(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                          f["item"]))
 
 
+def leg_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """A compiled failure's blame as the report shows it (`engine.blame`): the leg, the legs tried in one line
+    (`eager static: passed, ...`), and why no leg is named; None and "" for a record without one."""
+    leg, legs, reason = record.get("leg"), record.get("legs"), record.get("leg_reason")
+    tried = [f"{str(one.get('backend'))[:80]} {str(one.get('shape_mode'))[:12]}: {str(one.get('outcome'))[:20]}"
+             for one in (legs if isinstance(legs, list) else [])[:8] if isinstance(one, dict)]
+    return {"leg": leg[:40] if isinstance(leg, str) and leg else None, "legs": ", ".join(tried),
+            "leg_reason": reason[:300] if isinstance(reason, str) else ""}
+
+
 def failure_groups(others: list[dict[str, Any]]) -> dict[str, Any]:
-    """The other failures counted per op and per error line (their first meaningful line), largest first."""
+    """The other failures counted per op and per error line (their first meaningful line), largest first; and per
+    blamed leg (`by_leg`, empty when no failure carries one: an eager run)."""
     by_op: dict[str, dict[str, Any]] = {}
     by_line: dict[str, dict[str, Any]] = {}
+    by_leg: collections.Counter[str] = collections.Counter(f["leg"] for f in others if f.get("leg"))
     for f in others:
         op = by_op.setdefault(f["op"], {"op": f["op"], "count": 0, "outcomes": collections.Counter(),
                                         "message": f["message"]})
@@ -197,7 +209,8 @@ def failure_groups(others: list[dict[str, Any]]) -> dict[str, Any]:
     lines = sorted(by_line.values(), key=lambda g: (-g["count"], g["message"]))
     for group in lines:
         group["ops"] = len(group["ops"])
-    return {"by_op": ops, "by_message": lines}
+    legs = [{"leg": leg, "count": count} for leg, count in sorted(by_leg.items(), key=lambda e: (-e[1], e[0]))]
+    return {"by_op": ops, "by_message": lines, "by_leg": legs}
 
 
 def warning_totals(records: list[dict[str, Any]]) -> dict[str, int]:

@@ -42,6 +42,7 @@ class Failure:
     replay: str | None = None
     repro: str | None = None  # the repro script written for it (crashed and timed_out items)
     suspects: tuple[Suspect, ...] = ()  # the kernels inside the op that saw a feature, or ran (`triage.kernels`)
+    leg: str = ""  # the compile leg that first shows it (`engine.blame`: dynamo, aot, backend, ...); "" when not blamed
 
     @property
     def signature(self) -> tuple[str, str, str]:
@@ -89,6 +90,9 @@ class Cluster:
         conditions = sorted({f.condition.describe() for f in self.failures})
         if len(conditions) > 1:
             found["condition"] = conditions
+        legs = sorted({f.leg or "none" for f in self.failures})
+        if len(legs) > 1:
+            found["leg"] = legs  # dynamo, aot or the backend: a cluster that spans legs may hold more than one cause
         inputs = sorted({", ".join(f.condition.inputs) or "plain" for f in self.failures
                          if f.condition.inputs is not None})
         if len(inputs) > 1:
@@ -98,8 +102,14 @@ class Cluster:
             found["kernels"] = kernels  # the aten calls that saw the condition (listed even when one)
         return found
 
+    @property
+    def legs(self) -> list[str]:
+        """The compile legs its failures were blamed on (`engine.blame`), sorted; empty for an eager run."""
+        return sorted({f.leg for f in self.failures if f.leg})
+
     def as_json(self) -> dict[str, Any]:
         return {"family": self.family, "kind": self.kind, "condition": self.condition, "count": self.count,
+                "legs": self.legs,
                 "representative": self.representative.as_json(), "differs": self.differs(),
                 "items": [f.item for f in self.failures]}
 

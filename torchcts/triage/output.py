@@ -79,6 +79,9 @@ def _cluster_lines(cluster: Cluster, output: Path) -> list[str]:
     rep = cluster.representative
     lines = [f"- representative: {code(rep.item, 200)} ({cell(rep.outcome)}): {cell(rep.error_line, 300)}",
              f"- evidence: {cell(rep.evidence, 200)}; condition read from {cell(rep.condition.source, 200)}"]
+    if cluster.legs:
+        lines.append(f"- leg: {cell(' / '.join(cluster.legs))} (the compile layer that first shows it: "
+                     "dynamo, aot, backend, backend-dynamic-only)")
     if rep.replay:
         lines.append(f"- replay: {code(rep.replay, 300)}")
     if rep.repro:

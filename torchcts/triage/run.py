@@ -166,7 +166,8 @@ def _failure(record: dict[str, Any], condition: Condition, case: Any,
     return Failure(_text(record["item"]), _text(prop), _text(record["op"]), _text(record.get("variant")),
                    _text(record["dtype"]), record["outcome"], verdict.kind, verdict.evidence, family, condition,
                    _text(record.get("error_line") or record.get("reason")), counterexample.get("path"),
-                   counterexample.get("replay"), suspects=found_suspects)
+                   counterexample.get("replay"), suspects=found_suspects,
+                   leg=_text(record.get("leg"))[:40])
 
 
 def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, ...]:

@@ -278,7 +278,7 @@ def test_the_scenario_script_allows_only_its_own_and_the_programs_vocabulary(pro
     assert "the attribute 'save'" in problem(script + "\ntorch.save(STORAGES, 'x')\n", *allowed)
     compiled = export_script(scenario_case(tmp_path, "add_transposed", SampleInput(torch.ones(2, 3), args=(
         torch.ones(3, 2),)), "compiled.json", backend="aot_eager"))
-    assert "DEVICE_PROGRAM = torch.compile(PROGRAM, backend='aot_eager')" in compiled
+    assert "DEVICE_PROGRAM = torch.compile(PROGRAM, backend='aot_eager', dynamic=None)" in compiled
     with pytest.raises(CaseFileError, match="backend"):
         export_script(scenario_case(tmp_path, "add_transposed", SampleInput(torch.ones(2)), "bad.json",
                                     backend="inductor'); import os; ('"))

@@ -85,3 +85,13 @@ def test_the_failure_names_the_wrapper_of_a_cause_of_another_type():
     problem = parity_problem(IndexError("x"), caught.value, "", find_cause(caught.value))
     assert problem.startswith("it raised ValueError (wrapped in TorchRuntimeError, Unsupported by torch.compile) "
                               "where CPU raises IndexError")
+
+
+def test_a_record_names_the_wrappers_of_a_cause_that_differs(run_suite):
+    # complex's error input with an out= of the wrong dtype: CPU raises RuntimeError; under aot_eager a meta
+    # function's Python `assert` refuses it, wrapped by dynamo: a finding (an AssertionError is no torch error)
+    record = run_suite("errors", "complex", "float32", compile_backend="aot_eager")
+    assert record["outcome"] is Outcome.FAILED
+    assert "it raised AssertionError (wrapped in TorchRuntimeError, Unsupported by torch.compile)" in record["error"]
+    assert record["error_wrappers"] == ["TorchRuntimeError", "Unsupported"]
+    assert "error_wrappers" not in run_suite("errors", "complex", "float32")  # eager CPU: nothing wrapped

@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 from hypothesis import strategies as st
 
 from torchcts import interrupts
-from torchcts.engine import missing_kernels, oracle, precision, ulp_oracle
+from torchcts.engine import error_cause, missing_kernels, oracle, precision, ulp_oracle
 from torchcts.engine.dispatch_trace import traced
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
@@ -302,8 +302,14 @@ class CaseContext:
         if kernel is not None:
             raise MissingKernelError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did "
                                      f"not: {_first_line(exc)}", kernel) from exc
-        raise BackendError(f"{self.target.describe()} raised {type(exc).__name__}{what} where CPU did not: "
-                           f"{_first_line(exc)}") from exc
+        shown = exc
+        if self.target.compile_backend is not None:  # an op's refusal torch.compile wrapped: name the cause
+            cause = error_cause.find_cause(exc)
+            if cause.wrapped:
+                raise BackendError(f"{self.target.describe()} raised {cause.type_name()}{what} where CPU did not: "
+                                   f"{_first_line(cause.error)}") from exc
+        raise BackendError(f"{self.target.describe()} raised {type(shown).__name__}{what} where CPU did not: "
+                           f"{_first_line(shown)}") from exc
 
     def device_call(self, sample: Any, variant: str | None = None) -> Any:
         """The device's result for a sample, letting its exceptions through (error parity)."""

@@ -9,12 +9,15 @@ stands for it in the parent). No message text decides an outcome (`missing_kerne
 to name a missing kernel, a `MissingKernelError` the context raised by type).
 
 An `error` verdict says its kind (`error_kind`: missing_kernel, backend, harness, setup, case_file),
-and every verdict with an error has an `error_line`: what a console prints (`first_line`).
+and every verdict with an error has an `error_line`: what a console prints (`first_line`). Where the
+device's exception behind a failure or error came through torch.compile's wrappers
+(`torchcts.engine.error_cause`), the verdict names them (`error_wrappers`, outermost first).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import traceback
 from typing import Any
 
@@ -50,6 +53,7 @@ class Verdict:
     error_kind: str | None = None
     error_line: str | None = None
     missing_kernel: Any = None
+    error_wrappers: tuple[str, ...] = ()
 
     def record_fields(self) -> dict[str, Any]:
         """The record's fields about the error (none for a verdict without one)."""
@@ -60,6 +64,8 @@ class Verdict:
             fields["error_line"] = self.error_line
         if self.missing_kernel is not None:
             fields["missing_kernel"] = self.missing_kernel.as_json()
+        if self.error_wrappers:
+            fields["error_wrappers"] = list(self.error_wrappers)
         return fields
 
 
@@ -67,7 +73,29 @@ PASSED = Verdict(Outcome.PASSED)
 
 
 def classify(exc: BaseException, *, show_traceback: bool = False) -> Verdict:
-    """The verdict for an exception a check raised (interrupts are never classified: re-raise them first)."""
+    """The verdict for an exception a check raised (interrupts are never classified: re-raise them first),
+    naming the torch.compile wrappers of the device's exception it was raised from."""
+    verdict = _classify(exc, show_traceback)
+    wrappers = compile_wrappers(exc)
+    return attrs.evolve(verdict, error_wrappers=wrappers) if wrappers and verdict.error is not None else verdict
+
+
+def compile_wrappers(exc: BaseException) -> tuple[str, ...]:
+    """The torch.compile wrappers (outermost first) of the exception `exc` was raised from (its `__cause__`: the
+    device's exception a check compared), or of `exc` itself; () when none, or when no compiled call ran."""
+    if "torch._dynamo.exc" not in sys.modules:  # no compiled call in this process: no wrapper to find
+        return ()
+    from torchcts.engine.error_cause import find_cause
+
+    for candidate in (exc.__cause__, exc):
+        if candidate is not None:
+            wrappers = find_cause(candidate).wrappers
+            if wrappers:
+                return wrappers
+    return ()
+
+
+def _classify(exc: BaseException, show_traceback: bool) -> Verdict:
     from torchcts.engine.context import BackendError, CaseCrashed, MissingKernelError
 
     if isinstance(exc, NotRun):

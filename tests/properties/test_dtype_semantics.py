@@ -77,3 +77,12 @@ def test_the_programs_state_cpus_rules():
     assert raised == "raises RuntimeError" and untouched.tolist() == [2, 3]  # int += float raises, input intact
     undefined = cast(torch.tensor([1.5, float("nan"), 1e10, -1.0]), torch.uint8)
     assert undefined["to"].tolist() == [1, 0, 0, 0] and int(undefined["undefined"]) == 3  # masked, counted
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_under_torch_compile_a_refusal_cpus_program_records_is_no_error(run_suite, backend):
+    # bool - bool raises on CPU, which the program records; compiled, the refusal ends the program (dynamo raises it
+    # while tracing, wrapped in TorchRuntimeError): the case cannot be compared, and is no error of the device
+    record = run_suite("dtype_semantics", "binary_promotion", "bool", max_examples=4, compile_backend=backend)
+    assert record["outcome"] in (Outcome.PASSED, Outcome.RUNTIME_UNAVAILABLE), record.get("error")
+    assert record["outcome"] is Outcome.PASSED or "ends at its first refusal" in record["reason"]

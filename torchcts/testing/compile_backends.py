@@ -14,10 +14,16 @@ backend gets the FX graph and its example inputs, as a third-party compiler woul
 - `torchcts_test_dynamic_only`: `aot_eager` for a graph with static sizes; for a graph with symbolic
   sizes (a placeholder that is a SymInt, or a tensor with a SymInt size, as dynamo makes them with
   `dynamic=True` or after an automatic-dynamic recompile) it is `torchcts_test_wrong_add`.
+- `torchcts_test_compile_sleeps`: a compiler that never finishes: it sleeps (an hour) in every compile, as a stuck
+  compiler hangs. With `TORCHCTS_TEST_COMPILE_STARTED` set to a path it first creates that file, so a test knows
+  the compile has begun (to time out the item, or to send Ctrl-C during the compile).
 """
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -28,7 +34,10 @@ from torch._functorch.aot_autograd import make_boxed_func
 WRONG_ADD = "torchcts_test_wrong_add"
 COMPILE_RAISES = "torchcts_test_compile_raises"
 DYNAMIC_ONLY = "torchcts_test_dynamic_only"
-BACKENDS = (WRONG_ADD, COMPILE_RAISES, DYNAMIC_ONLY)
+COMPILE_SLEEPS = "torchcts_test_compile_sleeps"
+BACKENDS = (WRONG_ADD, COMPILE_RAISES, DYNAMIC_ONLY, COMPILE_SLEEPS)
+STARTED_ENV = "TORCHCTS_TEST_COMPILE_STARTED"  # a path compile_sleeps creates when its compile begins
+SLEEP_S = 3600.0
 COMPILE_ERROR = "torchcts_test_compile_raises: this test backend refuses every graph"
 
 _ADDS = (torch.ops.aten.add.Tensor, torch.ops.aten.add.Scalar)
@@ -99,10 +108,20 @@ def dynamic_only(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callabl
     return _aot_eager_backend(gm, example_inputs)
 
 
+def compile_sleeps(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    """Never finish compiling (sleep an hour): a stuck compiler. Creates $TORCHCTS_TEST_COMPILE_STARTED first."""
+    started = os.environ.get(STARTED_ENV)
+    if started:
+        Path(started).touch()
+    time.sleep(SLEEP_S)
+    return make_boxed_func(gm.forward)
+
+
 def register() -> None:
     """Register the backends with dynamo under their names; nothing for a name dynamo knows already."""
     known = set(torch._dynamo.list_backends(exclude_tags=()))
-    for name, backend in ((WRONG_ADD, wrong_add), (COMPILE_RAISES, compile_raises), (DYNAMIC_ONLY, dynamic_only)):
+    for name, backend in ((WRONG_ADD, wrong_add), (COMPILE_RAISES, compile_raises), (DYNAMIC_ONLY, dynamic_only),
+                          (COMPILE_SLEEPS, compile_sleeps)):
         if name not in known:
             torch._dynamo.register_backend(compiler_fn=backend, name=name)
 

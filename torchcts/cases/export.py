@@ -57,6 +57,7 @@ _DESCRIPTION_CHARS, _FAILURE_CHARS, _SHORT_CHARS, _MESSAGE_CHARS = 4000, 300, 10
 _IMPORTS = {(None, "base64"), (None, "importlib"), (None, "re"), (None, "sys"), (None, "torch"),
             ("torch.testing._internal.common_methods_invocations", "op_db")}
 _NAMES = {"ATOL", "AssertionError", "BACKEND_IMPORT", "DEVICE", "ERROR_REGEX", "Ellipsis", "Exception", "FN",
+          "ORACLE_FN", "INPLACE_FN", "fn", "oracle",
           "IndexError", "NotImplementedError", "OP", "RTOL", "RuntimeError", "STORAGES", "TypeError", "ValueError",
           "__name__", "a", "check_device", "compared", "could_not_run", "cpu_error", "importlib", "one_line", "re",
           "rejection_problem", "specific", "str", "text", "why",
@@ -148,12 +149,19 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
     fn, inplace, imports = _callable(op, case, kind)
     writer.names.update(op.name.split("."), re.findall(r"input\.(\w+)\(", inplace))
-    fn_line = f"FN = {fn}"
+    # FN is what the device runs, ORACLE_FN what CPU's reference runs: the eager op, also for a compile case (on cpu
+    # both run on one device, and only the compiled function may differ)
+    fn_line = f"FN = {fn}\nORACLE_FN = FN"
+    compiled_inplace = ""
     if case.backend:
-        call, attributes = compile_call(case, fn)
+        call, attributes = compile_call(case, "ORACLE_FN")
         writer.names.update(attributes)
-        fn_line = f"FN = {call}"
-    run_body, main_body = _bodies(kind, inplace)
+        fn_line = f"ORACLE_FN = {fn}\nFN = {call}"
+        if kind == "inplace":  # the in-place call itself is what the engine compiles
+            call, _ = compile_call(case, f"lambda input, *args, **kwargs: {inplace}")
+            compiled_inplace = f"INPLACE_FN = {call}"
+            fn_line += f"\n{compiled_inplace}"
+    run_body, main_body = _bodies(kind, inplace, compiled_inplace=bool(compiled_inplace))
     return {"device": ascii(device), "rtol": _float(tol.rtol), "atol": _float(tol.atol),
             "imports": f"{imports}{fn_line}\n", "run_body": run_body, "main_body": main_body,
             "storages": [writer.storage(s, i) for i, s in enumerate(case.storages)],
@@ -241,15 +249,19 @@ def _callable(op: Any, case: CorpusCase, kind: str) -> tuple[str, str, str]:
     return f"torch.{op.name}" if public else "OP.op", inplace, lookup
 
 
-def _bodies(kind: str, inplace: str) -> tuple[str, str]:
-    """(the body of `run(device)`, the body of the main block) for the kind of check (`_script_kind`)."""
-    call = "FN(input, *args, **kwargs)"
+def _bodies(kind: str, inplace: str, compiled_inplace: bool = False) -> tuple[str, str]:
+    """(the body of `run(device, plain, oracle)`, the body of the main block) for the kind of check (`_script_kind`).
+    `oracle` runs CPU's reference: the eager op, where the device runs a compiled one."""
+    call = "fn(input, *args, **kwargs)"
     if kind == "inplace":
-        run = ["input, args, kwargs = inputs(device)", inplace, "return input"]
+        run = ["input, args, kwargs = inputs(device)"]
+        run += [f"if oracle:", f"{_I}{inplace}", "else:", f"{_I}INPLACE_FN(input, *args, **kwargs)"] \
+            if compiled_inplace else [inplace]
+        run.append("return input")
     elif kind == "out":
         run = ["input, args, kwargs = inputs(device)",
-               "out = torch.utils._pytree.tree_map_only(torch.Tensor, torch.zeros_like, FN(input, *args, **kwargs))",
-               "FN(input, *args, **kwargs, out=out)", "return out"]
+               "out = torch.utils._pytree.tree_map_only(torch.Tensor, torch.zeros_like, fn(input, *args, **kwargs))",
+               "fn(input, *args, **kwargs, out=out)", "return out"]
     elif kind == "backward":
         run = ["input, args, kwargs = inputs(device)",
                "leaves = [t for t in torch.utils._pytree.tree_leaves([input, args, kwargs])",
@@ -269,6 +281,8 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
                f"return {call}"]
     else:
         run = ["input, args, kwargs = inputs(device)", f"return {call}"]
+    if kind != "inplace":
+        run.insert(0, "fn = ORACLE_FN if oracle else FN")
     body = "\n".join(f"{_I}{line}" for line in run)
     cpu_raises = ["except Exception as exc:",
                   f"{_I}could_not_run(f'CPU itself raises on this case: {{one_line(exc)}}')"]
@@ -276,11 +290,11 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
                      f"{_I}print(f'REPRODUCED on {{DEVICE}}: it raises where CPU does not: {{one_line(exc)}}')",
                      f"{_I}sys.exit(1)"]
     if kind == "layout":  # both runs are the device's; CPU must run the case both ways for it to mean anything
-        main = ["try:", f"{_I}run('cpu')", f"{_I}run('cpu', plain=True)", *cpu_raises,
+        main = ["try:", f"{_I}run('cpu', oracle=True)", f"{_I}run('cpu', plain=True, oracle=True)", *cpu_raises,
                 "try:", f"{_I}problem = same(run(DEVICE), run(DEVICE, plain=True), 're-laid-out input, output')",
                 *device_raises, *_verdict()]
     elif kind == "errors":  # as the errors property: the device must reject the input as CPU does
-        main = ["try:", f"{_I}run('cpu')", "except Exception as exc:", f"{_I}cpu_error = exc", "else:",
+        main = ["try:", f"{_I}run('cpu', oracle=True)", "except Exception as exc:", f"{_I}cpu_error = exc", "else:",
                 f"{_I}could_not_run('CPU accepts this error input; the case needs CPU to reject it')",
                 "try:", f"{_I}run(DEVICE)", "except Exception as exc:",
                 f"{_I}problem = rejection_problem(cpu_error, exc)",
@@ -292,7 +306,7 @@ def _bodies(kind: str, inplace: str) -> tuple[str, str]:
                 "print(f'REPRODUCED on {DEVICE}: it accepts an input CPU rejects ({one_line(cpu_error)})')",
                 "sys.exit(1)"]
     else:
-        main = ["try:", f"{_I}expected = run('cpu')", *cpu_raises,
+        main = ["try:", f"{_I}expected = run('cpu', oracle=True)", *cpu_raises,
                 "try:", f"{_I}problem = same(run(DEVICE), expected, 'output')", *device_raises, *_verdict()]
     return body, "\n".join(f"{_I}{line}" for line in main)
 

@@ -23,6 +23,7 @@ from torchcts.manifest.model import Manifest
 from torchcts.manifest.parse import parse_manifest
 from torchcts.manifest.plain import exception_text, from_json, to_json, to_plain
 from torchcts.manifest.problems import ManifestError, Problem, ProblemLog
+from torchcts.manifest.targets import install_hint
 
 MAX_MESSAGE_CHARS = 1000
 
@@ -140,8 +141,9 @@ def environment_problems(manifest: Manifest) -> tuple[Problem, ...]:
     if manifest.backend_import is not None:
         top = manifest.backend_import.split(".")[0]
         if importlib.util.find_spec(top) is None:
+            hint = install_hint(top)
             log.warn(("backend_import",), f"module {top!r} is not installed in this Python environment "
-                     f"({sys.executable})", manifest.backend_import)
+                     f"({sys.executable})" + (f"; install it: {hint}" if hint else ""), manifest.backend_import)
     return tuple(log.problems)
 
 

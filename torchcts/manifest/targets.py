@@ -1,7 +1,8 @@
 """The manifests TorchCTS ships for real targets, and which one a command uses when it is given none.
 
 `manifests/targets/<name>.py` (installed as `torchcts.manifests`, folder `targets/`) holds reviewed claims
-for cpu (validation), meta, cpu under `torch.compile` (inductor, aot_eager), cuda, mps and xpu. A command
+for cpu (validation), meta, cpu under `torch.compile` (inductor, aot_eager, and openvino: a third-party backend
+whose package is never a TorchCTS dependency), cuda, mps and xpu. A command
 that takes `--manifest` uses, in order: the file given, `./manifest.py` when it exists, else the shipped
 manifest of the target `--device D [--compile B]` names. Nothing here imports torch: the device type is
 read from the device string (`cuda:1` -> `cuda`), which is all a shipped target is keyed by.
@@ -25,6 +26,7 @@ class ShippedTarget:
     device_type: str
     compile_backend: str | None = None
     validation: bool = False  # also picked by `run --validation` (CPU against its own oracle)
+    package: str | None = None  # what `pip install` needs for its backend_import: a third-party backend's package
 
     @property
     def path(self) -> Path:
@@ -42,6 +44,7 @@ TARGETS: tuple[ShippedTarget, ...] = (
     ShippedTarget("meta", "meta"),
     ShippedTarget("inductor", "cpu", "inductor"),
     ShippedTarget("aot_eager", "cpu", "aot_eager"),
+    ShippedTarget("openvino", "cpu", "openvino", package="openvino"),
     ShippedTarget("cuda", "cuda"),
     ShippedTarget("mps", "mps"),
     ShippedTarget("xpu", "xpu"),
@@ -63,6 +66,12 @@ def shipped_target(device: str | None, compile_backend: str | None = None) -> Sh
         return None
     kind = device_type(device)
     return next((t for t in TARGETS if t.device_type == kind and t.compile_backend == compile_backend), None)
+
+
+def install_hint(module: str) -> str | None:
+    """`pip install P` for a module a shipped target's backend_import needs (its top-level name), else None."""
+    top = module.split(".")[0]
+    return next((f"pip install {t.package}" for t in TARGETS if t.package is not None and t.package == top), None)
 
 
 def targets_line() -> str:

@@ -26,11 +26,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
-from torchcts.engine.context import BackendError, CpuRejects, MissingKernelError
-from torchcts.engine.error_cause import find_cause
-from torchcts.engine.programs import run_program
+from torchcts.engine.context import CpuRejects
+from torchcts.engine.programs import device_result, recorded_refusal, run_program
 from torchcts.manifest.model import DtypeStatus
-from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, broadcastable_shapes, shapes
 
@@ -217,39 +215,15 @@ def _cpu_lacks(result) -> bool:
     return isinstance(first, str) and (first.startswith("unsupported ") or first == "raises NotImplementedError")
 
 
-_REFINEMENTS_OF_RUNTIME_ERROR = (IndexError, ValueError, TypeError)  # as the errors property allows them
-
-
 def _refused_as_cpu(expected: dict, error: BaseException) -> str | None:
     """Which of CPU's entries the compiled program's refusal `error` (a cause behind torch.compile's wrappers) may
-    stand for: an op CPU's program records raising that type, or else one CPU has no kernel for (not compared, so
-    any refusal of it is allowed); None when CPU's program runs every op."""
-    names = {cls.__name__ for cls in type(error).__mro__ if cls not in (BaseException, Exception, object)}
+    stand for: one recording a refusal of that type, or else an op CPU has no kernel for (not compared, so any
+    refusal of it is allowed); None when CPU's program runs every op."""
     for op, want in expected.items():
-        raised = _raised(want)
-        if raised in names or (raised == "RuntimeError" and isinstance(error, _REFINEMENTS_OF_RUNTIME_ERROR)):
-            return f"{op} ({_says(want)} on CPU)"
+        if _raised(want) is not None and recorded_refusal(want, error) is not None:
+            return f"{op}: {_says(want)}"
     lacking = [op for op, want in expected.items() if _cpu_lacks(want)]
-    return f"{lacking[0]} (which CPU has no kernel for)" if lacking else None
-
-
-def _device_result(cts, run, case, expected, what: str):
-    """The program's result on the device; under torch.compile, a refusal CPU's program records too makes the case
-    unavailable (the compiled program cannot catch it: it ends the program)."""
-    try:
-        return cts.on_device_call(run, case.sample, what=what)
-    except MissingKernelError:
-        raise
-    except BackendError as error:
-        device_error = error.__cause__
-        if cts.target.compile_backend is None or not isinstance(device_error, Exception):
-            raise
-        cause = find_cause(device_error)
-        op = None if cause.compile_failure else _refused_as_cpu(expected, cause.error)
-        if op is None:
-            raise
-        raise CaseUnavailable(f"under torch.compile the program ends at its first refusal, {cause.type_name()}, "
-                              f"which may be CPU's for {op}: the ops' results cannot be compared") from device_error
+    return f"{lacking[0]}, which CPU has no kernel for" if lacking else None
 
 
 def promotion_check(cts, program):
@@ -260,7 +234,7 @@ def promotion_check(cts, program):
     def check(case) -> None:
         inputs, call = case.transforms[0], case.transforms[-1]
         expected = cts.on_cpu_call(run, case.sample)
-        actual = _device_result(cts, run, case, expected, f" ({call} on {inputs})")
+        actual = device_result(cts, run, case.sample, expected, f" ({call} on {inputs})", _refused_as_cpu)
         answered = 0
         for op, want in expected.items():
             if _cpu_lacks(want):  # CPU implements no such op for these dtypes: no oracle

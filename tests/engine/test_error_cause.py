@@ -75,6 +75,20 @@ def test_an_op_the_backend_itself_calls_is_not_unwrapped_but_one_torch_s_tracer_
     assert cause.error is traced.value and cause.wrappers == ("BackendCompilerFailed",) and not cause.compile_failure
 
 
+def test_an_op_that_refuses_while_aot_autograd_traces_is_found_inside_backend_compiler_failed():
+    # fill_ of an expanded bool view: CPU accepts it, aot_eager's decomposition subtracts bools, which the reference
+    # refuses while AOTAutograd traces the graph: the refusal is torch's op's, found behind the wrapper
+    def fill_expanded(w):
+        w[..., :1].expand_as(w).fill_(1)
+        return w
+
+    exc = raised_by(fill_expanded, torch.ones(3, 3, dtype=torch.bool))
+    assert isinstance(exc, BackendCompilerFailed)
+    cause = find_cause(exc)
+    assert type(cause.error) is RuntimeError and "Subtraction" in str(cause.error)
+    assert cause.wrappers == ("BackendCompilerFailed",) and not cause.compile_failure
+
+
 def test_a_graph_break_under_fullgraph_is_a_compile_failure():
     def breaks(x):
         torch._dynamo.graph_break()

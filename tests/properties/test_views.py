@@ -106,3 +106,31 @@ def test_exact_comparison_names_the_first_differing_element():
     assert_same_bits((torch.tensor([float("nan"), 1.0]),), (torch.tensor([float("nan"), 1.0]),), "p")
     with pytest.raises(AssertionError, match=r"\[1, 0\] = 0.0, CPU gives -0.0"):
         assert_same_bits(torch.tensor([[1.0], [0.0]]), torch.tensor([[1.0], [-0.0]]), "p")
+
+
+
+def test_under_torch_compile_a_refusal_the_program_cannot_record_is_found_in_cpus_result():
+    # copy_ into an expanded view: CPU's program records RuntimeError; compiled, copy_'s meta refuses while dynamo
+    # traces (wrapped in TorchRuntimeError), outside the program's try: the program_check makes such a case
+    # unavailable, as the refusal CPU's result records
+    import torch._dynamo
+
+    from torchcts.engine.error_cause import find_cause
+    from torchcts.engine.programs import recorded_refusal
+
+    expected = overlap_rules(torch.ones(3, 3), "expand_copy_")
+    assert expected[0] == "RuntimeError"
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError) as caught:
+        torch.compile(overlap_rules, backend="aot_eager")(torch.ones(3, 3), "expand_copy_")
+    cause = find_cause(caught.value)
+    assert cause.wrappers == ("TorchRuntimeError", "Unsupported") and not cause.compile_failure
+    assert recorded_refusal(expected, cause.error) == "RuntimeError"
+    assert recorded_refusal(overlap_rules(torch.ones(3, 3), "self_copy_"), cause.error) is None  # CPU accepts
+    assert recorded_refusal(expected, AssertionError("x")) is None  # another type is no recorded refusal
+
+
+def test_under_torch_compile_an_overlap_cpu_refuses_and_the_compiled_program_accepts_fails(run_suite):
+    # float32 add_ into an expanded view: aot_eager's functionalized graph does not refuse where CPU does
+    accepted = run_suite("views", "overlap_rules", "float32", max_examples=4, compile_backend="aot_eager")
+    assert accepted["outcome"] is Outcome.FAILED and "CPU gives 'RuntimeError'" in accepted["error"]

@@ -28,7 +28,8 @@ def settings(tmp_path_factory):
                                       + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
     return EngineSettings(target=Target("cpu", CompileSpec(backends.WRONG_ADD, "static")),
                           manifest=load_manifest(root / "manifest.py")[0], level=1, max_examples=5,
-                          versions=versions(), corpus_dir=root / "corpus", shrink=False, blame_cases=0)
+                          versions=versions(), corpus_dir=root / "corpus", shrink=False,
+                          found={"run_id": "export-compile-cases"})
 
 
 def run_script(path, tmp_path, backend=None):
@@ -53,5 +54,6 @@ def test_the_script_of_a_wrong_backend_s_case_reproduces_and_a_right_backend_s_d
     path = Path(record["counterexample"]["path"])
     status, output = run_script(path, tmp_path)
     assert status == 1 and "REPRODUCED on cpu" in output, output[-2000:]
+    assert "\nLeg: backend (" in (tmp_path / "repro.py").read_text()  # the blamed leg, from the case
     status, output = run_script(path, tmp_path, backend="aot_eager")  # the same case through a right backend
     assert status == 0 and "not reproduced on cpu" in output, output[-2000:]

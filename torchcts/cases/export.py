@@ -193,7 +193,9 @@ def _text(case: CorpusCase, device: str | None, backend_import: str | None) -> d
               "dtype": dtype_names.canonical_name(dtype_names.lookup(case.dtype)), "device_type": case.device_type,
               "backend": case.backend or "", "device": device or case.device_type,
               "backend_import": backend_import or "",
-              "torch": _plain(case.found.get("torch", "?"))}
+              "torch": _plain(case.found.get("torch", "?")),
+              # the compile leg that first showed it (`engine.blame`): dynamo, aot, backend, ...
+              "leg": case.failure.get("leg") if isinstance(case.failure.get("leg"), str) else ""}
     return {**{key: _inert(value[:_SHORT_CHARS if key != "backend_import" else None])
                for key, value in fields.items()},
             "description": "\n".join(_inert(line) for line in description), "failure": _inert(failure)}

@@ -256,6 +256,7 @@ RECORD_FIELDS: dict[str, _Field] = {
     "error_kind": (False, _opt_str, "a string or null (missing_kernel, backend, harness, setup, case_file)"),
     "error_line": (False, _opt_str, "a string or null"),
     "missing_kernel": (False, _missing_kernel, "null or an object with string overload and dispatch_key"),
+    "error_wrappers": (False, _opt_str_list, "a list of strings (torch.compile's wrapper types, outermost first)"),
     "warnings": (False, _warnings, "null or an object with integer count and a list of strings messages"),
     "dispatched": (False, _dispatched, f"null or a list of at most {MAX_DISPATCHED} overload names"),
     # a compiled failure's blame (`engine.blame`): the first leg that shows it, each leg tried, why none is named

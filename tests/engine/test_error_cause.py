@@ -7,6 +7,7 @@ import logging
 import pytest
 import torch
 import torch._dynamo
+import torch._refs
 from torch._dynamo.exc import BackendCompilerFailed, TorchRuntimeError, Unsupported
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -69,6 +70,9 @@ def test_an_op_the_backend_itself_calls_is_not_unwrapped_but_one_torch_s_tracer_
     with pytest.raises(IndexError) as own:
         _calls_an_op_that_refuses(None, [torch.ones(2)])
     assert find_cause(BackendCompilerFailed(_calls_an_op_that_refuses, own.value, None)).compile_failure
+    with pytest.raises(ValueError) as reference:  # a reference the backend calls itself (through dynamo's disable)
+        torch._refs.cat([])
+    assert find_cause(BackendCompilerFailed(_refuses_to_compile, reference.value, None)).compile_failure
     with pytest.raises(IndexError) as traced:  # the graph's op, raised while make_fx traced it (as AOTAutograd does)
         make_fx(lambda x: torch.ops.aten.narrow(x, 5, 0, 1), tracing_mode="fake")(torch.ones(2))
     cause = find_cause(BackendCompilerFailed(_refuses_to_compile, traced.value, None))

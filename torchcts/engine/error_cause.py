@@ -24,10 +24,10 @@ What counts as the op's refusal (then `ErrorCause.error` is it, and `wrappers` n
 - through `BackendCompilerFailed`/`InductorError` (`inner_exception`) and `InternalTorchDynamoError`
   (`__context__`) only when the inner exception was raised by torch's op code (a meta function, a
   reference, a decomposition, a C++ kernel called through `torch.ops`) which torch's own tracer
-  (dynamo, FX, AOTAutograd) called on the graph: walking its traceback outwards from where it was
-  raised, the first frame that is not op code or dispatch is a tracer's, not a frame outside torch.
-  A backend's own code that raises (or calls an op that raises), a lowering, a C++ compile error:
-  the compile failed, which is no refusal.
+  (FX's proxy tracing, AOTAutograd, dynamo) called on the graph: walking its traceback outwards from
+  where it was raised, past op code and dispatch (fake tensors, modes), the first other frame is a
+  tracer's. A backend's own code that raises (or calls an op that raises), a lowering, inductor's
+  own `torch._check`, a C++ compile error: the compile failed, which is no refusal.
 
 Whatever remains is the cause. It is a compile failure (`compile_failure`) when it is still one of
 the compiler's exceptions (dynamo's, inductor's, the fake tensor machinery's): it never stands for
@@ -37,6 +37,7 @@ The walk is bounded (`MAX_DEPTH` wrappers) and stops at an exception already see
 
 from __future__ import annotations
 
+import collections
 import os
 import types
 from typing import Any
@@ -52,9 +53,12 @@ _COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "torch._functorch", "to
 # torch's op code (relative to torch's package folder): where an op checks its input
 _OP_CODE = ("_refs" + os.sep, "_decomp" + os.sep, "_prims" + os.sep, "_prims_common" + os.sep,
             "_meta_registrations.py", "_ops.py", "__init__.py", "functional.py", "nn" + os.sep + "functional.py",
-            "_tensor.py", "_torch_docs.py")
-# torch's tracers that run a graph's ops (relative to torch's package folder)
-_TRACERS = ("_dynamo" + os.sep, "fx" + os.sep, "_functorch" + os.sep)
+            "_tensor.py", "_subclasses" + os.sep + "fake_impls.py")
+# torch's dispatch between an op's call and its code: fake tensors, modes, the wrappers that keep dynamo out of refs
+_DISPATCH = ("_subclasses" + os.sep, "utils" + os.sep + "_python_dispatch.py", "utils" + os.sep + "_stats.py",
+             "_compile.py", "_dynamo" + os.sep + "eval_frame.py", "_library" + os.sep)
+# torch's tracers that run a graph's ops (FX's proxy tracing and interpreter, AOTAutograd, dynamo)
+_TRACERS = ("fx" + os.sep, "_functorch" + os.sep, "_dynamo" + os.sep)
 
 
 @attrs.frozen
@@ -116,27 +120,30 @@ def _unwrapped(exc: BaseException) -> BaseException | None:
 
 
 def raised_by_traced_op(exc: BaseException) -> bool:
-    """Whether `exc` was raised by torch's op code that one of torch's tracers called: its innermost frame is
-    op code, and walking outwards the first frame that is not torch's op code or dispatch is a tracer's
-    (a frame outside torch first: a backend's own code called the op, or raised)."""
+    """Whether `exc` was raised by torch's op code that one of torch's tracers called: its innermost frame is op
+    code, and walking outwards past op code and dispatch, the first other frame is a tracer's. Another frame
+    there (a backend's own code, inductor's lowering calling `torch._check`) means the op was not the graph's."""
     frames = _frames_innermost_first(exc.__traceback__)
-    if not frames or _torch_relative(frames[0]) is None or not _torch_relative(frames[0]).startswith(_OP_CODE):
+    first = _torch_relative(frames[0]) if frames else None
+    if first is None or not first.startswith(_OP_CODE):
         return False
     for filename in frames[1:]:
         relative = _torch_relative(filename)
         if relative is None:
             return False
-        if relative.startswith(_TRACERS):
-            return True
+        if relative.startswith(_OP_CODE) or relative.startswith(_DISPATCH):
+            continue
+        return relative.startswith(_TRACERS)
     return False
 
 
-def _frames_innermost_first(tb: types.TracebackType | None) -> list[str]:
-    frames = []
-    while tb is not None and len(frames) < 1000:
+def _frames_innermost_first(tb: types.TracebackType | None, keep: int = 1000) -> list[str]:
+    """The files of a traceback's frames, innermost first (the innermost `keep` of them)."""
+    frames: collections.deque[str] = collections.deque(maxlen=keep)
+    while tb is not None:
         frames.append(tb.tb_frame.f_code.co_filename)
         tb = tb.tb_next
-    return frames[::-1]
+    return list(reversed(frames))
 
 
 def _torch_relative(filename: str) -> str | None:

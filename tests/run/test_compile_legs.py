@@ -12,15 +12,20 @@ from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
 
 
-def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report_and_triage(tmp_path):
-    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu")
-                                          + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
+def run_wrong_add(cwd, ops, *flags):
+    """The run folder of `torchcts run --compile torchcts_test_wrong_add` (static shapes) over `ops` in `cwd`."""
+    (cwd / "manifest.py").write_text(render_template("complete", device_name="cpu")
+                                     + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
     run = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--compile",
-                          "torchcts_test_wrong_add", "--shape-mode", "static", "--ops", "^(add|mul)$", "--dtype",
-                          "float32", "--level", "1", "--derandomize", "--max-examples", "5"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=900)
+                          "torchcts_test_wrong_add", "--shape-mode", "static", "--ops", ops, "--dtype",
+                          "float32", "--level", "1", "--derandomize", "--max-examples", "5", *flags],
+                         capture_output=True, text=True, cwd=cwd, timeout=900)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
-    folder = sorted((tmp_path / "results").glob("*/run.json"))[-1].parent
+    return sorted((cwd / "results").glob("*/run.json"))[-1].parent
+
+
+def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report_and_triage(tmp_path):
+    folder = run_wrong_add(tmp_path, "^(add|mul)$")
     records = {r["item"]: r for r in read_records(folder)}
     failed = records["forward::add::function::float32"]
     assert failed["outcome"] == "failed" and failed["leg"] == "backend"
@@ -43,3 +48,10 @@ def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report
     clusters = json.loads((folder / "triage" / "triage.json").read_text())["clusters"]
     assert [c["legs"] for c in clusters] == [["backend"]]
     assert "- leg: backend" in (folder / "triage" / "triage.md").read_text()
+
+
+def test_blame_cases_0_blames_nothing_and_says_so(tmp_path):
+    folder = run_wrong_add(tmp_path, "^add$", "--blame-cases", "0")
+    record = next(r for r in read_records(folder) if r["item"] == "forward::add::function::float32")
+    assert record["outcome"] == "failed" and record["leg"] == "not-blamed" and record["legs"] == []
+    assert "budget of 0 blamed cases" in record["leg_reason"]

@@ -44,6 +44,9 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
 @compile_option("Run every op through torch.compile(backend=B) on the device; compare with eager CPU.")
 @shape_mode_option()
+@click.option("--blame-cases", type=click.IntRange(0, 100000), metavar="N",
+              help="With --compile: blame at most N failing cases on a leg (dynamo, aot, backend, ...: each stored "
+                   "case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. Default 25.")
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
 @click.option("--subprocess-per-test", is_flag=True,
               help="Run every item in its own isolated process (forked, or a spawned worker: --isolation-start).")
@@ -77,7 +80,7 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
         ops: tuple[str, ...], properties: tuple[str, ...], capabilities: tuple[str, ...], last_failed: bool,
         shard: str | None, workers: str | None, derandomize: bool,
         seed: int | None, max_examples: int | None, results_dir: Path, validation: bool, compile_backend: str | None,
-        shape_mode: str | None, corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
+        shape_mode: str | None, blame_cases: int | None, corpus_dir: Path | None, subprocess_per_test: bool, isolation_start: str, known_segfault_policy: str,
         known_crashes: Path | None, known_segfault_audit: bool, adaptive_isolation: str, item_timeout: float | None,
         hypothesis_profile: str | None, hypothesis_seed: int | None, hypothesis_show_statistics: bool,
         no_shrink: bool, no_report: bool, trace_dispatch: bool) -> None:
@@ -114,7 +117,8 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
                          shard=shard, workers=workers, derandomize=derandomize, seed=seed,
                          max_examples=max_examples,
                          results_dir=results_dir, validation=validation, compile_backend=compile_backend,
-                         shape_mode=shape_mode, corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
+                         shape_mode=shape_mode, blame_cases=blame_cases,
+                         corpus_dir=resolve_corpus(corpus_dir, results_dir), no_shrink=no_shrink, report=not no_report,
                          pytest_args=(("--trace-dispatch",) if trace_dispatch else ()) + pytest_args,
                          isolation_args=_isolation_args(subprocess_per_test, known_segfault_policy, known_crashes,
                                                         known_segfault_audit, adaptive_isolation, item_timeout,

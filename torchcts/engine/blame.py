@@ -16,7 +16,7 @@ run, once per leg, each a fresh compile (the engine replays a compile case in a 
 A leg "shows the failure" when its replay ends in a problem outcome (failed, error, crashed, timed_out);
 each leg's outcome and error line are kept beside the verdict, so a leg that fails differently can be
 read. The references take the run's `fullgraph` (it changes what dynamo traces), never B's `mode` or
-`options` (they are B's). Blaming is bounded: at most `EngineSettings.blame_cases` cases per run (per
+`options` (they are B's). Blaming is bounded: at most `EngineSettings.blame_cases` (`--blame-cases N`) cases per run (per
 process: each worker of `-n N`, or of a fuzz hunt, counts its own), each leg replays the one stored case
 (no draws); a failure past the budget, or without a stored case, is `not-blamed` with the reason. Where
 the legs run in this process (no fork), they reset dynamo: the run's later items compile afresh, and an

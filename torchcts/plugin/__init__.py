@@ -46,6 +46,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: with a compile target: static (dynamic=False), dynamic (dynamic=True) or "
                          "automatic (torch's default); default: the manifest's compile.dynamic, else automatic. "
                          "Replaying: each case's own mode unless given.")
+    group.addoption("--blame-cases", dest="torchcts_blame_cases", type=int, default=None, metavar="N",
+                    help="TorchCTS: with a compile target, blame at most N failing cases per run on a leg (their "
+                         "stored case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. "
+                         "Default 25.")
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
     group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",

@@ -30,6 +30,7 @@ class RunOptions:
     validation: bool = False
     compile_backend: str | None = None
     shape_mode: str | None = None  # static, dynamic or automatic (None: the manifest's, or each replayed case's)
+    blame_cases: int | None = None  # compiled failures blamed on a leg per run (None: engine.blame's default)
     replay: tuple[str, ...] = ()  # replay these cases instead of drawing
     corpus_dir: Path | None = None  # where failing items' counterexamples go
     report: bool = False  # write the report into the run folder at the end (`torchcts run` unless --no-report)
@@ -57,6 +58,8 @@ def pytest_arguments(options: RunOptions) -> list[str]:
         args += ["--compile", options.compile_backend]
     if options.shape_mode:
         args += ["--shape-mode", options.shape_mode]
+    if options.blame_cases is not None:
+        args += ["--blame-cases", str(options.blame_cases)]
     if options.level is not None:
         args += ["--level", str(options.level)]
     for flag, values in (("--dtype", options.dtypes), ("--ops", options.ops), ("--property", options.properties),

@@ -85,7 +85,8 @@ class RunSession:
             trace_device_ops=os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty",
             trace_dispatch=start.trace_dispatch,
             show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits,
-            draw=start.draw, replay_shape_mode=self.config.getoption("torchcts_shape_mode"))
+            draw=start.draw, replay_shape_mode=self.config.getoption("torchcts_shape_mode"),
+            **_blame_budget(self.config.getoption("torchcts_blame_cases")))
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
@@ -324,3 +325,8 @@ def present(record: dict[str, Any], folder: Any = None) -> None:
             lines.append(f"full error: {folder}/records.jsonl (item {record.get('item')}); "
                          f"report: torchcts report --from {folder}")
         pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _blame_budget(cases: int | None) -> dict[str, int]:
+    """--blame-cases N as the engine's setting (none given: the engine's default; below 0: none blamed)."""
+    return {} if cases is None else {"blame_cases": max(0, cases)}

@@ -16,8 +16,8 @@ run, once per leg, each a fresh compile (the engine replays a compile case in a 
 A leg "shows the failure" when its replay ends in a problem outcome (failed, error, crashed, timed_out);
 each leg's outcome and error line are kept beside the verdict, so a leg that fails differently can be
 read. The references take the run's `fullgraph` (it changes what dynamo traces), never B's `mode` or
-`options` (they are B's). Blaming is bounded: at most `EngineSettings.blame_cases` (`--blame-cases N`) cases per run (per
-process: each worker of `-n N`, or of a fuzz hunt, counts its own), each leg replays the one stored case
+`options` (they are B's). Blaming is bounded: at most `EngineSettings.blame_cases` (`--blame-cases N`) cases
+per run (per process: each worker of `-n N`, or of a fuzz hunt, counts its own), each leg replays the one stored case
 (no draws); a failure past the budget, or without a stored case, is `not-blamed` with the reason. Where
 the legs run in this process (no fork), they reset dynamo: the run's later items compile afresh, and an
 automatic run loses the shape history its earlier items left.
@@ -170,7 +170,8 @@ def blame_failure(record: dict[str, Any], settings: Any, references: References 
     try:
         blame = blame_case(path, settings, references)
     except Exception as exc:  # noqa: BLE001 - the finding stands without its leg; interrupts propagate
-        blame = Blame(NOT_BLAMED, reason=f"blaming raised {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        blame = Blame(NOT_BLAMED, reason=f"blaming raised {type(exc).__name__}: {first}")
     fields = blame.fields()
     note_in_case(path, fields, settings.case_limits)
     return fields

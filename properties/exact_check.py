@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten
 
-from torchcts.engine.programs import Program, run_program
+from torchcts.engine.programs import Program, device_result, run_program
 from torchcts.strategies import same_bits
 
 
@@ -25,13 +25,14 @@ def exact_program_check(cts: Any, program: Program, *, strides: bool | str = "si
     dimension's stride means nothing (meta's `empty_like` gives another one than CPU's). Strides a
     program returns as values (a view's `stride()`) compare exactly.
 
-    CPU raising makes the case `cpu_contract`, the device raising where CPU did not an `error`,
+    CPU raising makes the case `cpu_contract`, the device raising where CPU did not an `error` (under
+    torch.compile, a refusal CPU's result records makes it unavailable: `programs.device_result`),
     and any difference a failure naming the output, its multi-index and the drawn case."""
     run = run_program(program)
 
     def check(case: Any) -> None:
         expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({program.__name__})")
+        actual = device_result(cts, run, case.sample, expected, what=f" ({program.__name__})")
         what = f"{program.__name__} [{'; '.join(case.transforms)}]" if case.transforms else program.__name__
         cts.assert_matches(actual, expected, what=what, strides=strides)
         if cts.target.compares_values:

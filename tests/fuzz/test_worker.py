@@ -112,6 +112,12 @@ def test_the_answer_carries_the_items_distinct_cases_when_its_record_has_them():
     assert "distinct_cases" not in answer_from(Task(ABS, 1, 4), record("crashed"))  # a dead process counted none
 
 
+def test_a_compiled_failure_s_answer_carries_its_blamed_leg():
+    answer = answer_from(Task(ABS, 1, 4), record("failed", counterexample=CASE, leg="backend"))
+    assert answer["leg"] == "backend"
+    assert "leg" not in answer_from(Task(ABS, 1, 4), record("failed", counterexample=CASE))  # eager: none
+
+
 def test_a_case_that_cannot_be_stored_is_reported_in_the_answer():
     answer = answer_from(Task(ABS, 1, 4), record("failed", counterexample_error="the failing case cannot be stored"))
     assert answer["status"] == "failed" and "counterexample" not in answer

@@ -125,7 +125,8 @@ class _Hunt:
         self.scheduler.finished(done.stats, answer, time.monotonic() - self.started, done.visit)
         if answer["status"] == Outcome.FAILED and (answer.get("counterexample") or {}).get("new"):
             case = answer["counterexample"]
-            self.echo(f"  new case: {answer['item']} ({case['elements']} elements) -> {case['path']}")
+            leg = f" (compile leg: {answer['leg']})" if answer.get("leg") else ""  # engine.blame, under --compile
+            self.echo(f"  new case: {answer['item']} ({case['elements']} elements) -> {case['path']}{leg}")
 
     def _ended(self, ended: Ended) -> None:
         """A visit without an answer: a crash or hang counts against its item (a crash is replayed to shrink it)."""

@@ -3,7 +3,7 @@
 The worker is a thin adapter over `torchcts.engine.run.run_item`: it builds the engine's settings
 once (the manifest, the target, the corpus), then answers each task with what the scheduler needs
 from the item's record: `status` (passed, failed or unavailable), the failure's `outcome` and
-error (with `error_kind`, `error_line` and `missing_kernel` when the record has them), the
+error (with `error_kind`, `error_line`, `missing_kernel` and the compile `leg` when the record has them), the
 `counterexample` reference, `examples` and `max_ulp`. A normal visit steers Hypothesis toward
 larger errors (`targeting`); a crash hunt runs every case in a forked child, so a case that
 kills the process is caught, shrunk like any failure and stored as a `crashed` case.
@@ -118,7 +118,7 @@ def answer_from(task: Task, record: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"item": task.item.id}
     if outcome in PROBLEMS:
         answer.update(status=Outcome.FAILED, outcome=outcome, error=record.get("error"))
-        for key in ("counterexample", "counterexample_error", "error_kind", "error_line", "missing_kernel"):
+        for key in ("counterexample", "counterexample_error", "error_kind", "error_line", "missing_kernel", "leg"):
             if record.get(key) is not None:
                 answer[key] = record[key]
     elif outcome == Outcome.PASSED:

@@ -187,6 +187,18 @@ def check_backend(name: str) -> None:
 
 
 _RECOMPILE_LIMIT = 256
+# Compiles an item may spend shrinking a failure once it has found one: each shrink candidate with a new shape (or
+# scalar) is a compile, and a real compiler takes 0.1 s (OpenVINO) to seconds (inductor) for one, so Hypothesis's
+# own bound (5 minutes of shrinking) made every failing item cost 5 minutes. Past the budget the item reports the
+# last case that failed (run again to confirm it), as shrunk as it got.
+SHRINK_COMPILE_BUDGET = 48
+
+
+def compiles_so_far() -> int:
+    """Frames dynamo has started compiling in this process (its own counter: torch._dynamo.reset() keeps it)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["frames"]["total"])
 
 
 def raise_recompile_limits() -> None:

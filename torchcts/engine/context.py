@@ -58,6 +58,11 @@ class _MissingKernelFound(BaseException):
         self.error = error
 
 
+class _CompileBudgetSpent(BaseException):
+    """Ends Hypothesis's shrinking of a compiled item's failure at its compile budget (BaseException: Hypothesis
+    lets it through at once). `run` raises the last failing case's failure again."""
+
+
 class CaseCrashed(Exception):
     """The process running one case died (isolated per case): the case is a crash counterexample."""
 
@@ -112,6 +117,7 @@ class CaseContext:
     ulp: ulp_oracle.UlpTally = attrs.field(factory=ulp_oracle.UlpTally)  # the ULP rule's evidence (docs/oracle.md)
     dispatch_trace: Any = None  # a `dispatch_trace.DispatchTrace` under --trace-dispatch: the device side's overloads
     compile_stats: dict[str, int] | None = None  # a compile suite's dynamo counts, summed over its cases (`count_compile`)
+    compiles_at_failure: int | None = None  # compiles_so_far() when a compiled item's first failure was seen
 
     # -- running -------------------------------------------------------------------------------
 
@@ -130,6 +136,8 @@ class CaseContext:
         @hypothesis.given(strategy)
         def property_(case):
             interrupts.check()  # a Ctrl-C or SIGTERM swallowed on the way (a finalizer, a gc callback) stops here
+            if self._compile_budget_spent():
+                raise _CompileBudgetSpent()
             fingerprint = self._count(case)
             self.in_hypothesis = True
             try:
@@ -149,6 +157,10 @@ class CaseContext:
         except _MissingKernelFound as found:  # the first case that hit it is the case
             error = found.error
             raise error.with_traceback(error.__traceback__) from error.__cause__
+        except _CompileBudgetSpent:  # shrinking stopped: the last case that failed is the item's case
+            self._check(check, self.failing_case)
+            raise AssertionError(f"the failing case passed when run again under {self.target.describe()}: "
+                                 "the failure is flaky") from None
         except BaseException as exc:
             if self.shrink and isinstance(self.failing_case, Case) and isinstance(exc, Exception):
                 self._reduce_failure(check, type(exc))
@@ -162,6 +174,8 @@ class CaseContext:
         """Cut the shrunk case's dimensions while it fails the same way; raise the smaller case's failure."""
         def still_fails(candidate: Any) -> bool:
             interrupts.check()  # reducing can take many tries: a swallowed Ctrl-C stops it too
+            if self._compile_budget_spent():
+                return False
             try:
                 self._call(check, candidate)  # a crash being shrunk: every try in its own child
             except (CpuRejects, CaseUnavailable):
@@ -176,6 +190,13 @@ class CaseContext:
         reduced = reduce_case(original, still_fails)
         if reduced is not original:
             self._check(check, reduced)  # raises the smaller case's failure and keeps it
+
+    def _compile_budget_spent(self) -> bool:
+        """Whether a compiled item has spent `SHRINK_COMPILE_BUDGET` compiles since its first failure."""
+        from torchcts.engine.compile_target import SHRINK_COMPILE_BUDGET, compiles_so_far
+
+        return (self.compiles_at_failure is not None
+                and compiles_so_far() - self.compiles_at_failure >= SHRINK_COMPILE_BUDGET)
 
     def run_each(self, cases: Iterable[Any], check: Callable[[Any], None]) -> None:
         """Run `check` on every case of a fixed list (error inputs), without Hypothesis."""
@@ -197,6 +218,10 @@ class CaseContext:
             self.uncompared.add((fingerprint or case_fingerprint(case))[:16])
         except BaseException:
             self.failing_case = case  # Hypothesis replays the shrunk case last: it is the one kept
+            if getattr(self.target, "compile", None) is not None and self.compiles_at_failure is None:
+                from torchcts.engine.compile_target import compiles_so_far
+
+                self.compiles_at_failure = compiles_so_far()
             raise
 
     def _call(self, check: Callable[[Any], None], case: Any, fingerprint: str | None = None) -> None:

@@ -1,0 +1,129 @@
+"""Reproduce TorchCTS corpus case 6f815926267a0a6a with torch alone.
+
+Property forward of native_batch_norm (function, float32), found on meta with torch 2.13.0+cpu.
+native_batch_norm (function, float32) sample 1: cut dimensions of 4 to 1; cut dimensions of 3 to 1; cut dimensions of 2 to 1
+Observed: AssertionError: meta differs from CPU: output 1: shape (1,), CPU gives (0,)
+
+Run: python this_script.py [DEVICE]   (default meta).
+Exit status: 1 REPRODUCED (the failure reproduces; a device that raises where CPU does not
+is one), 0 not reproduced (the device agrees with CPU), 2 could not run (the backend module
+does not import, the device is not available, or CPU itself cannot run the case).
+"""
+import base64
+import importlib
+import sys
+
+import torch
+
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else 'meta'
+BACKEND_IMPORT = None
+RTOL, ATOL = 5e-05, 5e-05  # the tolerance TorchCTS applied (dtype default, OpInfo overrides)
+
+
+def one_line(exc):
+    """An exception as one short line: its type, then the start of its message."""
+    text = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def could_not_run(why):
+    """Exit 2: the check cannot run here, which says nothing either way about the failure."""
+    print(f"could not run on {DEVICE}: {why}")
+    sys.exit(2)
+
+
+def check_device():
+    """Exit 2 unless DEVICE can hold a tensor (a device type torch does not know, no such device)."""
+    try:
+        torch.empty(1, device=DEVICE)
+    except Exception as exc:
+        could_not_run(f"the device is not available: {one_line(exc)}")
+
+
+if BACKEND_IMPORT is not None:  # the module that registers the device, as the manifest's backend_import did
+    try:
+        importlib.import_module(BACKEND_IMPORT)
+    except Exception as exc:
+        could_not_run(f"importing the backend module {BACKEND_IMPORT} failed: {one_line(exc)}")
+
+try:
+    FN = torch.native_batch_norm
+    ORACLE_FN = FN
+except Exception as exc:
+    could_not_run(f"this torch cannot set up the op: {one_line(exc)}")
+
+
+def storage(dtype, elements, data):
+    raw = bytearray(base64.b64decode(data))
+    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).clone() if raw else torch.empty(0, dtype=dtype)
+
+
+STORAGES = [
+    storage(torch.float32, 1, 'hDlIQA=='),
+    storage(torch.float32, 1, 'a6cHwQ=='),
+    storage(torch.float32, 1, 'alSKwA=='),
+    storage(torch.float32, 1, 'LFMGPw=='),
+    storage(torch.float32, 1, 'sK7uPg=='),
+]
+
+
+def inputs(device):
+    """The case's exact tensors (sizes, strides, storage offset, storage bytes) on `device`."""
+    s = [t.to(device, copy=True) for t in STORAGES]  # fresh copies: a run that writes its inputs changes no other run
+    input = s[0].as_strided([1, 1, 1], [8, 4, 1], 0)
+    args = [s[1].as_strided([1], [1], 0), s[2].as_strided([1], [1], 0), s[3].as_strided([1], [1], 0), s[4].as_strided([1], [1], 0), False, -1.2, 1e-05]
+    kwargs = {}
+    return input, args, kwargs
+
+
+def run(device, plain=False, oracle=False):
+    """The op as the property ran it (`plain`: every input made contiguous first; `oracle`: CPU's reference, the
+    eager op, where the device runs it compiled)."""
+    fn = ORACLE_FN if oracle else FN
+    input, args, kwargs = inputs(device)
+    return fn(input, *args, **kwargs)
+
+
+def same(actual, expected, what):
+    """A message when the results differ (dtype, shape, values within RTOL/ATOL), else None."""
+    actual = [t for t in (actual if isinstance(actual, (list, tuple)) else [actual])]
+    expected = [t for t in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    if len(actual) != len(expected):
+        return f"{what}: {len(actual)} results, expected {len(expected)}"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if not isinstance(e, torch.Tensor):
+            if a != e:
+                return f"{what} {i}: {a!r}, expected {e!r}"
+            continue
+        if not isinstance(a, torch.Tensor):
+            return f"{what} {i}: {type(a).__name__} where a tensor is expected"
+        if a.dtype != e.dtype or a.shape != e.shape:
+            return f"{what} {i}: {a.dtype} {tuple(a.shape)}, expected {e.dtype} {tuple(e.shape)}"
+        if False and a.numel() > 1 and any(x != y for x, y, n in zip(a.stride(), e.stride(), e.shape) if n > 1):
+            return f"{what} {i}: strides {a.stride()}, expected {e.stride()}"
+        if a.device.type == "meta" or e.device.type == "meta":
+            continue
+        try:
+            torch.testing.assert_close(a.detach().cpu(), e.detach().cpu(), rtol=RTOL, atol=ATOL, equal_nan=True,
+                                       check_stride=False)
+        except AssertionError as exc:
+            return f"{what} {i}: {exc}"
+    return None
+
+
+if __name__ == "__main__":
+    check_device()
+    try:
+        expected = run('cpu', oracle=True)
+    except Exception as exc:
+        could_not_run(f'CPU itself raises on this case: {one_line(exc)}')
+    try:
+        problem = same(run(DEVICE), expected, 'output')
+    except Exception as exc:
+        print(f'REPRODUCED on {DEVICE}: it raises where CPU does not: {one_line(exc)}')
+        sys.exit(1)
+    if problem:
+        print(f'REPRODUCED on {DEVICE}: {problem}')
+        sys.exit(1)
+    print(f'not reproduced on {DEVICE}: results agree')
+    sys.exit(0)

@@ -1,0 +1,200 @@
+"""Reproduce TorchCTS corpus case bfc359b97619856a with torch alone.
+
+Scenario cast of property dtype_semantics (float32), found on cpu under torch.compile(inductor) with torch 2.13.0+cpu.
+cast (scenario, float32) sample 0: input float32[]; to(input, torch.uint16)
+Observed: BackendError: cpu under torch.compile(inductor) raised InductorError (to(input, torch.uint16) on input float32[]) where CPU did not: RuntimeError: Promotion for uint16, uint32, uint64 types is not supported, attempted to promote Bool and UInt16
+
+The scenario is the suite's program below, run on CPU and on the device; the device must give CPU's
+result: tensors in dtype, shape, strides (of dimensions longer than 1) and values within the
+tolerance of their dtype, other values exactly (floats within the tolerance).
+Run: python this_script.py [DEVICE]   (default cpu).
+Exit status: 1 REPRODUCED (the failure reproduces; a device that raises where CPU does not
+is one), 0 not reproduced (the device agrees with CPU), 2 could not run (the backend module
+does not import, the device is not available, or CPU itself cannot run the case).
+"""
+import base64
+import importlib
+import sys
+
+import torch
+
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else 'cpu'
+BACKEND_IMPORT = None
+ITEM_DTYPE = torch.float32
+EXACT = False  # the suite compares bit for bit (True) or within the tolerances below (False)
+# (rtol, atol) by dtype, the tolerance TorchCTS applied; the item's dtype's wherever it has one
+TOLERANCES = {
+    torch.float16: (0.001, 1e-05),
+    torch.bfloat16: (0.016, 1e-05),
+    torch.float32: (1.3e-06, 1e-05),
+    torch.float64: (9.313225746154785e-10, 9.313225746154785e-10),
+    torch.complex32: (0.001, 1e-05),
+    torch.complex64: (1.3e-06, 1e-05),
+    torch.complex128: (9.313225746154785e-10, 9.313225746154785e-10),
+    torch.float8_e4m3fn: (0.125, 0.015625),
+    torch.float8_e5m2: (0.25, 6.103515625e-05),
+    torch.float8_e4m3fnuz: (0.125, 0.0078125),
+    torch.float8_e5m2fnuz: (0.125, 3.0517578125e-05),
+    torch.float8_e8m0fnu: (1.0, 5.877471754111438e-39),
+}
+
+
+
+def one_line(exc):
+    """An exception as one short line: its type, then the start of its message."""
+    text = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def could_not_run(why):
+    """Exit 2: the check cannot run here, which says nothing either way about the failure."""
+    print(f"could not run on {DEVICE}: {why}")
+    sys.exit(2)
+
+
+def check_device():
+    """Exit 2 unless DEVICE can hold a tensor (a device type torch does not know, no such device)."""
+    try:
+        torch.empty(1, device=DEVICE)
+    except Exception as exc:
+        could_not_run(f"the device is not available: {one_line(exc)}")
+
+
+if BACKEND_IMPORT is not None:  # the module that registers the device, as the manifest's backend_import did
+    try:
+        importlib.import_module(BACKEND_IMPORT)
+    except Exception as exc:
+        could_not_run(f"importing the backend module {BACKEND_IMPORT} failed: {one_line(exc)}")
+
+
+
+def cast(input, dtype):
+    """{"to": input.to(dtype), "undefined": how many elements were masked}, compared where C++ defines
+    the conversion: a floating value (a complex one's real part) converted to an integer type is
+    undefined when it is NaN, infinite or out of the type's range after truncation, so CPU's answer
+    there is platform-defined; those elements are set to 0 on both sides and only counted."""
+    result = input.to(dtype)
+    undefined = torch.zeros((), dtype=torch.int64, device=input.device)
+    if (input.is_floating_point() or input.is_complex()) and not (
+            dtype.is_floating_point or dtype.is_complex or dtype == torch.bool):
+        real = (input.real if input.is_complex() else input).to(torch.float64).trunc()
+        bits = torch.iinfo(dtype).bits
+        low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if torch.iinfo(dtype).min < 0 else (0.0, 2.0 ** bits)
+        defined = real.isfinite() & (real >= low) & (real < high)
+        result = torch.where(defined, result, torch.zeros_like(result))
+        undefined = (~defined).sum()
+    return {"to": result, "undefined": undefined}
+
+
+PROGRAM = cast
+DEVICE_PROGRAM = torch.compile(PROGRAM, backend='inductor', dynamic=None)
+
+
+def storage(dtype, elements, data):
+    raw = bytearray(base64.b64decode(data))
+    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).clone() if raw else torch.empty(0, dtype=dtype)
+
+
+STORAGES = [
+    storage(torch.float32, 1, 'AAAAAA=='),
+]
+
+
+def inputs(device):
+    """The case's exact tensors (sizes, strides, storage offset, storage bytes) on `device`."""
+    s = [t.to(device, copy=True) for t in STORAGES]  # fresh copies: a run that writes its inputs changes no other run
+    input = s[0].as_strided([], [], 0)
+    args = [torch.uint16]
+    kwargs = {}
+    return input, args, kwargs
+
+
+def run(device, program):
+    """The scenario's program on the case placed on `device`."""
+    input, args, kwargs = inputs(device)
+    return program(input, *args, **kwargs)
+
+
+def tolerance(dtype):
+    return TOLERANCES.get(ITEM_DTYPE) or TOLERANCES.get(dtype) or (0.0, 0.0)
+
+
+def first_bit_difference(a, e):
+    """The first element (in logical order) whose bits differ, as a message, or None; NaN matches any NaN."""
+    a, e = (x.detach().cpu().resolve_conj().resolve_neg() for x in (a, e))
+    if e.is_complex():
+        a, e = torch.view_as_real(a), torch.view_as_real(e)
+    if e.is_floating_point():
+        a, e = a.double(), e.double()  # exact for every floating dtype
+        nan = e.isnan()
+        bad = (a.isnan() != nan) | (~nan & ((a != e) | (a.signbit() != e.signbit())))
+    else:
+        bad = a != e
+    if not bool(bad.any()):
+        return None
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    return f"{list(index)} = {a[index].item()!r}, CPU gives {e[index].item()!r} (bit for bit)"
+
+
+def differs(a, e, where):
+    """A message when one result leaf differs from CPU's, else None."""
+    if not isinstance(e, torch.Tensor):
+        if isinstance(a, torch.Tensor):
+            return f"{where}: a tensor where CPU gives {e!r}"
+        if EXACT:
+            return None if type(a) is type(e) and repr(a) == repr(e) else f"{where}: {a!r}, CPU gives {e!r}"
+        if isinstance(e, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
+            rtol, atol = tolerance(torch.float64)
+            if e != e:
+                return None if a != a else f"{where}: {a!r}, CPU gives {e!r}"
+            return None if a == e or abs(a - e) <= atol + rtol * abs(e) else f"{where}: {a!r}, CPU gives {e!r}"
+        return None if a == e else f"{where}: {a!r}, CPU gives {e!r}"
+    if not isinstance(a, torch.Tensor):
+        return f"{where}: {type(a).__name__} {a!r} where CPU gives a tensor"
+    if a.dtype != e.dtype or a.shape != e.shape or a.layout != e.layout:
+        return f"{where}: {a.dtype} {tuple(a.shape)} {a.layout}, CPU gives {e.dtype} {tuple(e.shape)} {e.layout}"
+    if e.layout == torch.strided and e.numel() > 1 and any(x != y for x, y, n in zip(a.stride(), e.stride(), e.shape) if n > 1):
+        return f"{where}: strides {a.stride()}, CPU gives {e.stride()}"
+    if a.device.type == "meta" or e.device.type == "meta" or e.layout != torch.strided:
+        return None
+    if EXACT:
+        problem = first_bit_difference(a, e)
+        return f"{where}: {problem}" if problem else None
+    rtol, atol = tolerance(e.dtype)
+    try:
+        torch.testing.assert_close(a.detach().cpu(), e.detach().cpu(), rtol=rtol, atol=atol, equal_nan=True,
+                                   check_stride=False)
+    except AssertionError as exc:
+        return f"{where}: {exc}"
+    return None
+
+
+def same(actual, expected):
+    """A message when the device's result differs from CPU's (structure, then each leaf), else None."""
+    actual_leaves, actual_spec = torch.utils._pytree.tree_flatten(actual)
+    expected_leaves, expected_spec = torch.utils._pytree.tree_flatten(expected)
+    if actual_spec != expected_spec:
+        return f"result structure {actual_spec} differs from CPU's {expected_spec}"
+    for i, (a, e) in enumerate(zip(actual_leaves, expected_leaves)):
+        problem = differs(a, e, f"output {i}" if len(expected_leaves) > 1 else "output")
+        if problem:
+            return problem
+    return None
+
+
+if __name__ == "__main__":
+    check_device()
+    try:
+        expected = run("cpu", PROGRAM)
+    except Exception as exc:
+        could_not_run(f"CPU itself raises on this case: {one_line(exc)}")
+    try:
+        problem = same(run(DEVICE, DEVICE_PROGRAM), expected)
+    except Exception as exc:
+        print(f"REPRODUCED on {DEVICE}: it raises where CPU does not: {one_line(exc)}")
+        sys.exit(1)
+    if problem:
+        print(f"REPRODUCED on {DEVICE}: {problem}")
+        sys.exit(1)
+    print(f"not reproduced on {DEVICE}: results agree")
+    sys.exit(0)

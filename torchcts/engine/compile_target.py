@@ -190,8 +190,9 @@ _RECOMPILE_LIMIT = 256
 # Compiles an item may spend shrinking a failure once it has found one: each shrink candidate with a new shape (or
 # scalar) is a compile, and a real compiler takes 0.1 s (OpenVINO) to seconds (inductor) for one, so Hypothesis's
 # own bound (5 minutes of shrinking) made every failing item cost 5 minutes. Past the budget the item reports the
-# last case that failed (run again to confirm it), as shrunk as it got.
-SHRINK_COMPILE_BUDGET = 48
+# last case that failed (run again to confirm it), as shrunk as it got. 16: a failing OpenVINO item takes 4-15 s on
+# 2 cores (48: 20-65 s); a case that needs more shrinking is reduced further by replaying it.
+SHRINK_COMPILE_BUDGET = 16
 
 
 def compiles_so_far() -> int:

@@ -191,7 +191,8 @@ _RECOMPILE_LIMIT = 256
 # scalar) is a compile, and a real compiler takes 0.1 s (OpenVINO) to seconds (inductor) for one, so Hypothesis's
 # own bound (5 minutes of shrinking) made every failing item cost 5 minutes. Past the budget the item reports the
 # last case that failed (run again to confirm it), as shrunk as it got. 16: a failing OpenVINO item takes 4-15 s on
-# 2 cores (48: 20-65 s), at the price of a larger kept case (abs: 400 elements where 5 minutes reached 4).
+# 2 cores (48: 20-65 s), at the price of larger kept cases (abs 400 elements, add 10251, clamp 30720 on OpenVINO
+# at level 2; 5 minutes of shrinking took abs to 4).
 SHRINK_COMPILE_BUDGET = 16
 
 

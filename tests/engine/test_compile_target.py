@@ -56,10 +56,10 @@ def test_automatic_shapes_turn_dynamic_after_the_first_size_change():
 
 
 def test_the_spec_round_trips_through_json_and_says_what_it_is():
-    spec = CompileSpec("inductor", shape_mode="static", mode="max-autotune", options=(("a", 1),), fullgraph=True)
+    spec = CompileSpec("inductor", shape_mode="static", options=(("a", 1),), fullgraph=True)
     assert CompileSpec.from_json(json.loads(json.dumps(spec.as_json()))) == spec
     assert spec.dynamic is False and CompileSpec("x", shape_mode="dynamic").dynamic is True
-    assert spec.describe() == "torch.compile(inductor, static shapes, mode=max-autotune, fullgraph, options=a=1)"
+    assert spec.describe() == "torch.compile(inductor, static shapes, fullgraph, options=a=1)"
     assert Target("cpu", "aot_eager").compile == CompileSpec("aot_eager")  # a bare name: default settings
 
 
@@ -119,7 +119,7 @@ def _case_file(tmp_path, **changes):
 
 def test_a_case_keeps_its_shape_mode_and_replays_in_it(tmp_path):
     case = load_case(_case_file(tmp_path))
-    assert case.shape_mode == "dynamic" and "backend" not in case.compile
+    assert case.shape_mode == "dynamic" and "backend" not in case.compile and not case.fullgraph
     run_target = Target("cpu", CompileSpec("inductor", "static"))
     assert replay_target(run_target, case, None).compile.shape_mode == "dynamic"  # the mode it failed in
     assert replay_target(run_target, case, "automatic").compile.shape_mode == "automatic"  # --shape-mode wins
@@ -146,7 +146,26 @@ def test_an_exported_compile_case_carries_its_settings_as_literals(tmp_path):
     script = export_script(_case_file(tmp_path, compile={"shape_mode": "static", "options": {"k": 1.5}},
                                       backend="tests.engine.test_compile_target:recording_backend"), None)
     assert "importlib.import_module('tests.engine.test_compile_target').recording_backend" in script
-    assert "dynamic=False" in script and "options={'k': 1.5}" in script
+    assert "dynamic=False" in script and "1.5" not in script  # an untrusted case's options never reach a script
+
+
+def test_a_case_never_brings_its_own_backend_options_to_a_replay(tmp_path):
+    """A backend option can name a program to run (inductor's cpp.cxx): a replay keeps the run's settings."""
+    hostile = load_case(_case_file(tmp_path, compile={"shape_mode": "static", "options": {"cpp.cxx": "./evil.sh"}}))
+    run_spec = CompileSpec("inductor", "automatic", options=(("max_autotune", False),))
+    spec = replay_target(Target("cpu", run_spec), hostile, None).compile
+    assert spec == run_spec.evolve(shape_mode="static")  # the case's shape mode, the run's options
+
+
+def test_settings_torch_compile_refuses_are_refused_at_the_start():
+    from torchcts.engine.compile_target import check_settings
+
+    for spec in (CompileSpec("inductor", mode="nosuch"), CompileSpec("inductor", options=(("nosuch_option", 1),))):
+        with pytest.raises(UnknownCompileBackend) as raised:
+            check_settings(spec)
+        assert "\n" not in str(raised.value) and "refuses" in str(raised.value)
+    check_settings(CompileSpec("inductor", mode="max-autotune"))
+    assert settings_problem({"backend": "inductor", "mode": "default", "options": {"a": 1}}) is not None
 
 
 def test_run_refuses_an_unknown_backend_in_one_line_exit_2(tmp_path):

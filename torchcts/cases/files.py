@@ -80,17 +80,9 @@ class CorpusCase:
             return None
         return (self.compile or {}).get("shape_mode") or "automatic"
 
-    def compile_spec(self, backend: str | None = None, shape_mode: str | None = None) -> Any:
-        """The case's `CompileSpec` (None for an eager case without `backend`): its own settings, with `backend` and
-        `shape_mode` replacing its own where given (a replay's --compile and --shape-mode)."""
-        from torchcts.engine.compile_target import CompileSpec
-
-        name = backend or self.backend
-        if name is None:
-            return None
-        settings = {key: value for key, value in (self.compile or {}).items() if key != "backend"}
-        spec = CompileSpec.from_json({**settings, "backend": name})
-        return spec.evolve(shape_mode=shape_mode) if shape_mode else spec
+    @property
+    def fullgraph(self) -> bool:
+        return bool((self.compile or {}).get("fullgraph"))
 
     @property
     def short_id(self) -> str:

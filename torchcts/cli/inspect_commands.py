@@ -29,7 +29,7 @@ def _template_names() -> tuple[str, ...]:
 @click.command("check-manifest")
 @manifest_option()
 @device_option("Without --manifest and ./manifest.py: check the manifest TorchCTS ships for this device.")
-@compile_option("With --device cpu: check the manifest TorchCTS ships for torch.compile(backend=...).")
+@compile_option("With --device cpu: check the manifest TorchCTS ships for torch.compile(backend=...).", runs=False)
 @click.option("--strict", is_flag=True, help="Treat warnings (claims that cannot all be tested) as errors.")
 def check_manifest(manifest_path: Path | None, device: str | None, compile_backend: str | None, strict: bool) -> None:
     """Validate a manifest and summarise what it claims.
@@ -217,7 +217,8 @@ def _validate_rendered(output: Path, text: str) -> None:
 
 @click.command("show-skips")
 @device_option("Device the run would target (recorded in the listing; nothing executes).")
-@compile_option("The torch.compile backend the run would use (picks the shipped manifest without --manifest).")
+@compile_option("The torch.compile backend the run would use (picks the shipped manifest without --manifest).",
+                runs=False)
 @manifest_option()
 @selection_options(level_help="The depth, as run takes it: replaces the manifest's semantic_level; items above it "
                               "are level_filtered.",

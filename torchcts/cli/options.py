@@ -158,12 +158,13 @@ class CompileBackendName(click.ParamType):
         return value
 
 
-def compile_option(help: str) -> Callable:
-    """--compile B: run every op through torch.compile(backend=B) on the device."""
-    return click.option("--compile", "compile_backend", type=CompileBackendName(),
-                        help=f"{help} B: any backend torch._dynamo knows once the manifest's backend_import ran "
-                             "(inductor, aot_eager, eager, openvino, ...), or module.path:callable. Default: the "
-                             "manifest's compile.backend.")
+def compile_option(help: str, runs: bool = True) -> Callable:
+    """--compile B: run every op through torch.compile(backend=B) on the device (`runs` False: the option only
+    picks a shipped target manifest, as in check-manifest and show-skips)."""
+    if runs:
+        help += (" B: any backend torch._dynamo knows once the manifest's backend_import ran (inductor, aot_eager, "
+                 "eager, openvino, ...), or module.path:callable. Default: the manifest's compile.backend.")
+    return click.option("--compile", "compile_backend", type=CompileBackendName(), help=help)
 
 
 def shape_mode_option(help: str = "With a compile target: static (dynamic=False: every shape compiled on its own), "

@@ -199,11 +199,13 @@ def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits
     items = list(plan.items)
     if not items:
         fail("no item to fuzz: the manifest and the selection leave nothing")
-    _open_device(device, manifest, compile_backend, shape_mode)
+    target = _open_device(device, manifest, compile_backend, shape_mode)
     options = FuzzOptions(device=device, manifest=manifest_path, budget_s=budget_s, ops=ops, dtypes=dtypes,
                           properties=properties, level=level, corpus_dir=corpus_dir, results_dir=results_dir,
                           workers=workers, examples_per_task=examples_per_task, task_timeout_s=task_timeout,
-                          compile_backend=compile_backend, shape_mode=shape_mode, seed=seed, max_visits=max_visits)
+                          compile_backend=target.compile_backend, shape_mode=shape_mode, seed=seed,
+                          max_visits=max_visits,
+                          compile_settings=target.compile.as_json() if target.compile is not None else None)
     try:
         summary = hunt(options, items, click.echo)
     except LedgerError as exc:  # a known_crashes.json next to the manifest that cannot be used
@@ -213,22 +215,24 @@ def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits
 
 
 def _open_device(device: str, manifest, compile_backend: str | None = None,  # noqa: ANN001 - a Manifest
-                 shape_mode: str | None = None) -> None:
-    """Import the manifest's backend, check the compile backend and allocate on --device here, before workers
-    start; exits 2 when it cannot be used, and warns when the manifest names another device type."""
+                 shape_mode: str | None = None):  # noqa: ANN202 - the run's Target
+    """Import the manifest's backend, check the compile target and allocate on --device here, before workers
+    start; the target (its CompileSpec as the workers build it). Exits 2 when it cannot be used, and warns when
+    the manifest names another device type."""
     from torchcts.plugin.options import (
         SessionError, check_device, device_name_warning, import_manifest_backend, run_target,
     )
 
     try:
         import_manifest_backend(manifest)
-        run_target(device, manifest, compile_backend, shape_mode)
+        target = run_target(device, manifest, compile_backend, shape_mode)
         check_device(device)
     except SessionError as exc:
         fail(str(exc))
     warning = device_name_warning(manifest, device, validation=False)
     if warning is not None:
         click.echo(f"torchcts: warning: {warning}", err=True)
+    return target
 
 
 @click.command("replay")

@@ -143,7 +143,22 @@ def settings_problem(data: object, backend_required: bool = False) -> str | None
                 return f"options[{key!r}]: a bool, number, string (at most 256 characters) or None"
     if data.get("fullgraph") is not None and not isinstance(data.get("fullgraph"), bool):
         return "fullgraph: True or False"
+    if mode is not None and options:
+        return "mode and options: torch.compile takes one or the other, not both"
     return None
+
+
+def check_settings(spec: CompileSpec) -> None:
+    """UnknownCompileBackend (one line) when torch.compile refuses the spec's settings (an unknown mode or option
+    of inductor, mode with options): said once at the start, not as a backend error on every item."""
+    try:
+        spec.compile(lambda x: x)  # torch.compile checks its arguments here; nothing is traced or compiled yet
+    except UnknownCompileBackend:
+        raise
+    except Exception as exc:  # noqa: BLE001 - torch's refusal of the settings, in one line
+        text = str(exc).splitlines()[0][:240] if str(exc) else ""
+        raise UnknownCompileBackend(f"torch.compile refuses the compile settings {spec.describe()}: "
+                                    f"{type(exc).__name__}: {text}") from None
 
 
 def known_backends() -> list[str]:

@@ -209,11 +209,15 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
 
 def replay_target(target: Target, case: Any, shape_mode: str | None) -> Target:
     """The target a corpus case replays on: under a compile target, in the shape mode the case failed in (unless
-    --shape-mode names one) and, for a case of the same backend, with the settings it was compiled with."""
+    --shape-mode names one) and, for a case of the same backend, with its `fullgraph`. A case's `mode` and
+    `options` are never applied: the file is untrusted, and a backend option can name a program to run (inductor's
+    `cpp.cxx`); the replay's own settings (--manifest's compile section) stand."""
     if target.compile is None:
         return target
-    spec = case.compile_spec() if case.backend == target.compile_backend else target.compile
-    return attrs.evolve(target, compile=spec.evolve(shape_mode=shape_mode or case.shape_mode or spec.shape_mode))
+    spec = target.compile.evolve(shape_mode=shape_mode or case.shape_mode or target.compile.shape_mode)
+    if case.backend == target.compile_backend:
+        spec = spec.evolve(fullgraph=case.fullgraph)
+    return attrs.evolve(target, compile=spec)
 
 
 def case_isolation(item: Any, settings: EngineSettings) -> Any:

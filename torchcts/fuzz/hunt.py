@@ -148,6 +148,7 @@ class _Hunt:
             "seed": self.seed, "budget_s": options.budget_s, "max_visits": options.max_visits, "visits": self.visits,
             "elapsed_s": round(time.monotonic() - self.started, 1), "interrupted": self.interrupted,
             "signal": interrupts.signal_name(), "device": options.device, "compile": options.compile_backend,
+            "compile_settings": options.compile_settings,
             "workers": options.workers, "corpus": str(options.corpus_dir), "examples": sum(s.examples for s in stats),
             "items": [s.as_json() for s in stats],
         }

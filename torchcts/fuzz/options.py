@@ -34,6 +34,7 @@ class FuzzOptions:
     task_timeout_s: float = 120.0
     compile_backend: str | None = None
     shape_mode: str | None = None  # --shape-mode (None: the manifest's compile.dynamic, else automatic)
+    compile_settings: dict | None = None  # the CompileSpec the workers build, as JSON (fuzz.json says how it compiled)
     seed: int | None = None
     max_visits: int | None = None  # scheduled visits, crash replays not counted; None: no limit
 

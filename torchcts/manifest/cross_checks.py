@@ -16,6 +16,10 @@ from torchcts.manifest.problems import ProblemLog
 def cross_check(fields: Mapping[str, object], log: ProblemLog) -> None:
     """Claims that contradict each other (errors) or that no test could exercise (warnings)."""
     caps: frozenset[str] = fields["capabilities"]
+    compile_settings = fields.get("compile")
+    if compile_settings is not None and compile_settings.mode is not None and compile_settings.options:
+        log.error(("compile", "options"), "torch.compile takes mode or options, not both",
+                  allowed="mode None with options, or options {} with a mode")
     claims: Sequence[DtypeClaim] = fields["dtype_claims"]
     claimed = {c.dtype for c in claims if c.claimed}
     decoders = fields["custom_container_decoders"]

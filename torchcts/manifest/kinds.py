@@ -137,21 +137,24 @@ SEED = Kind(lambda v: v is None or (is_int(v) and v >= 0), too_large=lambda v: i
             too_large_message="must be at most 2**63-1")
 
 
-# `compile`: a backend's name as torch._dynamo knows it, or module.path:callable (`engine.compile_target`)
-COMPILE_BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-COMPILE_BACKEND = Kind(lambda v: v is None or name_like(v, COMPILE_BACKEND_NAME),
-                       "must be None, a backend name or module.path:callable")
+# `compile`: the rules of `engine.compile_target.settings_problem` (one definition: a run refuses nothing a manifest
+# check passed); a backend name as torch._dynamo knows it, or module.path:callable
+def _compile_setting(name: str, value: object) -> bool:
+    from torchcts.engine.compile_target import settings_problem
+
+    return settings_problem({name: value}) is None
+
+
+COMPILE_BACKEND = Kind(lambda v: v is None or _compile_setting("backend", v),
+                       "must be None, a backend name or module.path:callable (no part starting with __)")
 TRISTATE = Kind(lambda v: v is None or isinstance(v, bool), "must be True, False or None")
-COMPILE_MODE = Kind(lambda v: v is None or name_like(v, re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")),
-                    "must be None or a torch.compile mode name")
-_OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
+COMPILE_MODE = Kind(lambda v: v is None or _compile_setting("mode", v), "must be None or a torch.compile mode name")
 
 
 def _compile_options(value: object) -> bool:
     """A dict of at most 64 option names to JSON scalars (strings of at most 256 characters)."""
-    return isinstance(value, dict) and len(value) <= 64 and all(
-        name_like(k, _OPTION_NAME) and (v is None or isinstance(v, (bool, str)) or is_number(v))
-        and not (isinstance(v, str) and len(v) > 256) for k, v in value.items())
+    return isinstance(value, dict) and _compile_setting("options", value) and all(
+        v is None or isinstance(v, (bool, str)) or is_number(v) for v in value.values())
 
 
 COMPILE_OPTIONS = Kind(_compile_options, "must be a dict of option names to bools, numbers, strings or None",

@@ -369,7 +369,7 @@ def run_target(device: str, manifest: Manifest | None, backend: str | None, shap
     """The device, behind the compile target --compile, --shape-mode and the manifest's `compile` section make
     (`compile_target.run_compile_spec`); a backend torch._dynamo does not know (after backend_import) is a
     SessionError that lists the ones it knows."""
-    from torchcts.engine.compile_target import UnknownCompileBackend, check_backend, run_compile_spec
+    from torchcts.engine.compile_target import UnknownCompileBackend, check_backend, check_settings, run_compile_spec
 
     spec = run_compile_spec(manifest.compile if manifest is not None else None, backend, shape_mode)
     if spec is None:
@@ -379,6 +379,7 @@ def run_target(device: str, manifest: Manifest | None, backend: str | None, shap
         return Target(device)
     try:
         check_backend(spec.backend)
+        check_settings(spec)
     except UnknownCompileBackend as exc:
         raise SessionError(str(exc)) from None
     return Target(device, spec)

@@ -26,7 +26,8 @@ def exact_program_check(cts: Any, program: Program, *, strides: bool | str = "si
     program returns as values (a view's `stride()`) compare exactly.
 
     CPU raising makes the case `cpu_contract`, the device raising where CPU did not an `error` (under
-    torch.compile, a refusal CPU's result records makes it unavailable: `programs.device_result`),
+    torch.compile, CPU's own refusal, raised by CPU's program under dynamo alone too and recorded in CPU's
+    result, makes it unavailable: `programs.device_result`),
     and any difference a failure naming the output, its multi-index and the drawn case."""
     run = run_program(program)
 

@@ -13,21 +13,25 @@ docs/suites/dtype_semantics.md says what each scenario proves and the suite's li
 
 Under torch.compile a program cannot record an op's refusal: dynamo raises it while tracing (wrapped:
 `TorchRuntimeError`), or the compiled graph raises it when it runs, in either case outside the
-program's `try`. The compiled program then raises its first refusal. Where CPU's program records a
-refusal of that cause's type (`torchcts.engine.error_cause`), or lacks a kernel for one of the ops
-(whose refusal is not compared), the case cannot be compared under torch.compile
-(`runtime_unavailable`: the other ops' results are lost); a refusal where CPU's program runs every
-op, or a compile failure, stays the device's error.
+program's `try`. The compiled program then raises its first refusal. Where it is CPU's own refusal
+(CPU's program under dynamo alone raises a cause of the same type and first line, and CPU's eager
+program records that type: `torchcts.engine.programs`), or a NotImplementedError naming the kernel
+of an op CPU has no kernel for either (whose entry is not compared), the case cannot be compared
+under torch.compile (`runtime_unavailable`: the other ops' results are lost); any other refusal,
+or a compile failure, stays the device's error.
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
 from torchcts.engine.context import CpuRejects
-from torchcts.engine.programs import device_result, recorded_refusal, run_program
+from torchcts.engine.error_cause import ErrorCause
+from torchcts.engine.programs import device_result, first_line, recorded_refusal, run_program, same_refusal
 from torchcts.manifest.model import DtypeStatus
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, broadcastable_shapes, shapes
@@ -215,15 +219,37 @@ def _cpu_lacks(result) -> bool:
     return isinstance(first, str) and (first.startswith("unsupported ") or first == "raises NotImplementedError")
 
 
-def _refused_as_cpu(expected: dict, error: BaseException) -> str | None:
-    """Which of CPU's entries the compiled program's refusal `error` (a cause behind torch.compile's wrappers) may
-    stand for: one recording a refusal of that type, or else an op CPU has no kernel for (not compared, so any
-    refusal of it is allowed); None when CPU's program runs every op."""
-    for op, want in expected.items():
-        if _raised(want) is not None and recorded_refusal(want, error) is not None:
-            return f"{op}: {_says(want)}"
-    lacking = [op for op, want in expected.items() if _cpu_lacks(want)]
-    return f"{lacking[0]}, which CPU has no kernel for" if lacking else None
+# the dispatcher's "no kernel for this dtype" message: '"lt_cpu" not implemented for 'ComplexHalf'' names the kernel
+_NO_DTYPE_KERNEL = re.compile(r'"(\w+)" not implemented for \'')
+
+
+def _names_kernel_of(message: str, op: str) -> bool:
+    """Whether a missing-dtype-kernel message names the kernel of `op` (an entry's name: "lt", "div_floor",
+    "bitwise_or_"): the kernel is the op's name, or it with one device suffix ("lt_cpu", "add_stub")."""
+    found = _NO_DTYPE_KERNEL.match(message)
+    if found is None:
+        return False
+    kernel, stem = found.group(1), op.rstrip("_")
+    return kernel == stem or (kernel.startswith(stem + "_") and "_" not in kernel[len(stem) + 1:])
+
+
+def _refused_as_cpu(expected: dict, cause: ErrorCause, reference: ErrorCause | None) -> str | None:
+    """Which of CPU's entries the compiled program's refusal (`cause`, behind torch.compile's wrappers) stands for,
+    or None (the device's error stands):
+    - the same refusal: CPU's program under dynamo alone (`reference`) raises it too, same type and first line,
+      and CPU's eager program records a refusal of that type;
+    - an op CPU has no kernel for (not compared): only a NotImplementedError whose first line is the dispatcher's
+      missing-dtype-kernel message naming that op's kernel. Any other refusal is not excused by it."""
+    if same_refusal(cause, reference):
+        for op, want in expected.items():
+            if _raised(want) is not None and recorded_refusal(want, cause.error) is not None:
+                return f"{op}: {_says(want)}"
+    if isinstance(cause.error, NotImplementedError):
+        message = first_line(cause.error)
+        for op, want in expected.items():
+            if _cpu_lacks(want) and _names_kernel_of(message, op):
+                return f"{op}, which CPU has no kernel for ({message[:120]})"
+    return None
 
 
 def promotion_check(cts, program):

@@ -86,3 +86,70 @@ def test_under_torch_compile_a_refusal_cpus_program_records_is_no_error(run_suit
     record = run_suite("dtype_semantics", "binary_promotion", "bool", max_examples=4, compile_backend=backend)
     assert record["outcome"] in (Outcome.PASSED, Outcome.RUNTIME_UNAVAILABLE), record.get("error")
     assert record["outcome"] is Outcome.PASSED or "ends at its first refusal" in record["reason"]
+
+
+def _compiled_cause(program, backend, *args):
+    """The cause (behind torch.compile's wrappers) of what `program` compiled with `backend` raises on `args`."""
+    import torch._dynamo
+
+    from torchcts.engine.error_cause import find_cause
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(program, backend=backend)(*args)
+    except Exception as error:  # noqa: BLE001
+        return find_cause(error)
+    raise AssertionError("the compiled program returned")
+
+
+def _refuses_at_run(gm, example_inputs):
+    """A backend whose graphs raise a RuntimeError when they run: a refusal no eager CPU kernel gives."""
+    def compiled(*args):
+        raise RuntimeError("this backend's graphs raise when they run")
+    return compiled
+
+
+def test_under_torch_compile_only_cpus_own_refusal_stands_for_its_entry():
+    from torchcts.properties.dtype_programs import binary_promotion
+    from torchcts.properties.test_dtype_semantics import _refused_as_cpu
+
+    bools = torch.tensor([True, False])
+    expected = binary_promotion(bools, bools, False)
+    assert expected["sub"] == "raises RuntimeError" and expected["add"].dtype == torch.bool
+    reference = _compiled_cause(binary_promotion, "eager", bools, bools, False)  # CPU, dynamo alone: sub refuses
+    device = _compiled_cause(binary_promotion, "aot_eager", bools, bools, False)
+    assert _refused_as_cpu(expected, device, reference) == "sub: raises RuntimeError"
+    # a RuntimeError that is not sub's refusal (the graph raises it when it runs): CPU records a RuntimeError, and
+    # lacks kernels for div_floor and pow, but this is neither (before: both excused it)
+    other = _compiled_cause(lambda x: x + 1, _refuses_at_run, bools)
+    assert isinstance(other.error, RuntimeError) and _refused_as_cpu(expected, other, reference) is None
+    assert _refused_as_cpu(expected, device, None) is None  # CPU under dynamo returned: no refusal of CPU's
+
+
+def test_under_torch_compile_a_missing_kernel_excuses_only_a_not_implemented_error_naming_its_op():
+    from torchcts.engine.error_cause import find_cause
+    from torchcts.properties.dtype_programs import binary_promotion
+    from torchcts.properties.test_dtype_semantics import _refused_as_cpu
+
+    def cause_of(call):
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001
+            return find_cause(error)
+        raise AssertionError("it returned")
+
+    bools = torch.tensor([True, False])
+    expected = binary_promotion(bools, bools, False)
+    assert expected["div_floor"] == "unsupported NotImplementedError"
+    assert expected["pow"] == "raises NotImplementedError"
+    floor = cause_of(lambda: torch.div(bools, bools, rounding_mode="floor"))  # "div_floor_cpu" not implemented
+    assert _refused_as_cpu(expected, floor, None).startswith("div_floor, which CPU has no kernel for")
+    assert _refused_as_cpu(expected, cause_of(lambda: torch.pow(bools, bools)), None).startswith("pow, which")
+    # the dispatcher's message for add (uint16 has no add kernel on CPU): add is an op CPU runs for bool
+    unsigned = torch.tensor([1, 2], dtype=torch.uint16)
+    add = cause_of(lambda: torch.add(unsigned, unsigned))
+    assert isinstance(add.error, NotImplementedError) and _refused_as_cpu(expected, add, None) is None
+    # a lacking kernel excuses no other error type, and no NotImplementedError of another wording
+    wrong_type = RuntimeError('"div_floor_cpu" not implemented for \'Bool\'')
+    assert _refused_as_cpu(expected, find_cause(wrong_type), None) is None
+    assert _refused_as_cpu(expected, find_cause(NotImplementedError("div_floor is not supported")), None) is None

@@ -12,9 +12,12 @@ exactly). Because the program is the whole scenario, a stored case replays by ru
 A program that records an op's refusal (catches it and returns the error type's name, as
 `overlap_rules` and the dtype-semantics programs do) cannot do so under torch.compile: dynamo raises
 the refusal while tracing (wrapped: `TorchRuntimeError`), or the compiled graph when it runs, outside
-the program's `try`. Where CPU's result records a refusal of the type of that cause
-(`torchcts.engine.error_cause`), the case cannot be compared under torch.compile
-(`runtime_unavailable`); any other exception stays the device's error.
+the program's `try`. Only the same refusal is excused: where CPU's own run of the program under
+torch.compile(backend="eager") (dynamo alone: same tracing, same program structure, the target's
+shape mode) raises a cause (`torchcts.engine.error_cause`) of the same type with the same first
+message line, and CPU's eager result records a refusal of that type, the case cannot be compared
+under torch.compile (`runtime_unavailable`). A compile failure, a refusal where CPU under dynamo
+returns, or another refusal than CPU's stays the device's error.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from typing import Any, Callable
 
 from torch.utils._pytree import tree_leaves
 
-from torchcts.engine.context import BackendError, MissingKernelError
-from torchcts.engine.error_cause import find_cause
-from torchcts.engine.targets import CaseUnavailable, compiled_program
+from torchcts.engine.context import BackendError, CpuRejects, MissingKernelError
+from torchcts.engine.error_cause import ErrorCause, find_cause
+from torchcts.engine.targets import ORACLE_DEVICE, CaseUnavailable, Target, compiled_program
 
 Program = Callable[..., Any]
 
@@ -75,11 +78,45 @@ def recorded_refusal(expected: Any, error: BaseException) -> str | None:
     return None
 
 
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
+
+
+def same_refusal(cause: ErrorCause, reference: ErrorCause | None) -> bool:
+    """Whether the device's cause is the refusal CPU under dynamo alone raised: the same type and first message
+    line (neither a compile failure)."""
+    return (reference is not None and not reference.compile_failure and not cause.compile_failure
+            and type(reference.error) is type(cause.error) and first_line(reference.error) == first_line(cause.error))
+
+
+def cpu_refusal(expected: Any, cause: ErrorCause, reference: ErrorCause | None) -> str | None:
+    """The entry of CPU's result the device's refusal stands for: CPU under dynamo alone raises the same refusal
+    (`same_refusal`) and CPU's eager result records a refusal of its type (`recorded_refusal`); else None."""
+    return recorded_refusal(expected, cause.error) if same_refusal(cause, reference) else None
+
+
+def dynamo_reference(cts: Any, run: Callable[[Any, Any, Any], Any], sample: Any) -> ErrorCause | None:
+    """How CPU's run of the program under torch.compile(backend="eager") ends (dynamo alone; the target's shape
+    mode and fullgraph): the cause it raises, or None where it returns."""
+    spec = cts.target.compile.evolve(backend="eager", mode=None, options=())
+    reference = Target(ORACLE_DEVICE, spec)
+    try:
+        cts.on_cpu_call(lambda cts_, sample_, _: run(cts_, sample_, reference), sample)
+    except CpuRejects as rejected:
+        raised = rejected.__cause__
+        return find_cause(raised) if isinstance(raised, Exception) else None
+    return None
+
+
+Refusal = Callable[[Any, ErrorCause, ErrorCause | None], str | None]  # (expected, cause, reference) -> entry
+
+
 def device_result(cts: Any, run: Callable[[Any, Any, Any], Any], sample: Any, expected: Any, what: str = "",
-                  stands_for: Callable[[Any, BaseException], str | None] = recorded_refusal) -> Any:
+                  stands_for: Refusal = cpu_refusal) -> Any:
     """`cts.on_device_call(run, sample)`; under torch.compile, a refusal (the cause behind the compiler's
-    wrappers, never a compile failure) that `stands_for(expected, cause)` finds in CPU's result makes the case
-    unavailable: the compiled program cannot record it, it ends the program."""
+    wrappers, never a compile failure) that `stands_for(expected, cause, reference)` finds in CPU's result makes
+    the case unavailable: the compiled program cannot record it, it ends the program. `reference` is CPU's own
+    run under dynamo alone (`dynamo_reference`)."""
     try:
         return cts.on_device_call(run, sample, what=what)
     except MissingKernelError:
@@ -89,8 +126,11 @@ def device_result(cts: Any, run: Callable[[Any, Any, Any], Any], sample: Any, ex
         if cts.target.compile is None or not isinstance(device_error, Exception):
             raise
         cause = find_cause(device_error)
-        entry = None if cause.compile_failure else stands_for(expected, cause.error)
+        if cause.compile_failure:
+            raise
+        entry = stands_for(expected, cause, dynamo_reference(cts, run, sample))
         if entry is None:
             raise
         raise CaseUnavailable(f"under torch.compile the program ends at its first refusal, {cause.type_name()}, "
-                              f"which CPU's result records ({entry}): the results cannot be compared") from device_error
+                              f"which CPU under dynamo alone raises too and CPU's result records ({entry}): the "
+                              f"results cannot be compared") from device_error

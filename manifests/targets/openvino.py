@@ -18,7 +18,9 @@
 # - Precision: on CPUs with native bfloat16 (AMX, avx512_bf16) the CPU plugin's default INFERENCE_PRECISION_HINT
 #   is bf16, so float32 matmul-like ops (x @ y.T, linear, eigh's products) are computed in bfloat16 there and
 #   differ from eager float32 by ~1e-2 relative: documented OpenVINO behaviour, not a TorchCTS tolerance to
-#   widen. Where the CPU has no native bf16 the hint is f32 and they agree. Findings on this machine show it.
+#   widen. Where the CPU has no native bf16 the hint is f32 and they agree. Findings on this machine show it;
+#   a float32 product in the subnormal range comes out 0.0 there (corpus case 378130e7642a: with the hint f32 it
+#   is eager's subnormal), a documented difference for the same reason.
 # - Static shapes: every new shape is a fresh trace and OpenVINO compile (0.05-0.3 s each on 2 cores), and a
 #   stored case fails or passes alone (no automatic-dynamic history).
 # Reviewed per claim on this machine: check-manifest --strict; `run --level 1` and `--level 2` (float32) over the
@@ -32,6 +34,7 @@
 # - NaN: amax/max ignore a NaN that eager propagates, clamp turns NaN into the bound, argmax does not return
 #   the NaN's index;
 # - float32 matmul with a transposed operand in bfloat16 (above).
+# - IEEE 754 special values (the ieee754 suite at level 3): docs/findings.md, cases under `cpu + openvino`.
 
 manifest = {
     "manifest_version": 1,

@@ -145,3 +145,67 @@ def test_an_eager_run_blames_nothing(manifest, tmp_path):
     finally:
         faulty.disable_bugs()
     assert record["outcome"] == "failed" and "leg" not in record
+
+
+def test_an_error_line_names_its_cause_type():
+    assert blame.cause_type("torch.compile(b) raised ValueError where CPU did not: bad") == "ValueError"
+    assert blame.cause_type("RuntimeError: shape mismatch") == "RuntimeError"
+    assert blame.cause_type(None) is None
+    failed, error = blame.FailureKind("failed"), blame.FailureKind("error", "backend", "ValueError")
+    assert failed.shown_by(blame.FailureKind("failed")) and not failed.shown_by(blame.FailureKind("timed_out"))
+    assert error.shown_by(blame.FailureKind("error", "backend", "ValueError"))
+    assert not error.shown_by(blame.FailureKind("error", "backend", "IndexError"))
+    assert not error.shown_by(blame.FailureKind("error", "missing_kernel", "ValueError"))
+
+
+def test_a_leg_that_raises_where_the_run_compared_values_fails_differently(wrong_add_case):
+    """A reference leg that refuses the graph is no evidence that dynamo computes the wrong value: not blamed."""
+    path, settings = wrong_add_case
+    found = blame.blame_case(path, settings, blame.References(dynamo=backends.COMPILE_RAISES))
+    assert found.leg == blame.NOT_BLAMED
+    assert legs_of(found) == [(backends.COMPILE_RAISES, "static", "error")]
+    assert found.reason.startswith(f"leg {backends.COMPILE_RAISES} (static shapes) fails differently: error (backend")
+    assert "the run's failure was failed" in found.reason
+
+
+def test_a_leg_failing_with_the_same_error_kind_and_cause_is_blamed(manifest, tmp_path):
+    path, settings = failing_case(manifest, tmp_path, backends.COMPILE_RAISES, "static")
+    found = blame.blame_case(path, settings, blame.References(dynamo=backends.COMPILE_RAISES))
+    assert found.leg == blame.DYNAMO and legs_of(found) == [(backends.COMPILE_RAISES, "static", "error")]
+
+
+def test_a_stuck_leg_compile_is_a_timed_out_leg_not_a_hung_run(wrong_add_case):
+    """Each leg runs in its own process, killed past the item timeout; a timed-out leg is not the run's failure."""
+    from torchcts.isolation.policy import IsolationPolicy
+
+    path, settings = wrong_add_case
+    settings = attrs.evolve(settings, isolation=IsolationPolicy(timeout_s=5))  # the backend sleeps an hour
+    found = blame.blame_case(path, settings, blame.References(dynamo=backends.COMPILE_SLEEPS))
+    assert found.leg == blame.NOT_BLAMED and legs_of(found) == [(backends.COMPILE_SLEEPS, "static", "timed_out")]
+    assert "fails differently: timed_out" in found.reason
+
+
+def test_isolated_items_are_blamed_in_the_run_s_process_within_one_budget(manifest, tmp_path):
+    """Under --subprocess-per-test each item runs in a forked child; the budget is counted here, so it holds."""
+    from torchcts.isolation.policy import IsolationPolicy
+
+    settings = settings_for(manifest, tmp_path, backends.WRONG_ADD, "static", shrink=False, blame_cases=1,
+                            found={"run_id": "blame-isolated"}, isolation=IsolationPolicy(everything=True))
+    first, second = run_item(ADD, settings), run_item(PlanItem("forward", "add", "function", "float64", 1), settings)
+    assert first["isolated"] == second["isolated"] == "--subprocess-per-test"
+    assert first["outcome"] == "failed" and first["leg"] == blame.BACKEND
+    assert [leg["outcome"] for leg in first["legs"]] == ["passed", "passed", "failed"]
+    assert second["outcome"] == "failed" and second["leg"] == blame.NOT_BLAMED
+    assert "budget of 1 blamed cases" in second["leg_reason"]
+    assert load_case(first["counterexample"]["path"]).failure["leg"] == blame.BACKEND
+
+
+def test_a_timed_out_compiled_item_is_not_blamed_and_says_why(manifest, tmp_path):
+    from torchcts.isolation.policy import IsolationPolicy
+
+    settings = settings_for(manifest, tmp_path, backends.COMPILE_SLEEPS, "static", found={"run_id": "blame-hang"},
+                            isolation=IsolationPolicy(everything=True, timeout_s=5))  # the backend sleeps an hour
+    record = run_item(ADD, settings)
+    assert record["outcome"] == "timed_out" and record["leg"] == blame.NOT_BLAMED and record["legs"] == []
+    assert "the item timed_out" in record["leg_reason"] and "no stored case" in record["leg_reason"]
+    assert RECORD.problem(record) is None

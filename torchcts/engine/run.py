@@ -89,6 +89,18 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
     `seed` and `max_examples` override the item's derived seed and the settings' example count
     (fuzz). The record's `outcome` is an `Outcome`. KeyboardInterrupt and `interrupts.Interrupted`
     propagate: an interrupted item has no record."""
+    record = _run_item(item, settings, seed=seed, max_examples=max_examples)
+    if settings.target.compile is not None and not isinstance(item, ReplayItem) \
+            and parse(record.get("outcome")) in PROBLEMS:
+        # which compile leg first shows it (`engine.blame`), here in the run's process after the item's child or
+        # worker returned: the run's budget and the item's timeout are not spent in a child, and a crashed or
+        # timed-out item is `not-blamed` with the reason
+        record.update(blame_failure(record, settings))
+    return record
+
+
+def _run_item(item: Any, settings: EngineSettings, *, seed: int | None,
+              max_examples: int | None) -> dict[str, Any]:
     started = time.monotonic()
     try:
         reason = isolation_reason(item, settings)
@@ -154,8 +166,6 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
         except Exception as exc:  # noqa: BLE001 - the finding stands without its stored case
             record.update(counterexample=None,
                           counterexample_error=f"the failing case could not be stored: {first_line(error_text(exc))}")
-    if verdict.outcome in PROBLEMS and settings.target.compile is not None and not isinstance(item, ReplayItem):
-        record.update(blame_failure(record, settings))  # which compile leg first shows it: its stored case replayed
     if settings.trace_device_ops:
         from torchcts.testing import faulty
 

@@ -201,7 +201,10 @@ def check_backend(name: str) -> None:
             f"known: {', '.join(names)}; or name an unregistered one as module:callable")
 
 
-_RECOMPILE_LIMIT = 256
+# Dynamo's limits count cache entries per code object, and every op's compiled function runs the same code
+# (`strategies.call_variant`, its own frame after `run`'s graph break): at 256, about 50 ops into a run, every later
+# op ran eagerly, silently, and passed. The limit is a whole run's compiles, and reaching it is an error.
+_RECOMPILE_LIMIT = 1 << 20
 # Compiles an item may spend shrinking a failure once it has found one: each shrink candidate with a new shape (or
 # scalar) is a compile, and a real compiler takes 0.1 s (OpenVINO) to seconds (inductor) for one, so Hypothesis's
 # own bound (5 minutes of shrinking) made every failing item cost 5 minutes. Past the budget the item reports the
@@ -219,15 +222,15 @@ def compiles_so_far() -> int:
 
 
 def raise_recompile_limits() -> None:
-    """Dynamo falls back to eager, silently, past its recompile limit: raise it far above what a run compiles."""
+    """Dynamo falls back to eager, silently, past its recompile limits: raise them far above what a run compiles,
+    and make reaching one an error (the case's error), never an eager run that passes."""
     import torch._dynamo
 
-    for name in ("recompile_limit", "cache_size_limit"):
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
         if hasattr(torch._dynamo.config, name) and getattr(torch._dynamo.config, name) < _RECOMPILE_LIMIT:
             setattr(torch._dynamo.config, name, _RECOMPILE_LIMIT)
-    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
-        torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit,
-                                                               _RECOMPILE_LIMIT * 16)
+    if hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
+        torch._dynamo.config.fail_on_recompile_limit_hit = True
 
 
 def run_compile_spec(settings: Any, backend: str | None, shape_mode: str | None) -> CompileSpec | None:

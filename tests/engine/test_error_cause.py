@@ -139,3 +139,18 @@ def test_an_unsupported_of_another_graph_break_type_is_not_unwrapped():
     other.__cause__ = RuntimeError("the op would have run, the compiler declined it")
     cause = find_cause(other)
     assert cause.error is other and cause.compile_failure
+
+
+def test_the_rules_an_exported_script_applies_are_this_module_s():
+    import ast
+    import os
+
+    from torchcts.engine import error_cause
+
+    rules = {name: ast.literal_eval(text) for name, text in error_cause.rules_as_literals().items()}
+    assert rules["max_depth"] == error_cause.MAX_DEPTH
+    assert set(rules["op_raised_breaks"]) == error_cause.OP_RAISED_BREAKS
+    assert rules["compiler_modules"] == error_cause._COMPILER_MODULES
+    for name, prefixes in (("op_code", error_cause._OP_CODE), ("dispatch", error_cause._DISPATCH),
+                           ("tracers", error_cause._TRACERS)):
+        assert tuple(path.replace("/", os.sep) for path in rules[name]) == prefixes

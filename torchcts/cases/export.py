@@ -64,7 +64,12 @@ _NAMES = {"ATOL", "AssertionError", "BACKEND_IMPORT", "DEVICE", "ERROR_REGEX", "
           "actual", "any", "args", "base64", "bytearray", "complex", "cotangents", "data", "device", "dtype", "e",
           "enumerate", "exc", "expected", "float", "g", "grads", "i", "input", "inputs", "isinstance", "kwargs",
           "leaves", "len", "list", "n", "next", "o", "op_db", "out", "outputs", "plain", "print", "problem", "raw",
-          "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip"}
+          "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip",
+          # compile_cause.py.jinja: the op's refusal behind torch.compile's wrappers
+          "BaseException", "COMPILER_MODULES", "DISPATCH", "MAX_DEPTH", "OP_CODE", "OP_RAISED_BREAKS", "TORCH_ROOT",
+          "TRACERS", "cause_of", "filename", "first", "frames", "getattr", "inner", "is_a", "is_compiler_error",
+          "klass", "module", "name", "path", "raised_by_traced_op", "range", "relative", "seen", "tb",
+          "torch_relative", "unwrapped"}
 _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as_strided", "assert_close", "autograd",
                "error", "import_module", "join", "search", "split",
                "b64decode", "clone", "compile", "contiguous", "cpu", "detach", "device", "dtype", "empty", "exit",
@@ -72,7 +77,10 @@ _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as
                "layout", "manual_seed", "name", "nested", "nested_tensor", "numel", "op", "rand", "requires_grad",
                "requires_grad_", "shape", "sparse_compressed_tensor", "sparse_coo_tensor", "stride", "strided",
                "testing", "to", "tree_leaves", "tree_map_only", "type", "uint8", "utils", "variant_test_name", "view",
-               "zeros", "zeros_like"}
+               "zeros", "zeros_like",
+               # compile_cause.py.jinja
+               "__cause__", "__context__", "__file__", "__module__", "__mro__", "__traceback__", "append",
+               "co_filename", "f_code", "inner_exception", "replace", "rsplit", "startswith", "tb_frame", "tb_next"}
 
 
 def export_script(path: Path | str, device: str | None = None, limits: CaseLimits = CaseLimits(),
@@ -144,7 +152,7 @@ def _script_kind(case: CorpusCase) -> str:
 
 def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
     """The template's code slots: literals and expressions, each written from checked values."""
-    from torchcts.engine import oracle
+    from torchcts.engine import error_cause, oracle
 
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
     fn, inplace, imports = _callable(op, case, kind)
@@ -170,7 +178,9 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
             "kwargs": writer.value(case.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs"),
             "compare_strides": repr(kind in ("inplace", "out") or (
                 kind == "forward" and oracle.strides_defined(op.name))),
-            "errors": kind == "errors", "error_regex": _error_regex(case) if kind == "errors" else "''"}
+            "errors": kind == "errors", "error_regex": _error_regex(case) if kind == "errors" else "''",
+            # a compile case's errors check compares the op's refusal behind torch.compile's wrappers, as the engine
+            "compiled": kind == "errors" and bool(case.backend), "cause": error_cause.rules_as_literals()}
 
 
 def _error_regex(case: CorpusCase) -> str:

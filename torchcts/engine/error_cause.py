@@ -165,3 +165,14 @@ def _dynamo_exceptions() -> Any:
     except ImportError:  # a torch without dynamo raises no compile wrapper
         return None
     return dynamo_exc
+
+
+def rules_as_literals() -> dict[str, str]:
+    """This module's rules as Python literals (paths '/'-separated) for an exported script, which applies them with
+    torch alone (`torchcts/cases/script_templates/compile_cause.py.jinja`): one source for both."""
+    def paths(prefixes: tuple[str, ...]) -> str:
+        return ascii(tuple(prefix.replace(os.sep, "/") for prefix in prefixes))
+
+    return {"max_depth": ascii(MAX_DEPTH), "compiler_modules": ascii(_COMPILER_MODULES),
+            "op_raised_breaks": ascii(tuple(sorted(OP_RAISED_BREAKS))), "op_code": paths(_OP_CODE),
+            "dispatch": paths(_DISPATCH), "tracers": paths(_TRACERS)}

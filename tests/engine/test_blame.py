@@ -185,14 +185,27 @@ def test_a_stuck_leg_compile_is_a_timed_out_leg_not_a_hung_run(wrong_add_case):
     assert "fails differently: timed_out" in found.reason
 
 
-def test_isolated_items_are_blamed_in_the_run_s_process_within_one_budget(manifest, tmp_path):
-    """Under --subprocess-per-test each item runs in a forked child; the budget is counted here, so it holds."""
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_isolated_items_are_blamed_in_the_run_s_process_within_one_budget(tmp_path, start):
+    """Under --subprocess-per-test each item runs in a forked child or a spawned worker (and so do the legs); the
+    budget is counted here, so it holds. A spawned worker registers the test backends by the manifest's
+    backend_import."""
     from torchcts.isolation.policy import IsolationPolicy
+    from torchcts.isolation.spawn import close_pools
 
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu")
+                                          + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
+    manifest = load_manifest(tmp_path / "manifest.py")[0]
     settings = settings_for(manifest, tmp_path, backends.WRONG_ADD, "static", shrink=False, blame_cases=1,
-                            found={"run_id": "blame-isolated"}, isolation=IsolationPolicy(everything=True))
-    first, second = run_item(ADD, settings), run_item(PlanItem("forward", "add", "function", "float64", 1), settings)
+                            found={"run_id": f"blame-isolated-{start}"},
+                            isolation=IsolationPolicy(everything=True, start=start))
+    try:
+        first, second = run_item(ADD, settings), run_item(PlanItem("forward", "add", "function", "float64", 1),
+                                                          settings)
+    finally:
+        close_pools()
     assert first["isolated"] == second["isolated"] == "--subprocess-per-test"
+    assert first["isolated_by"] == second["isolated_by"] == start
     assert first["outcome"] == "failed" and first["leg"] == blame.BACKEND
     assert [leg["outcome"] for leg in first["legs"]] == ["passed", "passed", "failed"]
     assert second["outcome"] == "failed" and second["leg"] == blame.NOT_BLAMED

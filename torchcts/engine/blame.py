@@ -23,11 +23,11 @@ Blaming runs in the run's process (`engine.run.run_item`, after the item's own f
 returned its record), so neither the budget nor the item's timeout is spent in a child: at most
 `EngineSettings.blame_cases` (`--blame-cases N`) cases per run (per process: each worker of `-n N`, or of a fuzz
 hunt, counts its own; a fuzz worker runs the item, and so blames it, in the worker, within its --task-timeout).
-Each leg replays the one stored case (no draws) in its own process, a forked child where the
-device survives a fork, else a spawned worker, killed past the item timeout (`leg_timeout_s`): a stuck leg compile
-is a `timed_out` leg, never a hung run, and dynamo's state in the run's process is untouched. A failure past the
-budget, or without a stored case (a crashed or timed-out item's process died before storing one), is `not-blamed`
-with the reason.
+Each leg replays the one stored case (no draws) in its own process, started as the run starts isolated items (a
+forked child where the device survives a fork, else or under --isolation-start spawn a spawned worker), killed
+past the item timeout (`leg_timeout_s`): a stuck leg compile is a `timed_out` leg, never a hung run, and dynamo's
+state in the run's process is untouched. A failure past the budget, or without a stored case (a crashed or
+timed-out item's process died before storing one), is `not-blamed` with the reason.
 
 The verdict goes into the item's record (`leg`, `legs`, `leg_reason`) and into the stored case's
 `failure` (the same keys), so reports, triage and the corpus carry it.
@@ -221,11 +221,13 @@ def leg_timeout_s(settings: Any) -> float:
 
 def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, Any]:
     """The record of the stored case at `path` replayed by the engine on the run's device under `spec`: compiled
-    afresh in a process of its own (a forked child where the device survives a fork, else a spawned worker), killed
+    afresh in a process of its own, started as the run starts isolated items (`isolation.policy.start_method`: a
+    forked child where the device survives a fork, else or under --isolation-start spawn a spawned worker), killed
     past `leg_timeout_s`; nothing stored (no corpus), so a leg never blames again."""
     from torchcts.cases.replay_items import replay_items
     from torchcts.engine.run import ended_record, run_here
-    from torchcts.isolation.fork import fork_safe, run_forked
+    from torchcts.isolation.fork import run_forked
+    from torchcts.isolation.policy import FORK, start_method
 
     items = replay_items([path], settings.case_limits)
     if len(items) != 1:
@@ -235,7 +237,7 @@ def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, 
                                 replay_shape_mode=spec.shape_mode, corpus_dir=None, trace_device_ops=False,
                                 trace_dispatch=False)
     reason = f"a blame leg: {spec.backend}, {spec.shape_mode} shapes"
-    if fork_safe(settings.target.device_type):
+    if start_method(settings.isolation, settings.target.device_type) == FORK:
         result = run_forked(lambda: run_here(item, leg_settings), leg_timeout_s(settings))
         how = "fork"
     else:

@@ -22,8 +22,9 @@ FINDINGS = REPO / "docs" / "findings.md"
 SCRIPTS = REPO / "corpus" / "scripts"
 # Cases whose exported script cannot re-create the property's check (the replay does); docs/findings.md says so.
 SCRIPT_GAPS = {"ec7840eb32f2": "an out= script compares the buffer's values, not that the call returned it"}
-REGENERATE = ("regenerate it: torchcts replay corpus/<case>.json --export-script > corpus/scripts/<case>.py, "
-              "then check it still reproduces (docs/findings.md)")
+REGENERATE = ("regenerate the scripts: for f in corpus/*.json; do torchcts replay $f --export-script > "
+              "corpus/scripts/$(basename $f .json).py; done; then run each (python corpus/scripts/X.py: exit 1, "
+              "or as docs/findings.md says)")
 HAS_OPENVINO = importlib.util.find_spec("openvino") is not None
 
 

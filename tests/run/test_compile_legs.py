@@ -12,13 +12,13 @@ from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
 
 
-def run_wrong_add(cwd, ops, *flags):
+def run_wrong_add(cwd, ops, *flags, dtype="float32"):
     """The run folder of `torchcts run --compile torchcts_test_wrong_add` (static shapes) over `ops` in `cwd`."""
     (cwd / "manifest.py").write_text(render_template("complete", device_name="cpu")
                                      + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
     run = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--compile",
                           "torchcts_test_wrong_add", "--shape-mode", "static", "--ops", ops, "--dtype",
-                          "float32", "--level", "1", "--derandomize", "--max-examples", "5", *flags],
+                          dtype, "--level", "1", "--derandomize", "--max-examples", "5", *flags],
                          capture_output=True, text=True, cwd=cwd, timeout=900)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
     return sorted((cwd / "results").glob("*/run.json"))[-1].parent
@@ -55,3 +55,32 @@ def test_blame_cases_0_blames_nothing_and_says_so(tmp_path):
     record = next(r for r in read_records(folder) if r["item"] == "forward::add::function::float32")
     assert record["outcome"] == "failed" and record["leg"] == "not-blamed" and record["legs"] == []
     assert "budget of 0 blamed cases" in record["leg_reason"]
+
+
+def test_isolated_items_are_blamed_in_the_run_within_its_budget_and_replay_elsewhere_fixes_nothing(tmp_path):
+    """--subprocess-per-test runs each item in a forked child; blame runs in the run's process, so --blame-cases
+    holds across children. The stored case, replayed eagerly (no --compile) or under another backend, passes there:
+    the verdict line says where it was found, and --update-status leaves it open."""
+    folder = run_wrong_add(tmp_path, "^add$", "--subprocess-per-test", "--blame-cases", "1", dtype="float32,float64")
+    records = [r for r in read_records(folder) if r["outcome"] == "failed"]
+    assert len(records) == 2 and all(r["isolated"] == "--subprocess-per-test" for r in records)
+    assert sorted(r["leg"] for r in records) == ["backend", "not-blamed"]
+    blamed = next(r for r in records if r["leg"] == "backend")
+    assert "budget of 1 blamed cases" in next(r for r in records if r["leg"] == "not-blamed")["leg_reason"]
+
+    case = blamed["counterexample"]["path"]
+    for compile_flags, target in (((), "eager (no torch.compile)"), (("--compile", "aot_eager"),
+                                                                     "torch.compile(aot_eager)")):
+        replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu",
+                                 "--manifest", "manifest.py", "--update-status", *compile_flags],
+                                capture_output=True, text=True, cwd=tmp_path, timeout=600)
+        assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+        line = next(line for line in replay.stdout.splitlines() if line.startswith("now passing"))
+        assert f"(found under torch.compile(torchcts_test_wrong_add); replayed on {target})" in line, replay.stdout
+        assert "status not updated" in replay.stdout and "-> fixed" not in replay.stdout
+        assert json.loads((tmp_path / case).read_text())["status"] == "open"
+
+    same = subprocess.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu", "--manifest",
+                           "manifest.py", "--compile", "torchcts_test_wrong_add"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert "still failing" in same.stdout and "found under" not in same.stdout, same.stdout[-3000:]

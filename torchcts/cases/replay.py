@@ -4,6 +4,11 @@ The plugin collects a `ReplayItem` per case file (`cases.replay_items`) instead 
 `--replay PATH` is given, so a CI replays the corpus with its usual pytest runner; `run_replay`
 runs the same session and reads its records to say, per case, whether it still fails, and to
 track `fixed` cases. A file that cannot be read is one `unreadable` line; the other cases still run.
+
+A case found under `torch.compile(B)` says something about B only: replayed eagerly, or under another backend, its
+verdict line says where it was found and where it ran, it is never a regression, and `--update-status` leaves its
+status alone (passing elsewhere is no fix, failing elsewhere is not this finding). The same holds for an eager case
+replayed under a compile backend.
 """
 
 from __future__ import annotations
@@ -35,26 +40,55 @@ class ReplayVerdict:
     outcome: str  # passed, failed, error, or not run
     reason: str
     unreadable: str | None = None  # "field: what is wrong" when the case file could not be replayed
+    found_on: str | None = None  # the compile backend the case was found under (None: eager)
+    replayed_on: str | None = None  # the compile backend this replay ran it under (None: eager)
 
     @property
     def still_failing(self) -> bool:
         return parse(self.outcome) in PROBLEMS and self.unreadable is None
 
     @property
+    def elsewhere(self) -> bool:
+        """Whether the case ran on another target than the one it was found on (eager vs a backend, or another)."""
+        return self.unreadable is None and self.found_on != self.replayed_on
+
+    @property
     def regression(self) -> bool:
-        return self.status == "fixed" and self.still_failing
+        return self.status == "fixed" and self.still_failing and not self.elsewhere
+
+    def where(self) -> str:
+        """Where it was found and where it ran, for a case replayed elsewhere."""
+        found = "without torch.compile" if self.found_on is None else f"under torch.compile({self.found_on})"
+        ran = "eager (no torch.compile)" if self.replayed_on is None else f"torch.compile({self.replayed_on})"
+        return f"found {found}; replayed on {ran}"
 
 
-def verdicts(records: Iterable[dict[str, Any]]) -> list[ReplayVerdict]:
-    """One verdict per replayed case, from a replay run's result records."""
+def verdicts(records: Iterable[dict[str, Any]], compile_backend: str | None = None,
+             limits: CaseLimits = CaseLimits()) -> list[ReplayVerdict]:
+    """One verdict per replayed case, from a replay run's result records: where the case was found (its file's
+    `backend`) and where it ran (the record's `compile`, else `compile_backend`, the replay's --compile)."""
     found = []
     for record in records:
         case = record.get("case")
         if not isinstance(case, dict):
             continue
-        found.append(ReplayVerdict(case.get("path", ""), record["item"], case.get("status", ""), record["outcome"],
-                                   record.get("error") or record.get("reason") or "", case.get("unreadable")))
+        compiled = record.get("compile")
+        replayed_on = compiled.get("backend") if isinstance(compiled, dict) else compile_backend
+        path = case.get("path", "")
+        found_on = _found_on(path, limits, replayed_on) if case.get("unreadable") is None else replayed_on
+        found.append(ReplayVerdict(path, record["item"], case.get("status", ""), record["outcome"],
+                                   record.get("error") or record.get("reason") or "", case.get("unreadable"),
+                                   found_on, replayed_on))
     return found
+
+
+def _found_on(path: str, limits: CaseLimits, otherwise: str | None) -> str | None:
+    """The compile backend the case file at `path` was found under; `otherwise` when it cannot be read now (its
+    status is then not updated either: `mark_status` reads it again)."""
+    try:
+        return load_case(path, limits).backend
+    except (CaseFileError, OSError):
+        return otherwise
 
 
 def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, manifest: Path | None,
@@ -76,7 +110,7 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
     folder = latest_run(results_dir, before)
     if folder is None:
         return code if code else 2
-    found = verdicts(read_records(folder))
+    found = verdicts(read_records(folder), compile_backend, limits)
     for verdict in found:
         if verdict.unreadable is not None:
             echo(f"{'unreadable':24} {printable(verdict.path)}: {printable(verdict.unreadable)[:300]}")
@@ -84,10 +118,13 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
         state = "REGRESSION (was fixed)" if verdict.regression else (
             "still failing" if verdict.still_failing else "now passing" if verdict.outcome == Outcome.PASSED
             else f"not run ({verdict.outcome})")
-        echo(f"{state:24} {printable(verdict.path)}  {printable(verdict.case_id)}")
+        where = f"  ({printable(verdict.where())})" if verdict.elsewhere else ""
+        echo(f"{state:24} {printable(verdict.path)}  {printable(verdict.case_id)}{where}")
         if verdict.still_failing and verdict.reason:
             echo(f"{'':24} {printable(verdict.reason.splitlines()[0][:200])}")
-        if update_status and verdict.path and verdict.outcome in (Outcome.PASSED, Outcome.FAILED):
+        if update_status and verdict.elsewhere and verdict.status in ("open", "fixed"):
+            echo(f"{'':24} status not updated: a replay on another target than the case's says nothing about it")
+        elif update_status and verdict.path and verdict.outcome in (Outcome.PASSED, Outcome.FAILED):
             new_status = "fixed" if verdict.outcome == Outcome.PASSED else "open"
             if new_status != verdict.status and verdict.status in ("open", "fixed"):
                 try:

@@ -84,3 +84,17 @@ def test_isolated_items_are_blamed_in_the_run_within_its_budget_and_replay_elsew
                            "manifest.py", "--compile", "torchcts_test_wrong_add"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert "still failing" in same.stdout and "found under" not in same.stdout, same.stdout[-3000:]
+
+
+def test_a_fixed_case_failing_on_another_target_is_no_regression():
+    from torchcts.cases.replay import ReplayVerdict
+
+    def verdict(found_on, replayed_on):
+        return ReplayVerdict("case.json", "replay::x", "fixed", "failed", "", found_on=found_on,
+                             replayed_on=replayed_on)
+
+    assert verdict("inductor", "inductor").regression and not verdict("inductor", "inductor").elsewhere
+    for found_on, replayed_on in (("inductor", None), ("inductor", "aot_eager"), (None, "inductor")):
+        assert verdict(found_on, replayed_on).elsewhere and not verdict(found_on, replayed_on).regression
+    assert verdict("inductor", None).where() == \
+        "found under torch.compile(inductor); replayed on eager (no torch.compile)"

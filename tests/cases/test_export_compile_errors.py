@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo
 from torch.testing._internal.common_methods_invocations import op_db
 
 from torchcts.cases.export import export_script
@@ -85,3 +86,39 @@ def test_a_refusal_torch_compile_wraps_conforms_as_the_engine_says(manifest, tmp
     status, output = run_script(path, tmp_path, backends.COMPILE_RAISES)  # dynamo raises it before any backend runs
     assert status == 0, output[-2000:]
     assert engine_record(manifest, "nn.functional.adaptive_avg_pool2d", backends.COMPILE_RAISES)["outcome"] == "passed"
+
+
+# -- a scenario program under torch.compile: CPU's own refusal is not comparable, a compile failure reproduces ------
+
+def overlap_case(tmp_path: Path, kind: str, backend: str) -> Path:
+    """A views/overlap_rules case (a 3x3 float32 input, the overlap `kind`) found under torch.compile(`backend`)."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    case = new_case(prop="views", op="overlap_rules", variant="scenario", dtype="float32", device_type="cpu",
+                    backend=backend, sample=SampleInput(torch.ones(3, 3), args=(kind,)),
+                    failure={"message": "stored for the test"}, found={"torch": torch.__version__},
+                    compile=CompileSpec(backend, "static").as_json(), backend_import=backends.__name__)
+    return write_case(tmp_path / "corpus", case)[0]
+
+
+def test_a_scenario_script_tells_cpus_own_refusal_from_a_compile_failure(tmp_path):
+    from torchcts.engine.error_cause import find_cause
+    from torchcts.engine.programs import cpu_refusal
+    from torchcts.properties.test_views import overlap_rules
+
+    # expand_copy_: CPU's program records RuntimeError; compiled, copy_'s meta refuses while dynamo traces, as it
+    # does for CPU under dynamo alone: the engine calls the case unavailable, the script cannot compare it (exit 2)
+    expected = overlap_rules(torch.ones(3, 3), "expand_copy_")
+    causes = []
+    for backend in ("eager", "aot_eager"):
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError) as caught:
+            torch.compile(overlap_rules, backend=backend, dynamic=False)(torch.ones(3, 3), "expand_copy_")
+        causes.append(find_cause(caught.value))
+    assert cpu_refusal(expected, causes[1], causes[0]) == "RuntimeError"  # the engine's verdict: unavailable
+    status, output = run_script(overlap_case(tmp_path, "expand_copy_", "aot_eager"), tmp_path, "aot_eager")
+    assert status == 2 and "ends at its first refusal" in output, output[-2000:]  # before: 1, REPRODUCED
+    # self_copy_: CPU accepts; the backend fails to compile the graph: the engine's error, the script reproduces it
+    status, output = run_script(overlap_case(tmp_path, "self_copy_", backends.COMPILE_RAISES), tmp_path,
+                                backends.COMPILE_RAISES)
+    assert status == 1 and "REPRODUCED on cpu: it raises where CPU does not: BackendCompilerFailed" in output, output

@@ -64,12 +64,19 @@ _NAMES = {"ATOL", "AssertionError", "BACKEND_IMPORT", "DEVICE", "ERROR_REGEX", "
           "actual", "any", "args", "base64", "bytearray", "complex", "cotangents", "data", "device", "dtype", "e",
           "enumerate", "exc", "expected", "float", "g", "grads", "i", "input", "inputs", "isinstance", "kwargs",
           "leaves", "len", "list", "n", "next", "o", "op_db", "out", "outputs", "plain", "print", "problem", "raw",
-          "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip",
-          # compile_cause.py.jinja: the op's refusal behind torch.compile's wrappers
-          "BaseException", "COMPILER_MODULES", "DISPATCH", "MAX_DEPTH", "OP_CODE", "OP_RAISED_BREAKS", "TORCH_ROOT",
-          "TRACERS", "cause_of", "filename", "first", "frames", "getattr", "inner", "is_a", "is_compiler_error",
-          "klass", "module", "name", "path", "raised_by_traced_op", "range", "relative", "seen", "tb",
-          "torch_relative", "unwrapped"}
+          "run", "s", "same", "slice", "storage", "sys", "t", "torch", "tuple", "type", "what", "x", "y", "zip"}
+# compile_cause.py.jinja (the op's refusal behind torch.compile's wrappers) and, in a scenario script, cpus_own_refusal
+_CAUSE_NAMES = {"BaseException", "COMPILER_MODULES", "DISPATCH", "MAX_DEPTH", "OP_CODE", "OP_RAISED_BREAKS",
+                "TORCH_ROOT", "TRACERS", "cause_of", "filename", "first", "frames", "getattr", "inner", "is_a",
+                "is_compiler_error", "klass", "module", "name", "path", "raised_by_traced_op", "range", "relative",
+                "seen", "tb", "torch_relative", "unwrapped"}
+_CAUSE_ATTRIBUTES = {"__cause__", "__context__", "__file__", "__module__", "__mro__", "__name__", "__traceback__",
+                     "append", "co_filename", "f_code", "inner_exception", "replace", "rsplit", "startswith",
+                     "tb_frame", "tb_next"}
+_OWN_REFUSAL_NAMES = {"IndexError", "REFERENCE_PROGRAM", "TypeError", "ValueError", "cause", "cpus_own_refusal",
+                      "first_line", "leaf", "names", "object", "raised", "recorded", "reference", "specific"}
+_OWN_REFUSAL_ATTRIBUTES = {"splitlines", "strip", "tree_leaves"}
+_NAMES |= _CAUSE_NAMES
 _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as_strided", "assert_close", "autograd",
                "error", "import_module", "join", "search", "split",
                "b64decode", "clone", "compile", "contiguous", "cpu", "detach", "device", "dtype", "empty", "exit",
@@ -77,10 +84,7 @@ _ATTRIBUTES = {"Generator", "Size", "Tensor", "__name__", "_pytree", "argv", "as
                "layout", "manual_seed", "name", "nested", "nested_tensor", "numel", "op", "rand", "requires_grad",
                "requires_grad_", "shape", "sparse_compressed_tensor", "sparse_coo_tensor", "stride", "strided",
                "testing", "to", "tree_leaves", "tree_map_only", "type", "uint8", "utils", "variant_test_name", "view",
-               "zeros", "zeros_like",
-               # compile_cause.py.jinja
-               "__cause__", "__context__", "__file__", "__module__", "__mro__", "__traceback__", "append",
-               "co_filename", "f_code", "inner_exception", "replace", "rsplit", "startswith", "tb_frame", "tb_next"}
+               "zeros", "zeros_like"} | _CAUSE_ATTRIBUTES
 
 
 def export_script(path: Path | str, device: str | None = None, limits: CaseLimits = CaseLimits(),
@@ -120,6 +124,9 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_b
             template, names = "scenario_script.py.jinja", SCRIPT_NAMES | program.names
             writer.names.update(SCRIPT_ATTRIBUTES | program.attributes)
             imports = SCRIPT_IMPORTS | {(None, module) for module in program.modules}
+            code.update(_own_refusal_code(case, writer))
+            if code["compiled"]:
+                names |= _CAUSE_NAMES | _OWN_REFUSAL_NAMES
         else:
             code = _code(case, kind, find_op(case.op), device or case.device_type, writer)
         code["backend_import"] = ascii(backend_import)  # a checked module name, as a literal (or None)
@@ -131,6 +138,20 @@ def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_b
     if problem:  # a case value got past the checks: refuse rather than hand out code
         writer.fail("(script)", f"{problem}; not exported")
     return script
+
+
+def _own_refusal_code(case: CorpusCase, writer: "_Writer") -> dict[str, Any]:
+    """A compile scenario script's slots for telling CPU's own refusal (`cpus_own_refusal`, as
+    `engine.programs.device_result`): the unwrapper's rules and the program under torch.compile(backend="eager")."""
+    import attrs
+
+    from torchcts.engine import error_cause
+
+    if not case.backend:
+        return {"compiled": False}
+    reference, attributes = compile_call(attrs.evolve(case, backend="eager"), "PROGRAM")
+    writer.names.update(attributes | _CAUSE_ATTRIBUTES | _OWN_REFUSAL_ATTRIBUTES)
+    return {"compiled": True, "cause": error_cause.rules_as_literals(), "reference_program": reference}
 
 
 def _script_kind(case: CorpusCase) -> str:

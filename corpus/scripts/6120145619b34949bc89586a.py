@@ -111,6 +111,8 @@ def same(actual, expected, what):
 
 
 ERROR_REGEX = ''  # the OpInfo's error regex where it names no device or kernel ('': none)
+
+
 # The cause of an exception a compiled call raised, as TorchCTS finds it (torchcts.engine.error_cause): an op's
 # refusal reaches the caller wrapped by torch.compile; what remains a compiler exception is a compile failure.
 MAX_DEPTH = 8
@@ -183,7 +185,6 @@ def cause_of(exc):
         seen.append(inner)
         exc = inner
     return exc
-
 
 
 def rejection_problem(cpu_error, exc):

@@ -88,6 +88,109 @@ def jagged_construct(input, gaps):
 
 PROGRAM = jagged_construct
 DEVICE_PROGRAM = torch.compile(PROGRAM, backend='inductor', dynamic=None)
+REFERENCE_PROGRAM = torch.compile(PROGRAM, backend='eager', dynamic=None)  # CPU's program under dynamo alone
+
+
+# The cause of an exception a compiled call raised, as TorchCTS finds it (torchcts.engine.error_cause): an op's
+# refusal reaches the caller wrapped by torch.compile; what remains a compiler exception is a compile failure.
+MAX_DEPTH = 8
+COMPILER_MODULES = ('torch._dynamo', 'torch._inductor', 'torch._functorch', 'torch._subclasses', 'torch.fx', 'torch._export', 'torch.export')
+OP_RAISED_BREAKS = ('RuntimeError when making fake tensor call', 'TypeError when making fake tensor call')
+OP_CODE = ('_refs/', '_decomp/', '_prims/', '_prims_common/', '_meta_registrations.py', '_ops.py', '__init__.py', 'functional.py', 'nn/functional.py', '_tensor.py', '_subclasses/fake_impls.py')  # where torch's ops check their inputs (paths within torch's folder)
+DISPATCH = ('_subclasses/', 'utils/_python_dispatch.py', 'utils/_stats.py', '_compile.py', '_dynamo/eval_frame.py', '_library/')  # between an op's call and its code: fake tensors, modes
+TRACERS = ('fx/', '_functorch/', '_dynamo/')  # torch's tracers, which run a graph's ops
+TORCH_ROOT = torch.__file__.replace("\\", "/").rsplit("/", 1)[0] + "/"
+
+
+def is_a(exc, module, name):
+    """Whether `exc` is an instance of torch's class `module.name` (by its classes, importing nothing)."""
+    return any(klass.__module__ == module and klass.__name__ == name for klass in type(exc).__mro__)
+
+
+def is_compiler_error(exc):
+    """Whether an exception is one of the compiler's own (dynamo, inductor, AOTAutograd, FX, fake tensors)."""
+    module = type(exc).__module__ or ""
+    return any(module == name or module.startswith(name + ".") for name in COMPILER_MODULES)
+
+
+def torch_relative(filename):
+    path = filename.replace("\\", "/")
+    return path[len(TORCH_ROOT):] if path.startswith(TORCH_ROOT) else None
+
+
+def raised_by_traced_op(exc):
+    """Whether torch's op code raised `exc` and, past op code and dispatch, the next frame out is a tracer's."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    frames = frames[::-1][:1000]
+    first = torch_relative(frames[0]) if frames else None
+    if first is None or not first.startswith(OP_CODE):
+        return False
+    for filename in frames[1:]:
+        relative = torch_relative(filename)
+        if relative is None:
+            return False
+        if not (relative.startswith(OP_CODE) or relative.startswith(DISPATCH)):
+            return relative.startswith(TRACERS)
+    return False
+
+
+def unwrapped(exc):
+    """The exception a compile wrapper stands for where it is an op's refusal, else None."""
+    if is_a(exc, "torch._dynamo.exc", "TorchRuntimeError"):
+        inner = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+        return inner if inner is not None and is_a(inner, "torch._dynamo.exc", "Unsupported") else None
+    if is_a(exc, "torch._dynamo.exc", "Unsupported"):
+        return exc.__cause__ if getattr(exc, "gb_type", None) in OP_RAISED_BREAKS else None
+    if is_a(exc, "torch._dynamo.exc", "BackendCompilerFailed"):  # inductor's InductorError is one
+        inner = getattr(exc, "inner_exception", None)
+        return inner if isinstance(inner, BaseException) and raised_by_traced_op(inner) else None
+    if is_a(exc, "torch._dynamo.exc", "InternalTorchDynamoError"):
+        inner = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+        return inner if inner is not None and raised_by_traced_op(inner) else None
+    return None
+
+
+def cause_of(exc):
+    """The op's refusal behind torch.compile's wrappers of `exc` (at most MAX_DEPTH of them), or `exc` itself."""
+    seen = [exc]
+    for i in range(MAX_DEPTH):
+        inner = unwrapped(exc)
+        if inner is None or any(inner is s for s in seen):
+            break
+        seen.append(inner)
+        exc = inner
+    return exc
+
+
+def first_line(exc):
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def cpus_own_refusal(exc, expected):
+    """Why the case cannot be compared (TorchCTS: runtime_unavailable), or None: the compiled program cannot record a
+    refusal, it ends at it; where CPU's program under dynamo alone raises the same refusal (type, first line) and
+    CPU's result records a refusal of its type, the device refused as CPU does."""
+    cause = cause_of(exc)
+    if is_compiler_error(cause):
+        return None
+    try:
+        run("cpu", REFERENCE_PROGRAM)
+        return None
+    except Exception as raised:
+        reference = cause_of(raised)
+    if is_compiler_error(reference) or type(reference) is not type(cause) or first_line(reference) != first_line(cause):
+        return None
+    names = [klass.__name__ for klass in type(cause).__mro__ if klass not in (BaseException, Exception, object)]
+    specific = isinstance(cause, (IndexError, ValueError, TypeError))  # refinements of CPU's RuntimeError
+    for leaf in torch.utils._pytree.tree_leaves(expected):
+        recorded = leaf.rsplit(" ", 1)[-1] if isinstance(leaf, str) and leaf else None
+        if recorded in names or (recorded == "RuntimeError" and specific):
+            return (f"under torch.compile the program ends at its first refusal ({one_line(cause)}), which CPU under "
+                    f"dynamo alone raises too and CPU's result records ({leaf}): the results cannot be compared")
+    return None
 
 
 def storage(dtype, elements, data):
@@ -191,6 +294,9 @@ if __name__ == "__main__":
     try:
         problem = same(run(DEVICE, DEVICE_PROGRAM), expected)
     except Exception as exc:
+        why = cpus_own_refusal(exc, expected)
+        if why:
+            could_not_run(why)
         print(f"REPRODUCED on {DEVICE}: it raises where CPU does not: {one_line(exc)}")
         sys.exit(1)
     if problem:

@@ -22,7 +22,7 @@ FINDINGS = REPO / "docs" / "findings.md"
 SCRIPTS = REPO / "corpus" / "scripts"
 # Cases whose exported script cannot re-create the property's check (the replay does); docs/findings.md says so.
 SCRIPT_GAPS = {"ec7840eb32f2": "an out= script compares the buffer's values, not that the call returned it"}
-REGENERATE = ("regenerate the scripts: for f in corpus/*.json; do torchcts replay $f --export-script > "
+REGENERATE = ("regenerate the scripts: for f in corpus/*.json; do torchcts replay --export-script $f > "
               "corpus/scripts/$(basename $f .json).py; done; then run each (python corpus/scripts/X.py: exit 1, "
               "or as docs/findings.md says)")
 HAS_OPENVINO = importlib.util.find_spec("openvino") is not None

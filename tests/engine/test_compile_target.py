@@ -181,3 +181,13 @@ def test_run_refuses_an_unknown_backend_in_one_line_exit_2(tmp_path):
     lines = [line for line in done.stderr.splitlines() if "no_such_backend" in line]
     assert len(lines) == 1 and "known: " in lines[0] and "inductor" in lines[0]
     assert not list(tmp_path.glob("*/records.jsonl"))  # nothing ran, no run folder of records
+
+
+def test_a_compiled_run_isolates_every_item_where_the_device_can_fork():
+    from torchcts.isolation.policy import COMPILED_ITEM, IsolationPolicy
+    from torchcts.plan.items import PlanItem
+
+    item = PlanItem("forward", "add", "function", "float32", 1)
+    assert IsolationPolicy(compiled=True).reason(item) == COMPILED_ITEM
+    assert IsolationPolicy(compiled=True, can_fork=False).reason(item) is None  # a spawn per item: not by default
+    assert IsolationPolicy().reason(item) is None

@@ -63,8 +63,10 @@ def _records(cwd: Path) -> list[dict]:
 
 
 @linux_only
-def test_a_stuck_compile_in_an_isolated_item_is_timed_out_and_the_run_goes_on(cwd):
-    process, started = _start(cwd, "--subprocess-per-test", "--item-timeout", "20")
+@pytest.mark.parametrize("flags", [(), ("--subprocess-per-test",)], ids=["compiled-items-isolated", "everything"])
+def test_a_stuck_compile_is_timed_out_and_the_run_goes_on(cwd, flags):
+    """A compiled run forks every item (no flag needed): the stuck compile is the item's timeout."""
+    process, started = _start(cwd, *flags, "--item-timeout", "20")
     _wait_for(started, process)  # the compile began, in the item's child
     output = process.communicate(timeout=SAFETY_NET_S)[0]
     assert process.returncode == 1, output[-3000:]
@@ -75,7 +77,7 @@ def test_a_stuck_compile_in_an_isolated_item_is_timed_out_and_the_run_goes_on(cw
 
 def test_ctrl_c_during_a_compile_ends_the_run_with_a_partial_result(cwd):
     process, started = _start(cwd)
-    _wait_for(started, process)  # the compile began, in the run's own process
+    _wait_for(started, process)  # the compile began, in the item's forked child
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
     output = process.communicate(timeout=SAFETY_NET_S)[0]
     assert process.returncode == 130, output[-3000:]

@@ -77,6 +77,8 @@ def _returns(work: Callable[[], None]) -> bool:
     return True
 
 
+COMPILED_ITEM = "a compiled item: a stuck compile ends as timed_out, never a hung run"
+
 @attrs.frozen
 class IsolationPolicy:
     everything: bool = False
@@ -87,11 +89,16 @@ class IsolationPolicy:
     timeout_s: float = DEFAULT_ITEM_TIMEOUT_S
     can_fork: bool = True  # False: the device does not survive a fork; crash-prone oracle cases are not run
     start: str = attrs.field(default=AUTO, validator=attrs.validators.in_(START_METHODS))  # --isolation-start
+    # a compiled run (--compile) on a device that survives a fork: every item in a forked child, so a stuck compile
+    # is the item's `timed_out` (the item timeout), never a hung run; the parent never compiles anything
+    compiled: bool = False
 
     def reason(self, item: Any) -> str | None:
         """Why this item runs isolated as a whole, or None to run it in the session's process."""
         if self.everything:
             return "--subprocess-per-test"
+        if self.compiled and self.can_fork:
+            return COMPILED_ITEM
         rule = matching_rule(self.rules, item, self.device_type, self.torch_version, kind=BACKEND)
         if rule is not None:
             return f"known crash rule {rule.name}: {rule.reason}"

@@ -350,7 +350,7 @@ def isolation_policy(option: Any, rules: tuple[Any, ...], target: Target, result
     return IsolationPolicy(everything=bool(option("torchcts_subprocess_per_test")), rules=rules, evidence=evidence,
                            device_type=target.device_type, torch_version=torch_minor(),
                            timeout_s=option("torchcts_item_timeout") or DEFAULT_ITEM_TIMEOUT_S, can_fork=can_fork,
-                           start=start)
+                           start=start, compiled=target.compile is not None)
 
 
 def crash_rules(option: Any, manifest_path: Path, target: Target) -> tuple[Any, ...]:

@@ -165,6 +165,7 @@ class _CpuOnly:
 
     device = "cpu"
     compile_backend = None
+    compile = None  # eager: no CompileSpec
 
     @staticmethod
     def place_for(sample, target):

@@ -222,3 +222,17 @@ def test_a_timed_out_compiled_item_is_not_blamed_and_says_why(manifest, tmp_path
     assert record["outcome"] == "timed_out" and record["leg"] == blame.NOT_BLAMED and record["legs"] == []
     assert "the item timed_out" in record["leg_reason"] and "no stored case" in record["leg_reason"]
     assert RECORD.problem(record) is None
+
+
+def test_torchcts_own_error_is_no_layers_fault(manifest, tmp_path):
+    settings = settings_for(manifest, tmp_path, "aot_eager", "static")
+    record = {"outcome": "error", "error_kind": "harness", "error_line": "TypeError: a TorchCTS bug",
+              "counterexample": {"path": str(tmp_path / "never-read.json")}}
+    fields = blame.blame_failure(record, settings)
+    assert fields["leg"] == "not-blamed" and "TorchCTS's (harness)" in fields["leg_reason"]
+
+
+def test_a_leg_never_runs_longer_than_the_cap(manifest, tmp_path):
+    from torchcts.engine.blame import LEG_TIMEOUT_CAP_S, leg_timeout_s
+
+    assert leg_timeout_s(settings_for(manifest, tmp_path, "aot_eager", "static")) <= LEG_TIMEOUT_CAP_S

@@ -183,11 +183,28 @@ def test_run_refuses_an_unknown_backend_in_one_line_exit_2(tmp_path):
     assert not list(tmp_path.glob("*/records.jsonl"))  # nothing ran, no run folder of records
 
 
-def test_a_compiled_run_isolates_every_item_where_the_device_can_fork():
+def test_a_compiled_run_isolates_every_item():
     from torchcts.isolation.policy import COMPILED_ITEM, IsolationPolicy
     from torchcts.plan.items import PlanItem
 
     item = PlanItem("forward", "add", "function", "float32", 1)
     assert IsolationPolicy(compiled=True).reason(item) == COMPILED_ITEM
-    assert IsolationPolicy(compiled=True, can_fork=False).reason(item) is None  # a spawn per item: not by default
+    assert IsolationPolicy(compiled=True, can_fork=False).reason(item) == COMPILED_ITEM  # then a spawned worker
     assert IsolationPolicy().reason(item) is None
+
+
+def test_suppressed_compile_errors_are_turned_back_on(monkeypatch):
+    """TORCHDYNAMO_SUPPRESS_ERRORS would run a failing frame eagerly (a pass that tested eager)."""
+    from torchcts.testing import compile_backends as backends
+
+    monkeypatch.setattr(torch._dynamo.config, "suppress_errors", True)
+    reset_compiled()
+    target = Target("cpu", CompileSpec(backends.COMPILE_RAISES, "static"))
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == "neg")
+    sample = type("S", (), {"input": torch.ones(2), "args": (), "kwargs": {}})()
+    with pytest.raises(Exception) as raised:
+        target.call(op, "function", sample)
+    assert "BackendCompilerFailed" in type(raised.value).__name__ or "compile" in str(raised.value).lower()
+    assert torch._dynamo.config.suppress_errors is False

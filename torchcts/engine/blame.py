@@ -212,11 +212,15 @@ def _first_failing_leg(spec: CompileSpec, fails: Callable[[CompileSpec], bool],
     return BACKEND_DYNAMIC_ONLY
 
 
+LEG_TIMEOUT_CAP_S = 300.0  # one leg replays one stored case: a fresh compile or two, seconds even under inductor
+
+
 def leg_timeout_s(settings: Any) -> float:
-    """How long one leg's replay may run before its process is killed (`timed_out`): the run's item timeout."""
+    """How long one leg's replay may run before its process is killed (`timed_out`): the run's item timeout, at
+    most LEG_TIMEOUT_CAP_S (up to six legs per blamed case: a hanging layer must not cost six item timeouts)."""
     from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
 
-    return getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S
+    return min(getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S, LEG_TIMEOUT_CAP_S)
 
 
 def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, Any]:
@@ -259,6 +263,9 @@ def blame_failure(record: dict[str, Any], settings: Any, references: References 
     with them. Within the run's budget of cases; past it, or without a stored case, `not-blamed` says why."""
     if settings.target.compile is None:
         return {}
+    if record.get("error_kind") in _NOT_AN_ANSWER:  # TorchCTS's own error (or the case's): no layer's fault
+        return Blame(NOT_BLAMED, reason=f"the item's error is TorchCTS's ({record['error_kind']}), not a layer's"
+                     ).fields()
     reference = record.get("counterexample") or {}
     path = reference.get("path")
     if not path:

@@ -222,8 +222,8 @@ def compiles_so_far() -> int:
 
 
 def raise_recompile_limits() -> None:
-    """Dynamo falls back to eager, silently, past its recompile limits: raise them far above what a run compiles,
-    and make reaching one an error (the case's error), never an eager run that passes."""
+    """Dynamo falls back to eager, silently, past its recompile limits and where errors are suppressed: raise the
+    limits far above what a run compiles, make reaching one an error (the case's error), and suppress nothing."""
     import torch._dynamo
 
     for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
@@ -231,6 +231,9 @@ def raise_recompile_limits() -> None:
             setattr(torch._dynamo.config, name, _RECOMPILE_LIMIT)
     if hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
         torch._dynamo.config.fail_on_recompile_limit_hit = True
+    # TORCHDYNAMO_SUPPRESS_ERRORS=1 makes a compile failure run the frame eagerly (a pass that tested eager) and
+    # cannot be combined with the setting above: a conformance run never suppresses them
+    torch._dynamo.config.suppress_errors = False
 
 
 def run_compile_spec(settings: Any, backend: str | None, shape_mode: str | None) -> CompileSpec | None:

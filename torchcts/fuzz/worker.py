@@ -72,7 +72,10 @@ def engine_settings(options: FuzzOptions) -> Any:
     target = Target(options.device, run_compile_spec(manifest.compile, options.compile_backend, options.shape_mode))
     return EngineSettings(target=target, manifest=manifest, level=manifest.semantic_level,
                           max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,
-                          replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type))
+                          replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type),
+                          # no leg blame in a hunt: its legs would spend the visit's --task-timeout, and a slow leg
+                          # would turn a found failure into a hang; the new case's replay under `run` blames it
+                          blame_cases=0)
 
 
 def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:

@@ -89,15 +89,15 @@ class IsolationPolicy:
     timeout_s: float = DEFAULT_ITEM_TIMEOUT_S
     can_fork: bool = True  # False: the device does not survive a fork; crash-prone oracle cases are not run
     start: str = attrs.field(default=AUTO, validator=attrs.validators.in_(START_METHODS))  # --isolation-start
-    # a compiled run (--compile) on a device that survives a fork: every item in a forked child, so a stuck compile
-    # is the item's `timed_out` (the item timeout), never a hung run; the parent never compiles anything
+    # a compiled run (--compile): every item in a forked child (a spawned worker where the device does not survive a
+    # fork), so a stuck compile is the item's `timed_out` (the item timeout), never a hung run
     compiled: bool = False
 
     def reason(self, item: Any) -> str | None:
         """Why this item runs isolated as a whole, or None to run it in the session's process."""
         if self.everything:
             return "--subprocess-per-test"
-        if self.compiled and self.can_fork:
+        if self.compiled:  # forked, or in a spawned worker where the device does not survive a fork
             return COMPILED_ITEM
         rule = matching_rule(self.rules, item, self.device_type, self.torch_version, kind=BACKEND)
         if rule is not None:

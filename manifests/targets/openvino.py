@@ -24,7 +24,7 @@
 # - Static shapes: every new shape is a fresh trace and OpenVINO compile (0.05-0.3 s each on 2 cores), and a
 #   stored case fails or passes alone (no automatic-dynamic history).
 # Reviewed per claim on this machine: check-manifest --strict; `run --level 2 --dtype float32` over the 100 common
-# ops of benchmarks/compile_speed.py (232 items, 26 min on 2 shared cores: 141 passed, 82 error, 9 failed); the dtype
+# ops of benchmarks/compile_speed.py (232 items, 8.8 min on 2 shared cores: 141 passed, 82 error, 9 failed); the dtype
 # table below with one graph per dtype (which run in OpenVINO, which fall back); training, rng, determinism by hand.
 # Known findings on openvino 2026.4.1 (reported, not hidden; leg as blamed; docs/findings.md reviews them):
 # - a row-strided input (a slice of a larger tensor, x[:2, :4] of a 4x10 tensor) raises AssertionError "sources

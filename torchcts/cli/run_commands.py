@@ -46,7 +46,7 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
 @shape_mode_option()
 @click.option("--blame-cases", type=click.IntRange(0, 100000), metavar="N",
               help="With --compile: blame at most N failing cases on a leg (dynamo, aot, backend, ...: each stored "
-                   "case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. Default 25.")
+                   "case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. Default 100.")
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
 @click.option("--subprocess-per-test", is_flag=True,
               help="Run every item in its own isolated process (forked, or a spawned worker: --isolation-start).")

@@ -47,7 +47,7 @@ from torchcts.outcomes import PROBLEMS, Outcome, parse
 DYNAMO, AOT, BACKEND, BACKEND_DYNAMIC_ONLY = "dynamo", "aot", "backend", "backend-dynamic-only"
 NOT_REPRODUCED, NOT_BLAMED = "not-reproduced", "not-blamed"
 LEGS = (DYNAMO, AOT, BACKEND, BACKEND_DYNAMIC_ONLY, NOT_REPRODUCED, NOT_BLAMED)
-DEFAULT_BLAME_CASES = 25  # cases blamed per run (each at most 6 fresh compiles, most often 3)
+DEFAULT_BLAME_CASES = 100  # cases blamed per run (each at most 6 fresh compiles, most often 3; ~1 s with openvino)
 # errors of a leg's replay that are not the layer's answer: the case or TorchCTS could not run it
 _NOT_AN_ANSWER = ("setup", "case_file", "harness")
 # the exception type an error line names: "<target> raised TypeName where CPU did not: ...", or "TypeName: ..."

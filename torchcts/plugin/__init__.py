@@ -49,7 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--blame-cases", dest="torchcts_blame_cases", type=int, default=None, metavar="N",
                     help="TorchCTS: with a compile target, blame at most N failing cases per run on a leg (their "
                          "stored case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. "
-                         "Default 25.")
+                         "Default 100.")
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
     group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",

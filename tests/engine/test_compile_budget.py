@@ -49,6 +49,7 @@ def test_shrinking_a_compiled_failure_stops_at_the_compile_budget_and_keeps_a_ca
     assert all(began - context.compiles_at_failure < BUDGET for began, _ in shrinking)
     assert compiles_so_far() - context.compiles_at_failure >= BUDGET  # it was spent
     assert last is context.failing_case
+    assert "compile budget" in context.record_fields()["shrink_stopped"]  # the record says the case is not minimal
     reset_compiled()
     fresh = _context(CompileSpec(WRONG_ADD, shape_mode="static"))
     fresh.replay = [last]
@@ -61,6 +62,7 @@ def test_without_the_budget_the_same_item_goes_on_shrinking(monkeypatch):
     context = _context(CompileSpec(WRONG_ADD, shape_mode="static"))
     cases = _run_forward(context)
     assert any(began - context.compiles_at_failure >= BUDGET for began, _ in cases)
+    assert "shrink_stopped" not in context.record_fields()
 
 
 def test_an_eager_target_has_no_compile_budget():

@@ -118,6 +118,7 @@ class CaseContext:
     dispatch_trace: Any = None  # a `dispatch_trace.DispatchTrace` under --trace-dispatch: the device side's overloads
     compile_stats: dict[str, int] | None = None  # a compile suite's dynamo counts, summed over its cases (`count_compile`)
     compiles_at_failure: int | None = None  # compiles_so_far() when a compiled item's first failure was seen
+    shrink_stopped: str | None = None  # why shrinking ended early (the record says so: the kept case is not minimal)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -158,6 +159,10 @@ class CaseContext:
             error = found.error
             raise error.with_traceback(error.__traceback__) from error.__cause__
         except _CompileBudgetSpent:  # shrinking stopped: the last case that failed is the item's case
+            from torchcts.engine.compile_target import SHRINK_COMPILE_BUDGET
+
+            self.shrink_stopped = (f"the compile budget: {SHRINK_COMPILE_BUDGET} compiles after the first failure; "
+                                   "the kept case may not be minimal")
             self._check(check, self.failing_case)
             raise AssertionError(f"the failing case passed when run again under {self.target.describe()}: "
                                  "the failure is flaky") from None
@@ -484,6 +489,7 @@ class CaseContext:
             **({"metadata_only_cases": self.metadata_only_cases} if self.metadata_only_cases else {}),
             **({"hypothesis_statistics": self.statistics} if self.statistics is not None else {}),
             **({"compile_stats": dict(sorted(self.compile_stats.items()))} if self.compile_stats is not None else {}),
+            **({"shrink_stopped": self.shrink_stopped} if self.shrink_stopped else {}),
             # how the target compiled (backend, shape mode, settings): a compiled run's every executed record says so
             **({"compile": self.target.compile.as_json()} if self.target.compile is not None else {}),
         }

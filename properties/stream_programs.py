@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import Lists, OneOf
 from torchcts.properties.runtime_checks import observe
 
 OPS = ("sin", "tanh", "silu", "affine", "add_", "matmul")
@@ -67,5 +68,10 @@ def to_side(module, device, stream, *tensors):
     return placed
 
 
+def chain_bound(min_size=1, max_size=4):
+    """The bound of a stored chain of ops (`cases.bounds`): what `op_chains` draws."""
+    return Lists(OneOf(OPS), min_size, max_size)
+
+
 def op_chains(min_size=1, max_size=4):
-    return st.lists(st.sampled_from(OPS), min_size=min_size, max_size=max_size)
+    return chain_bound(min_size, max_size).strategy()

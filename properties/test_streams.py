@@ -38,10 +38,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
-from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
+from torchcts.properties.stream_programs import agrees, chain, chain_bound, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -162,17 +163,42 @@ def require_streams(cts, scenario):
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+ROWS, COLS, SEED = Ints(1, 8), Ints(1, 8), Ints(0, 2**16 - 1)
+STREAMS = Ints(1, 3)  # side streams of wait_stream and synchronize_all
+CHURN = Ints(1, 3)  # allocations on stream A after record_stream's free
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "stream_order": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(),
+                                "use_stream_sync": OneOf((False,))}),
+    "stream_synchronize": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(),
+                                      "use_stream_sync": OneOf((True,))}),
+    "wait_stream": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "produce": chain_bound(),
+                               "consume": chain_bound(), "streams": STREAMS, "producer": Ints(0, STREAMS.high - 1),
+                               "consumer": Ints(-1, STREAMS.high - 1)},
+                              rules=(("producer < streams", lambda p: p["producer"] < p["streams"]),
+                                     ("consumer < streams and consumer != producer",
+                                      lambda p: p["consumer"] < p["streams"] and p["consumer"] != p["producer"]))),
+    "synchronize_all": CaseParams({"rows": ROWS, "cols": COLS, "seeds": Lists(Ints(0, SEED.high + STREAMS.high),
+                                                                              1, STREAMS.high),
+                                   "chains": Lists(chain_bound(), 1, STREAMS.high)},
+                                  rules=(("as many seeds as chains", lambda p: len(p["seeds"]) == len(p["chains"])),)),
+    "record_stream": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "produce": chain_bound(),
+                                 "consume": chain_bound(), "churn": CHURN}),
+    "non_blocking_copies": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(),
+                                       "via_copy": Flag()}),
+}
+
+
 def stream_cases(scenario):
     @st.composite
     def draw_case(draw):
-        rows = draw(st.integers(1, 8), label="rows")
-        cols = draw(st.integers(1, 8), label="cols")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed")
+        rows = draw(ROWS.strategy(), label="rows")
+        cols = draw(COLS.strategy(), label="cols")
+        seed = draw(SEED.strategy(), label="seed")
         if scenario in ("stream_order", "stream_synchronize"):
             ops = draw(op_chains(), label="ops")
             args, what = (rows, cols, seed, ops, scenario == "stream_synchronize"), f"{ops}"
         elif scenario == "wait_stream":
-            streams = draw(st.integers(1, 3), label="side streams")
+            streams = draw(STREAMS.strategy(), label="side streams")
             producer = draw(st.integers(0, streams - 1), label="producer")
             consumer = draw(st.sampled_from([-1, *[i for i in range(streams) if i != producer]]), label="consumer")
             produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
@@ -180,13 +206,13 @@ def stream_cases(scenario):
             what = (f"{streams} side streams: {produce} on side {producer}, then {consume} on "
                     f"{'the current stream' if consumer < 0 else f'side {consumer}'}")
         elif scenario == "synchronize_all":
-            count = draw(st.integers(1, 3), label="streams")
+            count = draw(STREAMS.strategy(), label="streams")
             chains = draw(st.lists(op_chains(), min_size=count, max_size=count), label="chains")
             seeds = [seed + i for i in range(count)]
             args, what = (rows, cols, seeds, chains), f"{count} side streams: {chains}"
         elif scenario == "record_stream":
             produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
-            churn = draw(st.integers(1, 3), label="allocations after the free")
+            churn = draw(CHURN.strategy(), label="allocations after the free")
             args, what = (rows, cols, seed, produce, consume, churn), f"{produce} on A, {consume} on B, churn {churn}"
         else:
             ops = draw(op_chains(), label="ops")
@@ -198,7 +224,7 @@ def stream_cases(scenario):
     return draw_case()
 
 
-@register_property("streams", capability="streams", level=6, items=ScenarioItems(SCENARIOS, DTYPES))
+@register_property("streams", capability="streams", level=6, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_streams(cts):
     scenario = cts.item.op
     require_streams(cts, scenario)

@@ -133,6 +133,9 @@ def replay_cases(case: CorpusCase, limits: CaseLimits = CaseLimits()) -> list[An
     from torchcts.strategies.samples import Case
 
     sample = case.sample(limits)
+    problem = stored_values_problem(registry.get(case.property), case.op, sample)
+    if problem is not None:
+        raise CaseFileError(case.path or case.short_id, *problem)
     if holds_error_input(case):
         error_type = getattr(builtins, str(case.inputs.get("error_type", "RuntimeError")), None)
         if not (isinstance(error_type, type) and issubclass(error_type, Exception)):
@@ -141,6 +144,18 @@ def replay_cases(case: CorpusCase, limits: CaseLimits = CaseLimits()) -> list[An
         return [ErrorInput(sample, error_type=error_type, error_regex=str(case.inputs.get("error_regex", "")))]
     return [Case(case.op, case.variant, dtype_names.lookup(case.dtype), sample, -1,
                  (f"corpus case {case.short_id}",))]
+
+
+def stored_values_problem(spec: registry.PropertySpec, scenario: str, sample: Any) -> tuple[str, str] | None:
+    """(field, what is wrong) when a scenario case's stored values are outside what its suite declares it draws
+    (`ScenarioItems.params`), checked before its program runs; None for OpInfo cases and cases within bounds."""
+    if not spec.scenario:
+        return None
+    params = spec.items.case_params(scenario)
+    if params is None:
+        return ("property", f"{spec.name} declares no bounds for what its {scenario!r} cases store "
+                            "(ScenarioItems.params): its stored cases cannot be replayed safely")
+    return params.problem(sample)
 
 
 def holds_error_input(case: CorpusCase) -> bool:

@@ -63,6 +63,10 @@ class _CompileBudgetSpent(BaseException):
     lets it through at once). `run` raises the last failing case's failure again."""
 
 
+class HarnessDefect(AssertionError):
+    """TorchCTS's own code broke a contract (a suite drew a case its declared bounds refuse): not the backend's."""
+
+
 class CaseCrashed(Exception):
     """The process running one case died (isolated per case): the case is a crash counterexample."""
 
@@ -139,6 +143,7 @@ class CaseContext:
             interrupts.check()  # a Ctrl-C or SIGTERM swallowed on the way (a finalizer, a gc callback) stops here
             if self._compile_budget_spent():
                 raise _CompileBudgetSpent()
+            self._check_within_bounds(case)
             fingerprint = self._count(case)
             self.in_hypothesis = True
             try:
@@ -171,6 +176,23 @@ class CaseContext:
                 self._reduce_failure(check, type(exc))
             raise
         self.finish()
+
+    def _check_within_bounds(self, case: Any) -> None:
+        """A drawn scenario case must be one its suite's declared bounds accept (`ScenarioItems.params`): the case
+        reader refuses any other, so a strategy drawing outside them is TorchCTS's defect, said at once."""
+        from torchcts.cases.replay_items import stored_values_problem
+        from torchcts.plan import registry
+
+        try:
+            spec = registry.get(self.item.property)
+        except registry.RegistryError:
+            return
+        if not isinstance(case, Case) or not spec.scenario or spec.items.case_params(self.item.op) is None:
+            return
+        problem = stored_values_problem(spec, self.item.op, case.sample)
+        if problem is not None:
+            raise HarnessDefect(f"TorchCTS defect: {spec.name} drew a {self.item.op} case outside its declared "
+                                f"bounds: {problem[0]}: {problem[1]}")
 
     def _note_statistics(self, stats: dict[str, Any]) -> None:
         self.statistics = merge_statistics(self.statistics, stats)

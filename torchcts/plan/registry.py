@@ -101,6 +101,10 @@ class ScenarioItems:
     # "" or a manifest key naming container formats (FORMAT_CLAIMS): each scenario is a format, run only where that
     # key names it (the quantized container suites: one item per format a manifest claims)
     formats: str = attrs.field(default="")
+    # scenario -> `cases.bounds.CaseParams`: the bounds of every value its cases store (or one CaseParams for all
+    # scenarios). The case reader refuses a stored case outside them, and the engine checks every drawn case against
+    # them, so a suite's strategy and its declared bounds cannot drift apart; a scenario without them cannot replay.
+    params: Any = attrs.field(factory=dict, eq=False, hash=False)
 
     @scenarios.validator
     def _check_scenarios(self, _: Any, value: tuple[str, ...]) -> None:
@@ -140,6 +144,26 @@ class ScenarioItems:
         stray = [name for name in self.scenarios if value and name not in CONTAINER_FORMATS]
         if stray:
             raise RegistryError(f"ScenarioItems.formats: every scenario must be a container format; not: {stray}")
+
+    @params.validator
+    def _check_params(self, _: Any, value: Any) -> None:
+        from torchcts.cases.bounds import CaseParams, params_for
+
+        try:
+            table = params_for(self.scenarios, value)
+        except (TypeError, ValueError):
+            table = None
+        bad = None if table is None else [n for n, p in table.items() if n not in self.scenarios
+                                           or not isinstance(p, CaseParams)]
+        if table is None or bad:
+            raise RegistryError(f"ScenarioItems.params: a CaseParams, or scenario name -> CaseParams; not valid: "
+                                f"{bad if bad else value!r}")
+
+    def case_params(self, scenario: str) -> Any:
+        """The declared bounds of `scenario`'s stored values (`cases.bounds.CaseParams`), or None."""
+        from torchcts.cases.bounds import params_for
+
+        return params_for(self.scenarios, self.params).get(scenario)
 
     @programs.validator
     def _check_programs(self, _: Any, value: dict[str, Any]) -> None:

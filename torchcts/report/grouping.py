@@ -13,6 +13,7 @@ from typing import Any
 
 from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
 from torchcts.probe_skips import missing_overloads
+from torchcts.report.causes import cause_key
 
 PASSED = Outcome.PASSED.value
 EXECUTED_VALUES = frozenset(o.value for o in EXECUTED)
@@ -25,6 +26,7 @@ MISSING_KERNEL = "missing_kernel"  # a record's error_kind for an error from a k
 UNNAMED_OVERLOAD = "(overload not named)"  # a missing-kernel record without its `missing_kernel` field
 FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
 SCENARIO = "scenario"  # the variant of a scenario item (plan.registry): its op is a scenario's name, not an OpInfo
+MAX_VARIANTS_COUNTED = 1000  # distinct printed lines counted per cause group (a bound, not a limit on items)
 # The order failures are shown in: wrong values first (silent in a user's program), then crashes and hangs.
 OUTCOME_ORDER = {name: rank for rank, name in enumerate(("failed", "crashed", "timed_out", "error"))}
 
@@ -189,8 +191,10 @@ def leg_fields(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def failure_groups(others: list[dict[str, Any]]) -> dict[str, Any]:
-    """The other failures counted per op and per error line (their first meaningful line), largest first; and per
-    blamed leg (`by_leg`, empty when no failure carries one: an eager run)."""
+    """The other failures counted per op and per cause (their first meaningful line with its volatile parts replaced,
+    `causes.cause_key`: one group for lines that differ only in C++ line numbers, addresses, ids or temp paths;
+    `message` is the group's first line as printed, `variants` how many distinct lines it holds), largest first;
+    and per blamed leg (`by_leg`, empty when no failure carries one: an eager run)."""
     by_op: dict[str, dict[str, Any]] = {}
     by_line: dict[str, dict[str, Any]] = {}
     by_leg: collections.Counter[str] = collections.Counter(f["leg"] for f in others if f.get("leg"))
@@ -199,16 +203,20 @@ def failure_groups(others: list[dict[str, Any]]) -> dict[str, Any]:
                                         "message": f["message"]})
         op["count"] += 1
         op["outcomes"][f["outcome"]] += 1
-        line = by_line.setdefault(f["message"], {"message": f["message"], "count": 0, "ops": set(),
-                                                 "first_item": f["item"]})
+        cause = cause_key(f["message"])
+        line = by_line.setdefault(cause, {"message": f["message"], "cause": cause, "count": 0, "ops": set(),
+                                          "variants": set(), "first_item": f["item"]})
         line["count"] += 1
         line["ops"].add(f["op"])
+        if len(line["variants"]) <= MAX_VARIANTS_COUNTED:
+            line["variants"].add(f["message"])
     ops = sorted(by_op.values(), key=lambda g: (-g["count"], g["op"]))
     for group in ops:
         group["outcomes"] = dict(sorted(group["outcomes"].items()))
-    lines = sorted(by_line.values(), key=lambda g: (-g["count"], g["message"]))
+    lines = sorted(by_line.values(), key=lambda g: (-g["count"], g["cause"]))
     for group in lines:
         group["ops"] = len(group["ops"])
+        group["variants"] = len(group["variants"])
     legs = [{"leg": leg, "count": count} for leg, count in sorted(by_leg.items(), key=lambda e: (-e[1], e[0]))]
     return {"by_op": ops, "by_message": lines, "by_leg": legs}
 

@@ -114,7 +114,8 @@ class OneOf(Bound):
             raise ValueError("OneOf: at least one value")
 
     def problem(self, value: Any) -> str | None:
-        if any(type(value) is type(known) and value == known for known in self.values):
+        if any(type(value) is type(known) and (value == known or value != value and known != known)  # NaN is NaN
+               for known in self.values):
             return None
         shown = ", ".join(map(repr, self.values[:12])) + (", ..." if len(self.values) > 12 else "")
         return f"{_brief(value)} is not one of {shown}"
@@ -337,7 +338,8 @@ def _pairs(value: Any) -> tuple[tuple[str, Bound], ...]:
 class CaseParams:
     """The stored values of one scenario's cases: the sample's `input`, its positional `args` (name -> bound, in
     order) and `kwargs` (name -> bound; each optional), and `rules` between named values that bounds alone cannot
-    say (a producer index below the stream count). A value may be one of several shapes: use `Either`."""
+    say (a producer index below the stream count; a shape that must fit `input`, which rules see by that name).
+    A value may be one of several shapes: use `Either`."""
 
     args: tuple[tuple[str, Bound], ...] = attrs.field(factory=tuple, converter=_pairs)
     input: Bound = Tensors(max_elements=1)  # the placeholder `torch.zeros(1)` most scenario suites store
@@ -356,7 +358,7 @@ class CaseParams:
             names = ", ".join(name for name, _ in self.args)
             count = f"{len(self.args)}" if least == len(self.args) else f"{least}..{len(self.args)}"
             return "inputs.args", f"{len(args)} values; this scenario stores {count} ({names})"
-        named: dict[str, Any] = {}
+        named: dict[str, Any] = {"input": sample.input}  # rules may tie a stored shape to the stored tensor
         for index, ((name, bound), value) in enumerate(zip(self.args, args)):
             problem = bound.problem(value)
             if problem is not None:

@@ -37,6 +37,7 @@ import math
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import Bound, CaseParams, Floats, Ints, Lists, OneOf, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.rng_statistics import binomial_pvalue, chi_square_pvalue, ks_pvalue
 from torchcts.properties.runtime_checks import Observation, observe
@@ -275,16 +276,29 @@ def distribution_check(cts):
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
-SAMPLES = st.integers(2000, 20000)
-
-
-def _floats(low: float, high: float) -> st.SearchStrategy[float]:
-    return st.floats(low, high, allow_nan=False, allow_infinity=False)
+# The bounds of what a case stores (PARAMS below); the draws go through them
+SAMPLES = Ints(2000, 20000)  # draws of one example
+TENSOR_SAMPLES = Ints(2**15, 2**16)  # bernoulli_tensor's draws per probability
+ROWS_WITHOUT_REPLACEMENT = Ints(200, 2000)  # multinomial_no_replacement's rows
+SEED = Ints(0, 2**32 - 1)
+PROBABILITY, NEAR_ZERO, NEAR_ONE = Floats(0.0, 1.0), Floats(2**-9, 2**-8), Floats(1 - 2**-8, 1.0)
+UNIFORM_LOW, UNIFORM_WIDTH = Floats(-8, 8), Floats(0.5, 16)
+LOCATION, SCALE = Floats(-8, 8), Floats(0.1, 8)  # normal and cauchy
+LOG_LOCATION, LOG_SCALE = Floats(-2, 2), Floats(0.1, 2)  # log_normal
+RATE = Floats(0.05, 20)  # exponential
+SUCCESS = Floats(0.05, 0.95)  # geometric
+DROP, KEPT_VALUE = Floats(0.0, 0.9), Floats(0.5, 4.0)  # dropout
+FIRST_WEIGHT, WEIGHT = Ints(1, 10), Ints(0, 10)
+OTHER_WEIGHTS = Lists(WEIGHT, 1, 15)
+PERMUTATION = Ints(2, 16)  # randperm's size whose positions are tested
+PERMUTATIONS_PER_SIZE = (10, 40)  # randperm draws 10..40 permutations per position
+LARGE_PERMUTATION = Ints(1, RANDPERM_MAX)  # randperm's one large permutation (below the dtype's exact integers too)
+RANDINT_REACH = max(EXACT_INTEGERS.values()) // 2  # randint's bounds: within the dtype's exact integers
 
 
 def _probability() -> st.SearchStrategy[float]:
     """A probability: near 0 (where 2**15+ draws still expect 64+ ones), anywhere, or near 1."""
-    return st.one_of(_floats(2**-9, 2**-8), _floats(0.0, 1.0), _floats(1 - 2**-8, 1.0))
+    return st.one_of(NEAR_ZERO.strategy(), PROBABILITY.strategy(), NEAR_ONE.strategy())
 
 
 def _up_to(limit: int) -> st.SearchStrategy[int]:
@@ -295,48 +309,99 @@ def _up_to(limit: int) -> st.SearchStrategy[int]:
 
 @st.composite
 def _weights(draw, label: str) -> list[int]:
-    first = draw(st.integers(1, 10), label=f"{label}: first weight")
-    return [first] + draw(st.lists(st.integers(0, 10), min_size=1, max_size=15), label=f"{label}: other weights")
+    first = draw(FIRST_WEIGHT.strategy(), label=f"{label}: first weight")
+    return [first] + draw(OTHER_WEIGHTS.strategy(), label=f"{label}: other weights")
 
 
 def parameters(scenario: str, dtype_name: str) -> st.SearchStrategy[tuple[list, int]]:
     """(the law's parameters, the sample size) for `scenario` in dtype `dtype_name`."""
     limit = EXACT_INTEGERS[dtype_name]
+    samples = SAMPLES.strategy()
     if scenario == "uniform":
-        return st.tuples(_floats(-8, 8), _floats(0.5, 16)).map(lambda t: [t[0], t[0] + t[1]]).flatmap(
-            lambda p: st.tuples(st.just(p), SAMPLES))
+        return st.tuples(UNIFORM_LOW.strategy(), UNIFORM_WIDTH.strategy()).map(lambda t: [t[0], t[0] + t[1]]).flatmap(
+            lambda p: st.tuples(st.just(p), samples))
     if scenario in ("normal", "cauchy"):
-        return st.tuples(st.tuples(_floats(-8, 8), _floats(0.1, 8)).map(list), SAMPLES)
+        return st.tuples(st.tuples(LOCATION.strategy(), SCALE.strategy()).map(list), samples)
     if scenario == "log_normal":
-        return st.tuples(st.tuples(_floats(-2, 2), _floats(0.1, 2)).map(list), SAMPLES)
+        return st.tuples(st.tuples(LOG_LOCATION.strategy(), LOG_SCALE.strategy()).map(list), samples)
     if scenario == "exponential":
-        return st.tuples(st.tuples(_floats(0.05, 20)).map(list), SAMPLES)
+        return st.tuples(st.tuples(RATE.strategy()).map(list), samples)
     if scenario == "bernoulli":
-        return st.tuples(st.tuples(_probability()).map(list), SAMPLES)
+        return st.tuples(st.tuples(_probability()).map(list), samples)
     if scenario == "bernoulli_tensor":
-        return st.tuples(st.lists(_probability(), min_size=1, max_size=4), st.integers(2**15, 2**16))
+        return st.tuples(st.lists(_probability(), min_size=1, max_size=4), TENSOR_SAMPLES.strategy())
     if scenario == "geometric":
-        return st.tuples(st.tuples(_floats(0.05, 0.95)).map(list), SAMPLES)
+        return st.tuples(st.tuples(SUCCESS.strategy()).map(list), samples)
     if scenario == "randint":
         return st.tuples(st.tuples(st.integers(-limit // 2, limit // 2 - 1), st.integers(1, limit // 2)).map(
-            lambda t: [t[0], t[0] + t[1]]), SAMPLES)
+            lambda t: [t[0], t[0] + t[1]]), samples)
     if scenario == "multinomial":
-        return st.tuples(_weights("weights"), SAMPLES)
+        return st.tuples(_weights("weights"), samples)
     if scenario == "multinomial_no_replacement":
         return _weights("weights").flatmap(lambda w: st.tuples(
-            st.integers(1, sum(1 for x in w if x)).map(lambda k: w + [k]), st.integers(200, 2000)))
+            st.integers(1, sum(1 for x in w if x)).map(lambda k: w + [k]), ROWS_WITHOUT_REPLACEMENT.strategy()))
     if scenario == "randperm":
-        return st.integers(2, 16).flatmap(lambda size: st.tuples(
-            st.tuples(st.just(size), _up_to(min(limit, RANDPERM_MAX))).map(list),
-            st.integers(10 * size, 40 * size)))
-    return st.tuples(st.tuples(_floats(0.0, 0.9), _floats(0.5, 4.0)).map(list), SAMPLES)  # dropout
+        low, high = PERMUTATIONS_PER_SIZE
+        return PERMUTATION.strategy().flatmap(lambda size: st.tuples(
+            st.tuples(st.just(size), _up_to(min(limit, LARGE_PERMUTATION.high))).map(list),
+            st.integers(low * size, high * size)))
+    return st.tuples(st.tuples(DROP.strategy(), KEPT_VALUE.strategy()).map(list), samples)  # dropout
+
+
+def _case_params(scenario: str, law: Bound, samples: Bound = SAMPLES, rules=()) -> CaseParams:
+    """Stored args (scenario, dtype name, the law's parameters, the sample count, the seed) and the placeholder."""
+    return CaseParams({"scenario": OneOf((scenario,)), "dtype": OneOf(DTYPES), "params": law, "samples": samples,
+                       "seed": SEED}, rules=rules)
+
+
+def _randint_within(bounds: list[int], limit: int) -> bool:
+    low, high = bounds
+    return -limit // 2 <= low <= limit // 2 - 1 and 1 <= high - low <= limit // 2
+
+
+_WEIGHTS = Lists(WEIGHT, OTHER_WEIGHTS.min_size + 1, OTHER_WEIGHTS.max_size + 1)
+_FIRST_WEIGHT_RULE = ("the first weight is at least 1", lambda p: p["params"][0] >= FIRST_WEIGHT.low)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws above go through these bounds
+    "uniform": _case_params("uniform", Tuples((UNIFORM_LOW, Floats(UNIFORM_LOW.low + UNIFORM_WIDTH.low,
+                                                                   UNIFORM_LOW.high + UNIFORM_WIDTH.high))),
+                            rules=(("high - low within the drawn widths (0.5..16)", lambda p: UNIFORM_WIDTH.low * 0.999
+                                    <= p["params"][1] - p["params"][0] <= UNIFORM_WIDTH.high * 1.001),)),
+    "normal": _case_params("normal", Tuples((LOCATION, SCALE))),
+    "cauchy": _case_params("cauchy", Tuples((LOCATION, SCALE))),
+    "log_normal": _case_params("log_normal", Tuples((LOG_LOCATION, LOG_SCALE))),
+    "exponential": _case_params("exponential", Tuples((RATE,))),
+    "bernoulli": _case_params("bernoulli", Tuples((PROBABILITY,))),
+    "bernoulli_tensor": _case_params("bernoulli_tensor", Lists(PROBABILITY, 1, 4), TENSOR_SAMPLES),
+    "geometric": _case_params("geometric", Tuples((SUCCESS,))),
+    "randint": _case_params("randint", Tuples((Ints(-RANDINT_REACH, RANDINT_REACH - 1),
+                                               Ints(-RANDINT_REACH + 1, 2 * RANDINT_REACH - 1))),
+                            rules=(("-E/2 <= low < E/2 and 1 <= high - low <= E/2 (E: the dtype's EXACT_INTEGERS)",
+                                    lambda p: _randint_within(p["params"], EXACT_INTEGERS[p["dtype"]])),)),
+    "multinomial": _case_params("multinomial", _WEIGHTS, rules=(_FIRST_WEIGHT_RULE,)),
+    "multinomial_no_replacement": _case_params(
+        "multinomial_no_replacement", Lists(Ints(0, max(WEIGHT.high, _WEIGHTS.max_size)), _WEIGHTS.min_size + 1,
+                                            _WEIGHTS.max_size + 1), ROWS_WITHOUT_REPLACEMENT,
+        rules=(_FIRST_WEIGHT_RULE, ("weights (all but the last value) within 0..10",
+                                    lambda p: all(WEIGHT.problem(w) is None for w in p["params"][:-1])),
+               ("1 <= draws per row (the last value) <= the weights above 0",
+                lambda p: 1 <= p["params"][-1] <= sum(1 for w in p["params"][:-1] if w)))),
+    "randperm": _case_params(
+        "randperm", Tuples((PERMUTATION, LARGE_PERMUTATION)),
+        Ints(PERMUTATIONS_PER_SIZE[0] * PERMUTATION.low, PERMUTATIONS_PER_SIZE[1] * PERMUTATION.high),
+        rules=(("10 * size <= samples <= 40 * size",
+                lambda p: PERMUTATIONS_PER_SIZE[0] * p["params"][0] <= p["samples"]
+                <= PERMUTATIONS_PER_SIZE[1] * p["params"][0]),
+               ("the large permutation's size <= the dtype's EXACT_INTEGERS",
+                lambda p: p["params"][1] <= EXACT_INTEGERS[p["dtype"]]))),
+    "dropout": _case_params("dropout", Tuples((DROP, KEPT_VALUE))),
+}
 
 
 def distribution_cases(scenario: str, dtype: torch.dtype, dtype_name: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
         params, n = draw(parameters(scenario, dtype_name), label="parameters and sample size")
-        seed = draw(st.integers(0, 2**32 - 1), label="seed of the device's generator")
+        seed = draw(SEED.strategy(), label="seed of the device's generator")
         sample = sample_input(torch.zeros(0), args=(scenario, dtype_name, params, n, seed))
         return Case(scenario, "scenario", dtype, sample, 0,
                     transforms=(f"{scenario}({params}) x {n} in {dtype_name}, seed {seed}",))
@@ -345,7 +410,7 @@ def distribution_cases(scenario: str, dtype: torch.dtype, dtype_name: str) -> st
 
 
 @register_property("rng_distributions", capability="rng_distributions", level=5,
-                   items=ScenarioItems(SCENARIOS, DTYPES))
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_rng_distributions(cts):
     scenario, dtype_name = cts.item.op, cts.item.dtype
     cts.run(distribution_cases(scenario, cts.dtype, dtype_name), distribution_check(cts))

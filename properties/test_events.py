@@ -42,10 +42,11 @@ import time
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
-from torchcts.properties.stream_programs import agrees, chain, device_module, inputs, op_chains, to_side
+from torchcts.properties.stream_programs import agrees, chain, chain_bound, device_module, inputs, op_chains, to_side
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -202,12 +203,30 @@ def require_events(cts, scenario):
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+ROWS, COLS, SEED = Ints(1, 8), Ints(1, 8), Ints(0, 2**16 - 1)
+SLEEP_MS = Ints(5, 20)  # elapsed_time's host sleep between mid and end
+SIDES = Lists(Flag(), 3, 3)  # elapsed_time: start, mid, end each on a side stream or the current one
+TIMINGS = [[False, False], [True, False], [False, True]]  # timing_disabled: enable_timing of its two events
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "query_after_synchronize": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(),
+                                           "on_side": Flag(), "event_sync": Flag()}),
+    "query_polling": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(), "in_context": Flag()}),
+    "wait_event": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "produce": chain_bound(),
+                              "consume": chain_bound(), "consumer_on_side": Flag(), "via_stream": Flag()}),
+    "elapsed_time": CaseParams({"rows": ROWS, "cols": COLS, "seed": SEED, "ops": chain_bound(), "sleep_ms": SLEEP_MS,
+                                "sides": SIDES}),
+    "timing_disabled": CaseParams({"timed": Lists(Flag(), 2, 2)},
+                                  rules=(("at most one event made with enable_timing",
+                                          lambda p: list(p["timed"]) in TIMINGS),)),
+}
+
+
 def event_cases(scenario):
     @st.composite
     def draw_case(draw):
-        rows = draw(st.integers(1, 8), label="rows")
-        cols = draw(st.integers(1, 8), label="cols")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed")
+        rows = draw(ROWS.strategy(), label="rows")
+        cols = draw(COLS.strategy(), label="cols")
+        seed = draw(SEED.strategy(), label="seed")
         if scenario == "query_after_synchronize":
             ops, on_side = draw(op_chains(), label="ops"), draw(st.booleans(), label="on a side stream")
             event_sync = draw(st.booleans(), label="event.synchronize (else module.synchronize)")
@@ -224,11 +243,12 @@ def event_cases(scenario):
             what = f"{produce} then {consume}, consumer side={on_side}, wait_event={via_stream}"
         elif scenario == "elapsed_time":
             ops = draw(op_chains(), label="ops")
-            sleep_ms = draw(st.integers(5, 20), label="sleep_ms")
-            sides = draw(st.lists(st.booleans(), min_size=3, max_size=3), label="start, mid, end on side streams")
+            sleep_ms = draw(SLEEP_MS.strategy(), label="sleep_ms")
+            sides = draw(st.lists(st.booleans(), min_size=SIDES.min_size, max_size=SIDES.max_size),
+                         label="start, mid, end on side streams")
             args, what = (rows, cols, seed, ops, sleep_ms, sides), f"{ops}, sleep {sleep_ms} ms, sides {sides}"
         else:
-            timed = draw(st.sampled_from([[False, False], [True, False], [False, True]]), label="enable_timing")
+            timed = draw(st.sampled_from(TIMINGS), label="enable_timing")
             args, what = (timed,), f"enable_timing {timed}"
         sample = sample_input(torch.zeros(1), args=args)
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
@@ -236,7 +256,7 @@ def event_cases(scenario):
     return draw_case()
 
 
-@register_property("events", capability="events", level=6, items=ScenarioItems(SCENARIOS, DTYPES))
+@register_property("events", capability="events", level=6, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_events(cts):
     scenario = cts.item.op
     require_events(cts, scenario)

@@ -30,6 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
+from torchcts.cases.bounds import CaseParams, Dtypes, Flag, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case, describe_layout, shapes, tensors
@@ -120,8 +121,21 @@ def defined_for(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     return t.masked_fill(undefined, 0)
 
 
+TRANSFER_DIMS, TRANSFER_SIDE = 4, 4  # transfers' inputs and copy_into's destinations
+CONVERT_DIMS, CONVERT_SIDE = 3, 5  # converting_copy's sources
+DIRECTIONS = ("device", "to_host", "from_host")
+HOWS = ("to", "to_host", "copy_")
+_COPIED = Tensors(max_elements=TRANSFER_SIDE ** TRANSFER_DIMS, max_dims=TRANSFER_DIMS)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below use the same sizes and choices
+    "transfers": CaseParams({"non_blocking": Flag()}, input=_COPIED),
+    "copy_into": CaseParams({"dst": _COPIED, "where": OneOf(DIRECTIONS), "non_blocking": Flag()}, input=_COPIED),
+    "converting_copy": CaseParams({"dtype": Dtypes(COPY_DTYPES), "how": OneOf(HOWS)},
+                                  input=Tensors(max_elements=CONVERT_SIDE ** CONVERT_DIMS, max_dims=CONVERT_DIMS)),
+}
+
+
 def transfer_cases(cts):
-    inputs = tensors(cts.dtype, max_dims=4, max_side=4)
+    inputs = tensors(cts.dtype, max_dims=TRANSFER_DIMS, max_side=TRANSFER_SIDE)
 
     @st.composite
     def draw(draw_):
@@ -144,7 +158,7 @@ def _broadcast_source_shape(draw_, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def copy_into_cases(cts):
-    dst_shapes = shapes(max_dims=4, max_side=4)
+    dst_shapes = shapes(max_dims=TRANSFER_DIMS, max_side=TRANSFER_SIDE)
     dst_dtypes = st.sampled_from(conversion_targets(cts.dtype))
 
     @st.composite
@@ -153,7 +167,7 @@ def copy_into_cases(cts):
         dst_dtype = draw_(dst_dtypes, label="destination dtype")
         dst = draw_relayout(draw_, draw_values(draw_, dst_shape, dst_dtype), allow_overlap=False)
         src = _source(draw_, cts.dtype, _broadcast_source_shape(draw_, dst_shape), dst_dtype)
-        where = draw_(st.sampled_from(("device", "to_host", "from_host")), label="direction")
+        where = draw_(st.sampled_from(DIRECTIONS), label="direction")
         non_blocking = draw_(st.booleans(), label="non_blocking")
         return _case(cts, src, (dst, where, non_blocking), f"into {describe_layout(dst)} {dst_dtype}", where,
                      f"non_blocking={non_blocking}")
@@ -163,13 +177,13 @@ def copy_into_cases(cts):
 
 def converting_cases(cts):
     targets = st.sampled_from(conversion_targets(cts.dtype)[1:] or (cts.dtype,))
-    source_shapes = shapes(max_dims=3, max_side=5)
+    source_shapes = shapes(max_dims=CONVERT_DIMS, max_side=CONVERT_SIDE)
 
     @st.composite
     def draw(draw_):
         target = draw_(targets, label="target dtype")
         src = _source(draw_, cts.dtype, draw_(source_shapes, label="shape"), target)
-        how = draw_(st.sampled_from(("to", "to_host", "copy_")), label="how")
+        how = draw_(st.sampled_from(HOWS), label="how")
         return _case(cts, src, (target, how), f"to {target} by {how}")
 
     return draw()
@@ -186,7 +200,8 @@ _OVERLOADS = (
 
 
 @register_property("copies", capability="inference", level=2,
-                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS, comparison="bits"),
+                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS, comparison="bits",
+                                       params=PARAMS),
                    overloads=_OVERLOADS)
 def test_copies(cts):
     cts.run(_CASES[cts.item.op](cts), exact_program_check(cts, PROGRAMS[cts.item.op]))

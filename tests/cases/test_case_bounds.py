@@ -1,0 +1,219 @@
+"""Every stored scenario value is bounded (issue 41, point 1): each scenario declares the bounds of what its cases
+store, the case reader refuses a value outside them naming the field before anything runs, the engine refuses a
+drawn case outside them, and docs/corpus.md's table is the declarations'.
+
+The hostile values come from the declarations themselves (each bound's `out_of_bounds()`), so every suite's every
+stored parameter is tried, including suites added later."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import hypothesis
+from hypothesis import strategies as st
+import pytest
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torchcts.cases.bounds import (CaseParams, Dtypes, Either, Flag, Floats, Ints, Lists, Mapping, OneOf, Optional,
+                                   Tensors, Tuples)
+from torchcts.cases.bounds_table import END, START, refreshed
+from torchcts.cases.codec import CodecError
+from torchcts.cases.files import new_case, save_case, case_path
+from torchcts.cases.replay_items import replay_items
+from torchcts.plan import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = [spec for spec in registry.load() if spec.scenario]
+SCENARIOS = [(spec.name, scenario) for spec in SPECS for scenario in spec.items.scenarios]
+
+
+# -- the bound kinds -----------------------------------------------------------------------------------------------
+
+BOUNDS = [Ints(1, 8), Ints(-1, 2), Floats(0.0, 1.5), OneOf(("sin", "tanh")), Flag(), Lists(Ints(0, 3), 1, 4),
+          Tuples((Ints(0, 1), OneOf(("a",)))), Optional(Ints(2, 5)), Either((Ints(0, 9), OneOf(("all",)))),
+          Mapping({"lr": Floats(0.0, 1.0), "momentum": Floats(0.0, 0.99)}, required=("lr",)),
+          Dtypes(("float32", "bfloat16"))]
+
+
+@hypothesis.settings(max_examples=50, database=None, deadline=None)
+@hypothesis.given(data=st.data())
+def test_each_bound_accepts_what_it_draws(data):
+    for bound in BOUNDS:
+        value = data.draw(bound.strategy())
+        assert bound.problem(value) is None, (bound, value)
+
+
+def test_each_bound_refuses_its_own_hostile_values():
+    for bound in BOUNDS:
+        for bad in bound.out_of_bounds():
+            assert bound.problem(bad) is not None, (bound, bad)
+
+
+def test_integers_are_not_booleans_and_sets_compare_with_their_type():
+    assert Ints(0, 3).problem(True) is not None and Ints(0, 3).problem(2) is None
+    assert OneOf((False, True)).problem(0) is not None and OneOf((1, 2)).problem(True) is not None
+    assert Floats(0, 1).problem(float("nan")) is not None and Floats(0, 1).problem(True) is not None
+    assert Lists(Ints(0, 1), 0, 2).problem([0, 0, 0]) == "a list of 3 values; allowed 0..2"
+    assert Lists(Ints(0, 1), 0, 2).problem([0, 5]) == "[1]: 5 is outside 0..1"
+
+
+def test_tensors_are_bounded_by_elements_and_dimensions():
+    bound = Tensors(max_elements=16, max_dims=2)
+    assert bound.problem(torch.zeros(4, 4)) is None
+    assert "17 elements" in bound.problem(torch.zeros(17))
+    assert "3 dimensions" in bound.problem(torch.zeros(1, 1, 1))
+    assert bound.problem([0.0] * 4) == "expected a tensor, got list"
+    assert bound.problem(torch.zeros(16).expand(2, 16)) is not None  # a stride-0 view counts in full
+
+
+def test_case_params_name_the_field_count_keywords_and_rules():
+    params = CaseParams({"rows": Ints(1, 8), "ops": Lists(OneOf(("sin",)), 1, 2), "streams": Ints(1, 3),
+                         "producer": Ints(0, 2)}, kwargs={"scale": Floats(0, 1)},
+                        rules=(("producer < streams", lambda p: p["producer"] < p["streams"]),))
+    ok = SampleInput(torch.zeros(1), args=(3, ["sin"], 2, 1), kwargs={"scale": 0.5})
+    assert params.problem(ok) is None
+    assert params.problem(SampleInput(torch.zeros(1), args=(10**9, ["sin"], 2, 1))) == (
+        "inputs.args[0] (rows)", "1000000000 is outside 1..8")
+    assert params.problem(SampleInput(torch.zeros(1), args=(3, ["sin"], 2))) == (
+        "inputs.args", "3 values; this scenario stores 4 (rows, ops, streams, producer)")
+    assert params.problem(SampleInput(torch.zeros(1), args=(3, ["sin"], 2, 2))) == (
+        "inputs", "producer < streams does not hold")
+    assert params.problem(SampleInput(torch.zeros(1), args=(3, ["sin"], 2, 1), kwargs={"out": 1}))[0] == \
+        "inputs.kwargs.out"
+    assert params.problem(SampleInput(torch.zeros(10**3), args=(3, ["sin"], 2, 1)))[0] == "inputs.input"
+
+
+def test_a_rule_over_values_of_the_wrong_shape_refuses_instead_of_raising():
+    params = CaseParams({"sizes": Lists(Ints(0, 4), 0, 3)}, rules=(("two sizes", lambda p: p["sizes"][1] >= 0),))
+    assert params.problem(SampleInput(torch.zeros(1), args=([1],))) == ("inputs", "two sizes does not hold")
+
+
+# -- every suite declares its bounds -------------------------------------------------------------------------------
+
+def test_every_installed_scenario_declares_the_bounds_of_what_it_stores():
+    missing = [f"{name}:{scenario}" for name, scenario in SCENARIOS
+               if registry.get(name).items.case_params(scenario) is None]
+    assert not missing, f"scenarios without ScenarioItems.params: {missing}"
+
+
+def test_the_docs_table_is_the_declarations():
+    doc = (ROOT / "docs" / "corpus.md").read_text()
+    assert START in doc and END in doc
+    assert doc == refreshed(doc, registry.load()), "run: python scripts/generate_bounds_table.py"
+
+
+def _within(bound):
+    """A value within `bound` (the smallest Hypothesis finds; a one-element tensor for a tensor bound)."""
+    if isinstance(bound, Tensors):
+        return torch.zeros(())
+    if isinstance(bound, Either):
+        for option in bound.options:
+            try:
+                return _within(option)
+            except TypeError:
+                continue
+        raise TypeError(f"no value within {bound}")
+    if isinstance(bound, Lists):
+        return [_within(bound.item) for _ in range(bound.min_size)]
+    if isinstance(bound, Tuples):
+        return [_within(item) for item in bound.items]
+    if isinstance(bound, Mapping):
+        known = dict(bound.fields)
+        return {key: _within(known[key]) for key in bound.required}
+    return hypothesis.find(bound.strategy(), lambda _: True)
+
+
+def _hostile(params: CaseParams):
+    """(field, sample) pairs: a baseline within every bound with one stored value replaced by one of its bound's
+    out-of-bounds values; each must be refused naming that field."""
+    baseline = [_within(bound) for _, bound in params.args]
+    base_input = _within(params.input)
+    for index, (name, bound) in enumerate(params.args):
+        for bad in bound.out_of_bounds():
+            args = list(baseline)
+            args[index] = bad
+            yield f"inputs.args[{index}] ({name})", SampleInput(base_input, args=tuple(args))
+    for name, bound in params.kwargs:
+        for bad in bound.out_of_bounds():
+            yield f"inputs.kwargs.{name}", SampleInput(base_input, args=tuple(baseline), kwargs={name: bad})
+    for bad in params.input.out_of_bounds():
+        yield "inputs.input", SampleInput(bad, args=tuple(baseline))
+
+
+@pytest.mark.parametrize("prop", [spec.name for spec in SPECS])
+def test_every_stored_value_of_every_scenario_out_of_bounds_is_refused_naming_it(prop):
+    spec = registry.get(prop)
+    tried = 0
+    for scenario in spec.items.scenarios:
+        params = spec.items.case_params(scenario)
+        if params is None:
+            pytest.fail(f"{prop}:{scenario} declares no bounds")
+        for field, sample in _hostile(params):
+            problem = params.problem(sample)
+            assert problem is not None and problem[0] == field, (scenario, field, problem)
+            tried += 1
+    assert tried >= len(spec.items.scenarios)
+
+
+def _encodable_hostile(params: CaseParams):
+    """The first hostile (field, sample) of `params` whose values a case file can hold."""
+    for field, sample in _hostile(params):
+        try:
+            new_case(prop="x", op="x", variant="scenario", dtype="float32", device_type="cpu", backend=None,
+                     sample=sample, failure={}, found={})
+        except CodecError:
+            continue
+        return field, sample
+    return None
+
+
+@pytest.mark.parametrize("prop", [spec.name for spec in SPECS])
+def test_a_stored_case_out_of_bounds_is_an_unreadable_replay_item_naming_the_field(prop, tmp_path):
+    spec = registry.get(prop)
+    scenario = spec.items.scenarios[0]
+    found = _encodable_hostile(spec.items.case_params(scenario))
+    assert found is not None, f"{prop}:{scenario}: no hostile value a case file can hold"
+    field, sample = found
+    case = new_case(prop=prop, op=scenario, variant="scenario", dtype=spec.items.dtypes[0], device_type="cpu",
+                    backend=None, sample=sample, failure={"outcome": "failed", "message": "hostile"}, found={})
+    path = case_path(tmp_path, case)
+    save_case(path, case)
+    [item] = replay_items([path])
+    assert item.problem is not None and item.problem[0] == field, item.problem
+
+
+def _first_count(params: CaseParams) -> int | None:
+    """The index of the stored integer with the widest range (a count or a size), or None."""
+    counts = [(bound.high - bound.low, index) for index, (_, bound) in enumerate(params.args) if isinstance(bound, Ints)]
+    return max(counts)[1] if counts else None
+
+
+@pytest.mark.parametrize("prop", ["rng_distributions", "device_api", "guard_alloc", "events"])
+def test_replay_of_a_tiny_case_asking_for_a_huge_count_exits_2_before_running(prop, tmp_path):
+    """The issue's examples: a case file under 900 bytes whose count asks for billions; replay refuses it at once."""
+    spec = registry.get(prop)
+    scenario = next(s for s in spec.items.scenarios if _first_count(spec.items.case_params(s)) is not None)
+    params = spec.items.case_params(scenario)
+    index = _first_count(params)
+    args = [_within(bound) for _, bound in params.args]
+    args[index] = 10**12
+    case = new_case(prop=prop, op=scenario, variant="scenario", dtype=spec.items.dtypes[0], device_type="cpu",
+                    backend=None, sample=SampleInput(_within(params.input), args=tuple(args)),
+                    failure={"outcome": "failed", "message": "hostile"}, found={})
+    path = case_path(tmp_path, case)
+    save_case(path, case)
+    assert path.stat().st_size < 2000
+    env = dict(os.environ, TORCHCTS_FAULTY="1")
+    done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
+                           "--results-dir", str(tmp_path / "results")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    name = params.args[index][0]
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "unreadable" in done.stdout and f"inputs.args[{index}] ({name})" in done.stdout, done.stdout[-2000:]
+    records = [json.loads(line) for line in (next((tmp_path / "results").iterdir()) / "records.jsonl").open()]
+    assert all(r["outcome"] != "passed" for r in records)

@@ -12,7 +12,7 @@ Each scenario is a torch-only program over the device's runtime module, returnin
   read as computed (a sum of a drawn arange).
 - `properties`: `get_device_name(i)` and `get_device_properties(i).name` are non-empty strings and
   `total_memory`, where present, is positive.
-- `memory_stats`: a drawn allocation (1 KiB..16 MiB, log-uniform) raises `memory_allocated()` by at
+- `memory_stats`: a drawn allocation (1 KiB..32 MiB, log-uniform) raises `memory_allocated()` by at
   least its bytes; `max_memory_allocated() >= memory_allocated()`; `memory_reserved() >=
   memory_allocated()`; after `del` the allocated bytes fall back to their level before.
 - `peak_and_cache`: after freeing a drawn allocation, `reset_peak_memory_stats()` makes the peak the
@@ -34,6 +34,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints, Lists
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module
 from torchcts.strategies import Case
@@ -192,25 +193,45 @@ PROGRAMS = {"availability": availability, "set_device": set_device, "device_guar
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+INDEX = Ints(0, 15)  # a device index, taken modulo device_count()
+SWITCHES = Lists(INDEX, 1, 6)  # availability's switches of the current device
+CLAIMED = Ints(1, 2**20)  # the manifest's device_count (stored so that a replay checks the same claim)
+ELEMENTS = Ints(1, 64)  # a factory's elements in set_device and device_guard
+SUM_ELEMENTS = Ints(1, 4096)  # synchronize's arange
+EXPONENT, MANTISSA = Ints(10, 24), Ints(0, 1023)  # an allocation's bytes: 2**exponent + mantissa << (exponent - 10)
+NBYTES = Ints(2**EXPONENT.low, 2**EXPONENT.high + (MANTISSA.high << (EXPONENT.high - 10)))  # 1 KiB..~32 MiB
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "availability": CaseParams({"claimed": CLAIMED, "switches": SWITCHES}),
+    "set_device": CaseParams({"target": INDEX, "elements": ELEMENTS}),
+    "device_guard": CaseParams({"outer": INDEX, "inner": INDEX, "elements": ELEMENTS}),
+    "synchronize": CaseParams({"elements": SUM_ELEMENTS}),
+    "properties": CaseParams(),
+    "memory_stats": CaseParams({"nbytes": NBYTES}),
+    "peak_and_cache": CaseParams({"nbytes": NBYTES}),
+}
+
+
 def _nbytes():
     """Bytes of one allocation: 2**10..2**24, log-uniform (half the draws at 1 MiB or more), shrinking to 1 KiB."""
-    return st.tuples(st.integers(10, 24), st.integers(0, 1023)).map(lambda p: (2**p[0]) + (p[1] << max(p[0] - 10, 0)))
+    return st.tuples(EXPONENT.strategy(), MANTISSA.strategy()).map(
+        lambda p: (2**p[0]) + (p[1] << max(p[0] - 10, 0)))
 
 
 def device_api_cases(scenario, dtype, claimed):
-    index = st.integers(0, 15)
+    index = INDEX.strategy()
 
     @st.composite
     def draw_case(draw):
         if scenario == "availability":
-            args = (claimed, draw(st.lists(index, min_size=1, max_size=6), label="device indices to switch to"))
+            args = (claimed, draw(st.lists(index, min_size=SWITCHES.min_size, max_size=SWITCHES.max_size),
+                                  label="device indices to switch to"))
         elif scenario == "set_device":
-            args = (draw(index, label="device index"), draw(st.integers(1, 64), label="elements"))
+            args = (draw(index, label="device index"), draw(ELEMENTS.strategy(), label="elements"))
         elif scenario == "device_guard":
             args = (draw(index, label="outer device"), draw(index, label="guard's device"),
-                    draw(st.integers(1, 64), label="elements"))
+                    draw(ELEMENTS.strategy(), label="elements"))
         elif scenario == "synchronize":
-            args = (draw(st.integers(1, 4096), label="elements"),)
+            args = (draw(SUM_ELEMENTS.strategy(), label="elements"),)
         elif scenario == "properties":
             args = ()
         else:
@@ -222,7 +243,7 @@ def device_api_cases(scenario, dtype, claimed):
 
 
 @register_property("device_api", capability="device_api", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES))
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_device_api(cts):
     scenario = cts.item.op
     module = runtime_module(cts)

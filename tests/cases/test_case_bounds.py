@@ -217,3 +217,22 @@ def test_replay_of_a_tiny_case_asking_for_a_huge_count_exits_2_before_running(pr
     assert "unreadable" in done.stdout and f"inputs.args[{index}] ({name})" in done.stdout, done.stdout[-2000:]
     records = [json.loads(line) for line in (next((tmp_path / "results").iterdir()) / "records.jsonl").open()]
     assert all(r["outcome"] != "passed" for r in records)
+
+
+def test_a_suite_without_declared_bounds_replays_tensors_only(tmp_path):
+    """A custom scenario suite written before bounds stores tensors (bounded by --max-case-bytes); a plain value in
+    its case needs a declaration, so such a case is unreadable, naming the field."""
+    from torchcts.cases.replay_items import stored_values_problem
+
+    def test_undeclared(cts):
+        pass
+
+    registry.register_property("bounds_undeclared", capability="inference", level=1,
+                               items=registry.ScenarioItems(("probe",), ("float32",)))(test_undeclared)
+    try:
+        spec = registry.get("bounds_undeclared")
+        assert stored_values_problem(spec, "probe", SampleInput(torch.zeros(3), args=(torch.ones(2),))) is None
+        field, message = stored_values_problem(spec, "probe", SampleInput(torch.zeros(3), args=(torch.ones(2), 10**9)))
+        assert field == "inputs.args[1]" and "declares no bounds" in message and "tensors only" in message
+    finally:
+        registry._REGISTRY.pop("bounds_undeclared", None)

@@ -26,7 +26,7 @@ def table(specs: Iterable[Any]) -> str:
         groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
         for scenario in spec.items.scenarios:
             params = spec.items.case_params(scenario)
-            rows = params.describe() if params is not None else [("(none)", "not declared: cases cannot replay")]
+            rows = params.describe() if params is not None else [("(undeclared)", "tensors only")]
             groups.setdefault(tuple(rows) or (("(nothing)", "the placeholder tensor only"),), []).append(scenario)
         for rows, scenarios in groups.items():
             named = _scenarios(scenarios, len(spec.items.scenarios))

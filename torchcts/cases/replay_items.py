@@ -152,9 +152,14 @@ def stored_values_problem(spec: registry.PropertySpec, scenario: str, sample: An
     if not spec.scenario:
         return None
     params = spec.items.case_params(scenario)
-    if params is None:
-        return ("property", f"{spec.name} declares no bounds for what its {scenario!r} cases store "
-                            "(ScenarioItems.params): its stored cases cannot be replayed safely")
+    if params is None:  # undeclared: tensors only, which --max-case-bytes bounds; a plain value needs a bound
+        values = [("inputs.input", sample.input), *((f"inputs.args[{i}]", v) for i, v in enumerate(sample.args)),
+                  *((f"inputs.kwargs.{str(k)[:40]}", v) for k, v in sample.kwargs.items())]
+        for field, value in values:
+            if not isinstance(value, torch.Tensor):
+                return (field, f"a {type(value).__name__}: {spec.name} declares no bounds for what its {scenario!r} "
+                               "cases store (ScenarioItems.params), so they may hold tensors only")
+        return None
     return params.problem(sample)
 
 

@@ -193,7 +193,7 @@ def test_a_cpu_rejection_in_a_case_child_stays_a_rejection(settings, scenario):
 
     record = run_item(scenario("engine_probe_rejects", test_rejects), attrs.evolve(settings, isolation=OracleCrashPolicy()))
     assert record["outcome"] is Outcome.CPU_CONTRACT
-    assert record["reason"] == "cpu_contract: the CPU oracle rejected all 1 cases"
+    assert record["reason"] == "cpu_contract: the CPU oracle rejected all 1 cases; the first: RuntimeError: CPU says no"
 
 
 def test_a_harness_error_in_a_case_child_is_the_same_error_as_in_process(settings, scenario):

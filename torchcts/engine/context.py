@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 from hypothesis import strategies as st
 
 from torchcts import interrupts
-from torchcts.engine import error_cause, missing_kernels, oracle, precision, ulp_oracle
+from torchcts.engine import cpu_rejection, error_cause, missing_kernels, oracle, precision, ulp_oracle
 from torchcts.engine.dispatch_trace import traced
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
@@ -63,8 +63,9 @@ class _CompileBudgetSpent(BaseException):
     lets it through at once). `run` raises the last failing case's failure again."""
 
 
-class HarnessDefect(AssertionError):
-    """TorchCTS's own code broke a contract (a suite drew a case its declared bounds refuse): not the backend's."""
+class HarnessDefect(Exception):
+    """TorchCTS's own code broke a contract (a suite drew a case its declared bounds refuse): a harness error, never
+    the backend's failure."""
 
 
 class CaseCrashed(Exception):
@@ -99,6 +100,7 @@ class CaseContext:
     examples: int = 0
     budget: int = 0  # the examples Hypothesis was allowed (max_examples per `run`); 0: a fixed list of cases
     cpu_contract_cases: int = 0
+    cpu_rejections: cpu_rejection.Rejections = attrs.field(factory=cpu_rejection.Rejections)  # what CPU said
     uncompared: set[str] = attrs.field(factory=set)  # fingerprints of cases CPU rejected or the target could not run
     unavailable_cases: int = 0
     metadata_only_cases: int = 0  # cases compared in dtype and shape only (random or uninitialized results)
@@ -236,8 +238,9 @@ class CaseContext:
         self.failing_comparison = None
         try:
             self._call(check, case, fingerprint)
-        except CpuRejects:
+        except CpuRejects as exc:
             self.cpu_contract_cases += 1
+            self.cpu_rejections.add(str(exc))
             self.uncompared.add((fingerprint or case_fingerprint(case))[:16])
         except CaseUnavailable as exc:
             self.unavailable_cases += 1
@@ -291,7 +294,9 @@ class CaseContext:
                 why = self.case_isolation.reason if self.case_isolation is not None else "no ledger rule names it"
                 raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle crashed on all {self.examples} "
                                                    f"cases ({why})")
-            raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle rejected all {self.examples} cases")
+            said = self.cpu_rejections.describe()  # the first rejection's type, line and argument
+            raise NotRun(Outcome.CPU_CONTRACT, f"cpu_contract: the CPU oracle rejected all {self.examples} cases"
+                                               + (f"; {said}" if said else ""))
         if self.cpu_contract_cases + self.unavailable_cases == self.examples:
             raise NotRun(Outcome.RUNTIME_UNAVAILABLE,
                          f"no case can run on {self.target.describe()}: {self.unavailable_reason}")

@@ -23,11 +23,13 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
-from torchcts.properties.view_steps import apply_steps, draw_view_chain
+from torchcts.properties.view_steps import (FAMILIES, apply_steps, chain_bound, chain_fits, draw_view_chain,
+                                            most_elements)
 from torchcts.strategies import Case, describe_layout, is_overlapping, shapes, tensors
 from torchcts.strategies.layouts import draw_relayout
 from torchcts.strategies.sample_walk import sample_input
@@ -159,9 +161,48 @@ def _case(cts, input, args, *what) -> Case:
                 transforms=(describe_layout(input), *what))
 
 
+WRITTEN_DIMS, WRITTEN_SIDE = 4, 4  # inputs the chain and resize_set programs write through
+CHAIN_STEPS, READER_STEPS = Ints(1, 3), Ints(0, 2)  # steps of the written view, of the sibling that reads
+WRITES = ("distinct", "fill")
+RANK, CONTIGUOUS_SIDE = Ints(0, 5), 3  # contiguous_clone's inputs
+RESIZE_SIDE, RESIZE_DIMS = Ints(0, 4), 4  # resize_set's new shape
+OVERLAP_SIDE, OVERLAP_TRAILING = Ints(1, 4), 1  # overlap_rules' (side, side, *trailing) inputs
+STORAGE_DIMS, STORAGE_SIDE, STORAGE_STEPS = 3, 4, Ints(1, 2)
+MEMORY_FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+
+
+def _chain_params(families: tuple[str, ...], input_dims: int, input_side: int, steps: Ints,
+                  reader: Ints | None) -> CaseParams:
+    """A chain scenario's stored values: its chains' bounds, and the rule that they are views of its input of at
+    most as many elements as its strategy can make (counted before each step runs)."""
+    most = most_elements(input_side ** input_dims, families, steps.high)
+    fields = {"steps": chain_bound(families, steps.low, steps.high, most)}
+    chains = ("steps",)
+    if reader is not None:
+        fields.update(write=OneOf(WRITES), reader=chain_bound(families, reader.low, reader.high, most))
+        chains = ("steps", "reader")
+    fits = (f"every chain is views of the input of at most {most} elements",
+            lambda p: all(chain_fits(p["input"], p[name], most) for name in chains))
+    return CaseParams(fields, input=Tensors(input_side ** input_dims, input_dims), rules=(fits,))
+
+
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through the same ranges
+    **{scenario: _chain_params(families, WRITTEN_DIMS, WRITTEN_SIDE, CHAIN_STEPS, READER_STEPS)
+       for scenario, families in _CHAIN_FAMILIES.items()},
+    "contiguous_clone": CaseParams({"memory_format": OneOf(MEMORY_FORMATS)},
+                                   input=Tensors(CONTIGUOUS_SIDE ** RANK.high, RANK.high)),
+    "resize_set": CaseParams({"shape": Lists(RESIZE_SIDE, 0, RESIZE_DIMS),
+                              "memory_format": OneOf((torch.contiguous_format, torch.channels_last))},
+                             input=Tensors(WRITTEN_SIDE ** WRITTEN_DIMS, WRITTEN_DIMS)),
+    "overlap_rules": CaseParams({"kind": OneOf(OVERLAP_KINDS)},
+                                input=Tensors(OVERLAP_SIDE.high ** (2 + OVERLAP_TRAILING), 2 + OVERLAP_TRAILING)),
+    "storage_shared": _chain_params(tuple(FAMILIES), STORAGE_DIMS, STORAGE_SIDE, STORAGE_STEPS, None),
+}
+
+
 def _written(dtype) -> st.SearchStrategy[torch.Tensor]:
     """Inputs the program writes through: any layout but overlapping ones, small."""
-    return tensors(dtype, max_dims=4, max_side=4, allow_overlap=False)
+    return tensors(dtype, max_dims=WRITTEN_DIMS, max_side=WRITTEN_SIDE, allow_overlap=False)
 
 
 def chain_cases(cts, families):
@@ -170,17 +211,18 @@ def chain_cases(cts, families):
     @st.composite
     def draw(draw_):
         t = draw_(inputs, label="input")
-        steps = draw_view_chain(draw_, t, families)
+        steps = draw_view_chain(draw_, t, families, min_steps=CHAIN_STEPS.low, max_steps=CHAIN_STEPS.high)
         overlapping = is_overlapping(apply_steps(t, steps))  # distinct values would depend on the write order
-        write = "fill" if overlapping else draw_(st.sampled_from(("distinct", "fill")), label="write")
-        reader = draw_view_chain(draw_, t, families, min_steps=0, max_steps=2)
+        write = "fill" if overlapping else draw_(st.sampled_from(WRITES), label="write")
+        reader = draw_view_chain(draw_, t, families, min_steps=READER_STEPS.low, max_steps=READER_STEPS.high)
         return _case(cts, t, (steps, write, reader), f"steps {steps}", f"write {write}", f"sibling {reader}")
 
     return draw()
 
 
 def contiguous_cases(cts):
-    by_rank = {rank: tensors(cts.dtype, shapes(min_dims=rank, max_dims=rank, max_side=3)) for rank in range(6)}
+    by_rank = {rank: tensors(cts.dtype, shapes(min_dims=rank, max_dims=rank, max_side=CONTIGUOUS_SIDE))
+               for rank in range(RANK.low, RANK.high + 1)}
 
     @st.composite
     def draw(draw_):
@@ -204,7 +246,7 @@ def resize_cases(cts):
     @st.composite
     def draw(draw_):
         t = draw_(inputs, label="input")
-        shape = tuple(draw_(st.lists(st.integers(0, 4), max_size=4), label="new shape"))
+        shape = tuple(draw_(Lists(RESIZE_SIDE, 0, RESIZE_DIMS).strategy(), label="new shape"))
         formats = [torch.contiguous_format] + ([torch.channels_last] if len(shape) == 4 else [])
         memory_format = draw_(st.sampled_from(formats), label="memory format")
         return _case(cts, t, (shape, memory_format), f"resize_ to {shape} ({memory_format})")
@@ -216,8 +258,8 @@ def overlap_cases(cts):
     @st.composite
     def draw(draw_):
         kind = draw_(st.sampled_from(OVERLAP_KINDS), label="kind")
-        side = draw_(st.integers(1, 4), label="side")
-        rest = tuple(draw_(st.lists(st.integers(1, 4), max_size=1), label="trailing sizes"))
+        side = draw_(OVERLAP_SIDE.strategy(), label="side")
+        rest = tuple(draw_(Lists(OVERLAP_SIDE, 0, OVERLAP_TRAILING).strategy(), label="trailing sizes"))
         t = draw_relayout(draw_, draw_values(draw_, (side, side, *rest), cts.dtype), allow_overlap=False)
         return _case(cts, t, (kind,), kind)
 
@@ -225,12 +267,12 @@ def overlap_cases(cts):
 
 
 def storage_cases(cts):
-    inputs = tensors(cts.dtype, max_dims=3, max_side=4, allow_empty=False, allow_overlap=False)
+    inputs = tensors(cts.dtype, max_dims=STORAGE_DIMS, max_side=STORAGE_SIDE, allow_empty=False, allow_overlap=False)
 
     @st.composite
     def draw(draw_):
         t = draw_(inputs, label="input")
-        steps = draw_view_chain(draw_, t, ("reshape", "transpose", "slice", "expand", "strided"), max_steps=2)
+        steps = draw_view_chain(draw_, t, tuple(FAMILIES), min_steps=STORAGE_STEPS.low, max_steps=STORAGE_STEPS.high)
         return _case(cts, t, (steps,), f"steps {steps}")
 
     return draw()
@@ -268,7 +310,8 @@ _OVERLOADS = (
 
 
 @register_property("views", capability="inference", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS, comparison="bits"),
+                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS, comparison="bits",
+                                       params=PARAMS),
                    overloads=_OVERLOADS)
 def test_views(cts):
     scenario = cts.item.op

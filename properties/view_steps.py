@@ -14,7 +14,32 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import Bound, Either, Ints, Lists, OneOf, Optional, Tuples
+
 Step = tuple[str, tuple, "int | None"]
+
+# the drawn ranges a stored chain's bound is derived from (`chain_bound`, `chain_fits`)
+LEAD_SIZE = Ints(0, 3)  # expand: sizes of new leading dimensions
+LEAD_DIMS = 2  # expand: at most this many new leading dimensions a step
+BROADCAST_SIZE = Ints(1, 3)  # expand: what a size-1 dimension becomes
+UNFOLD_STEP = Ints(1, 3)
+DIAGONAL_OFFSET = Ints(-3, 3)
+STRIDED_STRIDE = Ints(0, 3)  # as_strided: strides, 1..STRIDED_DIMS dimensions of at most STRIDED_SIDE
+STRIDED_DIMS = Ints(1, 2)
+STRIDED_SIDE = 3
+# methods each family's steps call: a stored step names one of its scenario's families' methods, nothing else
+METHODS = {
+    "reshape": ("reshape", "view", "flatten", "unsqueeze", "squeeze", "unflatten"),
+    "transpose": ("permute", "transpose", "movedim", "t", "swapaxes"),
+    "slice": ("reshape", "narrow", "select", "unbind", "split", "chunk"),
+    "expand": ("expand", "broadcast_to"),
+    "strided": ("unfold", "diagonal", "as_strided"),
+}
+# how many times its input's elements one step of a family can make a view hold: expand adds LEAD_DIMS leading
+# dimensions of LEAD_SIZE.high (a size-1 dimension broadcast to BROADCAST_SIZE.high <= LEAD_SIZE.high stood for a
+# side or lead that could have held as many), unfold at most 1.5 (windows of 2 or 3 in a side of 4), the others none
+_GROWTH = {"expand": LEAD_SIZE.high ** LEAD_DIMS, "strided": 2}
+MAX_DIMS = 12  # dimensions a chain can reach (4 + LEAD_DIMS per expand or unfold step, well within this)
 
 
 def apply_steps(t: torch.Tensor, steps: tuple[Step, ...]) -> torch.Tensor:
@@ -106,8 +131,8 @@ def _slice_step(draw, t: torch.Tensor) -> Step:
 
 
 def _expand_step(draw, t: torch.Tensor) -> Step:
-    lead = tuple(draw(st.lists(st.integers(0, 3), max_size=2), label="new leading sizes"))
-    sizes = [draw(st.integers(1, 3), label="broadcast size") if side == 1 and draw(st.booleans(), label="expand it")
+    lead = tuple(draw(st.lists(LEAD_SIZE.strategy(), max_size=LEAD_DIMS), label="new leading sizes"))
+    sizes = [draw(BROADCAST_SIZE.strategy(), label="broadcast size") if side == 1 and draw(st.booleans(), label="expand it")
              else (-1 if draw(st.booleans(), label="as -1") else side) for side in t.shape]
     name = draw(st.sampled_from(["expand", "broadcast_to"]), label="op")
     if name == "broadcast_to":
@@ -120,11 +145,11 @@ def _strided_step(draw, t: torch.Tensor) -> Step:
     if kind == "unfold" and t.dim() >= 1:
         dim = _dim(draw, t, "dim")
         size = draw(st.integers(0, t.shape[dim]), label="size")
-        return ("unfold", (dim, size, draw(st.integers(1, 3), label="step")), None)
+        return ("unfold", (dim, size, draw(UNFOLD_STEP.strategy(), label="step")), None)
     if kind == "diagonal" and t.dim() >= 2:
         first = draw(st.integers(0, t.dim() - 1), label="first dim")
         second = draw(st.sampled_from([d for d in range(t.dim()) if d != first]), label="second dim")
-        return ("diagonal", (draw(st.integers(-3, 3), label="offset"), first, second), None)
+        return ("diagonal", (draw(DIAGONAL_OFFSET.strategy(), label="offset"), first, second), None)
     return ("as_strided",) + _as_strided_args(draw, t)
 
 
@@ -135,10 +160,10 @@ def _as_strided_args(draw, t: torch.Tensor) -> tuple[tuple, None]:
         return ((0,), (1,), 0), None
     offset = draw(st.integers(0, span - 1), label="storage offset")
     sizes, strides, room = [], [], span - 1 - offset
-    for _ in range(draw(st.integers(1, 2), label="dims")):
-        stride = draw(st.integers(0, 3), label="stride")
-        most = room // stride + 1 if stride else 3
-        size = draw(st.integers(1, max(1, min(3, most))), label="size")
+    for _ in range(draw(STRIDED_DIMS.strategy(), label="dims")):
+        stride = draw(STRIDED_STRIDE.strategy(), label="stride")
+        most = room // stride + 1 if stride else STRIDED_SIDE
+        size = draw(st.integers(1, max(1, min(STRIDED_SIDE, most))), label="size")
         room -= (size - 1) * stride
         sizes.append(size)
         strides.append(stride)
@@ -169,3 +194,43 @@ def draw_view_chain(draw, t: torch.Tensor, families: tuple[str, ...], *, min_ste
         current = apply_steps(current, (step,))
         steps.append(step)
     return tuple(steps)
+
+
+# -- bounds of a stored chain ----------------------------------------------------------------------------------------
+
+def most_elements(input_elements: int, families: tuple[str, ...], steps: int) -> int:
+    """The most elements a view `steps` steps of `families` deep can hold, from an input of `input_elements`."""
+    growth = max(_GROWTH.get(family, 1) for family in families)
+    return max(input_elements, STRIDED_SIDE ** STRIDED_DIMS.high) * growth ** steps
+
+
+def chain_bound(families: tuple[str, ...], min_steps: int, max_steps: int, most: int) -> Bound:
+    """What a stored chain of `families` steps may be: [method, arguments, pick] steps, the methods of those
+    families, every integer (a dim, size, index, offset, stride) within +-`most` (the most elements a view reaches);
+    `chain_fits` then checks the chain against the stored input."""
+    number = Ints(-most, most)
+    methods = tuple(dict.fromkeys(name for family in families for name in METHODS[family]))
+    step = Tuples((OneOf(methods), Lists(Either((number, Lists(number, 0, MAX_DIMS))), 0, 3), Optional(number)))
+    return Lists(step, min_steps, max_steps)
+
+
+_SIZED = ("expand", "broadcast_to", "reshape", "view", "as_strided")  # methods whose first argument is the sizes
+
+
+def chain_fits(t: torch.Tensor, steps, most: int) -> bool:
+    """Whether `steps` apply to `t` as views of at most `most` elements each (a stored chain the program can run
+    without allocating more than its strategy could make it): sizes a step asks for are counted before it runs."""
+    for name, args, pick in steps:
+        if name in _SIZED and args and isinstance(args[0], (list, tuple)):
+            asked = 1
+            for size in args[0]:
+                asked *= max(abs(size), 1)
+            if asked > most:
+                return False
+        try:
+            t = apply_steps(t, ((name, tuple(args), pick),))
+        except (RuntimeError, IndexError, TypeError, ValueError):
+            return False
+        if t.numel() > most:
+            return False
+    return True

@@ -43,7 +43,8 @@ def today_option(func: Any) -> Any:
 def filter_options(func: Any) -> Any:
     func = click.option("--family", "families", multiple=True, help="Only this family; repeatable.")(func)
     func = click.option("--tier", "tiers", multiple=True, type=click.Choice(TIER_NAMES),
-                        help="Only this resource tier; repeatable.")(func)
+                        help="Only this resource tier; repeatable. run: also the opt-in for a tier past the "
+                             "host's memory, which a run leaves out (runtime_unavailable) unless named.")(func)
     return click.option("--level", "levels", multiple=True, type=click.IntRange(1, 8),
                         help="list, summary: only cases of this semantic level (the case's own); repeatable. "
                              "run: the run's depth, once, over the manifest's semantic_level: items above it "
@@ -157,13 +158,16 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
 
     Two items per case: `path_shapes` compares the forward result, `path_shapes_backward` the gradients of
     its floating operands (level 4, needs the training capability). Every item gets a record; those not run
-    say why (selection, level, capability, dtype, skip_ops, resource limits).
+    say why (selection, level, capability, dtype, skip_ops, resource limits, memory). A tier whose worst case does
+    not fit the host's available memory (or resource_limits) is left out unless named with --tier, and no item
+    whose estimated peak does not fit the memory available before it runs is allocated.
     Waivers mark a problem known (records carry `waiver`), never turn it into a pass; expired ones are
     ignored with a warning. Exits 0 when no unwaived case failed, 1 when one did, 2 for bad input, 3 when
     nothing executed."""
     import torch
 
     from torchcts.engine.run import HARNESS_THREADS
+    from torchcts.pathshapes.memory import MemoryBudget
     from torchcts.pathshapes.runner import RunSettings, Selection, environment, run_corpus
     from torchcts.plugin.options import SessionError, check_device, device_kind, import_manifest_backend, run_target
 
@@ -191,7 +195,7 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
     torch.set_num_threads(HARNESS_THREADS)
     settings = RunSettings(device=device, manifest=manifest, validation=validation, today=today,
                            selection=Selection(families, tiers, (), ids), level=levels[0] if levels else None,
-                           compile=target.compile)
+                           compile=target.compile, memory=MemoryBudget.detect(manifest, tiers))
     summary = run_corpus(corpus, settings, results_dir, environment(settings, corpus), click.echo)
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)

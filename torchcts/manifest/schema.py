@@ -160,7 +160,9 @@ SECTIONS: tuple[Section, ...] = (
             "tensors within a quarter of it), the cleanup between items (the capacity it measures use against)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_system_memory_mb", "None or positive number", None, "Host memory the harness may use (MiB).",
-            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies)",
+            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies), "
+            "`path-shapes run` (tiers whose worst peak exceeds it are left out unless named with `--tier`; no "
+            "item past it is allocated)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_tensor_size_mb", "None or positive number", None, "Largest single tensor a test may build (MiB).",
             "`strategies.shapes_for` (element budget of drawn shapes); `stress` (its large tensors)",

@@ -12,14 +12,16 @@ seeded cotangents (`training`, level 4, as the OpInfo `backward` property). Ever
 record. Items the run does not execute are accounted with a reason: the
 selection (`deselected`), a level above the manifest's (`level_filtered`), an op in its `skip_ops`
 (`op_excluded`), a dtype it does not claim (`dtype_*`), a tier past its `resource_limits`
-(`runtime_unavailable`, naming the limit), a backward item without the `training` capability
-(`capability_not_declared`); a case with no floating operand has no backward item. A waiver never
+(`runtime_unavailable`, naming the limit), a tier past the host's memory that the run did not name with
+`--tier`, or an item whose estimated peak does not fit the memory available before it runs (`runtime_unavailable`,
+`memory.MemoryBudget`), a backward item without the `training` capability (`capability_not_declared`); a case with no floating operand has no backward item. A waiver never
 changes an outcome: the record carries `waiver` and the summary counts waived problems apart; an
 expired waiver is ignored with a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -33,12 +35,14 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from torchcts import dtypes as dtype_names
+from torchcts.disk import WriteError
 from torchcts.engine import oracle
 from torchcts.engine.gradients import fixed_cotangent
 from torchcts.manifest.model import DtypeStatus
 from torchcts.outcomes import PROBLEMS, Outcome
 from torchcts.pathshapes.corpus import TIERS, Case, Corpus, tensor_specs
 from torchcts.pathshapes.inputs import build_arguments, draw_seed
+from torchcts.pathshapes.memory import MemoryBudget
 from torchcts.pathshapes.ops import OPS, POINTWISE
 from torchcts.plan.build import DTYPE_NOT_RUN
 
@@ -79,6 +83,7 @@ class RunSettings:
     today: datetime.date = attrs.field(factory=datetime.date.today)
     level: int | None = None  # --level: the run's depth, over the manifest's semantic_level (None: the manifest's)
     compile: Any = None  # the device side's `engine.compile_target.CompileSpec` (--compile); None: eager
+    memory: Any = None  # `memory.MemoryBudget`: host memory and the tiers opted into; None: `run_corpus` detects it
 
 
 @attrs.frozen
@@ -118,8 +123,12 @@ def not_run_reason(case: Case, settings: RunSettings, prop: str = PROPERTY) -> t
         else:
             where = f"the manifest's semantic_level {depth}"
         return Outcome.LEVEL_FILTERED, f"{what} above {where}"
-    if manifest is None:
-        return None
+    found = _manifest_reason(case, manifest, prop) if manifest is not None else None
+    return found or _memory_reason(case, settings, prop)
+
+
+def _manifest_reason(case: Case, manifest: Any, prop: str) -> tuple[Outcome, str] | None:
+    """Why the manifest (capabilities, skip_ops, dtypes, resource_limits) leaves the item out, or None."""
     if prop == BACKWARD and not manifest.declares(BACKWARD_CAPABILITY):
         return Outcome.CAPABILITY_NOT_DECLARED, f"gradients need the {BACKWARD_CAPABILITY} capability"
     skip = manifest.skip_reason(case.op)
@@ -139,6 +148,18 @@ def not_run_reason(case: Case, settings: RunSettings, prop: str = PROPERTY) -> t
                                             f"{case.largest_bytes / MiB:.1f} MiB, above " \
                                             f"resource_limits.max_tensor_size_mb {limits.max_tensor_size_mb:g}"
     return None
+
+
+def _memory_reason(case: Case, settings: RunSettings, prop: str) -> tuple[Outcome, str] | None:
+    """Why host memory leaves the item out (`memory.MemoryBudget`: its tier not opted into, or its own peak
+    above the memory available now), or None; checked before anything of the item is allocated."""
+    if settings.memory is None:
+        return None
+    left_out = settings.memory.left_out_tiers().get(case.tier)
+    if left_out is not None:
+        return Outcome.RUNTIME_UNAVAILABLE, left_out
+    refusal = settings.memory.item_refusal(case, prop == BACKWARD)
+    return (Outcome.RUNTIME_UNAVAILABLE, refusal) if refusal is not None else None
 
 
 def _floating_specs(case: Case) -> list[Any]:
@@ -286,9 +307,11 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
     from torchcts.results.writer import RunWriter
 
     started = time.monotonic()
+    if settings.memory is None:  # a run never allocates what the user did not opt into (`memory`)
+        settings = attrs.evolve(settings, memory=MemoryBudget.detect(settings.manifest, settings.selection.tiers))
     device_type = torch.device(settings.device).type
     writer = RunWriter(results_dir, environment)
-    warnings: list[str] = []
+    warnings: list[str] = _left_out_tiers(corpus, settings)  # printed with the run's summary, kept in run.json
     waived = unwaived = 0
     status = "partial"
     try:
@@ -324,10 +347,28 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
                              f"{fields.get('error_line') or fields['reason']}")
                 writer.record({**base, **fields, "duration_s": round(time.monotonic() - t0, 4)})
         status = "complete"
+    except WriteError:  # a full disk: the records written stay; run.json says partial where it still fits
+        status = "unwritable"
+        with contextlib.suppress(WriteError):
+            writer.close("partial")
+        raise
     finally:
-        writer.close(status)
+        if status != "unwritable":
+            writer.close(status)
     counts = dict(sorted(writer.outcomes.items()))
     return RunSummary(writer.folder, counts, waived, unwaived, tuple(warnings), time.monotonic() - started)
+
+
+def _left_out_tiers(corpus: Corpus, settings: RunSettings) -> list[str]:
+    """One line per tier the memory budget leaves out that holds selected cases: why, how to include it, and how
+    many items it accounts `runtime_unavailable`."""
+    lines = []
+    for tier, why in settings.memory.left_out_tiers().items():
+        cases = [c for c in corpus.cases if c.tier == tier and settings.selection.excludes(c) is None]
+        if cases:
+            items = sum(len(properties_of(c)) for c in cases)
+            lines.append(f"left out: {why} ({len(cases)} cases, {items} items recorded runtime_unavailable)")
+    return lines
 
 
 def _claims(manifest: Any, level: int | None) -> dict[str, Any]:
@@ -364,6 +405,7 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
             "suite": "path-shapes", "corpus": str(corpus.folder),
             "planned_items": sum(len(properties_of(c)) for c in corpus.cases),
             "selection": attrs.asdict(settings.selection), "tiers": {t: b for t, b in TIERS.items()},
+            "memory": settings.memory.as_json() if settings.memory is not None else None,
             "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes]
             if manifest is not None else None,
             "capabilities": sorted(manifest.capabilities) if manifest is not None else [],

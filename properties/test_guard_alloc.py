@@ -43,6 +43,7 @@ from torchcts.engine.outcome import NotRun
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import fork_safe, run_forked
 from torchcts.outcomes import Outcome
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import Observation, observe, require, runtime_module
 from torchcts.strategies import Case
@@ -53,6 +54,8 @@ SCENARIOS = ("oom_raises", "reusable_after_oom", "fragmentation")
 CPU_IMPOSSIBLE = 2**50  # bytes no CPU allocator can give: CPU's documented "can't allocate memory"
 CHILD_TIMEOUT_S = 300.0
 MIB = 2**20
+MOST_MEMORY = 2**56  # 64 PiB: the most device memory a request is sized from (a larger figure is taken as this)
+USABLE_MOST = 16 * MIB  # what the suite may allocate successfully, at most
 
 
 # -- the programs: torch only -----------------------------------------------------------------------------------------
@@ -204,24 +207,49 @@ def device_memory_bytes(cts, module):
         total = getattr(module.get_device_properties(index), "total_memory", None)
         if total:
             known.append(int(total))
-    return max(known) if known else None
+    return min(max(known), MOST_MEMORY) if known else None
 
 
 def usable_bytes(cts):
     """What the suite may allocate successfully: 1/4 of max_device_memory_mb, at most 16 MiB."""
     limit = cts.manifest.resource_limits.max_device_memory_mb
-    return int(min(16 * MIB, limit * MIB / 4)) if limit else 16 * MIB
+    return int(min(USABLE_MOST, limit * MIB / 4)) if limit else USABLE_MOST
 
 
 def _past_usable(scenario, args, usable):
     """Whether a case (a stored one: corpus files travel between teams) allocates more than this run may."""
     if scenario == "reusable_after_oom":
-        return args[1] > max(usable // 4, 1) or args[2] > 4096
+        return args[1] > max(usable // 4, 1)
     first, freed, second = args
-    return len(first) > 80 or len(second) > 80 or sum(first) + sum(second) > usable
+    return sum(first) + sum(second) > usable
+
+
+def _within_memory(request, memory):
+    """Whether a request meant to be refused might be granted on this run's device (a stored case from a device
+    with more memory, or from a device whose memory was known replayed where none is): it is not run."""
+    return request < CPU_IMPOSSIBLE if memory is None else request <= memory
 
 
 # -- cases ------------------------------------------------------------------------------------------------------------
+
+FACTOR = Ints(2, 16)  # the request: this many times the device's memory (CPU_IMPOSSIBLE where none is known)
+REQUEST = Ints(FACTOR.low, max(FACTOR.high * MOST_MEMORY, CPU_IMPOSSIBLE))
+HELD = Ints(1, USABLE_MOST // 4)  # reusable_after_oom's bytes held across the request (and 1/4 of the usable bytes)
+ELEMENTS = Ints(1, 4096)  # reusable_after_oom's arange after the request
+BLOCK = Ints(1, 16 * 1024)  # fragmentation's block bytes (and 1/80 of the usable bytes)
+FIRST_BLOCKS = Lists(BLOCK, 40, 80)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds; a run
+    # also refuses a stored case that allocates more than its manifest allows or whose request it could grant
+    "oom_raises": CaseParams({"request": REQUEST}),
+    "reusable_after_oom": CaseParams({"request": REQUEST, "live": HELD, "n": ELEMENTS}),
+    "fragmentation": CaseParams(
+        {"first": FIRST_BLOCKS, "freed": Lists(Flag(), FIRST_BLOCKS.min_size, FIRST_BLOCKS.max_size),
+         "second": Lists(BLOCK, 1, FIRST_BLOCKS.max_size)},
+        rules=(("a freed mark per first block", lambda p: len(p["freed"]) == len(p["first"])),
+               ("no more new blocks than freed ones (at least 1)",
+                lambda p: len(p["second"]) <= max(1, sum(map(bool, p["freed"])))))),
+}
+
 
 def guard_alloc_cases(scenario, dtype, memory, usable):
     def request(factor):
@@ -230,14 +258,15 @@ def guard_alloc_cases(scenario, dtype, memory, usable):
     @st.composite
     def draw_case(draw):
         if scenario == "oom_raises":
-            args = (request(draw(st.integers(2, 16), label="times the device's memory")),)
+            args = (request(draw(FACTOR.strategy(), label="times the device's memory")),)
         elif scenario == "reusable_after_oom":
-            args = (request(draw(st.integers(2, 16), label="times the device's memory")),
-                    draw(st.integers(1, max(usable // 4, 1)), label="bytes held across the request"),
-                    draw(st.integers(1, 4096), label="elements computed after"))
+            args = (request(draw(FACTOR.strategy(), label="times the device's memory")),
+                    draw(st.integers(HELD.low, max(usable // 4, 1)), label="bytes held across the request"),
+                    draw(ELEMENTS.strategy(), label="elements computed after"))
         else:
-            block = st.integers(1, max(min(16 * 1024, usable // 80), 1))
-            first = draw(st.lists(block, min_size=40, max_size=80), label="sizes of the first blocks")
+            block = st.integers(BLOCK.low, max(min(BLOCK.high, usable // 80), 1))
+            first = draw(st.lists(block, min_size=FIRST_BLOCKS.min_size, max_size=FIRST_BLOCKS.max_size),
+                         label="sizes of the first blocks")
             freed = draw(st.lists(st.booleans(), min_size=len(first), max_size=len(first)), label="blocks freed")
             second = draw(st.lists(block, min_size=1, max_size=max(1, sum(freed))), label="sizes of the new blocks")
             args = (first, freed, second)
@@ -249,7 +278,7 @@ def guard_alloc_cases(scenario, dtype, memory, usable):
 
 
 @register_property("guard_alloc", capability="guard_alloc", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES))
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_guard_alloc(cts):
     scenario = cts.item.op
     module = runtime_module(cts)
@@ -270,6 +299,10 @@ def test_guard_alloc(cts):
         if scenario != "oom_raises" and _past_usable(scenario, case.sample.args, usable_bytes(cts)):
             raise CaseUnavailable(f"the case allocates past what this run may use ({usable_bytes(cts)} bytes): "
                                   "a stored case from another run, not run")
+        if scenario != "fragmentation" and _within_memory(case.sample.args[0], memory):
+            past = f"this device's memory ({memory} bytes)" if memory else f"{CPU_IMPOSSIBLE} bytes (no memory known)"
+            raise CaseUnavailable(f"the case's request ({case.sample.args[0]} bytes) is not past {past}, so it "
+                                  "could be granted: a stored case from another device, not run")
         observations = cts.on_device_call(run, case.sample, what=f" ({scenario} in a child process)")
         broken = [o for o in observations if not o.holds]
         if broken:

@@ -135,3 +135,30 @@ def test_the_fill_bug_fires_only_among_32_live_blocks():
     many[-1].fill_(1.0)
     assert fill.fires(torch.ops.aten.fill_.Scalar, (many[-1]._data, 1.0), {})
     assert not fill.fires(torch.ops.aten.fill_.Scalar, (torch.empty(1), 1.0), {})  # one element: nothing to halve
+
+
+def test_a_stored_request_this_device_could_grant_is_not_run(tmp_path):
+    """A hostile (or foreign) case within the bounds whose request is not past this device's memory (8 GiB on CPU,
+    where only 2**50 bytes is certain to be refused) is not run: it would allocate instead of provoking a refusal."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.cases.files import case_path, new_case, save_case
+
+    sample = SampleInput(torch.zeros(1), args=(2**33,))
+    assert registry.get("guard_alloc").items.case_params("oom_raises").problem(sample) is None  # the run refuses it
+    case = new_case(prop="guard_alloc", op="oom_raises", variant="scenario", dtype="float32", device_type="cpu",
+                    backend=None, sample=sample, failure={"outcome": "failed", "message": "hostile"}, found={})
+    path = case_path(tmp_path, case)
+    save_case(path, case)
+    done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu", "--results-dir",
+                           str(tmp_path / "results")], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    records = [json.loads(line) for line in (next((tmp_path / "results").iterdir()) / "records.jsonl").open()]
+    assert [r["outcome"] for r in records] == ["runtime_unavailable"], records
+    assert "is not past" in records[0]["reason"] and "could be granted" in records[0]["reason"], records

@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
@@ -180,10 +181,24 @@ PROGRAMS = {"seed_reproducible": seed_reproducible, "state_round_trip": state_ro
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+NUMBERS = Ints(64, 512)  # numbers per draw (randperm's length too)
+SEED = Ints(0, SEED_MAX)
+WARMUP = Ints(0, 3)  # state_round_trip's draws before the state is read
+DRAWS = Ints(2, 4)  # advance's consecutive draws
+_OTHER_SEED_RULE = ("the other seed differs from the seed in its low 32 bits",
+                    lambda p: (p["seed"] - p["other_seed"]) % 2**32 != 0)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "seed_reproducible": CaseParams({"n": NUMBERS, "seed": SEED, "other_seed": SEED}, rules=(_OTHER_SEED_RULE,)),
+    "state_round_trip": CaseParams({"n": NUMBERS, "seed": SEED, "warmup": WARMUP}),
+    "advance": CaseParams({"n": NUMBERS, "seed": SEED, "draws": DRAWS}),
+    "per_device": CaseParams({"n": NUMBERS, "seed": SEED, "other_seed": SEED}, rules=(_OTHER_SEED_RULE,)),
+}
+
+
 @st.composite
 def _seed_pair(draw_):
     """A seed over the unsigned 64-bit range, and another differing from it in the low 32 bits."""
-    seed = draw_(st.integers(0, SEED_MAX), label="seed")
+    seed = draw_(SEED.strategy(), label="seed")
     low = (seed + draw_(st.integers(1, 2**32 - 1), label="low 32 bits apart")) % 2**32
     return seed, draw_(st.integers(0, 2**32 - 1), label="high 32 bits of the other seed") * 2**32 + low
 
@@ -191,12 +206,12 @@ def _seed_pair(draw_):
 def rng_cases(scenario: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw_) -> Case:
-        n = draw_(st.integers(64, 512), label="numbers per draw")
+        n = draw_(NUMBERS.strategy(), label="numbers per draw")
         seed, other_seed = draw_(_seed_pair())
         if scenario == "state_round_trip":
-            extra, what = draw_(st.integers(0, 3), label="draws before the state is read"), "warm-up draws"
+            extra, what = draw_(WARMUP.strategy(), label="draws before the state is read"), "warm-up draws"
         elif scenario == "advance":
-            extra, what = draw_(st.integers(2, 4), label="consecutive draws"), "consecutive draws"
+            extra, what = draw_(DRAWS.strategy(), label="consecutive draws"), "consecutive draws"
         else:
             extra, what = other_seed, "other seed"
         sample = sample_input(torch.zeros(0), args=(n, seed, extra))
@@ -206,7 +221,7 @@ def rng_cases(scenario: str) -> st.SearchStrategy[Case]:
     return draw_case()
 
 
-@register_property("rng", capability="rng", level=3, items=ScenarioItems(SCENARIOS, DTYPES))
+@register_property("rng", capability="rng", level=3, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_rng(cts):
     module = runtime_module(cts)
     if not on_validation_target(cts):

@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import Bound, CaseParams, Flag, Ints, Lists, OneOf, Optional, Tensors
 from torchcts.strategies.layouts import strided_view
 from torchcts.strategies.values import Fill, apply_special_picks, fill_tensor, special_picks
 
@@ -24,12 +25,26 @@ INPUT_LAYOUTS = ("channels_last", "channels_last view", "contiguous")
 WEIGHT_LAYOUTS = ("contiguous", "channels_last")
 _ORDINARY_FILLS = st.sampled_from((Fill.SMALL_INTEGERS, Fill.NORMAL, Fill.UNIT))  # no overflowing magnitudes
 _SEEDS = st.integers(0, 2**16)
-_BATCH = st.integers(1, 3)
+BATCH = Ints(1, 3)
+_BATCH = BATCH.strategy()
 # A few channels (the shrink target), or counts around a vector width (7, 8, 9, 16, 17): NHWC kernels
 # vectorize over C, and their tails are where they break.
-CHANNELS = st.one_of(st.integers(1, 4), st.sampled_from((7, 8, 9, 16, 17)))
-_IN_PER_GROUP = st.one_of(st.integers(1, 2), st.sampled_from((8, 9)))
-_EXTRA_SIDE = st.integers(0, 4)
+_FEW_CHANNELS, _VECTOR_CHANNELS = Ints(1, 4), (7, 8, 9, 16, 17)
+CHANNELS = st.one_of(_FEW_CHANNELS.strategy(), st.sampled_from(_VECTOR_CHANNELS))
+_IN_PER_GROUP_FEW, _IN_PER_GROUP_WIDE = Ints(1, 2), (8, 9)
+_IN_PER_GROUP = st.one_of(_IN_PER_GROUP_FEW.strategy(), st.sampled_from(_IN_PER_GROUP_WIDE))
+EXTRA_SIDE = Ints(0, 4)
+_EXTRA_SIDE = EXTRA_SIDE.strategy()
+# module hyperparameters: each drawn per spatial dimension within these
+CONV_GROUPS, OUT_PER_GROUP = Ints(1, 3), Ints(1, 2)
+KERNEL, CONV_STRIDE, CONV_PADDING, DILATION = Ints(1, 3), Ints(1, 2), Ints(0, 1), Ints(1, 2)
+POOL_STRIDE, POOL_PADDING = Ints(1, 3), Ints(0, KERNEL.high // 2)  # padding at most half the kernel
+DIVISOR = Ints(1, 3)
+ADAPTIVE_SIZE, UPSAMPLE_SIZE = Ints(1, 4), Ints(1, 8)
+NORM_GROUPS, PER_NORM_GROUP = Ints(1, 2), Ints(1, 2)
+NORMALIZED_DIMS = Ints(1, 3)
+MOMENTA, EPS = (0.1, 0.5), 1e-5
+CHAIN_LENGTH = Ints(1, 4)
 _STEP = st.integers(1, 2)
 _OFFSET = st.integers(0, 3)
 
@@ -48,8 +63,8 @@ def channels_last_order(ndim: int) -> tuple[int, ...]:
     return (0, *range(2, ndim), 1)
 
 
-def _per_dim(draw, count: int, low: int, high: int, label: str) -> tuple[int, ...]:
-    return tuple(draw(st.integers(low, high), label=f"{label}[{d}]") for d in range(count))
+def _per_dim(draw, count: int, bound: Ints, label: str) -> tuple[int, ...]:
+    return tuple(draw(bound.strategy(), label=f"{label}[{d}]") for d in range(count))
 
 
 def _values(draw, shape: tuple[int, ...], dtype: torch.dtype, special: bool = False) -> tuple[torch.Tensor, str]:
@@ -67,7 +82,7 @@ def stored(draw, t: torch.Tensor, layout: str) -> tuple[torch.Tensor, str]:
     order = channels_last_order(t.dim())
     if layout == "channels_last":
         return strided_view(t, order, (1,) * t.dim(), 0), "channels_last"
-    steps = _per_dim(draw, t.dim(), 1, 2, "step")
+    steps = _per_dim(draw, t.dim(), Ints(1, 2), "step")
     offset = draw(_OFFSET, label="storage offset")
     return strided_view(t, order, steps, offset), f"channels_last view (steps {steps}, offset {offset})"
 
@@ -107,12 +122,13 @@ def _conv_min_side(kernel: int, stride: int, padding: int, dilation: int, output
 def conv_cases(spatial: int, transposed: bool) -> Callable[[torch.dtype], st.SearchStrategy]:
     @st.composite
     def draw_case(draw, dtype):
-        groups = draw(st.integers(1, 3), label="groups")
+        groups = draw(CONV_GROUPS.strategy(), label="groups")
         c_in = groups * draw(_IN_PER_GROUP, label="in per group")
-        c_out = groups * draw(st.integers(1, 2), label="out per group")
-        kernel = _per_dim(draw, spatial, 1, 3, "kernel")
-        stride, padding = _per_dim(draw, spatial, 1, 2, "stride"), _per_dim(draw, spatial, 0, 1, "padding")
-        dilation = _per_dim(draw, spatial, 1, 2, "dilation")
+        c_out = groups * draw(OUT_PER_GROUP.strategy(), label="out per group")
+        kernel = _per_dim(draw, spatial, KERNEL, "kernel")
+        stride = _per_dim(draw, spatial, CONV_STRIDE, "stride")
+        padding = _per_dim(draw, spatial, CONV_PADDING, "padding")
+        dilation = _per_dim(draw, spatial, DILATION, "dilation")
         output_padding = tuple(draw(st.integers(0, max(s, d) - 1), label="output padding")
                                for s, d in zip(stride, dilation)) if transposed else (None,) * spatial
         sides = tuple(_conv_min_side(*p) for p in zip(kernel, stride, padding, dilation, output_padding))
@@ -137,10 +153,10 @@ def conv_cases(spatial: int, transposed: bool) -> Callable[[torch.dtype], st.Sea
 def max_pool_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
     @st.composite
     def draw_case(draw, dtype):
-        kernel = _per_dim(draw, spatial, 1, 3, "kernel")
-        stride = _per_dim(draw, spatial, 1, 3, "stride")
+        kernel = _per_dim(draw, spatial, KERNEL, "kernel")
+        stride = _per_dim(draw, spatial, POOL_STRIDE, "stride")
         padding = tuple(draw(st.integers(0, k // 2), label="padding") for k in kernel)
-        dilation = _per_dim(draw, spatial, 1, 2, "dilation")
+        dilation = _per_dim(draw, spatial, DILATION, "dilation")
         ceil_mode = draw(st.booleans(), label="ceil_mode")
         sides = tuple(_conv_min_side(k, s, p, d, None) for k, s, p, d in zip(kernel, stride, padding, dilation))
         input, note = draw(images(dtype, draw(CHANNELS, label="channels"), sides, special=True))
@@ -153,11 +169,11 @@ def max_pool_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
 def avg_pool_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
     @st.composite
     def draw_case(draw, dtype):
-        kernel = _per_dim(draw, spatial, 1, 3, "kernel")
-        stride = _per_dim(draw, spatial, 1, 3, "stride")
+        kernel = _per_dim(draw, spatial, KERNEL, "kernel")
+        stride = _per_dim(draw, spatial, POOL_STRIDE, "stride")
         padding = tuple(draw(st.integers(0, k // 2), label="padding") for k in kernel)
         ceil_mode, count_include_pad = draw(st.booleans(), label="ceil_mode"), draw(st.booleans(), label="pad counts")
-        divisor = draw(st.one_of(st.none(), st.integers(1, 3)), label="divisor_override")
+        divisor = draw(st.one_of(st.none(), DIVISOR.strategy()), label="divisor_override")
         sides = kernel  # avg_pool3d wants the unpadded input at least as large as the kernel
         input, note = draw(images(dtype, draw(CHANNELS, label="channels"), sides))
         return (input, (kernel, stride, padding, ceil_mode, count_include_pad, divisor), {}), (
@@ -170,7 +186,7 @@ def avg_pool_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
 def adaptive_pool_cases(spatial: int, special: bool) -> Callable[[torch.dtype], st.SearchStrategy]:
     @st.composite
     def draw_case(draw, dtype):
-        output_size = _per_dim(draw, spatial, 1, 4, "output size")
+        output_size = _per_dim(draw, spatial, ADAPTIVE_SIZE, "output size")
         input, note = draw(images(dtype, draw(CHANNELS, label="channels"), (1,) * spatial, special=special))
         return (input, (output_size,), {}), (note, f"output_size {output_size}")
 
@@ -190,8 +206,8 @@ def batch_norm_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]
         var = _values(draw, (channels,), dtype)[0].abs() + 1
         weight, weight_note = _optional(draw, (channels,), dtype, "weight")
         bias, bias_note = _optional(draw, (channels,), dtype, "bias")
-        momentum = draw(st.sampled_from((0.1, 0.5)), label="momentum")
-        return (input, (mean, var, weight, bias, training, momentum, 1e-5), {}), (
+        momentum = draw(st.sampled_from(MOMENTA), label="momentum")
+        return (input, (mean, var, weight, bias, training, momentum, EPS), {}), (
             note, weight_note, bias_note, f"training {training}, momentum {momentum}")
 
     return draw_case
@@ -199,30 +215,31 @@ def batch_norm_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]
 
 @st.composite
 def group_norm_cases(draw, dtype):
-    groups = draw(st.integers(1, 2), label="groups")
-    channels = groups * draw(st.integers(1, 2), label="channels per group")
+    groups = draw(NORM_GROUPS.strategy(), label="groups")
+    channels = groups * draw(PER_NORM_GROUP.strategy(), label="channels per group")
     spatial = draw(st.sampled_from((2, 3)), label="spatial dimensions")
     input, note = draw(images(dtype, channels, (1,) * (spatial - 1) + (2,)))  # more than 1 value per group
     affine = draw(st.booleans(), label="affine")
     weight = _values(draw, (channels,), dtype)[0] if affine else None
     bias = _values(draw, (channels,), dtype)[0] if affine else None
-    return (input, (groups, weight, bias, 1e-5), {}), (note, f"num_groups {groups}, affine {affine}")
+    return (input, (groups, weight, bias, EPS), {}), (note, f"num_groups {groups}, affine {affine}")
 
 
 @st.composite
 def layer_norm_cases(draw, dtype):
     spatial = draw(st.sampled_from((2, 3)), label="spatial dimensions")
     input, note = draw(images(dtype, draw(CHANNELS, label="channels"), (1,) * spatial))
-    normalized = tuple(input.shape[-draw(st.integers(1, 3), label="normalized dimensions"):])
+    normalized = tuple(input.shape[-draw(NORMALIZED_DIMS.strategy(), label="normalized dimensions"):])
     affine = draw(st.booleans(), label="affine")
     weight = _values(draw, normalized, dtype)[0] if affine else None
     bias = _values(draw, normalized, dtype)[0] if affine else None
-    return (input, (normalized, weight, bias, 1e-5), {}), (note, f"normalized_shape {normalized}, affine {affine}")
+    return (input, (normalized, weight, bias, EPS), {}), (note, f"normalized_shape {normalized}, affine {affine}")
 
 
 # -- interpolation -------------------------------------------------------------------------------
 
 _SCALES = (2.0, 1.5, 3.0, 0.5)
+NEAREST_MODES = ("nearest", "nearest-exact")
 
 
 def _resize(draw, spatial: int) -> tuple[tuple[int, ...] | None, float | None, int]:
@@ -230,7 +247,7 @@ def _resize(draw, spatial: int) -> tuple[tuple[int, ...] | None, float | None, i
     if draw(st.booleans(), label="by scale factor"):
         scale = draw(st.sampled_from(_SCALES), label="scale factor")
         return None, scale, 2 if scale < 1 else 1
-    return _per_dim(draw, spatial, 1, 8, "output size"), None, 1
+    return _per_dim(draw, spatial, UPSAMPLE_SIZE, "output size"), None, 1
 
 
 def _resize_note(size, scale) -> str:
@@ -241,7 +258,7 @@ def nearest_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
     @st.composite
     def draw_case(draw, dtype):
         size, scale, low = _resize(draw, spatial)
-        mode = draw(st.sampled_from(("nearest", "nearest-exact")), label="mode")
+        mode = draw(st.sampled_from(NEAREST_MODES), label="mode")
         input, note = draw(images(dtype, draw(CHANNELS, label="channels"), (low,) * spatial, special=True))
         return (input, (size, scale, mode), {}), (note, f"{_resize_note(size, scale)}, mode {mode}")
 
@@ -278,7 +295,7 @@ def chain_cases(draw, dtype):
     else:
         other, _ = _values(draw, tuple(input.shape), dtype)
         other = stored(draw, other, "channels_last" if kind.endswith("channels_last") else "contiguous")[0]
-    steps = tuple(draw(st.lists(st.sampled_from(CHAIN_STEPS), min_size=1, max_size=4), label="steps"))
+    steps = tuple(draw(Lists(OneOf(CHAIN_STEPS), CHAIN_LENGTH.low, CHAIN_LENGTH.high).strategy(), label="steps"))
     return (input, (other, steps), {}), (note, f"other {tuple(other.shape)} {kind}", f"steps {steps}")
 
 
@@ -296,3 +313,119 @@ SCENARIO_CASES: dict[str, Callable[[torch.dtype], st.SearchStrategy]] = {
     "upsample_trilinear": linear_cases(3, False),
     "elementwise_chain": chain_cases,
 }
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above can draw ------------------------------
+
+_MOST_CHANNELS = max(_FEW_CHANNELS.high, *_VECTOR_CHANNELS)
+_MOST_IN_PER_GROUP = max(_IN_PER_GROUP_FEW.high, *_IN_PER_GROUP_WIDE)
+_MOST_CONV_IN = CONV_GROUPS.high * _MOST_IN_PER_GROUP
+_MOST_CONV_OUT = CONV_GROUPS.high * OUT_PER_GROUP.high
+# the largest smallest side a kernel asks of an input (no padding, the widest dilation; a transposed one: the widest
+# padding, the smallest kernel); the drawn side adds EXTRA_SIDE
+_MOST_KERNEL_SIDE = _conv_min_side(KERNEL.high, 1, 0, DILATION.high, None)
+_MOST_TRANSPOSED_SIDE = _conv_min_side(KERNEL.low, CONV_STRIDE.low, CONV_PADDING.high, DILATION.low, 0)
+
+
+def _image(channels: int, spatial: tuple[int, ...], least_side: int) -> Tensors:
+    """An (N, C, *spatial) input of at most `channels` channels, each side at most `least_side` + EXTRA_SIDE."""
+    most = BATCH.high * channels * (least_side + EXTRA_SIDE.high) ** max(spatial)
+    return Tensors(most, 2 + max(spatial))
+
+
+def _sizes(bound: Ints, spatial: int) -> Lists:
+    return Lists(bound, spatial, spatial)
+
+
+def _vector(length: int) -> Tensors:
+    return Tensors(length, 1)
+
+
+def _one_of_size_or_scale(params: dict) -> bool:
+    return (params["size"] is None) != (params["scale_factor"] is None)
+
+
+_SIZE_OR_SCALE = ("exactly one of size and scale_factor", _one_of_size_or_scale)
+
+
+def _conv_params(spatial: int, transposed: bool) -> CaseParams:
+    kernel_most = KERNEL.high ** spatial
+    weight = Tensors(max(_MOST_CONV_OUT * _MOST_IN_PER_GROUP, _MOST_CONV_IN * OUT_PER_GROUP.high) * kernel_most,
+                     2 + spatial)
+    fields: dict[str, Bound] = {"weight": weight, "bias": Optional(_vector(_MOST_CONV_OUT)),
+                                "stride": _sizes(CONV_STRIDE, spatial), "padding": _sizes(CONV_PADDING, spatial)}
+    if transposed:  # output padding below max(stride, dilation)
+        fields.update(output_padding=_sizes(Ints(0, max(CONV_STRIDE.high, DILATION.high) - 1), spatial),
+                      groups=CONV_GROUPS, dilation=_sizes(DILATION, spatial))
+    else:
+        fields.update(dilation=_sizes(DILATION, spatial), groups=CONV_GROUPS)
+    side = _MOST_TRANSPOSED_SIDE if transposed else _MOST_KERNEL_SIDE
+    return CaseParams(fields, input=_image(_MOST_CONV_IN, (spatial,), side))
+
+
+def _max_pool_params(spatial: int) -> CaseParams:
+    return CaseParams({"kernel_size": _sizes(KERNEL, spatial), "stride": _sizes(POOL_STRIDE, spatial),
+                       "padding": _sizes(POOL_PADDING, spatial), "dilation": _sizes(DILATION, spatial),
+                       "ceil_mode": Flag()}, input=_image(_MOST_CHANNELS, (spatial,), _MOST_KERNEL_SIDE))
+
+
+def _avg_pool_params(spatial: int) -> CaseParams:
+    return CaseParams({"kernel_size": _sizes(KERNEL, spatial), "stride": _sizes(POOL_STRIDE, spatial),
+                       "padding": _sizes(POOL_PADDING, spatial), "ceil_mode": Flag(), "count_include_pad": Flag(),
+                       "divisor_override": Optional(DIVISOR)}, input=_image(_MOST_CHANNELS, (spatial,), KERNEL.high))
+
+
+def _adaptive_params(spatial: int) -> CaseParams:
+    return CaseParams({"output_size": _sizes(ADAPTIVE_SIZE, spatial)}, input=_image(_MOST_CHANNELS, (spatial,), 1))
+
+
+def _batch_norm_params(spatial: int) -> CaseParams:
+    channel = _vector(_MOST_CHANNELS)
+    return CaseParams({"running_mean": channel, "running_var": channel, "weight": Optional(channel),
+                       "bias": Optional(channel), "training": Flag(), "momentum": OneOf(MOMENTA), "eps": OneOf((EPS,))},
+                      input=_image(_MOST_CHANNELS, (spatial,), 2))
+
+
+def _upsample_params(spatial: int, *flags: str, mode: bool = False) -> CaseParams:
+    fields: dict[str, Bound] = {"size": Optional(_sizes(UPSAMPLE_SIZE, spatial)),
+                                "scale_factor": Optional(OneOf(_SCALES))}
+    fields.update({"mode": OneOf(NEAREST_MODES)} if mode else {flag: Flag() for flag in flags})
+    return CaseParams(fields, input=_image(_MOST_CHANNELS, (spatial,), 2), rules=(_SIZE_OR_SCALE,))
+
+
+_NORM_CHANNELS = NORM_GROUPS.high * PER_NORM_GROUP.high
+_LAYER_NORM_INPUT = _image(_MOST_CHANNELS, (2, 3), 1)
+_NORMALIZED_MOST = max(_MOST_CHANNELS * (1 + EXTRA_SIDE.high) ** 2, (1 + EXTRA_SIDE.high) ** 3)
+
+
+def _normalized_is_trailing(params: dict) -> bool:
+    shape = tuple(params["normalized_shape"])
+    return tuple(params["input"].shape[-len(shape):]) == shape
+
+
+SCENARIO_PARAMS: dict[str, CaseParams] = {
+    "conv1d": _conv_params(1, False), "conv2d": _conv_params(2, False), "conv3d": _conv_params(3, False),
+    "conv_transpose2d": _conv_params(2, True), "conv_transpose3d": _conv_params(3, True),
+    "max_pool2d": _max_pool_params(2), "max_pool3d": _max_pool_params(3),
+    "avg_pool2d": _avg_pool_params(2), "avg_pool3d": _avg_pool_params(3),
+    "adaptive_avg_pool2d": _adaptive_params(2), "adaptive_avg_pool3d": _adaptive_params(3),
+    "adaptive_max_pool2d": _adaptive_params(2), "adaptive_max_pool3d": _adaptive_params(3),
+    "batch_norm2d": _batch_norm_params(2), "batch_norm3d": _batch_norm_params(3),
+    "group_norm": CaseParams({"num_groups": NORM_GROUPS, "weight": Optional(_vector(_NORM_CHANNELS)),
+                              "bias": Optional(_vector(_NORM_CHANNELS)), "eps": OneOf((EPS,))},
+                             input=_image(_NORM_CHANNELS, (2, 3), 2)),
+    "layer_norm": CaseParams({"normalized_shape": Lists(Ints(1, _MOST_CHANNELS), NORMALIZED_DIMS.low,
+                                                        NORMALIZED_DIMS.high),
+                              "weight": Optional(Tensors(_NORMALIZED_MOST, NORMALIZED_DIMS.high)),
+                              "bias": Optional(Tensors(_NORMALIZED_MOST, NORMALIZED_DIMS.high)), "eps": OneOf((EPS,))},
+                             input=_LAYER_NORM_INPUT,
+                             rules=(("normalized_shape is the input's trailing sizes", _normalized_is_trailing),)),
+    "upsample_nearest2d": _upsample_params(2, mode=True), "upsample_nearest3d": _upsample_params(3, mode=True),
+    "upsample_bilinear": _upsample_params(2, "align_corners", "antialias"),
+    "upsample_bicubic": _upsample_params(2, "align_corners", "antialias"),
+    "upsample_trilinear": _upsample_params(3, "align_corners"),
+    "elementwise_chain": CaseParams({"other": _image(_MOST_CHANNELS, (2, 3), 1),
+                                     "steps": Lists(OneOf(CHAIN_STEPS), CHAIN_LENGTH.low, CHAIN_LENGTH.high)},
+                                    input=_image(_MOST_CHANNELS, (2, 3), 1)),
+}
+assert set(SCENARIO_PARAMS) == set(SCENARIO_CASES), "every scenario declares the bounds of what it stores"

@@ -24,7 +24,8 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.channels_last_cases import SCENARIO_CASES, WIDENED_BELOW_32_BITS, channels_last_order
+from torchcts.properties.channels_last_cases import (SCENARIO_CASES, SCENARIO_PARAMS, WIDENED_BELOW_32_BITS,
+                                                     channels_last_order)
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -271,7 +272,7 @@ _OVERLOADS = (
 
 
 @register_property("channels_last", capability="channels_last", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=SCENARIO_PARAMS),
                    overloads=_OVERLOADS)
 def test_channels_last(cts):
     scenario = cts.item.op

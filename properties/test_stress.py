@@ -14,11 +14,12 @@ updates contract, so differences of a few ulps do not grow along the sequence).
 Budgets (from the manifest's `resource_limits`; level 7, and at level >= 8 in brackets):
 - tensor budget: `max_tensor_size_mb` when set, else 64 MiB [256 MiB]; never above
   `max_device_memory_mb` / 4 (the program holds about three such tensors) nor above
-  `max_system_memory_mb` / 8 (the CPU oracle and the comparison hold copies).
+  `max_system_memory_mb` / 8 (the CPU oracle and the comparison hold copies), nor above 16 GiB.
 - `op_sequence`: 256..512 ops [1024..2048]; `long_loop`: 300..600 iterations [1200..2400].
 CPU validation at level 7 with 5 examples takes a few seconds per item.
 
-A stored case asking for more than the run's budgets (a corpus file from another team) is not run
+A stored case is read within the bounds declared in PARAMS (the ranges above, at either level); one
+asking for a tensor past the run's own budget (a corpus file from another team) is not run
 (runtime_unavailable for the case, with the sizes).
 
 Limits: one device, one stream; wall-clock time is not judged (a slow kernel is no failure here);
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 
 from torchcts.engine.programs import program_check
 from torchcts.engine.targets import CaseUnavailable
+from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -43,6 +45,7 @@ DEFAULT_TENSOR_MB = {7: 64, 8: 256}
 SEQUENCE = {7: (256, 512), 8: (1024, 2048)}
 LOOP = {7: (300, 600), 8: (1200, 2400)}
 OPS = 5  # op codes of `op_sequence`
+MOST_TENSOR_BYTES = 2**34  # 16 GiB: the largest tensor budget, whatever the manifest says
 
 
 # -- the program: torch only ------------------------------------------------------------------------------------------
@@ -97,7 +100,23 @@ def tensor_budget_bytes(limits, level):
         budget = min(budget, limits.max_device_memory_mb / 4)
     if limits.max_system_memory_mb:
         budget = min(budget, limits.max_system_memory_mb / 8)
-    return max(int(budget * MIB) // 4 * 4, 4)
+    return max(min(int(budget * MIB), MOST_TENSOR_BYTES) // 4 * 4, 4)
+
+
+PERCENT = Ints(50, 100)  # large_tensor: percent of the tensor budget
+ELEMENTS = Ints(1, 4096)  # op_sequence and long_loop
+PATTERN = Lists(Ints(0, OPS - 1), 1, 16)  # op codes repeated by op_sequence
+SYNC_EVERY = Ints(16, 512)
+UNUSED = {"pattern": Lists(Ints(0, 0), 1, 1), "length": Ints(0, 0), "sync_every": Ints(1, 1)}  # stored as drawn
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds; a run also
+    # refuses a stored large_tensor past its own tensor budget
+    "large_tensor": CaseParams({"scenario": OneOf(("large_tensor",)), "size": Ints(4, MOST_TENSOR_BYTES), **UNUSED},
+                               rules=(("size is a multiple of 4 bytes", lambda p: p["size"] % 4 == 0),)),
+    "op_sequence": CaseParams({"scenario": OneOf(("op_sequence",)), "size": ELEMENTS, "pattern": PATTERN,
+                               "length": Ints(SEQUENCE[7][0], SEQUENCE[8][1]), "sync_every": SYNC_EVERY}),
+    "long_loop": CaseParams({"scenario": OneOf(("long_loop",)), "size": ELEMENTS, "pattern": UNUSED["pattern"],
+                             "length": Ints(LOOP[7][0], LOOP[8][1]), "sync_every": UNUSED["sync_every"]}),
+}
 
 
 def stress_cases(scenario, dtype, level, budget):
@@ -107,16 +126,16 @@ def stress_cases(scenario, dtype, level, budget):
     def draw_case(draw):
         pattern, length, sync_every = [0], 0, 1
         if scenario == "large_tensor":
-            percent = draw(st.integers(50, 100), label="percent of the tensor budget")
+            percent = draw(PERCENT.strategy(), label="percent of the tensor budget")
             size = max(budget * percent // 100 // 4 * 4, 4)
             what = f"large_tensor: {size / MIB:.2f} MiB ({percent}% of {budget / MIB:.2f} MiB)"
         else:
-            size = draw(st.integers(1, 4096), label="elements")
+            size = draw(ELEMENTS.strategy(), label="elements")
             bounds = SEQUENCE[deep] if scenario == "op_sequence" else LOOP[deep]
             length = draw(st.integers(*bounds), label="ops" if scenario == "op_sequence" else "iterations")
             if scenario == "op_sequence":
-                pattern = draw(st.lists(st.integers(0, OPS - 1), min_size=1, max_size=16), label="pattern of ops")
-                sync_every = draw(st.integers(16, 512), label="ops between synchronizations")
+                pattern = draw(PATTERN.strategy(), label="pattern of ops")
+                sync_every = draw(SYNC_EVERY.strategy(), label="ops between synchronizations")
             what = f"{scenario}: {size} elements, {length} steps, pattern {pattern}, synchronize every {sync_every}"
         sample = sample_input(torch.zeros(1), args=(scenario, size, pattern, length, sync_every))
         return Case(scenario, "scenario", dtype, sample, 0, transforms=(what,))
@@ -125,19 +144,18 @@ def stress_cases(scenario, dtype, level, budget):
 
 
 @register_property("stress", capability="device_api", level=7,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_stress(cts):
     budget = tensor_budget_bytes(cts.manifest.resource_limits, cts.level)
     check = program_check(cts, stress, strides=False)
 
     def within_budget(case):
-        """A stored case (corpus files travel between teams) runs only within this run's budgets."""
-        scenario, size, pattern, length, sync_every = case.sample.args
-        most = max(SEQUENCE[8][1], LOOP[8][1])
-        if size > (budget if scenario == "large_tensor" else 4096) or length > most or len(pattern) > 16:
-            raise CaseUnavailable(f"the case asks for {size} {'bytes' if scenario == 'large_tensor' else 'elements'}"
-                                  f" and {length} steps, past this run's budget ({budget} bytes, 4096 elements, "
-                                  f"{most} steps): not run")
+        """A stored large_tensor case (corpus files travel between teams) runs only within this run's tensor budget
+        (the other sizes are bounded by PARAMS)."""
+        scenario, size = case.sample.args[:2]
+        if scenario == "large_tensor" and size > budget:
+            raise CaseUnavailable(f"the case asks for a tensor of {size} bytes, past this run's budget for one "
+                                  f"({budget} bytes): not run")
         check(case)
 
     cts.run(stress_cases(cts.item.op, cts.dtype, cts.level, budget), within_budget)

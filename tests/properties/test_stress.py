@@ -109,17 +109,23 @@ def test_the_program_is_the_same_on_cpu_whatever_the_synchronization():
 
 
 def test_a_stored_case_past_the_runs_budget_is_not_run(tmp_path):
-    """A corpus case comes from another team: one asking for a 1 TiB tensor or a billion steps is refused, not run."""
+    """A corpus case comes from another team: one asking for a 1 TiB tensor or a billion steps is outside the
+    declared bounds (the case reader refuses it); an 8 GiB tensor is within them but past this run's budget."""
     from torch.testing._internal.opinfo.core import SampleInput
 
     from torchcts.engine.run import build_context, property_check
     from torchcts.engine.outcome import NotRun
+    from torchcts.properties.test_stress import PARAMS
     from torchcts.strategies import Case
 
+    for args, field in ((("large_tensor", 2**40, [0], 0, 1), "inputs.args[1] (size)"),
+                        (("long_loop", 16, [0], 10**9, 1), "inputs.args[3] (length)")):
+        assert PARAMS[args[0]].problem(SampleInput(torch.zeros(1), args=args))[0] == field
     settings = EngineSettings(target=Target("cpu"), manifest=complete_manifest(tmp_path, "cpu"), level=7,
                               max_examples=1, versions=versions())
-    for args in (("large_tensor", 2**40, [0], 0, 1), ("long_loop", 16, [0], 10**9, 1)):
-        context = build_context(item_for("stress", args[0], "float32"), settings)
-        context.replay = [Case(args[0], "scenario", torch.float32, SampleInput(torch.zeros(1), args=args), 0)]
-        with pytest.raises(NotRun, match="past this run's budget"):
-            property_check("stress")(context)
+    args = ("large_tensor", 2**33, [0], 0, 1)
+    assert PARAMS["large_tensor"].problem(SampleInput(torch.zeros(1), args=args)) is None
+    context = build_context(item_for("stress", "large_tensor", "float32"), settings)
+    context.replay = [Case("large_tensor", "scenario", torch.float32, SampleInput(torch.zeros(1), args=args), 0)]
+    with pytest.raises(NotRun, match="past this run's budget"):
+        property_check("stress")(context)

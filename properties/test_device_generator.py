@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe
 from torchcts.strategies import Case
@@ -143,13 +144,25 @@ PROGRAMS = {"seed_reproducible": seed_reproducible, "state_round_trip": state_ro
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+NUMBERS = Ints(64, 512)  # numbers per draw (randperm's length, multinomial's categories)
+SEED = Ints(0, SEED_MAX)
+WARMUP = Ints(0, 3)  # state_round_trip's draws before the state is read
+_OTHER_SEED = CaseParams({"n": NUMBERS, "seed": SEED, "other_seed": SEED},
+                         rules=(("the other seed differs from the seed in its low 32 bits",
+                                 lambda p: (p["seed"] - p["other_seed"]) % 2**32 != 0),))
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "seed_reproducible": _OTHER_SEED, "independent": _OTHER_SEED, "default_untouched": _OTHER_SEED,
+    "state_round_trip": CaseParams({"n": NUMBERS, "seed": SEED, "warmup": WARMUP}),
+}
+
+
 def generator_cases(scenario: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw_) -> Case:
-        n = draw_(st.integers(64, 512), label="numbers per draw")
-        seed = draw_(st.integers(0, SEED_MAX), label="seed")
+        n = draw_(NUMBERS.strategy(), label="numbers per draw")
+        seed = draw_(SEED.strategy(), label="seed")
         if scenario == "state_round_trip":
-            extra, what = draw_(st.integers(0, 3), label="draws before the state is read"), "warm-up draws"
+            extra, what = draw_(WARMUP.strategy(), label="draws before the state is read"), "warm-up draws"
         else:
             low = (seed + draw_(st.integers(1, 2**32 - 1), label="low 32 bits apart")) % 2**32
             extra = draw_(st.integers(0, 2**32 - 1), label="high 32 bits of the other seed") * 2**32 + low
@@ -161,6 +174,7 @@ def generator_cases(scenario: str) -> st.SearchStrategy[Case]:
     return draw_case()
 
 
-@register_property("device_generator", capability="device_generator", level=3, items=ScenarioItems(SCENARIOS, DTYPES))
+@register_property("device_generator", capability="device_generator", level=3,
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_device_generator(cts):
     cts.run(generator_cases(cts.item.op), invariant_check(cts, PROGRAMS[cts.item.op]))

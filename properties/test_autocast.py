@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints, Mapping, OneOf, Tensors
 from torchcts.engine.programs import program_check, run_program
 from torchcts.manifest.vocabulary import AUTOCAST_OPS
 from torchcts.plan.registry import ScenarioItems, register_property
@@ -108,8 +109,51 @@ PROGRAMS = {"nesting": nested_autocast, "backward": autocast_backward}
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
-def _size(draw, label: str, low: int = 1, high: int = 4) -> int:
+SIDE, SPATIAL = Ints(1, 4), Ints(2, 5)  # batch, rows, inner, columns; a convolution's spatial sides
+GROUPS, PER_GROUP = Ints(1, 3), Ints(1, 2)  # group_norm's groups and channels per group
+SEED = Ints(0, 2**16 - 1)
+_CONVOLUTIONS = ("conv1d", "conv2d", "conv_transpose2d")
+_BATCHED = ("bmm", "baddbmm", "addbmm")
+_OPTIONS = {"cat": {"dim": OneOf((0,))}, "stack": {"dim": OneOf((0,))}, "softmax": {"dim": OneOf((0, 1))},
+            "log_softmax": {"dim": OneOf((0, 1))}, "cumsum": {"dim": OneOf((0, 1))}, "group_norm": {"groups": GROUPS}}
+
+
+def _size(draw, label: str, low: int = SIDE.low, high: int = SIDE.high) -> int:
     return draw(st.integers(low, high), label=label)
+
+
+def _operand(op: str) -> Tensors:
+    """The largest tensor `op`'s cases hold (`_shapes`)."""
+    if op in _CONVOLUTIONS:
+        return Tensors(SIDE.high ** 2 * SPATIAL.high ** 2, 4)
+    if op == "group_norm":
+        return Tensors(SIDE.high ** 2 * GROUPS.high * PER_GROUP.high, 3)
+    return Tensors(SIDE.high ** (3 if op in _BATCHED else 2), 3 if op in _BATCHED else 2)
+
+
+def _targets_are_classes(params: dict) -> bool:
+    """nll_loss's integer targets index the input's classes (a device kernel may assert, or read out of bounds)."""
+    target = params["other"]
+    return not target.is_floating_point() and (target.numel() == 0 or (
+        int(target.min()) >= 0 and int(target.max()) < params["input"].shape[-1]))
+
+
+def _op_params(op: str) -> CaseParams:
+    """An op scenario's stored values: its input and up to two more operands, the op, the dtype and its options."""
+    operand = _operand(op)
+    options = _OPTIONS.get(op, {})
+    rules = (("nll_loss's targets are classes of the input", _targets_are_classes),) if op == "nll_loss" else ()
+    return CaseParams({"other": operand, "third": operand}, input=operand, min_args=0,
+                      kwargs={"op": OneOf((op,)), "autocast_dtype": OneOf(DTYPES),
+                              "options": Mapping(options, required=tuple(options))}, rules=rules)
+
+
+_MATRIX, _VECTOR = Tensors(SIDE.high ** 2, 2), Tensors(SIDE.high, 1)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through the same ranges
+    **{op: _op_params(op) for op in AUTOCAST_OPS},
+    "nesting": CaseParams({"other": _MATRIX, "autocast_dtype": OneOf(DTYPES)}, input=_MATRIX),
+    "backward": CaseParams({"weight": _MATRIX, "bias": _VECTOR, "autocast_dtype": OneOf(DTYPES)}, input=_MATRIX),
+}
 
 
 def _shapes(draw, op: str) -> tuple[list[tuple[int, ...]], dict, list[int]]:
@@ -128,8 +172,9 @@ def _shapes(draw, op: str) -> tuple[list[tuple[int, ...]], dict, list[int]]:
     if op == "linear":
         return [(m, k), (n, k), (n,)], {}, []
     if op in ("conv1d", "conv2d", "conv_transpose2d"):
-        spatial = (_size(draw, "length", 2, 5),) if op == "conv1d" else (_size(draw, "height", 2, 5),
-                                                                         _size(draw, "width", 2, 5))
+        low, high = SPATIAL.low, SPATIAL.high
+        spatial = (_size(draw, "length", low, high),) if op == "conv1d" else (_size(draw, "height", low, high),
+                                                                             _size(draw, "width", low, high))
         kernel = tuple(_size(draw, "kernel", 1, min(spatial)) for _ in spatial)
         weight = (n, k, *kernel) if op != "conv_transpose2d" else (k, n, *kernel)
         return [(b, k, *spatial), weight, (n,)], {}, []
@@ -153,8 +198,8 @@ def _shapes(draw, op: str) -> tuple[list[tuple[int, ...]], dict, list[int]]:
     if op == "layer_norm":
         return [(m, k), (k,), (k,)], {}, []
     if op == "group_norm":
-        groups = _size(draw, "groups", 1, 3)
-        channels = groups * _size(draw, "channels per group", 1, 2)
+        groups = _size(draw, "groups", GROUPS.low, GROUPS.high)
+        channels = groups * _size(draw, "channels per group", PER_GROUP.low, PER_GROUP.high)
         return [(b, channels, n), (channels,), (channels,)], {"groups": groups}, []
     return [(m, k)], {}, []  # exp, log, sum, prod
 
@@ -177,7 +222,7 @@ def autocast_cases(op: str, autocast_dtype: torch.dtype, policy: str) -> st.Sear
     @st.composite
     def draw_case(draw) -> Case:
         shapes, options, integer = _shapes(draw, op)
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of the values")
+        seed = draw(SEED.strategy(), label="seed of the values")
         kinds = (torch.float32, autocast_dtype)
         if policy == "unchanged":  # autocast casts nothing: inputs alike, so the call is valid as it is
             dtypes = [draw(st.sampled_from(kinds), label="dtype of the inputs")] * len(shapes)
@@ -199,7 +244,7 @@ def program_cases(scenario: str, autocast_dtype: torch.dtype) -> st.SearchStrate
     @st.composite
     def draw_case(draw) -> Case:
         m, k, n = (_size(draw, label) for label in ("rows", "inner", "columns"))
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of the values")
+        seed = draw(SEED.strategy(), label="seed of the values")
         generator = torch.Generator().manual_seed(seed)
         name = str(autocast_dtype).removeprefix("torch.")
         if scenario == "nesting":
@@ -228,7 +273,7 @@ def policy_check(cts, op: str, policy: str):
 
 
 @register_property("autocast", capability="autocast", level=4,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_autocast(cts):
     scenario = cts.item.op
     if scenario in PROGRAMS:

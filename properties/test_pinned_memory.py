@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag, Ints, OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
@@ -147,14 +148,32 @@ def require_pinning(cts, scenario):
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+ROWS, COLS, SEED, OFFSET = Ints(1, 8), Ints(1, 8), Ints(0, 2**16 - 1), Ints(1, 8)
+LARGE_ROWS, LARGE_COLS = Ints(1, 2), Ints(16385, 20000)  # pin_copy's tensors above 64 KiB
+_PLACE = {"rows": ROWS, "cols": COLS, "seed": SEED}
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "pin_copy": CaseParams({"rows": ROWS, "cols": Ints(COLS.low, LARGE_COLS.high), "seed": SEED,
+                            "source_view": OneOf(VIEWS[:1]), "pinned_view": OneOf(VIEWS), "offset": OFFSET},
+                           rules=(("cols <= 8, or rows <= 2 and cols in 16385..20000 (above 64 KiB)",
+                                   lambda p: p["cols"] <= COLS.high or (p["rows"] <= LARGE_ROWS.high
+                                                                        and p["cols"] >= LARGE_COLS.low)),)),
+    "pin_views": CaseParams({**_PLACE, "source_view": OneOf(VIEWS[1:]), "pinned_view": OneOf(VIEWS),
+                             "offset": OFFSET}),
+    "to_device": CaseParams({**_PLACE, "kind": OneOf(VIEWS), "offset": OFFSET, "via_copy": Flag(), "on_side": Flag()}),
+    "to_host": CaseParams({**_PLACE, "via_copy": Flag(), "on_side": Flag()}),
+    "dataloader": CaseParams({**_PLACE, "batch_size": ROWS},
+                             rules=(("batch_size <= rows", lambda p: p["batch_size"] <= p["rows"]),)),
+}
+
+
 def pinned_cases(scenario):
     @st.composite
     def draw_case(draw):
         large = scenario == "pin_copy" and draw(st.booleans(), label="above 64 KiB")
-        rows = draw(st.integers(1, 2 if large else 8), label="rows")
-        cols = draw(st.integers(16385, 20000) if large else st.integers(1, 8), label="cols")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed")
-        offset = draw(st.integers(1, 8), label="offset")
+        rows = draw((LARGE_ROWS if large else ROWS).strategy(), label="rows")
+        cols = draw((LARGE_COLS if large else COLS).strategy(), label="cols")
+        seed = draw(SEED.strategy(), label="seed")
+        offset = draw(OFFSET.strategy(), label="offset")
         if scenario in ("pin_copy", "pin_views"):
             kinds = VIEWS[:1] if scenario == "pin_copy" else VIEWS[1:]
             source_view = draw(st.sampled_from(kinds), label="source view")
@@ -170,7 +189,7 @@ def pinned_cases(scenario):
             via_copy, on_side = draw(st.booleans(), label="copy_ (else to)"), draw(st.booleans(), label="side stream")
             args, what = (rows, cols, seed, via_copy, on_side), f"copy_={via_copy}, side={on_side}"
         else:
-            batch_size = draw(st.integers(1, rows), label="batch size")
+            batch_size = draw(st.integers(ROWS.low, rows), label="batch size")
             args, what = (rows, cols, seed, batch_size), f"batch_size={batch_size}"
         sample = sample_input(torch.zeros(1), args=args)
         return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
@@ -178,7 +197,8 @@ def pinned_cases(scenario):
     return draw_case()
 
 
-@register_property("pinned_memory", capability="pinned_memory", level=6, items=ScenarioItems(SCENARIOS, DTYPES))
+@register_property("pinned_memory", capability="pinned_memory", level=6,
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_pinned_memory(cts):
     scenario = cts.item.op
     require_pinning(cts, scenario)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module, unavailable
 from torchcts.strategies import Case
@@ -145,24 +146,35 @@ PROGRAMS = {"cross_copy": cross_copy, "second_device_ops": second_device_ops, "g
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+PAGES, REMAINDER = Ints(0, 32), Ints(1, 4095)  # cross_copy's elements: 4096 * pages + remainder
+ELEMENTS = Ints(REMAINDER.low, PAGES.high * 4096 + REMAINDER.high)
+SMALL, ROWS, SEED = Ints(1, 64), Ints(1, 32), Ints(0, 2**16 - 1)
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+    "cross_copy": CaseParams({"n": ELEMENTS, "seed": SEED}),
+    "second_device_ops": CaseParams({"n": SMALL, "rows": ROWS, "seed": SEED}),
+    "guard_placement": CaseParams({"n": SMALL}),
+    "mixed_device_error": CaseParams({"n": SMALL, "seed": SEED}),
+}
+
+
 def _elements():
     """1..135167 elements (up to 528 KiB of float32): 4096 times a drawn 0..32 plus 1..4095, shrinking to 1."""
-    return st.tuples(st.integers(0, 32), st.integers(1, 4095)).map(lambda p: p[0] * 4096 + p[1])
+    return st.tuples(PAGES.strategy(), REMAINDER.strategy()).map(lambda p: p[0] * 4096 + p[1])
 
 
 def multi_device_cases(scenario, dtype):
     @st.composite
     def draw_case(draw):
-        seed = st.integers(0, 2**16 - 1)
+        seed = SEED.strategy()
         if scenario == "cross_copy":
             args = (draw(_elements(), label="elements"), draw(seed, label="seed of the values"))
         elif scenario == "second_device_ops":
-            args = (draw(st.integers(1, 64), label="columns"), draw(st.integers(1, 32), label="rows"),
+            args = (draw(SMALL.strategy(), label="columns"), draw(ROWS.strategy(), label="rows"),
                     draw(seed, label="seed of the values"))
         elif scenario == "guard_placement":
-            args = (draw(st.integers(1, 64), label="elements"),)
+            args = (draw(SMALL.strategy(), label="elements"),)
         else:
-            args = (draw(st.integers(1, 64), label="elements"), draw(seed, label="seed of the values"))
+            args = (draw(SMALL.strategy(), label="elements"), draw(seed, label="seed of the values"))
         return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
                     transforms=(f"{scenario}{list(args)}",))
 
@@ -170,7 +182,7 @@ def multi_device_cases(scenario, dtype):
 
 
 @register_property("multi_device", capability="multi_device", level=7,
-                   items=ScenarioItems(SCENARIOS, DTYPES))
+                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_multi_device(cts):
     scenario = cts.item.op
     module = runtime_module(cts)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
@@ -57,15 +58,36 @@ PROGRAMS = {scenario: load_batches for scenario in SCENARIOS}
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+SAMPLES, FEATURES = Ints(1, 12), Lists(Ints(1, 4), 0, 2)  # the dataset: samples of a shape of 0..2 dims
+SEED, WORKERS = Ints(0, 2**16 - 1), Ints(1, 2)
+_MOST_FEATURES = FEATURES.item.high ** FEATURES.max_size
+
+
+def _params(scenario: str) -> CaseParams:
+    """input: the features (samples first); args: labels (one per sample), batch size, drop_last, seed, workers, pin,
+    as dicts."""
+    return CaseParams(
+        {"labels": Tensors(max_elements=SAMPLES.high, max_dims=1), "batch_size": SAMPLES, "drop_last": Flag(),
+         "seed": SEED, "workers": WORKERS if scenario == "workers" else OneOf((0,)),
+         "pin": OneOf((scenario == "pin_memory",)), "as_dicts": OneOf((scenario == "dict_samples",))},
+        input=Tensors(max_elements=SAMPLES.high * _MOST_FEATURES, max_dims=1 + FEATURES.max_size),
+        rules=(("input has 1..3 dimensions, one label per sample (labels of shape (samples,)), batch_size <= samples",
+                lambda p: p["input"].dim() >= 1 and tuple(p["labels"].shape) == (p["input"].shape[0],)
+                and p["batch_size"] <= p["input"].shape[0]),))
+
+
+PARAMS = {scenario: _params(scenario) for scenario in SCENARIOS}  # what each scenario's cases store (`cases.bounds`)
+
+
 def dataloader_cases(scenario: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        samples = draw(st.integers(1, 12), label="samples")
-        features = draw(st.lists(st.integers(1, 4), min_size=0, max_size=2), label="shape of a sample")
-        batch_size = draw(st.integers(1, samples), label="batch size")
+        samples = draw(SAMPLES.strategy(), label="samples")
+        features = draw(FEATURES.strategy(), label="shape of a sample")
+        batch_size = draw(st.integers(SAMPLES.low, samples), label="batch size")
         drop_last = draw(st.booleans(), label="drop_last")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed")
-        workers = draw(st.integers(1, 2), label="workers") if scenario == "workers" else 0
+        seed = draw(SEED.strategy(), label="seed")
+        workers = draw(WORKERS.strategy(), label="workers") if scenario == "workers" else 0
         generator = torch.Generator().manual_seed(seed)
         input = torch.randn((samples, *features), generator=generator)
         labels = torch.randint(0, 10, (samples,), generator=generator)
@@ -80,6 +102,6 @@ def dataloader_cases(scenario: str) -> st.SearchStrategy[Case]:
 
 @register_property("dataloader", capability="dataloader", level=4,
                    items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits",
-                                       needs={"pin_memory": "pinned_memory"}))
+                                       needs={"pin_memory": "pinned_memory"}, params=PARAMS))
 def test_dataloader(cts):
     cts.run(dataloader_cases(cts.item.op), exact_program_check(cts, load_batches))

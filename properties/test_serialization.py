@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag, Ints, OneOf, Tensors, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
@@ -88,6 +89,29 @@ PROGRAMS = {scenario: save_and_load for scenario in SCENARIOS}
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+BASE, STEP, SEED = Ints(1, 24), Ints(1, 3), Ints(0, 2**16 - 1)  # the base's length, the slice's step
+
+
+def _fits(p) -> bool:
+    """The slice and the window the stored values name lie within the stored 1-D base (as the draws make them)."""
+    n, (offset, rows, columns) = p["input"].numel(), p["window"]
+    return (p["input"].dim() == 1 and p["start"] < n and p["length"] <= len(range(p["start"], n, p["step"]))
+            and offset + rows * columns <= n)
+
+
+def _params(scenario: str) -> CaseParams:
+    """input: the 1-D base; args: the scenario, the slice's start, step and length, the window [offset, rows,
+    columns], weights_only."""
+    index, count = Ints(0, BASE.high - 1), BASE
+    return CaseParams({"scenario": OneOf((scenario,)), "start": index, "step": STEP, "length": count,
+                       "window": Tuples((index, count, count)), "weights_only": Flag()},
+                      input=Tensors(max_elements=BASE.high, max_dims=1),
+                      rules=(("the slice and the window lie within the 1-D base", _fits),))
+
+
+PARAMS = {scenario: _params(scenario) for scenario in SCENARIOS}  # what each scenario's cases store (`cases.bounds`)
+
+
 def _values(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
@@ -100,15 +124,15 @@ def _values(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
 def serialization_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        n = draw(st.integers(1, 24), label="length of the base")
+        n = draw(BASE.strategy(), label="length of the base")
         start = draw(st.integers(0, n - 1), label="start of the slice")
-        step = draw(st.integers(1, 3), label="step of the slice")
+        step = draw(STEP.strategy(), label="step of the slice")
         length = draw(st.integers(1, len(range(start, n, step))), label="length of the slice")
         rows = draw(st.integers(1, n), label="rows of the window")
         columns = draw(st.integers(1, n // rows), label="columns of the window")
         offset = draw(st.integers(0, n - rows * columns), label="offset of the window")
         weights_only = draw(st.booleans(), label="weights_only")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of the values")
+        seed = draw(SEED.strategy(), label="seed of the values")
         sample = sample_input(_values(n, dtype, seed), args=(scenario, start, step, length, [offset, rows, columns],
                                                             weights_only))
         what = (f"{scenario}: base [{n}], slice [{start}::{step}][:{length}], window at {offset} viewed "
@@ -119,6 +143,7 @@ def serialization_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[
 
 
 @register_property("serialization", capability="serialization", level=3,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits"))
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits",
+                                       params=PARAMS))
 def test_serialization(cts):
     cts.run(serialization_cases(cts.item.op, cts.dtype), exact_program_check(cts, save_and_load))

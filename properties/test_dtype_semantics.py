@@ -29,6 +29,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
+from torchcts.cases.bounds import CaseParams, Dtypes, Either, Flag, OneOf, Optional, Tensors
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.error_cause import ErrorCause
 from torchcts.engine.programs import device_result, first_line, recorded_refusal, run_program, same_refusal
@@ -82,11 +83,19 @@ def elements(dtype: torch.dtype, shape: tuple[int, ...], wide: bool = False) -> 
 def python_scalars(wide: bool = False) -> st.SearchStrategy:
     """Wrapped numbers of every kind: bool, int, float, complex (with `wide`, as often beyond 32 bits,
     rounded by float32, or infinite and NaN)."""
-    ints, floats = st.sampled_from([0, 1, -1, 2, 3]), st.sampled_from([0.0, 1.0, 2.5, -0.5, 1 / 3])
+    ints, floats = st.sampled_from(_SCALAR_INTS), st.sampled_from(_SCALAR_FLOATS)
     if wide:
-        ints = st.one_of(ints, st.sampled_from([1000, 2**31, -(2**33), 2**62]))
-        floats = st.one_of(floats, st.sampled_from([16777216.0, 16777217.0, 1e10, float("inf"), float("nan")]))
-    return st.one_of(st.sampled_from([False, True]), ints, floats, st.sampled_from([1j, 0.5 - 2j, 2 + 0j]))
+        ints = st.one_of(ints, st.sampled_from(_WIDE_INTS))
+        floats = st.one_of(floats, st.sampled_from(_WIDE_FLOATS))
+    return st.one_of(st.sampled_from(_SCALAR_BOOLS), ints, floats, st.sampled_from(_SCALAR_COMPLEX))
+
+
+_SCALAR_BOOLS, _SCALAR_COMPLEX = [False, True], [1j, 0.5 - 2j, 2 + 0j]
+_SCALAR_INTS, _SCALAR_FLOATS = [0, 1, -1, 2, 3], [0.0, 1.0, 2.5, -0.5, 1 / 3]
+_WIDE_INTS, _WIDE_FLOATS = [1000, 2**31, -(2**33), 2**62], [16777216.0, 16777217.0, 1e10, float("inf"), float("nan")]
+# the scalars `python_scalars` draws, as a bound
+SCALARS = OneOf((*_SCALAR_BOOLS, *_SCALAR_INTS, *_SCALAR_FLOATS, *_SCALAR_COMPLEX))
+WIDE_SCALARS = OneOf((*SCALARS.values, *_WIDE_INTS, *_WIDE_FLOATS))
 
 
 def partner_dtypes(cts) -> st.SearchStrategy[torch.dtype]:
@@ -96,8 +105,24 @@ def partner_dtypes(cts) -> st.SearchStrategy[torch.dtype]:
     return st.sampled_from([cts.dtype, *claimed])
 
 
+SMALL_DIMS, SMALL_SIDE = 2, 3
+
+
 def small_shapes(min_dims: int = 0) -> st.SearchStrategy[tuple[int, ...]]:
-    return shapes(min_dims=min_dims, max_dims=2, max_side=3, allow_empty=False)
+    return shapes(min_dims=min_dims, max_dims=SMALL_DIMS, max_side=SMALL_SIDE, allow_empty=False)
+
+
+REDUCTION_DIMS = (None, 0, -1)
+_OPERAND = Tensors(SMALL_SIDE ** SMALL_DIMS, SMALL_DIMS)  # an input, or an other that broadcasts to it
+PARAMS = {  # what each scenario's cases store (`cases.bounds`): the strategies below draw within them
+    "binary_promotion": CaseParams({"other": _OPERAND, "other_on_cpu": Flag()}, input=_OPERAND),
+    "scalar_promotion": CaseParams({"scalar": WIDE_SCALARS, "reverse": Flag()}, input=_OPERAND),
+    "inplace_promotion": CaseParams({"other": Either((_OPERAND, SCALARS))}, input=_OPERAND),
+    "reduction_dtype": CaseParams({"dtype": Optional(Dtypes(DTYPES)), "dim": OneOf(REDUCTION_DIMS)}, input=_OPERAND),
+    "comparison_promotion": CaseParams({"other": Either((_OPERAND, WIDE_SCALARS)), "reverse": Flag()},
+                                       input=_OPERAND),
+    "cast": CaseParams({"dtype": Dtypes(DTYPES)}, input=_OPERAND),
+}
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -168,7 +193,7 @@ def reduction_cases(cts) -> st.SearchStrategy[Case]:
         integral = not (cts.dtype.is_floating_point or cts.dtype.is_complex)
         input = draw(elements(cts.dtype, shape, wide=integral), label="input")  # integer sums that overflow
         dtype = draw(st.one_of(st.none(), partner_dtypes(cts)), label="dtype=")
-        dim = draw(st.sampled_from([None, 0, -1]), label="dim")
+        dim = draw(st.sampled_from(REDUCTION_DIMS), label="dim")
         return _case(cts, input, (dtype, dim), {}, f"op(input{'' if dim is None else f', dim={dim}'}, dtype={dtype})")
     return draw()
 
@@ -300,7 +325,7 @@ _OVERLOADS = (
 
 
 @register_property("dtype_semantics", capability="inference", level=3,
-                   items=ScenarioItems(tuple(STRATEGIES), DTYPES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(STRATEGIES), DTYPES, programs=PROGRAMS, params=PARAMS),
                    overloads=_OVERLOADS)
 def test_dtype_semantics(cts):
     scenario = cts.item.op

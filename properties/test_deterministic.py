@@ -20,6 +20,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Ints, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -67,12 +68,33 @@ PROGRAMS = {op: repeated_deterministic for op in OPS}
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+ROWS, WIDTH, INDICES, SEED = Ints(1, 6), Ints(1, 4), 16, Ints(0, 2**16 - 1)  # input [rows, width], index [<= 16]
+
+
+def _consistent(p) -> bool:
+    """input [rows, width]; index: 1-D int64 values in 0..rows-1 (bincount allocates up to its largest value);
+    source [len(index), width]."""
+    input, index, source = p["input"], p["index"], p["source"]
+    return (input.dim() == 2 and ROWS.low <= input.shape[0] <= ROWS.high and WIDTH.low <= input.shape[1] <= WIDTH.high
+            and index.dtype == torch.int64 and index.dim() == 1 and index.numel() >= 1
+            and 0 <= int(index.min()) and int(index.max()) < input.shape[0]
+            and tuple(source.shape) == (index.numel(), input.shape[1]))
+
+
+PARAMS = {op: CaseParams({"index": Tensors(max_elements=INDICES, max_dims=1),
+                          "source": Tensors(max_elements=INDICES * WIDTH.high, max_dims=2), "op": OneOf((op,))},
+                         input=Tensors(max_elements=ROWS.high * WIDTH.high, max_dims=2),
+                         rules=(("input [rows, width], index 1-D int64 in 0..rows-1, source [len(index), width]",
+                                 _consistent),))
+          for op in OPS}  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds
+
+
 def deterministic_cases(op: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        rows, width = draw(st.integers(1, 6), label="rows"), draw(st.integers(1, 4), label="width")
-        index = draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=16), label="index")
-        seeds = draw(st.tuples(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1)), label="seeds")
+        rows, width = draw(ROWS.strategy(), label="rows"), draw(WIDTH.strategy(), label="width")
+        index = draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=INDICES), label="index")
+        seeds = draw(st.tuples(SEED.strategy(), SEED.strategy()), label="seeds")
         input = torch.randn((rows, width), generator=torch.Generator().manual_seed(seeds[0]))
         source = torch.randn((len(index), width), generator=torch.Generator().manual_seed(seeds[1]))
         sample = sample_input(input, args=(torch.tensor(index, dtype=torch.int64), source, op))
@@ -97,6 +119,6 @@ def deterministic_check(cts):
 
 
 @register_property("deterministic", capability="deterministic", level=3,
-                   items=ScenarioItems(OPS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(OPS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_deterministic(cts):
     cts.run(deterministic_cases(cts.item.op), deterministic_check(cts))

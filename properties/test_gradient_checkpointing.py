@@ -27,6 +27,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -81,22 +82,40 @@ PROGRAMS = {mode: checkpointed_block for mode in MODES}
 # -- cases ------------------------------------------------------------------------------------------------------------
 
 BLOCK_LENGTH = 8  # modules in the block; checkpoint_sequential gets 2..8 segments (1 would checkpoint nothing)
+SIZE, BATCH, SEED = Ints(1, 8), Ints(1, 4), Ints(0, 2**16 - 1)  # features, hidden, outputs; the input's rows
+DROPOUT = (0.5, 0.25, 0.0)
+SEGMENTS = Ints(2, BLOCK_LENGTH)
+
+
+def _params(mode: str) -> CaseParams:
+    """input [batch, features]; args: the mode, [features, hidden, outputs], the weights' seed, dropout p, segments,
+    reentrant, the masks' seed."""
+    sequential = mode == "sequential"
+    return CaseParams({"mode": OneOf((mode,)), "sizes": Lists(SIZE, 3, 3), "seed": SEED, "p": OneOf(DROPOUT),
+                       "segments": SEGMENTS if sequential else OneOf((1,)),
+                       "reentrant": Flag() if sequential else OneOf((mode == "reentrant",)), "rng_seed": SEED},
+                      input=Tensors(max_elements=BATCH.high * SIZE.high, max_dims=2),
+                      rules=(("input [batch <= 4, features] (sizes[0])", lambda p: p["input"].dim() == 2 and (
+                          BATCH.low <= p["input"].shape[0] <= BATCH.high and p["input"].shape[1] == p["sizes"][0])),))
+
+
+PARAMS = {mode: _params(mode) for mode in MODES}  # what each scenario's cases store (`cases.bounds`)
 
 
 def checkpoint_cases(mode: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        sizes = [draw(st.integers(1, 8), label=label) for label in ("features", "hidden", "outputs")]
-        batch = draw(st.integers(1, 4), label="batch")
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of the input")
+        sizes = [draw(SIZE.strategy(), label=label) for label in ("features", "hidden", "outputs")]
+        batch = draw(BATCH.strategy(), label="batch")
+        seed = draw(SEED.strategy(), label="seed of the input")
         input = torch.randn((batch, sizes[0]), generator=torch.Generator().manual_seed(seed))
-        p = draw(st.sampled_from([0.5, 0.25, 0.0]), label="dropout probability")
+        p = draw(st.sampled_from(list(DROPOUT)), label="dropout probability")
         segments, reentrant = 1, mode == "reentrant"
         if mode == "sequential":
-            segments = draw(st.integers(2, BLOCK_LENGTH), label="segments")
+            segments = draw(SEGMENTS.strategy(), label="segments")
             reentrant = draw(st.booleans(), label="reentrant")
-        weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
-        rng_seed = draw(st.integers(0, 2**16 - 1), label="seed of the dropout masks")
+        weights = draw(SEED.strategy(), label="seed of the weights")
+        rng_seed = draw(SEED.strategy(), label="seed of the dropout masks")
         sample = sample_input(input, args=(mode, sizes, weights, p, segments, reentrant, rng_seed))
         how = f"{segments} segments, {'reentrant' if reentrant else 'non-reentrant'}" if mode == "sequential" else mode
         what = f"block{sizes} on {list(input.shape)}, dropout {p}, {how}"
@@ -120,6 +139,6 @@ def checkpoint_check(cts):
 
 
 @register_property("gradient_checkpointing", capability="gradient_checkpointing", level=4,
-                   items=ScenarioItems(MODES, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(MODES, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_gradient_checkpointing(cts):
     cts.run(checkpoint_cases(cts.item.op), checkpoint_check(cts))

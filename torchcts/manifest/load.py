@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from torchcts.manifest import child
+from torchcts.manifest import child, privateuse1
 from torchcts.manifest.model import Manifest
 from torchcts.manifest.parse import parse_manifest
 from torchcts.manifest.plain import exception_text, from_json, to_json, to_plain
@@ -102,9 +102,11 @@ def import_backend(name: str) -> None:
 
     The child costs a fork and one more import of the module; without it, a module that calls
     `os._exit(0)` or kills its process would end `torchcts run` with status 0 and no output.
-    Raises `BackendImportError` naming how the import failed."""
+    Raises `BackendImportError` naming how the import failed; where PrivateUse1 was taken before it ran
+    (another package's `torch.backends` entry point at `import torch`), the message leads with that cause."""
     if name in sys.modules:
         return
+    taken_by = privateuse1.holder()  # before the import: the slot's holder is not this backend
     try:
         outcome = child.run_in_child(import_module_answer, name, child.timeout_s())
     except ValueError as exc:
@@ -117,13 +119,26 @@ def import_backend(name: str) -> None:
         failure = "the process importing it sent back a malformed answer"
     if failure:
         _forward(outcome.output)  # what the module printed before it failed; on success it prints again below
-        raise BackendImportError(_one_line(str(failure)))
+        raise BackendImportError(_with_cause(str(failure), taken_by))
     try:
         importlib.import_module(name)
     except KeyboardInterrupt:
         raise  # it imported cleanly in the child: this is a real Ctrl-C
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are errors, not the end of the run
-        raise BackendImportError(_exception_line(exc)) from None
+        raise BackendImportError(_with_cause(_exception_line(exc), taken_by)) from None
+
+
+def _with_cause(failure: str, taken_by: str | None) -> str:
+    """A backend's import failure in one line; when PrivateUse1 was taken before it ran, who took it and how to
+    turn that off: first when the failure is about the slot, else after it (not after a module that is not
+    there: the slot has nothing to do with that)."""
+    failure = _one_line(failure)
+    if taken_by is None or failure.startswith(("ModuleNotFoundError:", "ImportError:")):
+        return failure
+    cause = privateuse1.explain(taken_by)
+    if privateuse1.blames_privateuse1(failure, taken_by):
+        return _one_line(f"{cause} ({failure})")
+    return _one_line(f"{failure} (note: {cause})")
 
 
 def import_module_answer(name: str) -> dict[str, Any]:

@@ -405,8 +405,10 @@ def register() -> None:
             return
         current = torch._C._get_privateuse1_backend_name()
         if current not in ("privateuseone", DEVICE_NAME):
-            raise RuntimeError(f"PrivateUse1 is already taken by the {current!r} backend; the faulty device "
-                               "needs it (run it in a process without that backend)")
+            from torchcts.manifest.privateuse1 import cause  # names the package whose entry point took it
+
+            raise RuntimeError(f"PrivateUse1 is already taken by the {current!r} backend; the faulty device needs it: "
+                               f"{cause(current)}")
         from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
         if current == "privateuseone":

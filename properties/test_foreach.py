@@ -16,6 +16,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Dtypes, Either, Flag, Ints, Lists, OneOf, Optional, Tensors, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes, tensors
 from torchcts.strategies.sample_walk import sample_input
@@ -154,11 +155,22 @@ def _integer(dtype: torch.dtype) -> bool:
     return not (dtype.is_floating_point or dtype.is_complex)
 
 
-def tensor_lists(dtype: torch.dtype, *, writable: bool, max_len: int = 5) -> st.SearchStrategy[list[torch.Tensor]]:
+MEMBER_DIMS, MEMBER_SIDE, LIST_LENGTH = 3, 4, 5  # tensor lists' members and length
+INTEGER_SCALARS, POW_INTEGERS = (1, 2, -1, 0, 3, -4), Ints(0, 3)
+FLOAT_SCALARS, POW_FLOATS = (2.0, 0.5, -1.0, 1.0, 0.0, -2.5, 3.0, 1e-3), (2.0, 0.5, 1.0, 0.0, 3.0, -1.0)
+ALPHAS, FLOAT_ALPHAS = (2, -1, 3), (2.0, -1.0, 0.5)
+LERP_WEIGHTS = (0.5, 0.0, 1.0, 0.25, -0.5, 1.5)
+NORM_ORDERS = (2, 1, float("inf"), 3.0, 0)
+SEED = Ints(0, 2**16)
+LONG_SIZE = Ints(0, 6)  # long lists' members: 0..6 elements, one maybe past one or two chunks
+
+
+def tensor_lists(dtype: torch.dtype, *, writable: bool,
+                 max_len: int = LIST_LENGTH) -> st.SearchStrategy[list[torch.Tensor]]:
     """Lists of 1..`max_len` CPU tensors of `dtype`, each of its own shape (0-dim, empty, up to 3-d) and
     layout; `writable` leaves out overlapping layouts (an in-place op's targets). Shrinks toward one
     contiguous 0-dim tensor of a small integer."""
-    member = tensors(dtype, max_dims=3, max_side=4, allow_overlap=not writable)
+    member = tensors(dtype, max_dims=MEMBER_DIMS, max_side=MEMBER_SIDE, allow_overlap=not writable)
     return st.lists(member, min_size=1, max_size=max_len)
 
 
@@ -178,9 +190,8 @@ def scalars(dtype: torch.dtype, op: str) -> st.SearchStrategy[int | float]:
     """A Python scalar operand: ints for integer dtypes (a float would change the result dtype, which
     in-place forms reject), small floats and ties otherwise; non-negative for pow."""
     if _integer(dtype):
-        return st.integers(0, 3) if op == "pow" else st.sampled_from((1, 2, -1, 0, 3, -4))
-    choices = (2.0, 0.5, -1.0, 1.0, 0.0, -2.5, 3.0, 1e-3) if op != "pow" else (2.0, 0.5, 1.0, 0.0, 3.0, -1.0)
-    return st.sampled_from(choices)
+        return POW_INTEGERS.strategy() if op == "pow" else st.sampled_from(INTEGER_SCALARS)
+    return st.sampled_from(FLOAT_SCALARS if op != "pow" else POW_FLOATS)
 
 
 def _case(scenario: str, dtype: torch.dtype, call: str, input: object, *args: object, drawn: str = "") -> Case:
@@ -201,7 +212,7 @@ def binary_cases(draw, scenario: str, dtype: torch.dtype, manifest: object) -> C
     input = draw(tensor_lists(dtype, writable=inplace), label="input")
     alpha = None
     if op in ("add", "sub") and scenario in ("binary_list", "mixed_dtypes") and draw(st.booleans(), label="alpha?"):
-        alpha = draw(st.sampled_from((2, -1, 3) if integer else (2.0, -1.0, 0.5)), label="alpha")
+        alpha = draw(st.sampled_from(ALPHAS if integer else FLOAT_ALPHAS), label="alpha")
     if scenario in ("binary_list", "mixed_dtypes"):
         partners = ()
         if scenario == "mixed_dtypes":
@@ -260,7 +271,7 @@ def lerp_cases(draw, dtype: torch.dtype) -> Case:
     input = draw(tensor_lists(dtype, writable=inplace), label="input")
     end = draw(matching(input), label="end")
     kind = draw(st.sampled_from(("scalar", "tensor_list", "scalar_list")), label="weight kind")
-    weights = st.sampled_from((0.5, 0.0, 1.0, 0.25, -0.5, 1.5))
+    weights = st.sampled_from(LERP_WEIGHTS)
     if kind == "scalar":
         weight = draw(weights, label="weight")
     elif kind == "scalar_list":
@@ -274,7 +285,7 @@ def lerp_cases(draw, dtype: torch.dtype) -> Case:
 @st.composite
 def norm_cases(draw, dtype: torch.dtype) -> Case:
     input = draw(tensor_lists(dtype, writable=False), label="input")
-    ord = draw(st.sampled_from((2, 1, float("inf"), 3.0, 0)), label="ord")
+    ord = draw(st.sampled_from(NORM_ORDERS), label="ord")
     wider = torch.float64 if dtype == torch.float64 else torch.float32
     result_dtype = draw(st.sampled_from((None, wider)), label="dtype")
     return _case("norm", dtype, f"torch._foreach_norm(input, {ord}, dtype={result_dtype})", input, ord, result_dtype)
@@ -307,9 +318,10 @@ def long_list_cases(draw, dtype: torch.dtype) -> Case:
     length = draw(st.sampled_from(_LONG_LENGTHS), label="list length")
     ops = _LONG_OPS if not _integer(dtype) else ("add_list", "mul_scalar_list", "add_list_inplace")
     op = draw(st.sampled_from(ops), label="op")
-    seed = draw(st.integers(0, 2**16), label="seed")
+    seed = draw(SEED.strategy(), label="seed")
     generator = torch.Generator().manual_seed(seed)
-    sizes = ((torch.randint(0, 7, (length,), generator=generator) + 1) % 7).tolist()
+    choices = LONG_SIZE.high + 1
+    sizes = ((torch.randint(0, choices, (length,), generator=generator) + 1) % choices).tolist()
     factors = [(2, 3, -1, 1)[i] for i in torch.randint(0, 4, (length,), generator=generator).tolist()]
     big = draw(st.sampled_from((None, -1, 0, length // 2)), label="tensor past one chunk")
     if big is not None:
@@ -317,6 +329,58 @@ def long_list_cases(draw, dtype: torch.dtype) -> Case:
     input = _plain_list(sizes, dtype, seed)
     other = _plain_list(sizes, dtype, seed + length)
     return _case("long_lists", dtype, f"torch._foreach ({op}) over {length} tensors", input, other, factors, op)
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
+
+_LIST = Lists(Tensors(MEMBER_SIDE ** MEMBER_DIMS, MEMBER_DIMS), 1, LIST_LENGTH)
+_SCALAR = Either((POW_INTEGERS, OneOf((*INTEGER_SCALARS, *FLOAT_SCALARS, *POW_FLOATS))))
+_LONG_MEMBER = Tensors(2 * _CHUNK_ELEMENTS + 3, 1)
+_LONG_LIST = Lists(_LONG_MEMBER, min(_LONG_LENGTHS), max(_LONG_LENGTHS))
+
+
+def _as_long(*names: str):
+    """A rule: those of the values named that are lists hold as many entries as the input."""
+    return (f"{', '.join(names)}: as many as the input's tensors",
+            lambda p: all(len(p[name]) == len(p["input"]) for name in names if isinstance(p[name], (list, tuple))))
+
+
+def _one_past_a_chunk(params: dict) -> bool:
+    """Long lists hold at most one tensor of more than LONG_SIZE.high elements (the one past a chunk)."""
+    return all(sum(t.numel() > LONG_SIZE.high for t in params[name]) <= 1 for name in ("input", "other"))
+
+
+def _binary_params(scenario: str) -> CaseParams:
+    other = {"binary_list": _LIST, "mixed_dtypes": _LIST, "binary_scalar": _SCALAR,
+             "binary_scalar_list": Lists(_SCALAR, 1, LIST_LENGTH), "binary_tensor": Tensors(1, 0)}[scenario]
+    return CaseParams({"other": other, "op": OneOf(_BINARY_OPS[scenario]),
+                       "alpha": Optional(OneOf((*ALPHAS, *FLOAT_ALPHAS))), "inplace": Flag()},
+                      input=_LIST, rules=(_as_long("other"),))
+
+
+_VALUES = Either((_SCALAR, Lists(_SCALAR, 1, LIST_LENGTH),
+                  Tuples((OneOf(("tensor",)), Lists(OneOf(tuple(float(v) for v in (*FLOAT_SCALARS, *POW_FLOATS))),
+                                                    1, LIST_LENGTH)))))
+PARAMS = {  # what each scenario's cases store
+    **{scenario: _binary_params(scenario) for scenario in _BINARY_OPS},
+    "pointwise": CaseParams({"tensor1": _LIST, "tensor2": _LIST, "op": OneOf(("addcmul", "addcdiv")),
+                             "value": Optional(_VALUES), "inplace": Flag()}, input=_LIST,
+                            rules=(_as_long("tensor1", "tensor2"),)),
+    "unary": CaseParams({"op": OneOf(_UNARY_OPS), "inplace": Flag()}, input=_LIST),
+    "zero": CaseParams({}, input=_LIST),
+    "copy": CaseParams({"src": _LIST, "non_blocking": Flag()}, input=_LIST, rules=(_as_long("src"),)),
+    "long_lists": CaseParams({"other": _LONG_LIST, "scalars": Lists(OneOf((2, 3, -1, 1)), min(_LONG_LENGTHS),
+                                                                      max(_LONG_LENGTHS)), "op": OneOf(_LONG_OPS)},
+                             input=_LONG_LIST,
+                             rules=(_as_long("other", "scalars"),
+                                    (f"at most one tensor past {LONG_SIZE.high} elements a list", _one_past_a_chunk))),
+}
+FLOATING_PARAMS = {
+    "lerp": CaseParams({"end": _LIST, "weight": Either((OneOf(LERP_WEIGHTS), Lists(OneOf(LERP_WEIGHTS), 1, LIST_LENGTH),
+                                                        _LIST)), "inplace": Flag()},
+                       input=_LIST, rules=(_as_long("end", "weight"),)),
+    "norm": CaseParams({"ord": OneOf(NORM_ORDERS), "dtype": Optional(Dtypes(("float32", "float64")))}, input=_LIST),
+}
 
 
 def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchStrategy[Case]:
@@ -389,7 +453,7 @@ _OVERLOADS = (
 
 
 @register_property("foreach", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
                    overloads=_OVERLOADS)
 def test_foreach(cts):
     scenario = cts.item.op
@@ -406,7 +470,8 @@ _FLOATING_OVERLOADS = (
 
 
 @register_property("foreach_floating", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS),
+                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS,
+                                       params=FLOATING_PARAMS),
                    overloads=_FLOATING_OVERLOADS)
 def test_foreach_floating(cts):
     scenario = cts.item.op

@@ -21,6 +21,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Ints, OneOf, Tensors, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -86,41 +87,93 @@ PROGRAMS = {model: train_steps for model in MODELS}
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
-def _size(draw, label: str, low: int, high: int) -> int:
-    return draw(st.integers(low, high), label=label)
+BATCH, CLASSES, STEPS, SEED = Ints(1, 4), Ints(2, 4), Ints(1, MAX_STEPS), Ints(0, 2**16 - 1)
+RATES = (0.01, 0.1)
+FEATURES, HIDDEN = Ints(1, 8), Ints(1, 8)  # mlp
+CHANNELS, HIDDEN_CHANNELS, SPATIAL = Ints(1, 3), Ints(1, 4), Ints(2, 6)  # cnn: [batch, channels, height, width]
+HEADS, HEAD_WIDTH, FEED_FORWARD, TOKENS = Ints(1, 2), Ints(1, 4), Ints(1, 8), Ints(1, 4)  # transformer
+VOCABULARY, EMBEDDING, RNN_HIDDEN, SEQUENCE = Ints(2, 10), Ints(1, 6), Ints(1, 6), Ints(1, 5)  # rnn
+SIZES = {"mlp": Tuples((FEATURES, HIDDEN, CLASSES)), "cnn": Tuples((CHANNELS, HIDDEN_CHANNELS, CLASSES)),
+         "transformer": Tuples((Ints(HEADS.low * HEAD_WIDTH.low, HEADS.high * HEAD_WIDTH.high), HEADS, FEED_FORWARD,
+                                CLASSES)),
+         "rnn": Tuples((VOCABULARY, EMBEDDING, RNN_HIDDEN, CLASSES))}
+
+
+def _within(shape, *bounds) -> bool:
+    return len(shape) == len(bounds) and all(bound.problem(size) is None for size, bound in zip(shape, bounds))
+
+
+def _fits(model: str, p) -> bool:
+    """The input's shape is one the model's sizes take (and the draws make); the targets are `batch` classes."""
+    input, target, sizes = p["input"], p["target"], p["sizes"]
+    shape, batch = tuple(input.shape), input.shape[0] if input.dim() else 0
+    if model == "mlp":
+        fits = _within(shape, BATCH, Ints(sizes[0], sizes[0]))
+    elif model == "cnn":
+        fits = _within(shape, BATCH, Ints(sizes[0], sizes[0]), SPATIAL, SPATIAL)
+    elif model == "transformer":
+        width, heads = sizes[0], sizes[1]
+        fits = width % heads == 0 and width // heads <= HEAD_WIDTH.high and _within(shape, BATCH, TOKENS,
+                                                                                      Ints(width, width))
+    else:
+        fits = (_within(shape, BATCH, SEQUENCE) and not input.is_floating_point()
+                and 0 <= int(input.min()) and int(input.max()) < sizes[0])  # token ids below the vocabulary
+    return (fits and tuple(target.shape) == (batch,) and not target.is_floating_point()
+            and 0 <= int(target.min()) and int(target.max()) < sizes[-1])
+
+
+def _params(model: str) -> CaseParams:
+    """input: the model's input; args: the targets, the model, its sizes, the weights' seed, steps, the rate."""
+    most = {"mlp": BATCH.high * FEATURES.high, "cnn": BATCH.high * CHANNELS.high * SPATIAL.high ** 2,
+            "transformer": BATCH.high * TOKENS.high * HEADS.high * HEAD_WIDTH.high,
+            "rnn": BATCH.high * SEQUENCE.high}[model]
+    dims = {"mlp": 2, "cnn": 4, "transformer": 3, "rnn": 2}[model]
+    return CaseParams({"target": Tensors(max_elements=BATCH.high, max_dims=1), "model": OneOf((model,)),
+                       "sizes": SIZES[model], "seed": SEED, "steps": STEPS, "lr": OneOf(RATES)},
+                      input=Tensors(max_elements=most, max_dims=dims),
+                      rules=((f"the input's shape fits {model}'s sizes; targets: one class id per batch row",
+                              lambda p: _fits(model, p)),))
+
+
+PARAMS = {model: _params(model) for model in MODELS}  # what each scenario's cases store (`cases.bounds`)
+
+
+def _size(draw, label: str, bound: Ints) -> int:
+    return draw(bound.strategy(), label=label)
 
 
 def _values(draw, shape: tuple[int, ...], label: str) -> torch.Tensor:
-    seed = draw(st.integers(0, 2**16 - 1), label=f"seed of {label}")
+    seed = draw(SEED.strategy(), label=f"seed of {label}")
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
 def training_cases(model: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        batch, classes = _size(draw, "batch", 1, 4), _size(draw, "classes", 2, 4)
+        batch, classes = _size(draw, "batch", BATCH), _size(draw, "classes", CLASSES)
         if model == "mlp":
-            sizes = [_size(draw, "features", 1, 8), _size(draw, "hidden", 1, 8), classes]
+            sizes = [_size(draw, "features", FEATURES), _size(draw, "hidden", HIDDEN), classes]
             input = _values(draw, (batch, sizes[0]), "input")
         elif model == "cnn":
-            sizes = [_size(draw, "channels", 1, 3), _size(draw, "hidden channels", 1, 4), classes]
-            spatial = (_size(draw, "height", 2, 6), _size(draw, "width", 2, 6))
+            sizes = [_size(draw, "channels", CHANNELS), _size(draw, "hidden channels", HIDDEN_CHANNELS), classes]
+            spatial = (_size(draw, "height", SPATIAL), _size(draw, "width", SPATIAL))
             input = _values(draw, (batch, sizes[0], *spatial), "input")
         elif model == "transformer":
-            heads = _size(draw, "heads", 1, 2)
-            sizes = [heads * _size(draw, "head width", 1, 4), heads, _size(draw, "feed-forward width", 1, 8), classes]
-            input = _values(draw, (batch, _size(draw, "tokens", 1, 4), sizes[0]), "input")
+            heads = _size(draw, "heads", HEADS)
+            sizes = [heads * _size(draw, "head width", HEAD_WIDTH), heads, _size(draw, "feed-forward width",
+                                                                                  FEED_FORWARD), classes]
+            input = _values(draw, (batch, _size(draw, "tokens", TOKENS), sizes[0]), "input")
         else:
-            vocabulary = _size(draw, "vocabulary", 2, 10)
-            sizes = [vocabulary, _size(draw, "embedding width", 1, 6), _size(draw, "hidden", 1, 6), classes]
-            seed = draw(st.integers(0, 2**16 - 1), label="seed of tokens")
-            input = torch.randint(0, vocabulary, (batch, _size(draw, "steps of the sequence", 1, 5)),
+            vocabulary = _size(draw, "vocabulary", VOCABULARY)
+            sizes = [vocabulary, _size(draw, "embedding width", EMBEDDING), _size(draw, "hidden", RNN_HIDDEN), classes]
+            seed = draw(SEED.strategy(), label="seed of tokens")
+            input = torch.randint(0, vocabulary, (batch, _size(draw, "steps of the sequence", SEQUENCE)),
                                   generator=torch.Generator().manual_seed(seed))
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of targets")
+        seed = draw(SEED.strategy(), label="seed of targets")
         target = torch.randint(0, classes, (batch,), generator=torch.Generator().manual_seed(seed))
-        steps = _size(draw, "steps", 1, MAX_STEPS)
-        lr = draw(st.sampled_from([0.01, 0.1]), label="lr")
-        weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
+        steps = _size(draw, "steps", STEPS)
+        lr = draw(st.sampled_from(list(RATES)), label="lr")
+        weights = draw(SEED.strategy(), label="seed of the weights")
         sample = sample_input(input, args=(target, model, sizes, weights, steps, lr))
         what = f"{model}{sizes} on {list(input.shape)}, {steps} steps, lr={lr}"
         return Case(model, "scenario", torch.float32, sample, 0, transforms=(what,))
@@ -143,6 +196,6 @@ def training_check(cts, model: str):
 
 
 @register_property("training", capability="training", level=3,
-                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_training(cts):
     cts.run(training_cases(cts.item.op), training_check(cts, cts.item.op))

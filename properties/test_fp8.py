@@ -18,6 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
+from torchcts.cases.bounds import CaseParams, Dtypes, Flag, Ints, OneOf, Optional, Tensors
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes, relayouts
@@ -120,6 +121,13 @@ MM_PROGRAMS = {"scaled_mm": scaled_mm}
 FLOAT8_NAMES = tuple(dtype_names.canonical_name(d) for d in dtype_names.FLOAT8_DTYPES)
 MM_NAMES = tuple(n for n in FLOAT8_NAMES if n != "float8_e8m0fnu")  # e8m0 is a scale format, not an operand
 _WIDE_FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+# what the cases draw
+TILE_ROWS = (1, 3, 17, 65)  # a drawn row of elements or codes, repeated into this many rows
+PICKS = 8  # drawn elements or codes a row
+MOVE_ROWS, MOVE_COLS, INDEX_LENGTH = Ints(1, 4), Ints(2, 5), Ints(1, 3)
+MM_ROWS, MM_INNER, MM_COLUMNS = (16, 32), (16, 32, 64), (16, 32)
+SCALES_A, SCALES_B = (1.0, 0.5, 2.0, 0.375), (1.0, 4.0, 0.25, 1.5)
+CAST_TARGETS = (*(dtype_names.canonical_name(d) for d in _WIDE_FLOATS), "bool", *FLOAT8_NAMES)
 _MOVES = ("clone", "contiguous", "cat", "stack", "flip", "index_select", "index", "where", "roll", "repeat",
           "pad", "unfold")
 
@@ -184,13 +192,13 @@ def _sources(dtype: torch.dtype, manifest: object) -> tuple[torch.dtype, ...]:
 @st.composite
 def _tiled(draw, base: torch.Tensor) -> torch.Tensor:
     """`base` (1-d) as is, or repeated into a matrix long enough for a vectorized kernel, in a drawn layout."""
-    rows = draw(st.sampled_from((1, 3, 17, 65)), label="repeats")
+    rows = draw(st.sampled_from(TILE_ROWS), label="repeats")
     t = base if rows == 1 else base.repeat(rows).reshape(rows, base.numel())
     return draw(relayouts(t, allow_overlap=False), label="layout")
 
 
 def _source_tensor(draw, dtype: torch.dtype, source: torch.dtype) -> tuple[torch.Tensor, str]:
-    picks = draw(st.lists(_elements(), min_size=1, max_size=8), label="elements")
+    picks = draw(st.lists(_elements(), min_size=1, max_size=PICKS), label="elements")
     numbers = [element(dtype, source, *p) for p in picks]
     base = torch.tensor(numbers, dtype=torch.float64).to(source)
     kinds = ", ".join(f"{p[0]}" for p in picks)
@@ -215,7 +223,7 @@ def codes(draw) -> torch.Tensor:
     if draw(st.integers(0, 3), label="all codes?") == 3:
         base = torch.arange(256, dtype=torch.int32).to(torch.uint8)
     else:
-        picked = draw(st.lists(st.integers(0, 255), min_size=1, max_size=8), label="codes")
+        picked = draw(st.lists(st.integers(0, 255), min_size=1, max_size=PICKS), label="codes")
         base = torch.tensor(picked, dtype=torch.int32).to(torch.uint8)
     return draw(_tiled(base))
 
@@ -244,12 +252,13 @@ def copy_into_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
 def move_cases(draw, dtype: torch.dtype) -> Case:
     moves = _MOVES if dtype != torch.float8_e8m0fnu else tuple(m for m in _MOVES if m != "pad")  # no CPU kernel
     op = draw(st.sampled_from(moves), label="op")
-    rows, cols = draw(st.integers(1, 4), label="rows"), draw(st.integers(2, 5), label="cols")
+    rows, cols = draw(MOVE_ROWS.strategy(), label="rows"), draw(MOVE_COLS.strategy(), label="cols")
     seed = draw(st.integers(0, 2**16), label="seed")
     generator = torch.Generator().manual_seed(seed)
     both = torch.randint(0, 256, (2, rows, cols), generator=generator, dtype=torch.int32).to(torch.uint8).view(dtype)
     input = draw(relayouts(both[0].clone(), allow_overlap=False), label="layout")
-    index = torch.randint(0, min(rows, cols), (draw(st.integers(1, 3), label="index length"),), generator=generator)
+    index = torch.randint(0, min(rows, cols), (draw(INDEX_LENGTH.strategy(), label="index length"),),
+                          generator=generator)
     mask = torch.randint(0, 2, (cols,), generator=generator).bool()
     return _case("move_float8", dtype, input, both[1].clone(), index, mask, op,
                  what=f"{op} of a {rows}x{cols} {dtype} matrix, strides {input.stride()}")
@@ -258,7 +267,7 @@ def move_cases(draw, dtype: torch.dtype) -> Case:
 @st.composite
 def scaled_mm_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     m, k, n = (draw(st.sampled_from(sides), label=name)
-               for name, sides in (("m", (16, 32)), ("k", (16, 32, 64)), ("n", (16, 32))))
+               for name, sides in (("m", MM_ROWS), ("k", MM_INNER), ("n", MM_COLUMNS)))
     seed = draw(st.integers(0, 2**16), label="seed")
     generator = torch.Generator().manual_seed(seed)
     spread = min(grid(dtype)[-1] / 8, 4.0)
@@ -271,8 +280,8 @@ def scaled_mm_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
         scale_a = torch.rand(m, 1, generator=generator) + 0.5
         scale_b = torch.rand(1, n, generator=generator) + 0.5
     else:
-        scale_a = torch.tensor(draw(st.sampled_from((1.0, 0.5, 2.0, 0.375)), label="scale_a"))
-        scale_b = torch.tensor(draw(st.sampled_from((1.0, 4.0, 0.25, 1.5)), label="scale_b"))
+        scale_a = torch.tensor(draw(st.sampled_from(SCALES_A), label="scale_a"))
+        scale_b = torch.tensor(draw(st.sampled_from(SCALES_B), label="scale_b"))
         outs.append(dtype)  # a float8 result: tensor-wise scales only
     out_dtype = draw(st.sampled_from(outs), label="out_dtype")
     bias = None
@@ -282,6 +291,38 @@ def scaled_mm_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     what = (f"torch._scaled_mm({m}x{k}, {k}x{n}, {'row-wise' if rowwise else 'tensor-wise'} scales, "
             f"bias={'yes' if bias is not None else 'None'}, out_dtype={out_dtype}, use_fast_accum={fast})")
     return _case("scaled_mm", dtype, a, b, scale_a, scale_b, bias, out_dtype, fast, what=what)
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
+
+def _index_within(params: dict) -> bool:
+    """move_float8's index is below both sides of the input (index_select and indexing use it on either), its mask
+    one flag a column: a device kernel may read out of bounds where CPU raises."""
+    input, index, mask = params["input"], params["index"], params["mask"]
+    if not (input.dim() == 2 and index.dtype == torch.int64 and mask.dtype == torch.bool
+            and mask.shape == input.shape[1:]):
+        return False
+    return index.numel() == 0 or (int(index.min()) >= 0 and int(index.max()) < min(input.shape))
+
+
+_PICKED = Tensors(PICKS * max(TILE_ROWS), 2)  # drawn elements, maybe tiled into rows
+_MATRIX = Tensors(MOVE_ROWS.high * MOVE_COLS.high, 2)
+PARAMS = {
+    "cast_to_float8": CaseParams({"dtype": Dtypes(FLOAT8_NAMES)}, input=_PICKED),
+    "cast_from_float8": CaseParams({"dtype": Dtypes(FLOAT8_NAMES), "target": Dtypes(CAST_TARGETS)},
+                                   input=Tensors(256 * max(TILE_ROWS), 2)),
+    "copy_into_float8": CaseParams({"dest": _PICKED}, input=_PICKED),
+    "move_float8": CaseParams({"other": _MATRIX, "index": Tensors(INDEX_LENGTH.high, 1),
+                               "mask": Tensors(MOVE_COLS.high, 1), "op": OneOf(_MOVES)}, input=_MATRIX,
+                              rules=(("index below the input's sides, a mask flag a column", _index_within),)),
+}
+_MM_SCALE = Tensors(max(*MM_ROWS, *MM_COLUMNS), 2)
+MM_PARAMS = {
+    "scaled_mm": CaseParams({"other": Tensors(max(MM_COLUMNS) * max(MM_INNER), 2), "scale_a": _MM_SCALE,
+                             "scale_b": _MM_SCALE, "bias": Optional(Tensors(max(MM_COLUMNS), 1)),
+                             "out_dtype": Dtypes(("float32", "bfloat16", "float16", *MM_NAMES)),
+                             "use_fast_accum": Flag()}, input=Tensors(max(MM_ROWS) * max(MM_INNER), 2)),
+}
 
 
 def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchStrategy[Case]:
@@ -342,7 +383,7 @@ _OVERLOADS = (
 
 
 @register_property("fp8", capability="fp8", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), FLOAT8_NAMES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(PROGRAMS), FLOAT8_NAMES, programs=PROGRAMS, params=PARAMS),
                    overloads=_OVERLOADS)
 def test_fp8(cts):
     scenario = cts.item.op
@@ -357,7 +398,7 @@ _SCALED_MM_OVERLOADS = (
 
 
 @register_property("fp8_scaled_mm", capability="fp8", level=4,
-                   items=ScenarioItems(tuple(MM_PROGRAMS), MM_NAMES, programs=MM_PROGRAMS),
+                   items=ScenarioItems(tuple(MM_PROGRAMS), MM_NAMES, programs=MM_PROGRAMS, params=MM_PARAMS),
                    overloads=_SCALED_MM_OVERLOADS)
 def test_fp8_scaled_mm(cts):
     cts.run(cases_for("scaled_mm", cts.dtype, cts.manifest), fp8_check(cts, scaled_mm, accumulates=True))

@@ -24,8 +24,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.test_training import MODELS, train_steps, training_cases
+from torchcts.properties.test_training import MODELS, PARAMS as TRAINING_PARAMS, train_steps, training_cases
 from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)
@@ -38,6 +39,16 @@ PROGRAMS = {scenario: train_steps for scenario in SCENARIOS}
 def _split(scenario: str) -> tuple[str, str]:
     model, _, backend = scenario.partition("_")
     return model, backend
+
+
+def _params(scenario: str):
+    """The training model's bounds, with the backend as the last positional argument."""
+    model, backend = _split(scenario)
+    training = TRAINING_PARAMS[model]
+    return attrs.evolve(training, args=(*training.args, ("backend", OneOf((backend,)))))
+
+
+PARAMS = {scenario: _params(scenario) for scenario in SCENARIOS}  # what each scenario's cases store
 
 
 def compiled_cases(scenario: str) -> st.SearchStrategy:
@@ -80,6 +91,6 @@ def compiled_check(cts):
 
 
 @register_property("compile_modules", capability="compile", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_compile_modules(cts):
     cts.run(compiled_cases(cts.item.op), compiled_check(cts))

@@ -21,6 +21,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Dtypes, Ints, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -285,7 +286,7 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]
         return pairs(elements, dtype).map(
             lambda xy: _case(scenario, dtype, sample_input(xy[0], args=(xy[1],)), "x and y: exact elements"))
     if scenario == "nan_sort":
-        return st.tuples(grids(with_specials, dtype), st.integers(1, MAX_ELEMENTS)).map(
+        return st.tuples(grids(with_specials, dtype), SORT_K.strategy()).map(
             lambda xk: _case(scenario, dtype, sample_input(xk[0], args=(min(xk[1], xk[0].shape[-1]),)),
                              "x: exact elements; k"))
     if scenario == "special_reductions":
@@ -302,12 +303,35 @@ def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[Case]
         return grids(halves(16) | rounding_edges(dtype) | specials() | quarters(), dtype).map(
             lambda x: _case(scenario, dtype, sample_input(x), "x: halves, quarters, specials and rounding edges"))
     if scenario == "round_decimals":
-        return st.tuples(grids(quarters() | specials(), dtype), st.integers(-2, 3)).map(
+        return st.tuples(grids(quarters() | specials(), dtype), DECIMALS.strategy()).map(
             lambda xd: _case(scenario, dtype, sample_input(xd[0], kwargs={"decimals": xd[1]}), "x: quarters; decimals"))
     if scenario in ("overflow", "overflow_exp", "overflow_casts", "overflow_accumulation", "underflow",
                     "underflow_accumulation"):
         return range_limit_cases(scenario, dtype)
     raise ValueError(f"unknown ieee754 scenario {scenario!r}")
+
+
+# -- bounds of the stored values (`cases.bounds`): tensors of at most MAX_ELEMENTS elements in one or two rows ------
+
+SORT_K, DECIMALS = Ints(1, MAX_ELEMENTS), Ints(-2, 3)
+_GRID = Tensors(MAX_ELEMENTS, 2)
+
+
+def _k_within(params: dict) -> bool:
+    return params["k"] <= params["input"].shape[-1]
+
+
+PARAMS = {
+    **{name: CaseParams({"y": _GRID}, input=_GRID) for name in (
+        "nan_minmax", "signed_zero", "inf_arithmetic", "subnormal_arithmetic", "division_modes", "overflow",
+        "overflow_accumulation", "underflow", "underflow_accumulation")},
+    **{name: CaseParams({}, input=_GRID) for name in ("special_reductions", "rounding", "overflow_exp")},
+    "nan_sort": CaseParams({"k": SORT_K}, input=_GRID, rules=(("k at most the input's last side", _k_within),)),
+    "round_decimals": CaseParams({}, input=_GRID, kwargs={"decimals": DECIMALS}),
+    "subnormal_casts": CaseParams({"target_dtype": Dtypes(FLOAT_DTYPES), "values": _GRID}, input=_GRID),
+    "overflow_casts": CaseParams({"target_dtype": Dtypes(("float16", "bfloat16", "float32"))}, input=_GRID),
+}
+assert set(PARAMS) == set(PROGRAMS), "every scenario declares the bounds of what it stores"
 
 
 _CAST_SOURCE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float64,
@@ -388,7 +412,8 @@ _OVERLOADS = (
 
 
 @register_property("ieee754", capability="ieee754", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS, comparison="bits"),
+                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS, comparison="bits",
+                                       params=PARAMS),
                    overloads=_OVERLOADS)
 def test_ieee754(cts):
     """The device gives CPU's result bit for bit: NaN where NaN, every zero's sign, infinities, subnormals."""

@@ -27,6 +27,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -129,24 +130,39 @@ PROGRAMS = {model: hooked_module for model in MODELS}
 # -- cases ------------------------------------------------------------------------------------------------------------
 
 MODULE_COUNTS = {"mlp": 4, "norm": 5, "nested": 5}  # named_modules() of each model, the Sequential included
+SIZE, BATCH, SEED = Ints(1, 6), Ints(1, 4), Ints(0, 2**16 - 1)  # features, hidden, outputs; the input's rows
+SCALES = (0.5, -1.0, 2.0)
+
+
+def _params(model: str) -> CaseParams:
+    """input [batch, features] (maybe a transpose); args: the model, [features, hidden, outputs], the weights' seed,
+    the 4 hooked modules' indices, the 4 scales."""
+    return CaseParams({"model": OneOf((model,)), "sizes": Lists(SIZE, 3, 3), "seed": SEED,
+                       "targets": Lists(Ints(0, MODULE_COUNTS[model] - 1), 4, 4), "scales": Lists(OneOf(SCALES), 4, 4)},
+                      input=Tensors(max_elements=BATCH.high * SIZE.high, max_dims=2),
+                      rules=(("input [batch <= 4, features] (sizes[0])", lambda p: p["input"].dim() == 2 and (
+                          BATCH.low <= p["input"].shape[0] <= BATCH.high and p["input"].shape[1] == p["sizes"][0])),))
+
+
+PARAMS = {model: _params(model) for model in MODELS}  # what each scenario's cases store (`cases.bounds`)
 
 
 def hook_cases(model: str) -> st.SearchStrategy[Case]:
     @st.composite
     def draw_case(draw) -> Case:
-        sizes = [draw(st.integers(1, 6), label=label) for label in ("features", "hidden", "outputs")]
-        batch = draw(st.integers(1, 4), label="batch")
+        sizes = [draw(SIZE.strategy(), label=label) for label in ("features", "hidden", "outputs")]
+        batch = draw(BATCH.strategy(), label="batch")
         transposed = draw(st.sampled_from(("transposed", "contiguous")), label="input layout") == "transposed"
-        seed = draw(st.integers(0, 2**16 - 1), label="seed of the input")
+        seed = draw(SEED.strategy(), label="seed of the input")
         values = torch.randn((sizes[0], batch) if transposed else (batch, sizes[0]),
                              generator=torch.Generator().manual_seed(seed))
         input = values.t() if transposed else values
         count = MODULE_COUNTS[model]
         targets = [draw(st.integers(0, count - 1), label=f"module whose {hook} replaces")
                    for hook in ("forward pre-hook", "forward hook", "backward pre-hook", "backward hook")]
-        scales = [draw(st.sampled_from([0.5, -1.0, 2.0]), label=label)
+        scales = [draw(st.sampled_from(list(SCALES)), label=label)
                   for label in ("shift", "output scale", "grad_output scale", "grad_input scale")]
-        weights = draw(st.integers(0, 2**16 - 1), label="seed of the weights")
+        weights = draw(SEED.strategy(), label="seed of the weights")
         sample = sample_input(input, args=(model, sizes, weights, targets, scales))
         what = (f"{model}{sizes} on {'transposed ' if transposed else ''}{list(input.shape)}, "
                 f"replacing hooks at modules {targets} by {scales}")
@@ -170,6 +186,6 @@ def hooks_check(cts):
 
 
 @register_property("module_hooks", capability="module_hooks", level=4,
-                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS))
+                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS, params=PARAMS))
 def test_module_hooks(cts):
     cts.run(hook_cases(cts.item.op), hooks_check(cts))

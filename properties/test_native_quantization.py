@@ -39,6 +39,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Either, Floats, Ints, Lists, OneOf, Optional, Tensors, Tuples
 from torchcts.engine.context import MissingKernelError
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
@@ -225,14 +226,24 @@ def _case(cts, input, args, *what) -> Case:
     return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=tuple(args)), 0, transforms=what)
 
 
-scales = st.one_of(st.integers(-6, 2).map(lambda e: 2.0 ** e), st.sampled_from(ODD_SCALES))
-shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+SCALE_EXPONENT = Ints(-6, 2)  # scales: powers of two 2**-6..2**2, or ODD_SCALES
+SIDE, MOST_DIMS = Ints(1, 4), 3  # the quantized inputs' shapes
+QINT32_ZERO_POINT = Ints(-100, 100)
+OUTPUT_EXPONENT, ADD_OUTPUT_EXPONENT, OUTPUT_FACTORS = Ints(3, 12), Ints(-2, 2), (1.0, 0.7)
+ACTIVATION = Ints(0, 127)  # quint8 activations' quantized values and zero point
+BIAS_STEPS = Ints(-24, 24)
+GROUPS, PER_GROUP, KERNEL = Ints(1, 3), Ints(1, 2), Ints(1, 3)  # conv2d
+DILATION, STRIDE, PADDING = Ints(1, 2), Ints(1, 2), Ints(0, 1)
+CONV_SIDE, CONV_BATCH = 5, Ints(1, 2)
+VIEWS, HOWS = ("none", "t", "step"), ("cpu", "to")
+scales = st.one_of(SCALE_EXPONENT.strategy().map(lambda e: 2.0 ** e), st.sampled_from(ODD_SCALES))
+shapes = Lists(SIDE, 1, MOST_DIMS).strategy().map(tuple)
 
 
 def _zero_point(draw, dtype: str) -> int:
     low, high = RANGES[dtype]
     if dtype == "qint32":
-        return draw(st.integers(-100, 100), label="zero point")
+        return draw(QINT32_ZERO_POINT.strategy(), label="zero point")
     return draw(st.one_of(st.sampled_from((0, (low + high + 1) // 2)), st.integers(low, high)), label="zero point")
 
 
@@ -287,12 +298,12 @@ def quantize_cases(cts):
         x, scale, zp, axis = _quantized_input(d, dtype, shape, per_channel)
         what = f"{dtype} {_qparams_text(scale, zp, axis)}"
         if scenario == "quantize_per_tensor":
-            view = d(st.sampled_from(("none", "t", "step")), label="view")
+            view = d(st.sampled_from(VIEWS), label="view")
             return _case(cts, x, (scale, zp, dtype, view), what, f"view={view}")
         if scenario == "quantize_per_channel":
             return _case(cts, x, (scale, zp, axis, dtype), what)
         if scenario == "to_host":
-            how = d(st.sampled_from(("cpu", "to")), label="how")
+            how = d(st.sampled_from(HOWS), label="how")
             return _case(cts, x, (scale, zp, axis, dtype, how), what, f"by {how}")
         return _case(cts, x, (scale, zp, dtype), what)
     return draw()
@@ -312,8 +323,8 @@ def binary_cases(cts):
         shape = d(shapes, label="shape")
         (a, sa, za), (b, sb, zb) = _operand(d, dtype, shape, "input"), _operand(d, dtype, shape, "other")
         # the output scale near the inputs' (add) or their product's (mul): results both in range and saturated
-        out_scale = _output_scale(d, sa * sb) if cts.item.op == "mul" else sa * 2.0 ** d(st.integers(-2, 2),
-                                                                                          label="output scale exponent")
+        out_scale = _output_scale(d, sa * sb) if cts.item.op == "mul" else sa * 2.0 ** d(
+            ADD_OUTPUT_EXPONENT.strategy(), label="output scale exponent")
         out_zp = _zero_point(d, dtype)
         return _case(cts, a, (b, [sa, za, sb, zb], out_scale, out_zp, dtype, cts.item.op),
                      f"{dtype} in ({sa}, {za}) ({sb}, {zb}) out ({out_scale}, {out_zp})")
@@ -322,8 +333,8 @@ def binary_cases(cts):
 
 def _activation(d, shape) -> tuple[torch.Tensor, list]:
     """A quint8 activation of `shape` whose quantized values lie in 0..127, exact multiples of its scale."""
-    scale, zp = d(scales, label="activation scale"), d(st.integers(0, 127), label="activation zero point")
-    ints = d(st.lists(st.integers(0, 127), min_size=int(torch.Size(shape).numel()),
+    scale, zp = d(scales, label="activation scale"), d(ACTIVATION.strategy(), label="activation zero point")
+    ints = d(st.lists(ACTIVATION.strategy(), min_size=int(torch.Size(shape).numel()),
                       max_size=int(torch.Size(shape).numel())), label="activation")
     return _real(torch.tensor(ints, dtype=torch.float64), zp, scale).reshape(shape), [scale, zp]
 
@@ -340,21 +351,21 @@ def _bias(d, n: int, out_scale: float):
     """None, or `n` biases of up to 24 output steps (a bias lost shows beyond the one-step allowance)."""
     if d(st.booleans(), label="no bias"):
         return None
-    steps = d(st.lists(st.integers(-24, 24), min_size=n, max_size=n), label="bias steps")
+    steps = d(st.lists(BIAS_STEPS.strategy(), min_size=n, max_size=n), label="bias steps")
     return torch.tensor([k * out_scale for k in steps], dtype=torch.float32)
 
 
 def _output_scale(d, unit: float) -> float:
     """An output scale 2**3..2**12 times the accumulator's unit (input scale times weight scale): results both
     inside the quint8 range and saturated."""
-    return unit * 2.0 ** d(st.integers(3, 12), label="output scale exponent") * d(st.sampled_from((1.0, 0.7)),
-                                                                                     label="output scale factor")
+    return unit * 2.0 ** d(OUTPUT_EXPONENT.strategy(), label="output scale exponent") * d(
+        st.sampled_from(OUTPUT_FACTORS), label="output scale factor")
 
 
 def linear_cases(cts):
     @st.composite
     def draw(d):
-        batch, n_in, n_out = (d(st.integers(1, 4), label=name) for name in ("batch", "in features", "out features"))
+        batch, n_in, n_out = (d(SIDE.strategy(), label=name) for name in ("batch", "in features", "out features"))
         x, xq = _activation(d, (batch, n_in))
         per_channel = d(st.booleans(), label="per-channel weight")
         w_scale = (torch.tensor(d(st.lists(scales, min_size=n_out, max_size=n_out), label="weight scales"),
@@ -370,13 +381,13 @@ def linear_cases(cts):
 def conv2d_cases(cts):
     @st.composite
     def draw(d):
-        groups = d(st.integers(1, 3), label="groups")
-        c_in = groups * d(st.integers(1, 2), label="in channels/group")
-        c_out = groups * d(st.integers(1, 2), label="out channels/group")
-        k, dilation = d(st.integers(1, 3), label="kernel"), d(st.integers(1, 2), label="dilation")
-        stride, padding = d(st.integers(1, 2), label="stride"), d(st.integers(0, 1), label="padding")
-        side = d(st.integers(max(1, dilation * (k - 1) + 1 - 2 * padding), 5), label="side")
-        x, xq = _activation(d, (d(st.integers(1, 2), label="batch"), c_in, side, side))
+        groups = d(GROUPS.strategy(), label="groups")
+        c_in = groups * d(PER_GROUP.strategy(), label="in channels/group")
+        c_out = groups * d(PER_GROUP.strategy(), label="out channels/group")
+        k, dilation = d(KERNEL.strategy(), label="kernel"), d(DILATION.strategy(), label="dilation")
+        stride, padding = d(STRIDE.strategy(), label="stride"), d(PADDING.strategy(), label="padding")
+        side = d(st.integers(max(1, dilation * (k - 1) + 1 - 2 * padding), CONV_SIDE), label="side")
+        x, xq = _activation(d, (d(CONV_BATCH.strategy(), label="batch"), c_in, side, side))
         w_scale = d(scales, label="weight scale")
         out = [_output_scale(d, xq[0] * w_scale), _zero_point(d, "quint8")]
         w, b = _weight(d, (c_out, c_in // groups, k, k), w_scale), _bias(d, c_out, out[0])
@@ -385,6 +396,58 @@ def conv2d_cases(cts):
                      f"x {tuple(x.shape)} w {tuple(w.shape)} bias={b is not None} stride/padding/dilation/groups "
                      f"{geometry} out {out}")
     return draw()
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
+
+SCALES = OneOf((*(2.0 ** e for e in range(SCALE_EXPONENT.low, SCALE_EXPONENT.high + 1)), *ODD_SCALES))
+# an output scale: the input's times 2**-2..2**2 (add), or the accumulator's unit (two scales' product) times
+# 2**3..2**12 times 1 or 0.7 (mul, linear, conv2d)
+OUTPUT_SCALES = Floats(min(SCALES.values) ** 2 * 2.0 ** OUTPUT_EXPONENT.low * min(OUTPUT_FACTORS),
+                       max(SCALES.values) ** 2 * 2.0 ** OUTPUT_EXPONENT.high * max(OUTPUT_FACTORS))
+ZERO_POINTS = Ints(min(low for low, _ in RANGES.values() if low > -2**31), max(high for _, high in RANGES.values()
+                                                                                if high < 2**31 - 1))
+_QUANTIZED = Tensors(SIDE.high ** MOST_DIMS, MOST_DIMS)
+_PER_CHANNEL = Tensors(SIDE.high, 1)  # per-channel scales or zero points
+_DTYPE = OneOf(tuple(RANGES))
+
+
+def _per_channel_rule(scale_name: str, zero_point_name: str):
+    """Per-channel scales and zero points (tensors) hold one a slice of the input along an axis it has (a device
+    kernel may read past them where CPU raises); plain numbers are per-tensor ones."""
+    def fits(params: dict) -> bool:
+        scale, zero_point, axis, input = params[scale_name], params[zero_point_name], params["axis"], params["input"]
+        if not isinstance(scale, torch.Tensor) and not isinstance(zero_point, torch.Tensor):
+            return True
+        return (isinstance(scale, torch.Tensor) and isinstance(zero_point, torch.Tensor) and axis < input.dim()
+                and scale.numel() == zero_point.numel() == input.shape[axis])
+
+    return (f"{scale_name} and {zero_point_name}: per tensor, or one a slice along an axis of the input", fits)
+_ACTIVATION_QPARAMS = Tuples((SCALES, ACTIVATION))
+_CONV_CHANNELS = GROUPS.high * PER_GROUP.high
+PARAMS = {
+    "quantize_per_tensor": CaseParams({"scale": SCALES, "zero_point": ZERO_POINTS, "dtype": _DTYPE,
+                                       "view": OneOf(VIEWS)}, input=_QUANTIZED),
+    "quantize_per_channel": CaseParams({"scales": _PER_CHANNEL, "zero_points": _PER_CHANNEL,
+                                        "axis": Ints(0, MOST_DIMS - 1), "dtype": _DTYPE},
+                                       input=_QUANTIZED, rules=(_per_channel_rule("scales", "zero_points"),)),
+    "to_host": CaseParams({"scale": Either((SCALES, _PER_CHANNEL)), "zero_point": Either((ZERO_POINTS, _PER_CHANNEL)),
+                           "axis": Ints(0, MOST_DIMS - 1), "dtype": _DTYPE, "how": OneOf(HOWS)},
+                          input=_QUANTIZED, rules=(_per_channel_rule("scale", "zero_point"),)),
+    "from_host": CaseParams({"scale": SCALES, "zero_point": ZERO_POINTS, "dtype": _DTYPE}, input=_QUANTIZED),
+    **{op: CaseParams({"other": _QUANTIZED, "qparams": Tuples((SCALES, ZERO_POINTS, SCALES, ZERO_POINTS)),
+                       "out_scale": OUTPUT_SCALES, "out_zero_point": ZERO_POINTS, "dtype": _DTYPE,
+                       "op": OneOf((op,))}, input=_QUANTIZED) for op in ("add", "mul")},
+    "linear": CaseParams({"weight": Tensors(SIDE.high ** 2, 2), "bias": Optional(Tensors(SIDE.high, 1)),
+                          "x_qparams": _ACTIVATION_QPARAMS, "w_scale": Either((SCALES, _PER_CHANNEL)),
+                          "out_scale": OUTPUT_SCALES, "out_zero_point": ZERO_POINTS},
+                         input=Tensors(SIDE.high ** 2, 2)),
+    "conv2d": CaseParams({"weight": Tensors(_CONV_CHANNELS * PER_GROUP.high * KERNEL.high ** 2, 4),
+                          "bias": Optional(Tensors(_CONV_CHANNELS, 1)), "x_qparams": _ACTIVATION_QPARAMS,
+                          "w_scale": SCALES, "out_qparams": Tuples((OUTPUT_SCALES, ZERO_POINTS)),
+                          "geometry": Tuples((STRIDE, PADDING, DILATION, GROUPS))},
+                         input=Tensors(CONV_BATCH.high * _CONV_CHANNELS * CONV_SIDE ** 2, 4)),
+}
 
 
 _CASES = {"quantize_per_tensor": quantize_cases, "quantize_per_channel": quantize_cases, "to_host": quantize_cases,
@@ -402,6 +465,7 @@ _OVERLOADS = (
 
 
 @register_property("native_quantization", capability="native_quantization", level=6,
-                   items=ScenarioItems(tuple(PROGRAMS), ("float32",), programs=PROGRAMS), overloads=_OVERLOADS)
+                   items=ScenarioItems(tuple(PROGRAMS), ("float32",), programs=PROGRAMS, params=PARAMS),
+                   overloads=_OVERLOADS)
 def test_native_quantization(cts):
     cts.run(_CASES[cts.item.op](cts), quantized_check(cts, cts.item.op))

@@ -22,10 +22,13 @@ backend's own); no gradient scaling (`grad_scale`/`found_inf`), no sparse gradie
 
 from __future__ import annotations
 
+import math
+
 import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Flag, Lists, Mapping, OneOf, Tensors, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
@@ -67,25 +70,67 @@ PROGRAMS = {f"{implementation}_{name}": optimizer_steps
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
+SHAPES = [(), (0,), (3,), (2, 3), (4, 1, 2), (17,)]  # a parameter's shape (its gradients' too)
+LR, WEIGHT_DECAY, MOMENTUM, DAMPENING = (1e-3, 0.1, 1.0), (0.0, 0.01, 0.5), (0.0, 0.9), (0.0, 0.1)
+BETAS = [(0.9, 0.999), (0.5, 0.9)]
+LR_DECAY, INITIAL_ACCUMULATOR = (0.0, 0.1), (0.0, 0.5)
+_OWN_OPTIONS = {  # each optimizer's options besides lr, weight_decay and maximize: all drawn, so all stored
+    "sgd": {"momentum": OneOf(MOMENTUM), "nesterov": Flag(), "dampening": OneOf(DAMPENING)},
+    "adam": {"amsgrad": Flag(), "betas": Tuples((OneOf(tuple(b[0] for b in BETAS)),
+                                                 OneOf(tuple(b[1] for b in BETAS))))},
+    "adagrad": {"lr_decay": OneOf(LR_DECAY), "initial_accumulator_value": OneOf(INITIAL_ACCUMULATOR)},
+    "rmsprop": {"centered": Flag(), "momentum": OneOf(MOMENTUM)},
+    "nadam": {"decoupled_weight_decay": Flag()},
+}
+_OWN_OPTIONS |= {"adamw": _OWN_OPTIONS["adam"], "radam": _OWN_OPTIONS["nadam"], "adamax": {}, "adadelta": {}}
+_TENSOR = Tensors(max_elements=max(math.prod(shape) for shape in SHAPES), max_dims=max(map(len, SHAPES)))
+
+
+def _consistent(p) -> bool:
+    """Every parameter has one of SHAPES, every step has a gradient of each parameter's shape; betas is one of
+    BETAS; SGD's nesterov only with momentum and no dampening."""
+    shapes = [tuple(param.shape) for param in p["input"]]
+    options = p["options"]
+    return (all(shape in SHAPES for shape in shapes)
+            and all([tuple(grad.shape) for grad in step] == shapes for step in p["grads"])
+            and ("betas" not in options or tuple(options["betas"]) in BETAS)
+            and not (options.get("nesterov") and (options["momentum"] == 0 or options["dampening"] != 0)))
+
+
+def _params(scenario: str) -> CaseParams:
+    """input: the parameters; args: the gradients of each step, the optimizer's name, the implementation, its
+    options."""
+    implementation, name = scenario.split("_", 1)
+    own = _OWN_OPTIONS[name]
+    options = Mapping({"lr": OneOf(LR), "weight_decay": OneOf(WEIGHT_DECAY), "maximize": Flag(), **own},
+                      required=("lr", "weight_decay", "maximize", *own))
+    return CaseParams({"grads": Lists(Lists(_TENSOR, 1, MAX_TENSORS), 1, MAX_STEPS), "name": OneOf((name,)),
+                       "implementation": OneOf((implementation,)), "options": options},
+                      input=Lists(_TENSOR, 1, MAX_TENSORS),
+                      rules=(("parameters of the drawn shapes, a gradient of each per step; betas and nesterov as "
+                              "drawn", _consistent),))
+
+
 def _options(draw, name: str) -> dict:
     """The optimizer's options: a learning rate, weight decay and `maximize`, and its own flags."""
-    options = {"lr": draw(st.sampled_from([1e-3, 0.1, 1.0]), label="lr"),
-               "weight_decay": draw(st.sampled_from([0.0, 0.01, 0.5]), label="weight_decay"),
+    options = {"lr": draw(st.sampled_from(list(LR)), label="lr"),
+               "weight_decay": draw(st.sampled_from(list(WEIGHT_DECAY)), label="weight_decay"),
                "maximize": draw(st.booleans(), label="maximize")}
     if name == "sgd":
-        momentum = draw(st.sampled_from([0.0, 0.9]), label="momentum")
+        momentum = draw(st.sampled_from(list(MOMENTUM)), label="momentum")
         nesterov = momentum > 0 and draw(st.booleans(), label="nesterov")
         options |= {"momentum": momentum, "nesterov": nesterov,
-                    "dampening": 0.0 if nesterov else draw(st.sampled_from([0.0, 0.1]), label="dampening")}
+                    "dampening": 0.0 if nesterov else draw(st.sampled_from(list(DAMPENING)), label="dampening")}
     elif name in ("adam", "adamw"):
         options |= {"amsgrad": draw(st.booleans(), label="amsgrad"),
-                    "betas": draw(st.sampled_from([(0.9, 0.999), (0.5, 0.9)]), label="betas")}
+                    "betas": draw(st.sampled_from(BETAS), label="betas")}
     elif name == "adagrad":
-        options |= {"lr_decay": draw(st.sampled_from([0.0, 0.1]), label="lr_decay"),
-                    "initial_accumulator_value": draw(st.sampled_from([0.0, 0.5]), label="initial_accumulator_value")}
+        options |= {"lr_decay": draw(st.sampled_from(list(LR_DECAY)), label="lr_decay"),
+                    "initial_accumulator_value": draw(st.sampled_from(list(INITIAL_ACCUMULATOR)),
+                                                      label="initial_accumulator_value")}
     elif name == "rmsprop":
         options |= {"centered": draw(st.booleans(), label="centered"),
-                    "momentum": draw(st.sampled_from([0.0, 0.9]), label="momentum")}
+                    "momentum": draw(st.sampled_from(list(MOMENTUM)), label="momentum")}
     elif name in ("nadam", "radam"):
         options |= {"decoupled_weight_decay": draw(st.booleans(), label="decoupled_weight_decay")}
     return options
@@ -93,7 +138,7 @@ def _options(draw, name: str) -> dict:
 
 def _shapes(draw) -> list[tuple[int, ...]]:
     count = draw(st.integers(1, MAX_TENSORS), label="parameters")
-    shape = st.sampled_from([(), (0,), (3,), (2, 3), (4, 1, 2), (17,)])
+    shape = st.sampled_from(SHAPES)
     return [draw(shape, label=f"shape {i}") for i in range(count)]
 
 
@@ -134,6 +179,10 @@ def optimizer_check(cts):
     return check
 
 
+PARAMS = {scenario: _params(scenario) for scenario in PROGRAMS}  # what each scenario's cases store (`cases.bounds`)
+FOREACH_SCENARIOS = tuple(s for s in PROGRAMS if s.startswith("foreach_"))
+FUSED_SCENARIOS = tuple(s for s in PROGRAMS if s.startswith("fused_"))
+
 # the aten overloads the optimizers dispatch on a device (their multi-tensor and fused kernels; the coverage audit
 # reads them: docs/coverage/audit.md)
 _FUSED_OVERLOADS = ("aten._fused_sgd_.default", "aten._fused_adam_.default", "aten._fused_adamw_.default",
@@ -141,15 +190,15 @@ _FUSED_OVERLOADS = ("aten._fused_sgd_.default", "aten._fused_adam_.default", "at
 
 
 @register_property("foreach_optimizer", capability="foreach", level=3,
-                   items=ScenarioItems(tuple(s for s in PROGRAMS if s.startswith("foreach_")), DTYPES,
-                                       programs={s: p for s, p in PROGRAMS.items() if s.startswith("foreach_")}))
+                   items=ScenarioItems(FOREACH_SCENARIOS, DTYPES, programs={s: PROGRAMS[s] for s in FOREACH_SCENARIOS},
+                                       params={s: PARAMS[s] for s in FOREACH_SCENARIOS}))
 def test_foreach_optimizer(cts):
     cts.run(optimizer_cases(cts.item.op), optimizer_check(cts))
 
 
 @register_property("fused_optimizer", capability="fused_optimizer", level=3,
-                   items=ScenarioItems(tuple(s for s in PROGRAMS if s.startswith("fused_")), DTYPES,
-                                       programs={s: p for s, p in PROGRAMS.items() if s.startswith("fused_")}),
+                   items=ScenarioItems(FUSED_SCENARIOS, DTYPES, programs={s: PROGRAMS[s] for s in FUSED_SCENARIOS},
+                                       params={s: PARAMS[s] for s in FUSED_SCENARIOS}),
                    overloads=_FUSED_OVERLOADS)
 def test_fused_optimizer(cts):
     cts.run(optimizer_cases(cts.item.op), optimizer_check(cts))

@@ -99,3 +99,16 @@ def deferred(raise_at_end: bool = True) -> Iterator[None]:
 def exit_code(signum: int) -> int:
     """128 + the signal's number: what a shell reports for a process that signal stopped."""
     return 128 + int(signum)
+
+
+def from_signal(exc: BaseException) -> bool:
+    """Whether `exc` is a stop a signal asked for (the user's Ctrl-C, SIGTERM, SIGHUP), not code that raised a
+    KeyboardInterrupt itself (`backend_exits`): `Interrupted`, or a KeyboardInterrupt when a signal arrived or
+    when SIGINT's handler raises one without remembering it (Python's default, or someone else's). Where SIGINT
+    is ignored (isolated children, spawned workers) or is ours with no signal received, no signal raised it."""
+    if not isinstance(exc, KeyboardInterrupt):
+        return False
+    if isinstance(exc, Interrupted) or (_state["depth"] and requested() is not None):
+        return True
+    handler = signal.getsignal(signal.SIGINT)
+    return handler is not _handler and handler not in (signal.SIG_IGN, signal.SIG_DFL)

@@ -17,6 +17,9 @@ from typing import Any, Callable
 
 import torch
 
+from torchcts import interrupts
+from torchcts.backend_exits import ProcessEndRequested
+
 
 class DecoderError(Exception):
     """A decoder entry that cannot be used or broke the contract: the message names the entry."""
@@ -35,8 +38,8 @@ def load(format_name: str, path: str) -> Callable[..., Any]:
     try:
         found: Any = importlib.import_module(module_name)
     except BaseException as exc:  # noqa: BLE001 - a backend module may raise anything while importing
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        if interrupts.from_signal(exc) or isinstance(exc, ProcessEndRequested):
+            raise  # the user's Ctrl-C; os._exit while importing: the item is `crashed`, naming where
         raise DecoderError(f"{where}: module {module_name!r} does not import: {type(exc).__name__}: {exc}") from exc
     walked = module_name
     for part in attribute.split("."):

@@ -10,6 +10,8 @@ child or worker that dies or overruns is a `crashed` or `timed_out` record with 
 output. Cases of an item a
 CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
 Python warnings raised while an item runs go to its record (`item_warnings`), not the terminal.
+Code under test that exits (sys.exit, os._exit, a signal to its own process) ends its item, not the run
+(`backend_exits`).
 A missing kernel is stored once per overload (`cases.store`), not once per item. A failure under
 torch.compile is blamed on the leg that first shows it (`engine.blame`: its stored case replayed under
 eager, aot_eager and the backend), within the run's budget of blamed cases.
@@ -24,6 +26,7 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts import backend_exits
 from torchcts import dtypes as dtype_names
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
@@ -87,8 +90,9 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
     """Run one item (a `PlanItem` or a `ReplayItem`) and return its result record.
 
     `seed` and `max_examples` override the item's derived seed and the settings' example count
-    (fuzz). The record's `outcome` is an `Outcome`. KeyboardInterrupt and `interrupts.Interrupted`
-    propagate: an interrupted item has no record."""
+    (fuzz). The record's `outcome` is an `Outcome`. The user's Ctrl-C, SIGTERM and SIGHUP propagate: an
+    interrupted item has no record. Code under test that calls sys.exit, raises KeyboardInterrupt itself, calls
+    os._exit or signals its own process gets its record (`backend_exits`: error or crashed, naming where)."""
     record = _run_item(item, settings, seed=seed, max_examples=max_examples)
     if settings.target.compile is not None and not isinstance(item, ReplayItem) \
             and parse(record.get("outcome")) in PROBLEMS:
@@ -114,6 +118,10 @@ def _run_item(item: Any, settings: EngineSettings, *, seed: int | None,
         verdict = Verdict(Outcome.ERROR, "harness: the item's run raised outside its property check",
                           error_text(exc, show_traceback=True), "harness", first_line(error_text(exc)))
         return _record(item, verdict, time.monotonic() - started)
+    except BaseException as exc:  # sys.exit, a KeyboardInterrupt no signal raised: the item keeps a record
+        if not backend_exits.is_backend_exit(exc):
+            raise  # the user's Ctrl-C or SIGTERM stops the run
+        return _record(item, backend_exit_verdict(exc), time.monotonic() - started)
 
 
 def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
@@ -132,7 +140,7 @@ def isolation_reason(item: Any, settings: EngineSettings) -> str | None:
 def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
              max_examples: int | None = None) -> dict[str, Any]:
     """Run the item in this process: its record, with the warnings it raised (`item_warnings`)."""
-    with item_warnings.capture() as log:
+    with item_warnings.capture() as log, backend_exits.guard():  # os._exit, a signal to itself: the item's record
         record = _run_here(item, settings, seed=seed, max_examples=max_examples)
     record.update(log.record_fields())
     memory_cleanup.cleanup_if_needed(settings.target.device_type, settings.manifest)
@@ -147,6 +155,10 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
     except Exception as exc:  # noqa: BLE001 - an unreadable case file, an op this torch lacks: a record says so
         verdict = setup_failure(exc, show_traceback=settings.show_traceback)
         return _record(item, verdict, time.monotonic() - started)
+    except BaseException as exc:
+        if not backend_exits.is_backend_exit(exc):
+            raise
+        return _record(item, backend_exit_verdict(exc, settings.show_traceback), time.monotonic() - started)
     if settings.trace_dispatch and settings.target.compile_backend is None:
         from torchcts.engine.dispatch_trace import DispatchTrace
 
@@ -189,9 +201,32 @@ def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict
     try:
         with probes:
             property_check(item.property)(context)
-    except Exception as exc:  # noqa: BLE001 - classified by type; interrupts (BaseException) propagate
+    except Exception as exc:  # noqa: BLE001 - classified by type
         return classify(exc, show_traceback=settings.show_traceback)
+    except BaseException as exc:  # the user's interrupts propagate; backend code's own exits are the item's verdict
+        if not backend_exits.is_backend_exit(exc):
+            raise
+        return backend_exit_verdict(exc, settings.show_traceback)
     return PASSED
+
+
+def backend_exit_verdict(exc: BaseException, show_traceback: bool = True) -> Verdict:
+    """The verdict of an item whose code left by a back door (`backend_exits`), naming the module and function:
+    `crashed` when it asked to end the process (os._exit, a fatal signal to itself: intercepted, so the run goes
+    on), else an `error` (sys.exit, a KeyboardInterrupt no signal raised): the backend's, or the harness's when no
+    frame outside TorchCTS raised it."""
+    line = first_line(backend_exits.describe(exc))
+    error = error_text(exc, show_traceback=True) if show_traceback else line
+    if isinstance(exc, backend_exits.ProcessEndRequested):
+        return Verdict(Outcome.CRASHED, "the code under test asked to end the process running it (intercepted; the "
+                                        "run goes on)", f"{line}\n{error}" if show_traceback else line,
+                       error_line=line)
+    if backend_exits.blames_backend(exc):
+        return Verdict(Outcome.ERROR, f"the code under test raised {type(exc).__name__}, which stops a program "
+                                      "rather than failing an item", f"{line}\n{error}" if show_traceback else line,
+                       "backend", line)
+    return Verdict(Outcome.ERROR, f"harness: TorchCTS raised {type(exc).__name__} in the item's run",
+                   error, "harness", line)
 
 
 def build_context(item: Any, settings: EngineSettings, *, seed: int | None = None,

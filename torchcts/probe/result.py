@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts.backend_exits import ProcessEndRequested, describe, is_backend_exit
+
 OK, FAILED, NO_PROBE = "ok", "failed", "no_probe"
 STATUSES = (OK, FAILED, NO_PROBE)
 KINDS = ("dtype", "capability")
@@ -78,6 +80,10 @@ class Steps:
             raise
         except Exception as exc:  # noqa: BLE001 - whatever the backend raises is the finding
             raise StepFailed(step, error_line(exc)) from None
+        except BaseException as exc:  # sys.exit, os._exit, a signal to itself (`backend_exits`): the step's finding
+            if not is_backend_exit(exc):
+                raise  # the user's Ctrl-C or SIGTERM
+            raise StepFailed(step, backend_exit_line(exc)) from None
 
     def expect(self, step: str, condition: bool, problem: str) -> None:
         """Fail `step` with `problem` unless `condition` holds."""
@@ -123,6 +129,15 @@ def _shown(tensor: Any) -> str:
     except Exception:  # noqa: BLE001 - a dtype without conversions: show the bits
         values = _bits(tensor)[:16].tolist()
     return str(values)[:120]
+
+
+def backend_exit_line(exc: BaseException) -> str:
+    """A probe's line for code that left by a back door, naming where: "crashed: os._exit(3) called in m.f (...)"
+    (as a probe whose process died reads), or "SystemExit(4) raised in m.f (...)"."""
+    line = describe(exc)
+    line = f"crashed: {line} (intercepted)" if isinstance(exc, ProcessEndRequested) else line
+    line = "".join(char if char.isprintable() else "?" for char in line)
+    return line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS - 3] + "..."
 
 
 def error_line(exc: BaseException) -> str:

@@ -19,11 +19,13 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from torchcts import backend_exits
 from torchcts import dtypes as dtype_names
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.probe.capabilities import CAPABILITY_PROBES, ProbeEnv
 from torchcts.probe.dtypes import probe_dtype
-from torchcts.probe.result import FAILED, NO_PROBE, OK, NoProbe, ProbeResult, StepFailed, Steps, error_line
+from torchcts.probe.result import (FAILED, NO_PROBE, OK, NoProbe, ProbeResult, StepFailed, Steps, backend_exit_line,
+                                   error_line)
 
 BATCH_TIMEOUT_S = 120.0  # probes take milliseconds; a batch still running after this has a hung probe
 # torch's refusal to run autograd in a child forked after the parent started autograd's device threads: a
@@ -63,7 +65,7 @@ def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path
     steps = Steps(announce=announce)
     started = time.monotonic()
     status, step, error = OK, None, None
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), backend_exits.guard():  # os._exit, a signal to itself: this probe's result
         warnings.simplefilter("ignore")  # a probe's warnings (prototype APIs, deprecations) are not the run's
         try:
             if kind == "dtype":
@@ -79,6 +81,10 @@ def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path
             status, error = NO_PROBE, f"no probe: {reason}"
         except Exception as exc:  # noqa: BLE001 - outside any step (a probe's own setup): still a result
             status, step, error = FAILED, "probe", error_line(exc)
+        except BaseException as exc:  # sys.exit in a probe's own setup; the user's interrupts propagate
+            if not backend_exits.is_backend_exit(exc):
+                raise
+            status, step, error = FAILED, "probe", backend_exit_line(exc)
     return ProbeResult(kind, name, status, step, error, time.monotonic() - started)
 
 

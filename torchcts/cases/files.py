@@ -149,11 +149,11 @@ def write_case(directory: Path | str, case: CorpusCase) -> tuple[Path, bool]:
 
 
 def save_case(path: Path, case: CorpusCase) -> None:
-    """Write (or rewrite) a case file atomically: a crash leaves the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(case.as_json(), indent=1, sort_keys=True) + "\n")
-    os.replace(temporary, path)
+    """Write (or rewrite) a case file atomically: a crash or a full disk leaves the old file or the new one
+    (WriteError names the file)."""
+    from torchcts.disk import write_atomic
+
+    write_atomic(path, json.dumps(case.as_json(), indent=1, sort_keys=True) + "\n")  # WriteError: a full disk
 
 
 def load_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:

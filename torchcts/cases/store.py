@@ -19,6 +19,7 @@ import torch
 
 import torchcts
 from torchcts.cases.codec import CodecError
+from torchcts.disk import WriteError, writing
 from torchcts.cases.files import (
     CaseFileError, CorpusCase, load_case, module_name_problem, new_case, save_case, write_case,
 )
@@ -78,16 +79,21 @@ def _write_once(path: Path, case: CorpusCase) -> tuple[CorpusCase, bool]:
         except CaseFileError:
             save_case(path, case)
             return case, True
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    save_case(temporary, case)
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        save_case(temporary, case)
+    except WriteError as exc:  # a full disk: named by the file the case was for, not the temporary one
+        raise WriteError(path, exc.reason) from None
     try:
         os.link(temporary, path)  # atomic, and fails when another process created the file first
     except FileExistsError:
         temporary.unlink(missing_ok=True)
         return _write_once(path, case)
     except OSError:  # a file system without hard links: last writer wins, atomically
-        os.replace(temporary, path)
+        with writing(path):
+            os.replace(temporary, path)
         return case, True
     temporary.unlink(missing_ok=True)
     return case, True

@@ -95,12 +95,13 @@ def report(audit_path: Path) -> None:
     coverage.html is an HTML fragment (a section with the same tables) to include in a report page.
     Reads audit.json only: no torch, no op database.
     """
+    from torchcts.coverage.atomic import write_atomic
     from torchcts.coverage.summary import render_html, render_markdown
 
     data = _read(audit_path)
     markdown = render_markdown(data)
-    (audit_path.parent / "summary.md").write_text(markdown)
-    (audit_path.parent / "coverage.html").write_text(render_html(data))
+    write_atomic(audit_path.parent / "summary.md", markdown)
+    write_atomic(audit_path.parent / "coverage.html", render_html(data))
     click.echo(markdown, nl=False)
     click.echo(f"wrote {audit_path.parent / 'summary.md'}, {audit_path.parent / 'coverage.html'}", err=True)
 
@@ -146,13 +147,14 @@ def non_unique_audit(audit_path: Path, output_path: Path | None) -> None:
     A source is an OpInfo, a suite, generation, a backend pack or an exclusion. Writes the full
     lists as JSON and prints how many overloads each combination of kinds claims, and the groups.
     """
+    from torchcts.coverage.atomic import write_atomic
     from torchcts.coverage.audit import non_unique
 
     result = non_unique(_read(audit_path))
     output_path = output_path or audit_path.parent / "non-unique.json"
     if not output_path.parent.is_dir():
         fail(f"--output {output_path}: its folder {output_path.parent} does not exist")
-    output_path.write_text(json.dumps(result, indent=1) + "\n")
+    write_atomic(output_path, json.dumps(result, indent=1) + "\n")
     combos: dict[str, int] = {}
     for item in result["overloads"]:
         key = " + ".join(item["kinds"])

@@ -117,13 +117,9 @@ def init(template: str | None, output: Path, device_name: str | None, backend_im
     else:
         text = render_template(template, device_name=device_name, backend_import=backend_import)
     _validate_rendered(output, text)
-    partial = output.with_name(f".{output.name}.partial")
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, output)
-    except OSError as exc:  # checked when --output was parsed; a full disk or a race remains
-        fail(f"--output {output}: cannot write it: {exc.strerror or exc}")
+    from torchcts.disk import write_atomic
+
+    write_atomic(output, text)  # checked when --output was parsed; a full disk or a race remains: WriteError
     if probe:
         click.echo(f"wrote the DRAFT manifest {output} (template {template}, probed on {probe_device}): review it")
         click.echo(f"next: torchcts run --manifest {output} --device {probe_device}")

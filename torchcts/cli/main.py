@@ -16,10 +16,30 @@ import torchcts
 from torchcts.cli import (coverage_commands, inspect_commands, pathshapes_commands, run_commands, sync_command,
                           triage_command)
 from torchcts.hash_seed import run_with_fixed_hash_seed
+from torchcts.cli.options import fail
 from torchcts.cli.project_venv import maybe_switch_to_project_venv
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class Group(click.Group):
+    """The `torchcts` group: a file a command cannot write (a full disk, a quota, a read-only mount) is the one
+    line `FILE: cannot be written: REASON` on stderr and exit 2, whichever command wrote it; what the command
+    wrote before stays readable (`torchcts.disk`)."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        from torchcts.disk import WriteError, output_failure
+
+        try:
+            return super().invoke(ctx)
+        except WriteError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            failure = output_failure(exc)  # printing onto a full disk (`torchcts report > /full/file`)
+            if failure is None:
+                raise
+            fail(str(failure))
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(torchcts.__version__, prog_name="torchcts")
 def cli() -> None:
     """TorchCTS: conformance tests for PyTorch backends.

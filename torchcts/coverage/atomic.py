@@ -2,27 +2,17 @@
 
 A CI step or a concurrent `coverage report` may read these files while they are written: each is
 written to a temporary file in the same folder, flushed to disk, and renamed over the target, so a
-reader sees the old file or the new one, never half of one.
+reader sees the old file or the new one, never half of one. A full disk is a `torchcts.disk.WriteError`
+naming the file (the command line's one line, exit 2), the old file left as it was.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from torchcts import disk
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file renamed over it (created folders included)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-    return path
+    """Write `text` to `path` through a temporary file flushed and renamed over it (created folders included)."""
+    return disk.write_atomic(path, text, durable=True)

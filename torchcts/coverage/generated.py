@@ -379,7 +379,9 @@ def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: 
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "targets": len(overloads),
                 "generated": generated, "from_traced_calls": len(set(traced)), "probe_tries": PROBE_TRIES}
     content = {"metadata": metadata, "overloads": overloads, "from_traced_calls": sorted(set(traced))}
-    path.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+    from torchcts.disk import write_atomic
+
+    write_atomic(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
 _USAGE = ("usage: python -m torchcts.coverage.generated --refresh | --refresh-traced\n"

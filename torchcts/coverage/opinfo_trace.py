@@ -167,7 +167,9 @@ def write_packaged(content: dict[str, Any], path: Path = PACKAGED) -> None:
     reached = {name for phases_ in content["opinfos"].values() for found in phases_.values() for name in found}
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "samples_per_dtype": SAMPLES_PER_DTYPE,
                 "dtypes": list(TRACED_DTYPES), "opinfos": len(content["opinfos"]), "overloads": len(reached)}
-    path.write_text(json.dumps({"metadata": metadata, **content}, indent=0, sort_keys=True) + "\n")
+    from torchcts.disk import write_atomic
+
+    write_atomic(path, json.dumps({"metadata": metadata, **content}, indent=0, sort_keys=True) + "\n")
 
 
 # -- reading the packaged answer ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ import attrs
 
 from torchcts import backend_exits
 from torchcts import dtypes as dtype_names
+from torchcts.disk import WriteError
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine import item_warnings, memory_cleanup
@@ -175,6 +176,9 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
             and not isinstance(item, ReplayItem):
         try:
             record.update(_store(context, verdict, settings))
+        except WriteError as exc:  # a full disk: the record says so, and the run stops on it (`plugin.session`)
+            record.update(counterexample=None, counterexample_error=f"the failing case could not be stored: {exc}",
+                          counterexample_unwritable={"path": str(exc.path), "reason": exc.reason})
         except Exception as exc:  # noqa: BLE001 - the finding stands without its stored case
             record.update(counterexample=None,
                           counterexample_error=f"the failing case could not be stored: {first_line(error_text(exc))}")

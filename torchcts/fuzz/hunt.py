@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from torchcts import interrupts
+from torchcts.disk import WriteError, write_atomic
 from torchcts.fuzz.options import CRASH_REPLAY_LIMIT_S, PROGRESS_EVERY_S, FuzzOptions, parse_budget
 from torchcts.fuzz.pool import OVER_BUDGET, REPLAY_OVERRAN, Answered, Ended, WorkerPool
 from torchcts.fuzz.scheduler import LOST, ItemStats, Scheduler
@@ -41,7 +42,12 @@ def hunt(options: FuzzOptions, items: list[Any], echo: Callable[[str], None], *,
     run = _Hunt(options, items, echo, worker)
     echo(f"torchcts fuzz: {len(items)} items, budget {options.describe_budget()}, {options.workers} worker(s), "
          f"seed {run.seed}, corpus {options.corpus_dir}")
-    run.run()
+    try:
+        run.run()
+    except WriteError:  # a full disk: the cases stored so far stay; the summary too, where it still fits
+        with contextlib.suppress(WriteError):
+            write_summary(run.summary(), options.results_dir)
+        raise
     return write_summary(run.summary(), options.results_dir)
 
 
@@ -123,6 +129,9 @@ class _Hunt:
     def _answered(self, done: Answered) -> None:
         answer = done.answer
         self.scheduler.finished(done.stats, answer, time.monotonic() - self.started, done.visit)
+        unstored = answer.get("counterexample_unwritable")
+        if unstored:  # the corpus is on a full disk: later cases would be lost the same way
+            raise WriteError(unstored["path"], unstored["reason"])
         if answer["status"] == Outcome.FAILED and (answer.get("counterexample") or {}).get("new"):
             case = answer["counterexample"]
             leg = f" (compile leg: {answer['leg']})" if answer.get("leg") else ""  # engine.blame, under --compile
@@ -168,8 +177,7 @@ def write_summary(summary: dict[str, Any], results_dir: Path) -> dict[str, Any]:
     from torchcts.results.writer import new_run_id
 
     folder = Path(results_dir) / f"fuzz-{new_run_id()}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "fuzz.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_atomic(folder / "fuzz.json", json.dumps(summary, indent=1) + "\n")  # WriteError: a full disk
     return {**summary, "folder": str(folder)}
 
 

@@ -121,7 +121,8 @@ def answer_from(task: Task, record: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"item": task.item.id}
     if outcome in PROBLEMS:
         answer.update(status=Outcome.FAILED, outcome=outcome, error=record.get("error"))
-        for key in ("counterexample", "counterexample_error", "error_kind", "error_line", "missing_kernel", "leg"):
+        for key in ("counterexample", "counterexample_error", "counterexample_unwritable", "error_kind", "error_line",
+                    "missing_kernel", "leg"):
             if record.get(key) is not None:
                 answer[key] = record[key]
     elif outcome == Outcome.PASSED:

@@ -142,9 +142,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # so pytest's "Exception ignored" warning about it says nothing (the filter lasts as long as the session)
     warnings.filterwarnings("ignore", r"(?s)Exception ignored.*torchcts\.interrupts\.Interrupted",
                             pytest.PytestUnraisableExceptionWarning)
+    from torchcts.disk import WriteError
+
     try:
         session = RunSession.start(config)
     except SessionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    except WriteError as exc:  # a full disk before the first item: one line (`torchcts run` exits 2)
         raise pytest.UsageError(str(exc)) from None
     except AuditDone as audit:
         print("\n".join(audit.lines))
@@ -247,7 +251,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     from torchcts.plugin.session import present
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
-    record = session.run(plan_item)
+    record = session.run_or_stop(plan_item)
     if isinstance(record.get("hypothesis_statistics"), dict):  # Hypothesis's plugin prints them in its summary
         pyfuncitem.hypothesis_statistics = f"{pyfuncitem.nodeid}:\n\n{record['hypothesis_statistics']['text']}"
     present(record, session.writer.folder)
@@ -283,6 +287,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def finish_run(session: pytest.Session, run: "RunSession", exitstatus: int) -> None:
     """Close the run (complete or partial) and judge it: a run that tested nothing is not green."""
     run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
+    if run.write_error is not None:  # a file could not be written: the summary's last line says which; exit 2
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
     if run.nothing_ran and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 

@@ -305,6 +305,12 @@ class QuietReporter(TerminalReporter):
         if not self.quiet:
             super().summary_stats()
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        from torchcts.plugin.session import RunStopped
+
+        if not excinfo.errisinstance(RunStopped):  # a file that cannot be written: the summary's last line says it
+            super().pytest_keyboard_interrupt(excinfo)
+
 
 def install_quiet_reporter(config: pytest.Config, header: Callable[[], list[str]]) -> ReporterScreen | None:
     """Put a `QuietReporter` in the place of pytest's terminal reporter (as pytest-sugar does); its screen.

@@ -7,6 +7,7 @@ the manifest loads, the backend imports or a folder is made, so a typo costs not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -28,6 +29,7 @@ from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
 from torchcts.crashes.ledger import LOCAL_NAME, LedgerError, audit_lines, ledger_rules
 from torchcts.crashes.versions import torch_minor
+from torchcts.disk import WriteError
 from torchcts.engine.hypothesis_profile import (
     DrawSettings, ProfileError, named_profile, register_manifest_profile, resolve)
 from torchcts.engine.run import HARNESS_THREADS
@@ -170,8 +172,13 @@ def start_run(config: pytest.Config) -> RunStart:
     except RunFolderError as exc:
         raise SessionError(f"--results-dir: {exc}") from None
     if role != distributed.WORKER:
-        writer.record_many({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason}
-                           for entry in plan.accounting)
+        try:
+            writer.record_many({**entry.item.as_json(), "outcome": entry.outcome, "reason": entry.reason}
+                               for entry in plan.accounting)
+        except WriteError:  # a full disk: the records written so far stay, run.json says partial if it can
+            with contextlib.suppress(WriteError):
+                writer.close("partial")
+            raise
     return RunStart(claims.effective if claims else None, target, plan, writer, run_seed, max_examples,
                     claims.depth if claims else (selection.level or 8), replaying, isolation,
                     corpus_dir(option), limits, draw=draw if replaying is None else None, trace_dispatch=trace_dispatch,

@@ -18,17 +18,24 @@ import time
 from typing import Any
 
 import pytest
+from _pytest.outcomes import Exit
 
 from torchcts.cases.replay_items import ReplayItem, replay_flags
 from torchcts.engine.hypothesis_profile import StatisticsTotals
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
+from torchcts.disk import WriteError
 from torchcts.plugin.console import Console, PlainPytestScreen, error_line
 from torchcts.plugin.options import (  # noqa: F401 - AuditDone, SessionError: the hooks import them from here
     AuditDone, RunStart, SessionError, start_run)
 
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
+
+
+class RunStopped(Exit):
+    """A file of the run could not be written: pytest stops the session (the quiet console shows no banner
+    for it; the summary's last line is the WriteError's)."""
 
 
 class RunSession:
@@ -62,6 +69,7 @@ class RunSession:
         self.probe_lines: list[str] = []  # what they say, shown with the first item's report
         self.role = start.role  # "single", or the "controller" or a "worker" of a pytest-xdist run
         self.probed = self.role == "worker"  # the probes run once, before the first item; a controller's for all
+        self.write_error: WriteError | None = None  # a file of the run that could not be written (the run stopped)
 
     @classmethod
     def start(cls, config: pytest.Config) -> "RunSession":
@@ -115,7 +123,20 @@ class RunSession:
         self.writer.record(record)
         self._count(record)
         self.statistics.add(record)
+        unstored = record.get("counterexample_unwritable")
+        if unstored:  # the corpus is on a full disk: the record says so, and the run stops (`run_or_stop`)
+            raise WriteError(unstored["path"], unstored["reason"])
         return record
+
+    def run_or_stop(self, item: PlanItem | ReplayItem) -> dict[str, Any]:
+        """`run`; a file that cannot be written (a full disk: a record, a stored case, the probes) stops the
+        run at once with one line (`RunStopped`): what was written stays readable, and later items would only
+        fail the same way."""
+        try:
+            return self.run(item)
+        except WriteError as exc:
+            self.write_error = exc
+            raise RunStopped(str(exc), returncode=pytest.ExitCode.USAGE_ERROR) from None
 
     def _count(self, record: dict[str, Any]) -> None:
         self.new_cases += bool((record.get("counterexample") or {}).get("new"))
@@ -206,10 +227,17 @@ class RunSession:
         with interrupts.deferred(raise_at_end=False):  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
             signal = interrupts.signal_name()  # set even when the signal's exception was swallowed
             interrupted = interrupted or signal is not None
-            complete = not interrupted and self.done >= self.total
-            self.writer.close("complete" if complete else "partial",
-                              interrupted={"signal": signal} if interrupted else None)
+            complete = not interrupted and self.done >= self.total and self.write_error is None
+            try:
+                self.writer.close("complete" if complete else "partial",
+                                  interrupted={"signal": signal} if interrupted else None)
+            except WriteError as exc:  # run.json keeps its last whole version (`running`: read as partial)
+                self.write_error = self.write_error or exc
         if self.role == "worker":  # the controller counts, judges and reports the whole run
+            return
+        if self.write_error is not None:
+            self.report_line = (f"torchcts: report not written (a file could not be written); once there is room, "
+                                f"`torchcts report --from {self.writer.folder}` writes it")
             return
         if not interrupted and self.writer.run_kind == "run":
             option = self.config.getoption
@@ -228,6 +256,10 @@ class RunSession:
         except KeyboardInterrupt:  # a second Ctrl-C (or signal) while it was written
             return (f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` "
                     f"writes it")
+        except WriteError as exc:  # a full disk: the results are kept, the run exits 2 with the line
+            self.write_error = exc
+            return (f"torchcts: report not written; the results are kept (`torchcts report --from "
+                    f"{self.writer.folder}` retries)")
         except Exception as exc:  # noqa: BLE001 - the run's results are kept whatever the report does
             text = " ".join(str(exc).split())[:300] or type(exc).__name__
             return (f"torchcts: report not written: {text}; the results are kept "
@@ -256,6 +288,8 @@ class RunSession:
         if self.new_cases:
             lines.append(f"torchcts: {self.new_cases} new counterexample(s) in {self.corpus_dir}; each failing "
                          f"record names its replay command")
+        if self.write_error is not None:  # last: the one line that says why the run stopped (exit 2)
+            lines.append(str(self.write_error))
         return lines
 
 

@@ -25,12 +25,12 @@ CONSOLE_PROBLEMS = 5  # the console shows at most this many, then "... and N mor
 
 
 def write_probes(folder: Path, results: Iterable[ProbeResult]) -> Path:
-    """Write `probes.jsonl` (one JSON object per probe) atomically into the run folder; its path."""
-    path = Path(folder) / FILE_NAME
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(json.dumps(r.as_json(), sort_keys=True) + "\n" for r in results), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    """Write `probes.jsonl` (one JSON object per probe) atomically into the run folder; its path (WriteError
+    names it when it cannot be written)."""
+    from torchcts.disk import write_atomic
+
+    return write_atomic(Path(folder) / FILE_NAME, "".join(json.dumps(r.as_json(), sort_keys=True) + "\n"
+                                                          for r in results))  # WriteError: a full disk
 
 
 def summary(results: list[ProbeResult]) -> dict[str, Any]:

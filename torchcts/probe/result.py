@@ -15,6 +15,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.backend_exits import ProcessEndRequested, describe, is_backend_exit
+from torchcts.disk import writing
 
 OK, FAILED, NO_PROBE = "ok", "failed", "no_probe"
 STATUSES = (OK, FAILED, NO_PROBE)
@@ -73,7 +74,8 @@ class Steps:
 
     def run(self, step: str, fn: Callable[[], Any]) -> Any:
         if self.announce is not None:
-            self.announce.write_text(step, encoding="utf-8")
+            with writing(self.announce):  # a full disk is no failed step: WriteError ends the probes
+                self.announce.write_text(step, encoding="utf-8")
         try:
             return fn()
         except (StepFailed, NoProbe):

@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable
 import torch
 
 from torchcts import backend_exits
+from torchcts import disk
+from torchcts.disk import WriteError, writing
 from torchcts import dtypes as dtype_names
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.probe.capabilities import CAPABILITY_PROBES, ProbeEnv
@@ -79,6 +81,8 @@ def run_probe(device: str, probe: Probe, manifest: Any = None, *, announce: Path
             status, step, error = FAILED, failure.step, failure.error
         except NoProbe as reason:
             status, error = NO_PROBE, f"no probe: {reason}"
+        except WriteError:  # the step file on a full disk: no result of the backend's
+            raise
         except Exception as exc:  # noqa: BLE001 - outside any step (a probe's own setup): still a result
             status, step, error = FAILED, "probe", error_line(exc)
         except BaseException as exc:  # sys.exit in a probe's own setup; the user's interrupts propagate
@@ -106,10 +110,15 @@ def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: 
     results: list[ProbeResult] = []
     remaining = list(probes)
     while remaining:
-        with tempfile.TemporaryDirectory(prefix="torchcts-probes-") as folder:
+        with writing(tempfile.gettempdir()):  # a full temporary folder: WriteError, no probe blamed for it
+            scratch = tempfile.TemporaryDirectory(prefix="torchcts-probes-")
+        with scratch as folder:
             lines, steps_file = Path(folder) / "results.jsonl", Path(folder) / "step"
             batch = list(remaining)
             ended = run_forked(lambda: _run_batch(device, batch, manifest, lines, steps_file), batch_timeout_s)
+            unwritable = ended.answer.get("unwritable") if isinstance(ended.answer, dict) else None
+            if unwritable:  # the child could not write its results: the disk's fault, not a probe's
+                raise WriteError(*unwritable)
             done = [_unforked(result, device, manifest) for result in _read_results(lines)]
             step = _step_at(steps_file)
         for result in done:
@@ -133,14 +142,20 @@ def _unforked(result: ProbeResult, device: str, manifest: Any) -> ProbeResult:
     return result
 
 
-def _run_batch(device: str, probes: list[Probe], manifest: Any, lines: Path, steps_file: Path) -> int:
+def _run_batch(device: str, probes: list[Probe], manifest: Any, lines: Path, steps_file: Path) -> int | dict[str, Any]:
     """In the forked child: each probe's result appended to `lines` as soon as it is known (and each
-    step's name written to `steps_file` before it runs)."""
-    with open(lines, "a", encoding="utf-8") as out:
-        for probe in probes:
-            steps_file.write_text("probe", encoding="utf-8")  # until its first step: a crash in its setup
-            out.write(json.dumps(run_probe(device, probe, manifest, announce=steps_file).as_json()) + "\n")
-            out.flush()  # in the kernel's hands: a crash later does not lose it
+    step's name written to `steps_file` before it runs); {"unwritable": [file, reason]} on a full disk."""
+    try:
+        with open(lines, "a", encoding="utf-8") as out:
+            for probe in probes:
+                with writing(steps_file):
+                    steps_file.write_text("probe", encoding="utf-8")  # until its first step: a crash in its setup
+                result = json.dumps(run_probe(device, probe, manifest, announce=steps_file).as_json()) + "\n"
+                with writing(lines):
+                    out.write(result)
+                    out.flush()  # in the kernel's hands: a crash later does not lose it
+    except (WriteError, OSError) as exc:  # a full disk: the parent raises it (`run_probes`)
+        return {"unwritable": [str(getattr(exc, "path", lines)), getattr(exc, "reason", None) or disk.reason(exc)]}
     return len(probes)
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import jinja2
 
 from torchcts.outcomes import EXECUTED, GROUPS, Group, Outcome
-from torchcts.report.data import ResultsError, build_report, find_baseline, load_run
+from torchcts.disk import write_atomic
+from torchcts.report.data import build_report, find_baseline, load_run
 from torchcts.report.grouping import MISSING_KERNEL, UNNAMED_OVERLOAD, case_pair, other_failures
 from torchcts.results.history import Warn, warn_on_stderr
 
@@ -102,8 +103,8 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     torch minor version in the run's results folder; unreadable ones are skipped with a `warn`),
     "none", or a run folder. report.html gets a coverage section from `coverage_audit` (default: the
     results folder's coverage/audit.json, where `torchcts coverage audit` writes it), when it is there.
-    ResultsError names a malformed file of the run or the explicit baseline, or an output file that
-    cannot be written."""
+    ResultsError names a malformed file of the run or the explicit baseline; WriteError (`torchcts.disk`) an
+    output file that cannot be written."""
     run = load_run(folder)
     if baseline == "none":
         base = None
@@ -120,11 +121,7 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     for name in formats:
         path = output / _FILES[name]
         text = _render(name, report, run, coverage, triage)
-        try:
-            output.mkdir(parents=True, exist_ok=True)
-            _write_atomically(path, text)
-        except OSError as exc:
-            raise ResultsError(path, f"cannot be written: {exc.strerror or exc}") from None
+        write_atomic(path, text)  # WriteError names the file (a full disk: the files written before stay)
         written[name] = path
     return written
 
@@ -264,11 +261,3 @@ def _level_chart(report: dict[str, Any]) -> str:
             f'font-size="12" role="img" aria-label="outcomes per level">{"".join(rows)}{legend}</svg>')
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        if partial.exists():  # the replace failed: leave nothing half-done behind
-            partial.unlink()

@@ -15,6 +15,7 @@ Folders are untrusted (read through `torchcts.results.files`). No torch: `torchc
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -22,6 +23,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable
 
+from torchcts.disk import WriteError, write_atomic
 from torchcts.outcomes import EXECUTED, Outcome
 from torchcts.plan.shards import ShardError, parse_shard, shard_of
 from torchcts.results.files import ResultFileError, missing_kernel_summary, read_records, read_summary
@@ -179,14 +181,21 @@ def _summary(shards: list[dict[str, Any]], records: list[dict[str, Any]], count:
 
 
 def _write(folder: Path, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """records.jsonl, then run.json (a folder without run.json is no run); refuses a folder that holds files."""
+    """records.jsonl, then run.json (a folder without run.json is no run); refuses a folder that holds files.
+    WriteError when a file cannot be written: the new folder is removed again."""
+    created = not os.path.lexists(folder)
     try:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise MergeError(f"--output {folder}: exists and is not an empty folder; name a new one")
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "records.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
-        partial = folder / "run.json.partial"
-        partial.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-        os.replace(partial, folder / "run.json")
     except OSError as exc:
         raise MergeError(f"--output {folder}: cannot write the merged run folder: {exc.strerror or exc}") from None
+    try:
+        write_atomic(folder / "records.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        write_atomic(folder / "run.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    except WriteError:  # a full disk: no half-merged folder is left to be mistaken for a run (the shards stay)
+        with contextlib.suppress(OSError):
+            (folder / "records.jsonl").unlink(missing_ok=True)
+            if created:
+                folder.rmdir()
+        raise

@@ -13,6 +13,7 @@ and says `running` until the run ends, so a killed run reads as partial.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -23,7 +24,8 @@ from typing import Any, Iterable
 
 import torch
 
-from torchcts import interrupts
+from torchcts import disk, interrupts
+from torchcts.disk import WriteError
 from torchcts.outcomes import EXECUTED, Outcome
 # run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
 from torchcts.results.files import RUN_KINDS, missing_kernel_summary
@@ -86,6 +88,7 @@ class RunWriter:
         self.environment = environment
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.outcomes: collections.Counter[str] = collections.Counter()  # outcome value -> records
+        created = not self.folder.exists()
         try:
             if role == "worker" and not (self.folder / "run.json").is_file():
                 raise FileNotFoundError(f"the controller's run {self.run_id} has no run.json")
@@ -96,7 +99,13 @@ class RunWriter:
             raise RunFolderError(f"cannot write the run folder {self.folder}: {exc.strerror or exc}") from None
         self._last_started: str | None = None
         if role != "worker":
-            self.write_summary("running")
+            try:
+                self.write_summary("running")
+            except WriteError:  # a full disk before the run began: leave no empty run folder behind
+                self._close_files()
+                if created:
+                    _remove_empty_run_folder(self.folder)
+                raise
 
     def set_probes(self, summary: dict[str, Any]) -> None:
         """Keep the probes' summary for run.json (written now too: a run killed later still has it)."""
@@ -106,14 +115,14 @@ class RunWriter:
 
     def mark_started(self, item_id: str) -> None:
         """Note that an item starts: if the run dies in it, the next run knows which one it was."""
-        os.write(self._started_fd, (json.dumps({"item": item_id}) + "\n").encode())
+        disk.append(self._started_fd, (json.dumps({"item": item_id}) + "\n").encode(), self.folder / "started.jsonl")
         self._last_started = item_id
 
     def record(self, record: dict[str, Any]) -> None:
         """Append one item's record, whole, and count it (a signal waits until both are done)."""
         line = json.dumps(record, sort_keys=True, default=str) + "\n"
         with interrupts.deferred():
-            os.write(self._fd, line.encode())
+            disk.append(self._fd, line.encode(), self.folder / "records.jsonl")
             self.outcomes[str(record["outcome"])] += 1  # an Outcome member counts as its value
 
     def record_many(self, records: Iterable[dict[str, Any]]) -> None:
@@ -130,8 +139,7 @@ class RunWriter:
         """Write (line, outcome) pairs in one go and count them (a signal waits until both are done)."""
         with interrupts.deferred():
             data = "".join(line for line, _ in chunk).encode()
-            while data:  # a regular file takes it whole; a short write would otherwise leave a torn line
-                data = data[os.write(self._fd, data):]
+            disk.append(self._fd, data, self.folder / "records.jsonl")  # whole lines, or none and WriteError
             self.outcomes.update(outcome for _, outcome in chunk)
 
     def count(self, outcome: Outcome | str) -> None:
@@ -155,9 +163,7 @@ class RunWriter:
             "missing_kernels": self.missing_kernels,
             "probes": self.probes,  # null when no probe ran (a replay, --collect-only, no item run)
         }
-        partial = self.folder / "run.json.partial"
-        partial.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-        os.replace(partial, self.folder / "run.json")
+        disk.write_atomic(self.folder / "run.json", json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
 
     def close(self, status: str, interrupted: dict[str, Any] | None = None) -> None:
         """Write the final run.json (a worker only closes its files). A run that stops early is counted from
@@ -174,8 +180,12 @@ class RunWriter:
                     interrupted = {"signal": None, **interrupted, "item": self._running_item(recorded)}
             self.write_summary(status, interrupted)
         finally:
-            os.close(self._fd)
-            os.close(self._started_fd)
+            self._close_files()
+
+    def _close_files(self) -> None:
+        for fd in (self._fd, self._started_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _running_item(self, recorded: set[str]) -> str | None:
         """The item that was running when the run stopped and has no record (None: none). The controller of
@@ -207,6 +217,15 @@ class RunWriter:
                     recorded.add(record.get("item"))
         self.outcomes = outcomes
         return recorded
+
+
+def _remove_empty_run_folder(folder: Path) -> None:
+    """Remove a run folder this writer created whose files are all empty (its run.json could not be written)."""
+    with contextlib.suppress(OSError):
+        if all(f.is_file() and f.stat().st_size == 0 for f in folder.iterdir()):
+            for file in folder.iterdir():
+                file.unlink()
+            folder.rmdir()
 
 
 def missing_kernels(path: Path) -> dict[str, Any]:

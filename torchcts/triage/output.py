@@ -126,13 +126,10 @@ def _plain(text: str, width: int) -> str:
 
 def write(triage: Any, output: Path) -> dict[str, Path]:
     """Write triage.md and triage.json into `output`; their paths."""
-    output.mkdir(parents=True, exist_ok=True)
+    from torchcts.disk import write_atomic
+
     written = {}
     for name, text in (("md", markdown(triage, output)),
                        ("json", json.dumps(triage.as_json(), indent=1, sort_keys=True, default=str) + "\n")):
-        path = output / f"triage.{name}"
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-        written[name] = path
+        written[name] = write_atomic(output / f"triage.{name}", text)  # WriteError: a full disk
     return written

@@ -113,9 +113,9 @@ def write_repro(failure: Any, folder: Path, device: str | None, case_path: Path 
 
 
 def _save(folder: Path, item: str, text: str, source: str) -> Repro:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / script_name(item)
-    path.write_text(text, encoding="ascii")
+    from torchcts.disk import write_atomic
+
+    path = write_atomic(folder / script_name(item), text.encode("ascii"))  # WriteError: a full disk
     return Repro(path, source)
 
 

@@ -1,0 +1,282 @@
+"""A full or failing disk is one line, exit 2, and nothing already written is lost.
+
+Each command runs in a child process whose files may not grow past a size (RLIMIT_FSIZE, SIGXFSZ
+ignored): a write past it fails with EFBIG "File too large", as a full disk fails with ENOSPC.
+Standard output pointed at /dev/full fails with ENOSPC. Where this machine lets us mount a small
+tmpfs (root in a container), a corpus on a really full file system is tried too. Every case asserts
+the one line naming the file, exit 2, no traceback, and that what was written before still reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from torchcts.cli.main import cli
+from torchcts.manifest.templates import render_template
+from torchcts.outcomes import EXECUTED
+from torchcts.results.files import read_records, read_summary
+
+TOO_LARGE = "File too large"
+NO_SPACE = "No space left on device"
+SAFETY_NET_S = 600
+# a derandomized run of one OpInfo item: 26,000-odd accounting records, then the item's
+RUN = ["run", "--validation", "--derandomize", "--ops", "^add$", "--dtype", "float32", "--level", "1",
+       "--max-examples", "2"]
+EXECUTED_VALUES = {str(outcome) for outcome in EXECUTED}
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE and /dev/full")
+
+LIMITED = """
+import os, resource, signal, sys
+limit = int(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+def limited(cwd: Path, limit: int | None, *args: str, module: str = "torchcts",
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m <module> args` in `cwd` whose files may not grow past `limit` bytes (None: no limit)."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    command = [sys.executable, "-m", module, *args]
+    if limit is not None:
+        command = [sys.executable, "-c", LIMITED, str(limit), *command[1:]]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S)
+
+
+def the_line(result: subprocess.CompletedProcess, file: str | Path, reason: str = TOO_LARGE, *,
+             exit_code: int = 2) -> str:
+    """The one line about the file that could not be written (`file`: a path, or a regex of one), after
+    checking the exit status and that nothing else went wrong loudly."""
+    output = result.stdout + result.stderr
+    assert result.returncode == exit_code, output[-3000:]
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output[-3000:]
+    lines = [line for line in output.splitlines() if "cannot be written" in line]
+    assert len(lines) == 1, output[-3000:]
+    pattern = file if isinstance(file, re.Pattern) else re.compile(re.escape(str(file)))
+    assert re.search(f"(^|: |ERROR: )({pattern.pattern}): cannot be written: {re.escape(reason)}$", lines[0]), lines
+    return lines[0]
+
+
+def run_folder(results: Path) -> Path:
+    [folder] = [path for path in results.iterdir() if path.is_dir()]
+    return folder
+
+
+def first_executed_offset(records: Path) -> int:
+    """Bytes of records.jsonl before the first executed item's record (the accounting records)."""
+    offset = 0
+    with open(records, "rb") as lines:
+        for line in lines:
+            if json.loads(line)["outcome"] in EXECUTED_VALUES:
+                return offset
+            offset += len(line)
+    raise AssertionError(f"{records}: no executed record")
+
+
+def report_on(folder: Path) -> subprocess.CompletedProcess:
+    return limited(folder.parent.parent, None, "report", "--from", str(folder), "--baseline", "none")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="cpu"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory) -> dict:
+    """One unlimited run: its run folder, and where the executed records begin in records.jsonl."""
+    cwd = tmp_path_factory.mktemp("measured")
+    (cwd / "manifest.py").write_text(render_template("minimal", device_name="cpu"))
+    result = limited(cwd, None, *RUN, "--results-dir", "R", "--shard", "1/1")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    folder = run_folder(cwd / "R")
+    return {"folder": folder, "accounting": first_executed_offset(folder / "records.jsonl"),
+            "run_json": (folder / "run.json").stat().st_size}
+
+
+# -- the run folder --------------------------------------------------------------------------------
+
+@linux_only
+@pytest.mark.parametrize("runner", ["torchcts", "pytest"])
+def test_a_run_whose_first_run_json_cannot_be_written_is_one_line_and_leaves_no_folder(project, runner):
+    if runner == "torchcts":
+        result = limited(project, 100, *RUN, "--results-dir", "R")
+        exit_code = 2
+    else:  # the plugin under plain pytest: pytest's usage-error status, the same one line
+        result = limited(project, 100, "--pyargs", "torchcts.properties", "-p", "no:cacheprovider", "--validation",
+                         "--ops", "^add$", "--dtype", "float32", "--level", "1", "--max-examples", "2",
+                         "--results-dir", "R", module="pytest")
+        exit_code = 4
+    the_line(result, re.compile(r"R/[0-9TZ]+-[0-9a-f]+/run\.json"), exit_code=exit_code)
+    assert list((project / "R").iterdir()) == []  # the empty run folder was removed again
+
+
+@linux_only
+def test_a_run_stopped_in_its_accounting_records_keeps_whole_lines_and_reads_as_partial(project):
+    result = limited(project, 3_000_000, *RUN, "--results-dir", "R")
+    folder = run_folder(project / "R")
+    the_line(result, Path("R") / folder.name / "records.jsonl")
+    size = (folder / "records.jsonl").stat().st_size
+    assert 0 < size <= 3_000_000 and (folder / "records.jsonl").read_bytes().endswith(b"\n")  # cut back to whole lines
+    records = read_records(folder)
+    assert len(records) == (folder / "records.jsonl").read_bytes().count(b"\n")
+    assert read_summary(folder)["status"] == "partial"
+    report = report_on(folder)
+    assert report.returncode == 0 and (folder / "report" / "scorecard.md").is_file(), report.stderr
+
+
+@linux_only
+def test_a_run_stopped_at_an_executed_record_keeps_what_it_wrote_and_its_report_works(project, measured):
+    limit = measured["accounting"] + 40  # the accounting fits; the first executed record does not
+    assert limit > measured["run_json"]
+    result = limited(project, limit, *RUN, "--results-dir", "R", "--shard", "1/1")
+    folder = run_folder(project / "R")
+    the_line(result, Path("R") / folder.name / "records.jsonl")
+    assert "report not written" in result.stdout and result.stdout.rstrip().splitlines()[-1].startswith("R/")
+    assert (folder / "records.jsonl").stat().st_size == measured["accounting"]  # the torn record was cut back
+    records = read_records(folder)
+    assert records and not [r for r in records if r["outcome"] in EXECUTED_VALUES]
+    summary = read_summary(folder)
+    assert summary["status"] == "partial" and sum(summary["counts"].values()) == len(records)
+    report = report_on(folder)
+    assert report.returncode == 0, report.stderr
+    assert "partial" in (folder / "report" / "scorecard.md").read_text().lower()
+
+
+# -- the corpus ------------------------------------------------------------------------------------
+
+@linux_only
+def test_a_case_file_that_cannot_be_written_is_one_line_and_the_cases_before_it_stay(tmp_path):
+    kept = tmp_path / "cases" / "0123456789abcdef01234567.json"  # a case written earlier (never read here)
+    kept.parent.mkdir()
+    kept.write_text('{"an earlier case": true}\n')
+    before = kept.read_bytes()
+    result = limited(tmp_path, 100, "coverage", "materialize", "--ops", r"^aten\.__rshift__\.Scalar$",
+                     "--per-overload", "1", "--output", "cases")
+    the_line(result, re.compile(r"cases/[0-9a-f]+\.json"))
+    assert [p.name for p in (tmp_path / "cases").iterdir()] == [kept.name] and kept.read_bytes() == before
+
+
+@pytest.fixture
+def full_filesystem(tmp_path: Path):
+    """A 1 MiB tmpfs with no room left, where this machine allows mounting one (root in a container)."""
+    mount = shutil.which("mount")
+    if not sys.platform.startswith("linux") or os.geteuid() != 0 or mount is None:
+        pytest.skip("mounting a tmpfs needs root on Linux")
+    folder = tmp_path / "full"
+    folder.mkdir()
+    done = subprocess.run([mount, "-t", "tmpfs", "-o", "size=1m", f"torchcts-test-{uuid.uuid4().hex[:8]}",
+                           str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        filler = folder / "filler"
+        with open(filler, "wb") as out:
+            try:
+                while True:
+                    out.write(b"\0" * 65536)
+                    out.flush()
+            except OSError:
+                pass
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops(project, full_filesystem):
+    corpus = full_filesystem / "corpus"
+    result = limited(project, None, "run", "--device", "faulty", "--manifest", "manifest.py", "--derandomize",
+                     "--ops", "^trunc$", "--dtype", "float32", "--level", "1", "--max-examples", "2",
+                     "--results-dir", "R", "--corpus-dir", str(corpus), env={"TORCHCTS_FAULTY_BUGS": "missing_kernel"})
+    the_line(result, corpus / "missing-kernel-faulty-PrivateUse1-aten.trunc.json", NO_SPACE)
+    folder = run_folder(project / "R")
+    [found] = [r for r in read_records(folder) if r["outcome"] in EXECUTED_VALUES]
+    assert found["outcome"] == "error" and found["error_kind"] == "missing_kernel"  # the finding is kept
+    assert found["counterexample"] is None and found["counterexample_unwritable"]["reason"] == NO_SPACE
+    assert "could not be stored" in found["counterexample_error"]
+    assert read_summary(folder)["status"] == "partial"
+    assert report_on(folder).returncode == 0
+    assert not corpus.exists() or list(corpus.iterdir()) == []  # no half case file, no temporary one
+
+
+# -- the report, merged shards, coverage artifacts, probes -----------------------------------------
+
+@linux_only
+def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measured, tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(measured["folder"], folder, ignore=shutil.ignore_patterns("report"))
+    assert limited(tmp_path, None, "report", "--from", "run", "--baseline", "none").returncode == 0
+    before = {p.name: p.read_bytes() for p in (folder / "report").iterdir()}
+    result = limited(tmp_path, 2000, "report", "--from", "run", "--baseline", "none")
+    line = the_line(result, re.compile(r"run/report/[a-z]+\.(md|html|xml|json)"))
+    assert line.startswith("run/report/")  # the command's own line, no prefix
+    assert {p.name: p.read_bytes() for p in (folder / "report").iterdir()} == before  # no half file, no temporary
+
+
+@linux_only
+def test_a_report_printed_onto_a_full_disk_is_one_line(measured):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(measured["folder"]),
+                                 "--baseline", "none", "--output", str(measured["folder"].parent / "printed")],
+                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=SAFETY_NET_S)
+    result.stdout = ""
+    assert the_line(result, "standard output", NO_SPACE) == f"standard output: cannot be written: {NO_SPACE}"
+
+
+@linux_only
+def test_merged_shards_that_cannot_be_written_leave_no_half_folder_and_the_shard_as_it_was(measured, tmp_path):
+    shard = measured["folder"]
+    before = (shard / "records.jsonl").stat().st_size, (shard / "run.json").read_bytes()
+    result = limited(tmp_path, 1_000_000, "report", "--merge", str(shard), "--output", "merged")
+    the_line(result, Path("merged") / "records.jsonl")
+    assert not (tmp_path / "merged").exists()
+    assert ((shard / "records.jsonl").stat().st_size, (shard / "run.json").read_bytes()) == before
+    assert read_summary(shard)["status"] == "complete"
+
+
+@linux_only
+def test_coverage_artifacts_that_cannot_be_written_keep_the_old_ones(tmp_path, monkeypatch):
+    from torchcts.coverage import audit
+    from torchcts.coverage.exclusions import load_exclusions
+    from torchcts.coverage.inventory import inventory_metadata, load_inventory
+
+    sources = audit.Sources((), (), {"aten.abs.default": "generated"}, load_exclusions(tmp_path))
+    data = audit.build_audit(load_inventory(), sources, audit.metadata(inventory_metadata(), tmp_path, None, None))
+    folder = tmp_path / "coverage"
+    folder.mkdir()
+    (folder / "audit.json").write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(cli, ["coverage", "report", "--audit", "coverage/audit.json"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    result = limited(tmp_path, 1000, "coverage", "report", "--audit", "coverage/audit.json")
+    the_line(result, Path("coverage") / "summary.md")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@linux_only
+def test_probes_that_cannot_write_their_results_are_one_line_and_no_probe_is_blamed(project):
+    result = limited(project, 100, "init", "--probe", "--device", "cpu", "--ops", "^add$", "--output", "drafted.py")
+    the_line(result, re.compile(r".*/torchcts-probes-[^/]+/(results\.jsonl|step)"))
+    assert "failed" not in result.stdout + result.stderr and not (project / "drafted.py").exists()
+
+
+@linux_only
+def test_a_probed_draft_that_cannot_be_written_leaves_the_old_manifest(project):
+    before = (project / "manifest.py").read_bytes()
+    result = limited(project, 6000, "init", "--probe", "--device", "cpu", "--ops", "^add$",  # the draft: 8 KB
+                     "--output", "manifest.py", "--force")
+    the_line(result, "manifest.py")
+    assert (project / "manifest.py").read_bytes() == before
+    assert [p.name for p in project.iterdir()] == ["manifest.py"]  # no temporary file left beside it

@@ -8,11 +8,12 @@ not a comparison with CPU. Three helpers:
 - `runtime_module(cts)`: `torch.<device type>` (`torch.cuda`, `torch.faulty`, `torch.cpu`).
 - `require(cts, module, *names)`: before the cases, the attributes a suite needs from that module.
   A missing one is `runtime_unavailable` on the CPU validation target (CPU is the reference, not a
-  backend: it has no streams to wait on or device memory to count) and a backend `error` on any
-  other device, which claimed the capability.
+  backend: it has no streams to wait on or device memory to count) and where nothing claims the
+  capability (a replay without --manifest), and a `failed` item on any other device, which claimed it.
 - `invariant_check(cts, program, what)`: a check for `cts.run` that runs `program(device, *args)` on
-  the device (its exceptions are the backend's `error`s) and fails on every `Observation` that does
-  not hold, naming each with what was seen.
+  the device (its exceptions are the backend's `error`s; on CPU, the reference, they are TorchCTS's or,
+  replaying, the stored case's) and fails on every `Observation` that does not hold, naming each with
+  what was seen.
 """
 
 from __future__ import annotations
@@ -58,16 +59,31 @@ def unavailable(why: str) -> NotRun:
 
 def require(cts: Any, owner: Any, *names: str, capability: str = "", label: str = "") -> None:
     """Raise (before any case) unless `owner` (the runtime module, or a class of it such as its `Stream`, named
-    `label`) has every attribute in `names`: runtime_unavailable on the CPU validation target, an AssertionError (a
-    `failed` item: the claimed facility is missing) on any other device."""
+    `label`) has every attribute in `names`: runtime_unavailable on the CPU validation target and where the manifest
+    does not claim the capability (a replay without --manifest claims none), an AssertionError (a `failed` item: the
+    claimed facility is missing) on any other device."""
     label = label or f"torch.{cts.target.device_type}"
     missing = [name for name in names if owner is None or not hasattr(owner, name)]
     if not missing:
         return
-    what = f"{label} has no {', '.join(missing)}"
+    what = f"{label} has no {', '.join(missing)}" if owner is not None else f"{label} does not exist"
     if on_validation_target(cts):
         raise unavailable(f"{what}: CPU has no such facility (the validation target proves only what CPU has)")
-    raise AssertionError(f"{what}, which the {capability or cts.item.property} capability the manifest claims needs")
+    capability = capability or _capability_of(cts.item.property)
+    if cts.manifest is not None and not cts.manifest.declares(capability):
+        raise unavailable(f"{what}, which the {capability} capability needs; nothing claims it on "
+                          f"{cts.target.describe()} (a replay without --manifest claims no capability)")
+    raise AssertionError(f"{what}, which the {capability} capability the manifest claims needs")
+
+
+def _capability_of(prop: str) -> str:
+    """The capability a registered property tests (its own name when it is not registered)."""
+    from torchcts.plan import registry
+
+    try:
+        return registry.get(prop).capability
+    except registry.RegistryError:
+        return prop
 
 
 def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], what: str = "") -> Callable[[Any], None]:
@@ -80,10 +96,33 @@ def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], wha
         return list(program(target.device, *sample.args, **sample.kwargs))
 
     def check(case: Any) -> None:
-        observations = cts.on_device_call(run, case.sample, what=f" ({label})")
+        if on_validation_target(cts):
+            observations = on_reference(cts, run, case)
+        else:
+            observations = cts.on_device_call(run, case.sample, what=f" ({label})")
         broken = [o for o in observations if not o.holds]
         if broken:
             detail = "; ".join(o.describe() for o in broken[:4])
             raise AssertionError(f"{label} [{'; '.join(case.transforms)}] on {cts.target.describe()}: {detail}")
 
     return check
+
+
+def on_reference(cts: Any, run: Callable[[Any, Any, Any], list[Observation]], case: Any) -> list[Observation]:
+    """The program's observations on CPU, the validation target. CPU raising is no backend's error: replaying, CPU
+    refuses the stored values (the case cannot be replayed: a `case_file` error naming them); on drawn values,
+    TorchCTS drew what CPU refuses (raised as it is: a `harness` error)."""
+    from torchcts.engine.targets import CaseUnavailable
+
+    try:
+        return run(cts, case.sample, cts.target)
+    except (NotRun, CaseUnavailable):
+        raise
+    except Exception as exc:
+        if cts.replay is None:
+            raise
+        from torchcts.cases.files import CaseFileError
+
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise CaseFileError(getattr(cts.item, "path", "") or "the replayed case", "inputs.args",
+                            f"CPU, the reference, refuses the stored values: {type(exc).__name__}: {detail}") from exc

@@ -249,4 +249,22 @@ def test_device_api(cts):
     module = runtime_module(cts)
     require(cts, module, *NEEDS[scenario])
     program = PROGRAMS[scenario]
-    cts.run(device_api_cases(scenario, cts.dtype, cts.manifest.device_count), invariant_check(cts, program))
+    check = invariant_check(cts, program)
+    cts.run(device_api_cases(scenario, cts.dtype, cts.manifest.device_count),
+            cpu_claims_only(cts, check) if scenario == "availability" else check)
+
+
+def cpu_claims_only(cts, check):
+    """availability's check; on CPU, the validation target, a replayed case claiming more devices than CPU has (its
+    manifest's device_count, from a run on another device) is runtime_unavailable: CPU never made that claim."""
+    from torchcts.engine.targets import CaseUnavailable
+    from torchcts.properties.runtime_checks import on_validation_target
+
+    def checked(case):
+        claimed = case.sample.args[0] if case.sample.args else None
+        if on_validation_target(cts) and isinstance(claimed, int) and claimed > torch.cpu.device_count():
+            raise CaseUnavailable(f"the case claims {claimed} devices (the device_count of the manifest it was "
+                                  f"found with); CPU has {torch.cpu.device_count()}")
+        check(case)
+
+    return checked

@@ -4,6 +4,8 @@ The plugin collects a `ReplayItem` per case file (`cases.replay_items`) instead 
 `--replay PATH` is given, so a CI replays the corpus with its usual pytest runner; `run_replay`
 runs the same session and reads its records to say, per case, whether it still fails, and to
 track `fixed` cases. A file that cannot be read is one `unreadable` line; the other cases still run.
+A case whose replay could not start says so and is never counted as failing: its file, or CPU (the reference),
+refusing what it stores is `unreadable`; TorchCTS's own error (`error_kind` harness or setup) is a `harness error`.
 
 A case found under `torch.compile(B)` says something about B only: replayed eagerly, or under another backend, its
 verdict line says where it was found and where it ran, it is never a regression, and `--update-status` leaves its
@@ -24,7 +26,8 @@ from torchcts.cases.replay_items import (  # noqa: F401 - re-exported for caller
     ReplayItem, UnreadableCase, checked_case, replay_cases, replay_items, replayable)
 from torchcts.outcomes import PROBLEMS, Outcome, parse
 
-EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read (the others still ran)
+EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read, or a replay could not start
+NOT_STARTED_KINDS = ("harness", "setup")  # error kinds of a replay that TorchCTS itself could not run
 
 
 def mark_status(path: Path | str, status: str, limits: CaseLimits = CaseLimits()) -> None:
@@ -42,10 +45,16 @@ class ReplayVerdict:
     unreadable: str | None = None  # "field: what is wrong" when the case file could not be replayed
     found_on: str | None = None  # the compile backend the case was found under (None: eager)
     replayed_on: str | None = None  # the compile backend this replay ran it under (None: eager)
+    error_kind: str | None = None  # the record's, for an `error`: backend, missing_kernel, harness, setup, case_file
+
+    @property
+    def harness_error(self) -> bool:
+        """Whether TorchCTS's own code could not replay the case: no verdict about the backend."""
+        return self.unreadable is None and parse(self.outcome) is Outcome.ERROR and self.error_kind in NOT_STARTED_KINDS
 
     @property
     def still_failing(self) -> bool:
-        return parse(self.outcome) in PROBLEMS and self.unreadable is None
+        return parse(self.outcome) in PROBLEMS and self.unreadable is None and not self.harness_error
 
     @property
     def elsewhere(self) -> bool:
@@ -75,11 +84,23 @@ def verdicts(records: Iterable[dict[str, Any]], compile_backend: str | None = No
         compiled = record.get("compile")
         replayed_on = compiled.get("backend") if isinstance(compiled, dict) else compile_backend
         path = case.get("path", "")
-        found_on = _found_on(path, limits, replayed_on) if case.get("unreadable") is None else replayed_on
+        unreadable = case.get("unreadable") or _refused_when_run(record, path)
+        found_on = _found_on(path, limits, replayed_on) if unreadable is None else replayed_on
+        error_kind = record.get("error_kind")
         found.append(ReplayVerdict(path, record["item"], case.get("status", ""), record["outcome"],
-                                   record.get("error") or record.get("reason") or "", case.get("unreadable"),
-                                   found_on, replayed_on))
+                                   record.get("error") or record.get("reason") or "", unreadable,
+                                   found_on, replayed_on, error_kind if isinstance(error_kind, str) else None))
     return found
+
+
+def _refused_when_run(record: dict[str, Any], path: str) -> str | None:
+    """"field: what is wrong" of a case refused once its replay began (its file changed since the items were made,
+    or CPU refuses the values it stores: the record's `case_file` error); None otherwise."""
+    if parse(record.get("outcome")) is not Outcome.ERROR or record.get("error_kind") != "case_file":
+        return None
+    line = str(record.get("error_line") or record.get("reason") or "")
+    where = f"{path}: " if path else ""
+    return line.split(where, 1)[1] if where and where in line else line
 
 
 def _found_on(path: str, limits: CaseLimits, otherwise: str | None) -> str | None:
@@ -116,12 +137,15 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
             echo(f"{'unreadable':24} {printable(verdict.path)}: {printable(verdict.unreadable)[:300]}")
             continue
         state = "REGRESSION (was fixed)" if verdict.regression else (
-            "still failing" if verdict.still_failing else "now passing" if verdict.outcome == Outcome.PASSED
-            else f"not run ({verdict.outcome})")
+            "still failing" if verdict.still_failing else "harness error" if verdict.harness_error
+            else "now passing" if verdict.outcome == Outcome.PASSED else f"not run ({verdict.outcome})")
         where = f"  ({printable(verdict.where())})" if verdict.elsewhere else ""
         echo(f"{state:24} {printable(verdict.path)}  {printable(verdict.case_id)}{where}")
-        if verdict.still_failing and verdict.reason:
-            echo(f"{'':24} {printable(verdict.reason.splitlines()[0][:200])}")
+        if verdict.harness_error:
+            echo(f"{'':24} TorchCTS could not replay the case (no verdict about the backend): "
+                 f"{printable(verdict.reason.strip().splitlines()[0][:200]) if verdict.reason.strip() else ''}")
+        elif verdict.reason and verdict.outcome != Outcome.PASSED:  # why it failed, or why it did not run
+            echo(f"{'':24} {printable(verdict.reason.strip().splitlines()[0][:200])}")
         if update_status and verdict.elsewhere and verdict.status in ("open", "fixed"):
             echo(f"{'':24} status not updated: a replay on another target than the case's says nothing about it")
         elif update_status and verdict.path and verdict.outcome in (Outcome.PASSED, Outcome.FAILED):
@@ -136,12 +160,13 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
     failing = sum(v.still_failing for v in found)
     regressions = sum(v.regression for v in found)
     unreadable = sum(v.unreadable is not None for v in found)
+    harness = sum(v.harness_error for v in found)
     echo(f"torchcts replay: {len(found)} cases, {failing} still failing, {regressions} regressions, "
-         f"{unreadable} unreadable; records in {folder}")
+         f"{unreadable} unreadable" + (f", {harness} harness errors" if harness else "") + f"; records in {folder}")
     if code >= 128:  # interrupted: 128 + the signal's number
         return code
     if code == 2:  # the run itself stopped on bad input or an internal error
         return 2
-    if unreadable:
+    if unreadable or harness:
         return EXIT_UNREADABLE
     return 1 if regressions or (strict and failing) else 0

@@ -35,6 +35,7 @@ from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
+from torchcts.engine.replay_manifest import replay_manifest
 from torchcts.engine.targets import Target, reset_compiled
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
@@ -243,6 +244,8 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
     if isinstance(item, ReplayItem):
         case, cases = replayable(item, settings.case_limits)  # UnreadableCase when the file cannot be read
         common["target"] = replay_target(settings.target, case, settings.replay_shape_mode)
+        if settings.manifest is None:  # a replay needs no manifest; its suites still read one: the neutral one
+            common["manifest"] = replay_manifest(settings.target.device_type)
         if settings.target.compile is not None:  # no history of earlier cases where no fresh process was possible
             reset_compiled()
         op = None if case.variant == "scenario" else find_op(case.op)  # a scenario case names no OpInfo

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from torchcts.cases.files import CaseFileError
+from torchcts.engine import device_findings
 from torchcts.outcomes import NOT_RUN, Outcome
 
 ERROR_CHARS = 4000  # an error summary or traceback in a record is at most this long
@@ -54,6 +55,7 @@ class Verdict:
     error_line: str | None = None
     missing_kernel: Any = None
     error_wrappers: tuple[str, ...] = ()
+    finding: str | None = None  # the device finding (`device_findings`) the error is a symptom of
 
     def record_fields(self) -> dict[str, Any]:
         """The record's fields about the error (none for a verdict without one)."""
@@ -66,6 +68,8 @@ class Verdict:
             fields["missing_kernel"] = self.missing_kernel.as_json()
         if self.error_wrappers:
             fields["error_wrappers"] = list(self.error_wrappers)
+        if self.finding is not None:
+            fields["finding"] = self.finding
         return fields
 
 
@@ -77,7 +81,10 @@ def classify(exc: BaseException, *, show_traceback: bool = False) -> Verdict:
     naming the torch.compile wrappers of the device's exception it was raised from."""
     verdict = _classify(exc, show_traceback)
     wrappers = compile_wrappers(exc)
-    return attrs.evolve(verdict, error_wrappers=wrappers) if wrappers and verdict.error is not None else verdict
+    if wrappers and verdict.error is not None:
+        verdict = attrs.evolve(verdict, error_wrappers=wrappers)
+    finding = device_findings.explaining(exc) if verdict.error is not None else None
+    return attrs.evolve(verdict, finding=finding) if finding is not None else verdict
 
 
 def compile_wrappers(exc: BaseException) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ def prepare_worker(manifest: Any, device: str) -> None:
     The run warned about a suite file that registers nothing, so workers stay quiet about it."""
     import torch
 
+    from torchcts.engine import device_findings
     from torchcts.engine.run import HARNESS_THREADS
     from torchcts.manifest.load import import_backend
     from torchcts.plan import registry
@@ -24,6 +25,7 @@ def prepare_worker(manifest: Any, device: str) -> None:
     if manifest is not None and manifest.backend_import is not None:
         import_backend(manifest.backend_import)
     enable_for_device(device)
+    device_findings.probe(device)  # the run's device findings, noted here too: this worker's records point at them
     folders = manifest.custom_test_dirs if manifest is not None else ()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", registry.RegistryWarning)

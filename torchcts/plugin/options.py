@@ -32,6 +32,7 @@ from torchcts.crashes.versions import torch_minor
 from torchcts.disk import WriteError
 from torchcts.engine.hypothesis_profile import (
     DrawSettings, ProfileError, named_profile, register_manifest_profile, resolve)
+from torchcts.engine import device_findings
 from torchcts.engine.run import HARNESS_THREADS
 from torchcts.engine.targets import Target
 from torchcts.isolation.fork import fork_safe
@@ -106,6 +107,7 @@ def start_run(config: pytest.Config) -> RunStart:
     manifest = _manifest(option, manifest_path, bool(replay_paths))
     selection = _with_properties(selection, option("torchcts_properties"))
     check_device(device)
+    findings = device_findings.probe(device)  # a defect of the whole device (no index): one finding, said once
     target = run_target(device, manifest, option("torchcts_compile"), option("torchcts_shape_mode"))
     trace_dispatch = bool(option("torchcts_trace_dispatch")) or os.environ.get(TRACE_DISPATCH_ENV) == "1"
     if trace_dispatch and target.compile_backend:
@@ -119,6 +121,9 @@ def start_run(config: pytest.Config) -> RunStart:
     warnings = [w for w in [device_name_warning(manifest, device, validation), hash_seed_warning(derandomize)] if w]
     for warning in warnings if joined is None else ():  # stderr, at once: a long run's summary comes too late
         print(f"torchcts: warning: {warning} (recorded in run.json)", file=sys.stderr, flush=True)
+    for finding in findings if joined is None else ():
+        print(f"torchcts: finding: {finding.line()} (recorded in run.json; the items it fails point at it)",
+              file=sys.stderr, flush=True)
     max_examples = draw.max_examples if manifest else (max_examples or 1)  # a replay draws nothing
     torch.set_num_threads(HARNESS_THREADS)
     limits = CaseLimits.from_option(option("torchcts_max_case_bytes"))
@@ -153,6 +158,7 @@ def start_run(config: pytest.Config) -> RunStart:
         "harness_threads": HARNESS_THREADS,
         "trace_dispatch": trace_dispatch,  # records carry `dispatched` (docs/coverage/evidence.md)
         "warnings": warnings,  # e.g. a manifest written for another device type (printed at the start)
+        "findings": [finding.as_json() for finding in findings],  # device defects (`engine.device_findings`)
         "workers": _worker_count(config) if role == distributed.CONTROLLER else 1,  # pytest-xdist's -n
     }
     rules = crash_rules(option, manifest_path, target)

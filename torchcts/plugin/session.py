@@ -21,6 +21,7 @@ import pytest
 from _pytest.outcomes import Exit
 
 from torchcts.cases.replay_items import ReplayItem, replay_flags
+from torchcts.engine import device_findings
 from torchcts.engine.hypothesis_profile import StatisticsTotals
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
@@ -276,6 +277,8 @@ class RunSession:
         lines = [f"torchcts: nothing ran: {self.nothing_ran}"] if self.nothing_ran else []
         missing = self.console.missing_line()
         lines += [missing] if missing else []
+        findings = self.writer.environment.get("findings")  # said once, with the items they cause
+        lines += device_findings.end_lines(findings, self.writer.folder / "records.jsonl")
         if self.probes is not None:
             from torchcts.probe.records import end_lines
 

@@ -127,6 +127,7 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
         "missing_kernels": {**grouping.missing_kernel_groups(failures),
                             "skipped": grouping.skipped_missing_kernels(records)},  # found by a probe: skip_ops
         "failure_groups": grouping.failure_groups(others),
+        "findings": grouping.finding_groups(env.get("findings"), failures),  # device defects, their items under them
         "failures": failures,
         "baseline": compared,
     }
@@ -286,7 +287,8 @@ def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[st
             "max_abs_error": record.get("max_abs_error"), "max_rel_error": record.get("max_rel_error"),
             "max_ulp": record.get("max_ulp"), "replay": reference.get("replay"), "case": case,
             "elements": reference.get("elements"), "counterexample_error": record.get("counterexample_error"),
-            "cases": grouping.case_pair(record)["text"], **grouping.leg_fields(record)}
+            "cases": grouping.case_pair(record)["text"], **grouping.leg_fields(record),
+            "finding": record["finding"][:100] if isinstance(record.get("finding"), str) else None}
 
 
 def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] | None:

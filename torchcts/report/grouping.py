@@ -26,6 +26,8 @@ MISSING_KERNEL = "missing_kernel"  # a record's error_kind for an error from a k
 UNNAMED_OVERLOAD = "(overload not named)"  # a missing-kernel record without its `missing_kernel` field
 FAMILIES = ("nn.functional", "linalg", "fft", "special", "sparse", "masked", "signal", "_refs", "nn")
 SCENARIO = "scenario"  # the variant of a scenario item (plan.registry): its op is a scenario's name, not an OpInfo
+MAX_FINDINGS = 20  # device findings read from run.json (one is known today)
+MAX_FINDING_TEXT = 600  # characters of a finding's summary, symptom or fix shown
 MAX_VARIANTS_COUNTED = 1000  # distinct printed lines counted per cause group (a bound, not a limit on items)
 # The order failures are shown in: wrong values first (silent in a user's program), then crashes and hangs.
 OUTCOME_ORDER = {name: rank for rank, name in enumerate(("failed", "crashed", "timed_out", "error"))}
@@ -150,6 +152,35 @@ def missing_kernel_groups(failures: list[dict[str, Any]]) -> dict[str, Any]:
     return {"distinct": len(ordered), "count": sum(g["count"] for g in ordered), "groups": ordered}
 
 
+def finding_groups(described: Any, failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The device findings of a run (run.json `environment.findings`, from its start probe: `engine.device_findings`),
+    each with the failing items whose records point at it (`finding`), most items first. A finding run.json does
+    not describe (a record from another run's shard) is shown by its id. Bounded: run.json is untrusted."""
+    groups: dict[str, dict[str, Any]] = {}
+    for entry in (described if isinstance(described, list) else [])[:MAX_FINDINGS]:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            texts = {key: str(entry.get(key) or "")[:MAX_FINDING_TEXT] for key in ("summary", "symptom", "fix")}
+            groups.setdefault(entry["id"][:100], {"id": entry["id"][:100], **texts, "count": 0, "ops": set(),
+                                                  "item_ids": []})
+    for f in failures:
+        finding = f.get("finding")
+        if not finding:
+            continue
+        group = groups.get(finding)
+        if group is None and len(groups) < MAX_FINDINGS * 2:
+            group = groups.setdefault(finding, {"id": finding, "summary": f"{finding} (not described in run.json)",
+                                                "symptom": "", "fix": "", "count": 0, "ops": set(), "item_ids": []})
+        if group is None:
+            continue
+        group["count"] += 1
+        group["ops"].add(f["op"])
+        group["item_ids"].append(f["item"])
+    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["id"]))
+    for group in ordered:
+        group["ops"] = sorted(group["ops"])
+    return ordered
+
+
 def skipped_missing_kernels(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The missing kernels a probe found and moved out of the run: items `op_excluded` by a skip_ops reason
     `init --probe` wrote ("no kernel for aten::X, ..."), one group per overload with the ops it blocks, most
@@ -173,9 +204,9 @@ def skipped_missing_kernels(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def other_failures(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The failures that are not missing kernels, in the order a reader wants them: regressions first,
-    then wrong values, crashes, hangs, errors; by op within each."""
-    others = [f for f in failures if f["error_kind"] != MISSING_KERNEL]
+    """The failures that are neither missing kernels nor symptoms of a device finding (`finding_groups`), in the
+    order a reader wants them: regressions first, then wrong values, crashes, hangs, errors; by op within each."""
+    others = [f for f in failures if f["error_kind"] != MISSING_KERNEL and not f.get("finding")]
     return sorted(others, key=lambda f: (not f.get("regression"), OUTCOME_ORDER.get(f["outcome"], 9), f["op"],
                                          f["item"]))
 

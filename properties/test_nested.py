@@ -14,6 +14,7 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
+from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
 from torchcts.strategies.nested import components_like, ragged_components
@@ -125,14 +126,23 @@ def _shapes(components):
     return "components " + ", ".join(str(tuple(c.shape)) for c in components)
 
 
+COMPONENTS, RAGGED, INNER_DIMS, INNER_SIDE = 4, 5, 2, 3  # components a case holds, their ragged and inner sizes
+GAP = Ints(0, 2)  # junk rows after each component (jagged_construct)
+PADDINGS = (0, -1, 7)
+KEY_LENGTH = Ints(1, 4)  # jagged_sdpa's cross-attention keys
+SDPA_RAGGED = 4
+
+
 def _components(cts, **limits):
+    limits = {"max_components": COMPONENTS, "max_ragged": RAGGED, "max_inner_dims": INNER_DIMS,
+              "max_side": INNER_SIDE, **limits}
     return ragged_components(cts.dtype, special=not cts.dtype.is_complex, **limits)
 
 
 @st.composite
 def _construct_cases(draw, cts):
     components = draw(_components(cts, min_inner_dims=0), label="components")
-    gaps = draw(st.lists(st.integers(0, 2), min_size=len(components), max_size=len(components)), label="gaps")
+    gaps = draw(st.lists(GAP.strategy(), min_size=len(components), max_size=len(components)), label="gaps")
     return _case(cts, components, (gaps,), f"{_shapes(components)}, gaps {gaps}")
 
 
@@ -150,17 +160,18 @@ def _reduce_cases(cts):
 @st.composite
 def _padded_cases(draw, cts):
     components = draw(_components(cts), label="components")
-    padding = draw(st.sampled_from((0, -1, 7)), label="padding")
+    padding = draw(st.sampled_from(PADDINGS), label="padding")
     padding = bool(padding) if cts.dtype == torch.bool else padding
     return _case(cts, components, (padding,), f"{_shapes(components)}, padding {padding}")
 
 
 @st.composite
 def _sdpa_cases(draw, cts):
-    query = draw(_components(cts, min_inner_dims=2, max_inner_dims=2, min_side=1, max_ragged=4), label="query")
+    query = draw(_components(cts, min_inner_dims=2, max_inner_dims=2, min_side=1, max_ragged=SDPA_RAGGED),
+                 label="query")
     lengths = [c.shape[0] for c in query]
     if draw(st.booleans(), label="keys of other lengths (cross-attention)"):
-        lengths = [draw(st.integers(1, 4), label="key length") for _ in query]
+        lengths = [draw(KEY_LENGTH.strategy(), label="key length") for _ in query]
     heads, dim = query[0].shape[1:]
     key, value = ([draw(values((n, heads, dim), cts.dtype, special=False), label=name) for n in lengths]
                   for name in ("key", "value"))
@@ -172,6 +183,34 @@ def _strided_cases(draw, cts):
     components = draw(_components(cts, ragged_inner=True), label="components")
     other = draw(components_like(components, special=not cts.dtype.is_complex), label="other operand")
     return _case(cts, components, (other,), _shapes(components))
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
+
+_COMPONENTS = Lists(Tensors(RAGGED * INNER_SIDE ** INNER_DIMS, 1 + INNER_DIMS), 1, COMPONENTS)
+_SDPA_COMPONENTS = Lists(Tensors(max(SDPA_RAGGED, KEY_LENGTH.high) * INNER_SIDE ** 2, 3), 1, COMPONENTS)
+
+
+def _one_each(*names: str):
+    """A rule: the lists named hold one entry per component of the input."""
+    return (f"{', '.join(names)}: one per component", lambda p: all(len(p[name]) == len(p["input"]) for name in names))
+
+
+def _shaped_like_input(params: dict) -> bool:
+    return [tuple(t.shape) for t in params["other"]] == [tuple(t.shape) for t in params["input"]]
+
+
+_LIKE_INPUT = ("other: components of the input's shapes", _shaped_like_input)
+PARAMS = {
+    "jagged_construct": CaseParams({"gaps": Lists(GAP, 1, COMPONENTS)}, input=_COMPONENTS, rules=(_one_each("gaps"),)),
+    "jagged_elementwise": CaseParams({"other": _COMPONENTS}, input=_COMPONENTS, rules=(_LIKE_INPUT,)),
+    "jagged_reduce_inner": CaseParams({}, input=_COMPONENTS),
+    "jagged_reduce_ragged": CaseParams({}, input=_COMPONENTS),
+    "jagged_padded": CaseParams({"padding": OneOf((*PADDINGS, False, True))}, input=_COMPONENTS),
+    "jagged_sdpa": CaseParams({"key": _SDPA_COMPONENTS, "value": _SDPA_COMPONENTS}, input=_SDPA_COMPONENTS,
+                              rules=(_one_each("key", "value"),)),
+    "strided_nested": CaseParams({"other": _COMPONENTS}, input=_COMPONENTS, rules=(_LIKE_INPUT,)),
+}
 
 
 _CASES = {"jagged_construct": _construct_cases, "jagged_elementwise": _elementwise_cases,
@@ -194,7 +233,7 @@ _OVERLOADS = (
 
 
 @register_property("nested", capability="nested", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
                    overloads=_OVERLOADS)
 def test_nested(cts):
     name = cts.item.op

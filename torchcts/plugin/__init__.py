@@ -251,7 +251,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     from torchcts.plugin.session import present
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
-    record = session.run_or_stop(plan_item)
+    record = session.run_or_stop(plan_item, pyfuncitem.session)
     if isinstance(record.get("hypothesis_statistics"), dict):  # Hypothesis's plugin prints them in its summary
         pyfuncitem.hypothesis_statistics = f"{pyfuncitem.nodeid}:\n\n{record['hypothesis_statistics']['text']}"
     present(record, session.writer.folder)
@@ -286,7 +286,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def finish_run(session: pytest.Session, run: "RunSession", exitstatus: int) -> None:
     """Close the run (complete or partial) and judge it: a run that tested nothing is not green."""
-    run.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop))
+    stopped = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)  # pytest-xdist: also a write error
+    run.finish(interrupted=stopped and run.write_error is None)
     if run.write_error is not None:  # a file could not be written: the summary's last line says which; exit 2
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return

@@ -306,10 +306,15 @@ class QuietReporter(TerminalReporter):
             super().summary_stats()
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        from torchcts.plugin.session import RunStopped
+        from torchcts.plugin import SESSION_KEY
 
-        if not excinfo.errisinstance(RunStopped):  # a file that cannot be written: the summary's last line says it
+        run = self.config.stash.get(SESSION_KEY, None)
+        if run is None or run.write_error is None:  # a file that cannot be written: the summary's last line says it
             super().pytest_keyboard_interrupt(excinfo)
+
+    def _report_keyboardinterrupt(self) -> None:
+        if self._keyboardinterrupt_memo is not None:  # None: the run stopped on a write error (above)
+            super()._report_keyboardinterrupt()
 
 
 def install_quiet_reporter(config: pytest.Config, header: Callable[[], list[str]]) -> ReporterScreen | None:

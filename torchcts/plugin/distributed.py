@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 SINGLE, CONTROLLER, WORKER = "single", "controller", "worker"
 RUN_ID_KEY, SEED_KEY = "torchcts_run_id", "torchcts_run_seed"
 RECORD_ATTRIBUTE = "torchcts_record"  # on a worker's TestReport: the item's record, shown by the controller
+WRITE_ERROR_KEY = "torchcts_write_error"  # a worker's workeroutput: [file, reason] of a file it could not write
 RECORD_FIELDS = ("item", "property", "op", "variant", "dtype", "outcome", "reason", "error_line", "examples",
                  "distinct_cases", "max_examples", "duration_s", "isolated", "missing_kernel",
                  "counterexample")  # what the console shows
@@ -96,6 +97,22 @@ class Controller:
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         self.session.worker_died(crashitem, str(report.longrepr))
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker that stopped on a file it could not write (`stop_worker`): the run ends with its line, exit 2."""
+        from torchcts.disk import WriteError
+
+        unwritten = (getattr(node, "workeroutput", None) or {}).get(WRITE_ERROR_KEY)
+        if unwritten and self.session.write_error is None:
+            self.session.write_error = WriteError(*unwritten)
+
+
+def stop_worker(config: pytest.Config, session: pytest.Session, error: Exception) -> None:
+    """In a worker, a file that cannot be written (`torchcts.disk.WriteError`): the item fails with its line, the
+    worker stops after it (pytest-xdist then stops the others), and the controller learns the file and reason."""
+    config.workeroutput[WRITE_ERROR_KEY] = [str(error.path), error.reason]  # type: ignore[attr-defined]
+    session.shouldstop = str(error)
+    pytest.fail(str(error), pytrace=False)
 
 class Worker:
     """A pytest-xdist worker's side: its report of an item carries the item's record to the controller."""

@@ -129,14 +129,18 @@ class RunSession:
             raise WriteError(unstored["path"], unstored["reason"])
         return record
 
-    def run_or_stop(self, item: PlanItem | ReplayItem) -> dict[str, Any]:
+    def run_or_stop(self, item: PlanItem | ReplayItem, pytest_session: pytest.Session | None = None) -> dict[str, Any]:
         """`run`; a file that cannot be written (a full disk: a record, a stored case, the probes) stops the
-        run at once with one line (`RunStopped`): what was written stays readable, and later items would only
-        fail the same way."""
+        run at once with one line (`RunStopped`; a pytest-xdist worker stops through its controller): what was
+        written stays readable, and later items would only fail the same way."""
         try:
             return self.run(item)
         except WriteError as exc:
             self.write_error = exc
+            if self.role == "worker" and pytest_session is not None:
+                from torchcts.plugin.distributed import stop_worker
+
+                stop_worker(self.config, pytest_session, exc)
             raise RunStopped(str(exc), returncode=pytest.ExitCode.USAGE_ERROR) from None
 
     def _count(self, record: dict[str, Any]) -> None:
@@ -237,8 +241,9 @@ class RunSession:
         if self.role == "worker":  # the controller counts, judges and reports the whole run
             return
         if self.write_error is not None:
-            self.report_line = (f"torchcts: report not written (a file could not be written); once there is room, "
-                                f"`torchcts report --from {self.writer.folder}` writes it")
+            if self.write_report:
+                self.report_line = (f"torchcts: report not written (a file could not be written); once there is "
+                                    f"room, `torchcts report --from {self.writer.folder}` writes it")
             return
         if not interrupted and self.writer.run_kind == "run":
             option = self.config.getoption

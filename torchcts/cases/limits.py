@@ -28,7 +28,7 @@ class ByteCountError(ValueError, argparse.ArgumentTypeError):
 
 def byte_count(text: Any) -> int:
     """A positive byte count: `67108864`, `64M`, `1G` (binary suffixes k, M, G, T; case ignored)."""
-    match = re.fullmatch(r"\s*(\d{1,15})\s*([kmgt]?)i?b?\s*", str(text), re.IGNORECASE)
+    match = re.fullmatch(r"\s*(\d{1,15})\s*([kmgt]?)i?b?\s*", str(text), re.IGNORECASE | re.ASCII)
     if match is None or int(match[1]) == 0:
         raise ByteCountError(f"expected a positive number of bytes like 67108864, 64M or 1G, got {str(text)[:40]!r}")
     return int(match[1]) * _SUFFIXES[match[2].lower()]

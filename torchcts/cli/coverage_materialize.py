@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from torchcts.cli.number_types import IntRange
 from torchcts.cli.options import OutputFolder, fail
 
 DEFAULT_OUTPUT = Path("results") / "coverage" / "generated-cases"
@@ -60,7 +61,7 @@ def materialize(output: Path, per_overload: int, ops: str | None = None) -> dict
 @click.command("materialize")
 @click.option("--output", type=OutputFolder(), default=DEFAULT_OUTPUT, show_default=True,
               help="Folder the case files are written to (one JSON file per case, named by its fingerprint).")
-@click.option("--per-overload", "per_overload", type=click.IntRange(1, MAX_PER_OVERLOAD), default=3,
+@click.option("--per-overload", "per_overload", type=IntRange(1, MAX_PER_OVERLOAD), default=3,
               show_default=True,
               help="Cases written per generated overload (spread over the first 4N that CPU's kernel runs).")
 @click.option("--ops", metavar="REGEX", help="Only overloads (aten.add.Tensor) or scenarios (add_tensor) matching "

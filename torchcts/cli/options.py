@@ -268,7 +268,7 @@ class WorkerCount(click.ParamType):
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip()
-        if text not in ("auto", "logical") and not (text.isdigit() and int(text) <= 256):
+        if text not in ("auto", "logical") and not (text.isascii() and text.isdigit() and int(text) <= 256):
             self.fail(f"{value!r}: a worker count from 0 to 256, auto or logical", param, ctx)
         import importlib.util
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from torchcts.cli.number_types import IntRange
 from torchcts.cli.options import (
     compile_option, device_option, fail, manifest_option, results_dir_option, shape_mode_option,
 )
@@ -45,7 +46,7 @@ def filter_options(func: Any) -> Any:
     func = click.option("--tier", "tiers", multiple=True, type=click.Choice(TIER_NAMES),
                         help="Only this resource tier; repeatable. run: also the opt-in for a tier past the "
                              "host's memory, which a run leaves out (runtime_unavailable) unless named.")(func)
-    return click.option("--level", "levels", multiple=True, type=click.IntRange(1, 8),
+    return click.option("--level", "levels", multiple=True, type=IntRange(1, 8),
                         help="list, summary: only cases of this semantic level (the case's own); repeatable. "
                              "run: the run's depth, once, over the manifest's semantic_level: items above it "
                              "(a backward item is level 4 or its case's, if higher) are level_filtered.")(func)

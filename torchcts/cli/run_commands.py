@@ -15,6 +15,7 @@ from torchcts.cli.options import (
     PYTEST_ARGS, Command, InputFile, WorkerCount, compile_option, corpus_option, device_option, fail, manifest_option,
     resolve_corpus, resolved_manifest, results_dir_option, shape_mode_option,
 )
+from torchcts.cli.number_types import FloatRange, IntRange
 from torchcts.cli.completion import complete_dtypes
 from torchcts.cli.last_failed import last_failed_run, refuse_cache_flags
 from torchcts.cli.selection import capability_option, plan_for, selection_options, shard_option
@@ -36,15 +37,15 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
               help="Run the items in N pytest-xdist worker processes (auto: one per core); one run folder, "
                    "the same records and fingerprints as one process. Needs the `xdist` extra.")
 @click.option("--derandomize", is_flag=True, help="Seeds from item ids alone: identical cases on every run.")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED),
+@click.option("--seed", type=IntRange(0, MAX_SEED),
               help="Repeat a run's random seed (printed by every run that is not derandomized).")
-@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES),
+@click.option("--max-examples", type=IntRange(1, MAX_EXAMPLES),
               help="Hypothesis examples per item (default: the manifest's).")
 @results_dir_option("Where the run folder (records.jsonl, run.json) is written.")
 @click.option("--validation", is_flag=True, help="Run against CPU itself to validate the harness.")
 @compile_option("Run every op through torch.compile(backend=B) on the device; compare with eager CPU.")
 @shape_mode_option()
-@click.option("--blame-cases", type=click.IntRange(0, 100000), metavar="N",
+@click.option("--blame-cases", type=IntRange(0, 100000), metavar="N",
               help="With --compile: blame at most N failing cases on a leg (dynamo, aot, backend, ...: each stored "
                    "case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. Default 100.")
 @corpus_option("Where the shrunk counterexample of every failing item is written.")
@@ -62,11 +63,11 @@ from torchcts.cli.selection import capability_option, plan_for, selection_option
               help="Validate every known-crash rule and show the items it matches; run nothing.")
 @click.option("--adaptive-isolation", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
               help="Isolate items that crashed or hung in earlier runs (same hardware, device, torch minor).")
-@click.option("--item-timeout", type=click.FloatRange(min=1), help="Seconds an isolated item may run (default 900).")
+@click.option("--item-timeout", type=FloatRange(min=1), help="Seconds an isolated item may run (default 900).")
 @click.option("--hypothesis-profile", metavar="NAME",
               help="A registered Hypothesis settings profile over the manifest's `hypothesis` block (default: "
                    "$HYPOTHESIS_PROFILE); see docs/harness.md for what it may change.")
-@click.option("--hypothesis-seed", type=click.IntRange(0, MAX_SEED), metavar="N", help="The same as --seed N.")
+@click.option("--hypothesis-seed", type=IntRange(0, MAX_SEED), metavar="N", help="The same as --seed N.")
 @click.option("--hypothesis-show-statistics", is_flag=True,
               help="Record Hypothesis's statistics in each item's record and print them at the end.")
 @click.option("--no-shrink", is_flag=True, help="Report the first failing case of an item without shrinking it.")
@@ -151,21 +152,21 @@ def _isolation_args(everything: bool, policy: str, ledger: Path | None, audit: b
 @device_option("Device to hunt bugs on.", required=True)
 @manifest_option()
 @click.option("--budget", help="Time to spend: 90s, 10m, 1h (default: 10m, or no time limit with --max-visits).")
-@click.option("--max-visits", type=click.IntRange(min=1), metavar="N",
+@click.option("--max-visits", type=IntRange(min=1), metavar="N",
               help="Stop after N scheduled visits (--examples-per-task examples each), whatever the machine's "
                    "speed; with --seed and --workers 1 the hunt repeats exactly. With --budget: whichever ends first.")
 @selection_options(level_help="The hunt's depth (default: the manifest's semantic_level; deeper or shallower).")
 @corpus_option("Where new counterexamples are written.")
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+@click.option("--workers", type=IntRange(1, 64), default=1, show_default=True,
               help="Worker processes (each imports torch and the op database once).")
-@click.option("--examples-per-task", type=click.IntRange(1, 10_000), default=10, show_default=True,
+@click.option("--examples-per-task", type=IntRange(1, 10_000), default=10, show_default=True,
               help="Hypothesis examples per scheduled visit of an item.")
-@click.option("--task-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+@click.option("--task-timeout", type=FloatRange(min=1), default=120.0, show_default=True,
               help="Seconds one visit may take before its item counts as hung (timed_out): a hang detector, "
                    "not a budget; raise it on a slow or busy machine.")
 @compile_option("Hunt through torch.compile(backend=B) on the device.")
 @shape_mode_option()
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
+@click.option("--seed", type=IntRange(0, MAX_SEED), help="Repeat a hunt's scheduling and seeds (printed by every hunt).")
 @results_dir_option("Where fuzz-<run-id>/fuzz.json (examples per item, cases found) goes.")
 def fuzz(device: str, manifest_path: Path | None, budget: str | None, max_visits: int | None, ops: tuple[str, ...],
          dtypes: tuple[str, ...], properties: tuple[str, ...], level: int | None, corpus_dir: Path | None,
@@ -334,12 +335,12 @@ def _bytes(value: str | None) -> int | None:
 
 
 @click.command("selftest")
-@click.option("--level", type=click.IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
+@click.option("--level", type=IntRange(1, 8), default=2, show_default=True, help="Semantic level of the runs.")
 @click.option("--dtype", "dtypes", multiple=True, default=("float32", "float64", "bfloat16", "int32"),
               show_default=True,
               shell_complete=complete_dtypes,
               help="Dtypes to run (a bug in one dtype needs that dtype).")
-@click.option("--max-examples", type=click.IntRange(1, MAX_EXAMPLES), default=10, show_default=True,
+@click.option("--max-examples", type=IntRange(1, MAX_EXAMPLES), default=10, show_default=True,
               help="Hypothesis examples per item.")
 @results_dir_option("Where the runs' folders go.", default=Path("results/selftest"))
 @click.option("--bug", "bugs", multiple=True, metavar="NAME",

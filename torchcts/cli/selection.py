@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterable
 import click
 
 from torchcts.cli.completion import CAPABILITY_NAMES, complete_dtypes, complete_properties
+from torchcts.cli.number_types import IntRange
 from torchcts.cli.options import LazyChoice, apply, fail
 
-ANY_LEVEL = click.IntRange(1, 8)
+ANY_LEVEL = IntRange(1, 8)
 
 
 class PropertyOption(click.Option):

@@ -23,6 +23,7 @@ import attrs
 
 from torchcts.coverage.names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, json_kind, read_json_file
+from torchcts.untrusted_paths import id_problem
 
 SCHEMA_VERSION = 1
 FILE_NAME = "evidence.json"
@@ -136,6 +137,9 @@ def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` b
         if not (isinstance(value, str) and 0 < len(value) <= MAX_TEXT) and (required or value is not None):
             allowed = "a non-empty string" + ("" if required else " or null")
             raise bad(f"{where}.{field}", f"must be {allowed} of at most {MAX_TEXT} characters, got {shown(value)}")
+    unsafe = id_problem(run["run_id"])  # an id never names a path out of the store, whoever reads it later
+    if unsafe is not None:
+        raise bad(f"{where}.run_id", unsafe)
     return {field: run.get(field) for field in RUN_FIELDS}
 
 
@@ -227,7 +231,11 @@ def run_metadata(summary: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A store's record of one run, from its validated run.json."""
     environment = summary.get("environment") or {}
     fields = {"device": "device", "compile_backend": "compile", "torch": "torch", "torchcts": "torchcts"}
-    return {"run_id": _text(summary.get("run_id") or folder.name),
+    run_id = summary.get("run_id") or folder.name
+    unsafe = id_problem(run_id)
+    if unsafe is not None:
+        raise EvidenceError(folder / "run.json", "run_id", unsafe)
+    return {"run_id": run_id,
             **{field: _text(environment[key]) if environment.get(key) else None for field, key in fields.items()},
             "collected_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 

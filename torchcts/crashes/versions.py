@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_CLAUSE = re.compile(r"^(>=|<=|==|<|>)\s*(\d+)\.(\d+)$")
+_CLAUSE = re.compile(r"^(>=|<=|==|<|>)\s*(\d+)\.(\d+)$", re.ASCII)
 _COMPARE = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
             "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 
@@ -20,7 +20,7 @@ def torch_minor(version: str | None = None) -> tuple[int, int]:
         import torch
 
         version = torch.__version__
-    match = re.match(r"(\d+)\.(\d+)", version)
+    match = re.match(r"(\d+)\.(\d+)", version, re.ASCII)
     if match is None:
         raise ValueError(f"not a torch version: {version!r}")
     return int(match.group(1)), int(match.group(2))

@@ -61,7 +61,8 @@ class FuzzOptions:
 
 def parse_budget(text: str) -> float:
     """Seconds in a budget such as `90`, `90s`, `10m`, `1h30m`; ValueError otherwise."""
-    parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text,
+                         re.ASCII)
     if not parts or not any(parts.groups()):
         raise ValueError(f"{text[:40]!r} is not a duration (examples: 90s, 10m, 1h)")
     hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())

@@ -13,7 +13,7 @@ import re
 
 MAX_SHARDS = 1000
 FORM = "K/N with integers 1 <= K <= N <= 1000 (e.g. 2/3)"
-_SHAPE = re.compile(r"\s*(\d{1,4})\s*/\s*(\d{1,4})\s*")
+_SHAPE = re.compile(r"\s*(\d{1,4})\s*/\s*(\d{1,4})\s*", re.ASCII)  # no full-width digits: 1/2 only
 
 
 class ShardError(ValueError):

@@ -295,16 +295,15 @@ def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] 
     """Shapes, strides, dtypes and the observed difference of a corpus case (read as bounded JSON only).
 
     A missing case says so; a malformed one says why (and warns): the rest of the report stands."""
+    from torchcts.untrusted_paths import OutsideFolders, resolve_inside
+
     if not path:
         return None
-    found = None
-    for candidate in (Path(path), folder / path, folder.parent.parent / path):
-        try:
-            if candidate.is_file():
-                found = candidate
-                break
-        except (OSError, ValueError):  # a name too long, a NUL byte: no such case here
-            continue
+    try:  # only inside the run's folders: the working folder, the run folder, its results folder and theirs
+        found = resolve_inside(path, (Path.cwd(), folder, folder.parent, folder.parent.parent))
+    except OutsideFolders as exc:
+        warn(f"counterexample not read: {folder / 'records.jsonl'}: counterexample.path {exc}")  # one per path
+        return {"path": path, "missing": False, "problem": f"not read: {exc}"}
     if found is None:
         return {"path": path, "missing": True, "problem": None}
     try:

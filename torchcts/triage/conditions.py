@@ -220,7 +220,7 @@ def _size_class(tensors: list[Any]) -> str | None:
 OUTPUT_LAYOUTS = {"storage offset": "output storage offset", "expanded": "output expanded",
                   "non-contiguous": "output non-contiguous"}
 OUTPUT_OFFSET = OUTPUT_LAYOUTS["storage offset"]
-_OUTPUT_INDEX = re.compile(r"^output (\d{1,6}):")  # bounded: the text comes from a case file
+_OUTPUT_INDEX = re.compile(r"^output (\d{1,6}):", re.ASCII)  # bounded: the text comes from a case file
 
 
 def output_features(outputs: Any, difference: Any) -> tuple[str, ...]:

@@ -72,10 +72,12 @@ def triage_run(folder: Path | str, output: Path | str | None = None, corpus_dir:
     tracer = _Tracer()
     problems: list[str] = []
     failures = []
+    roots = case_roots(folder, corpus_dir)
     for record in iter_records(folder):
         if record["outcome"] not in PROBLEM_VALUES:
             continue
-        condition, case, sample = _condition(record, folder, conditions, problems)
+        record = _contained(record, folder, roots, problems)
+        condition, case, sample = _condition(record, folder, conditions, problems, roots)
         traced = trace and condition.known and record["property"] in OPINFO_PROPERTIES
 
         def trace_of(case: Any = case, sample: Any = sample) -> Trace | None:  # called where a trace is used
@@ -184,27 +186,48 @@ def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, .
     return found if found or condition.features else kernel_suspects(trace, PLAIN)
 
 
-def case_file(path: str, folder: Path) -> Path | None:
-    """Where a record's case path points: as written when absolute; else from the working folder, the folder
-    holding the results folder (where `run` was started), the results folder or the run folder; None if nowhere."""
-    written = Path(path)
-    if written.is_absolute():
-        return written if written.exists() else None
-    for base in (Path.cwd(), folder.parent.parent, folder.parent, folder):
-        if (base / written).exists():
-            return base / written
-    return None
+def case_roots(folder: Path, corpus_dir: Path | str | None = None) -> tuple[Path, ...]:
+    """The folders a record's case path may lead into: the working folder, the folder holding the results folder
+    (where `run` was started), the results folder, the run folder, and the corpus folder the user named."""
+    return tuple(Path(p) for p in (Path.cwd(), folder.parent.parent, folder.parent, folder, corpus_dir)
+                 if p is not None)
+
+
+def case_file(path: str, folder: Path, roots: tuple[Path, ...] | None = None) -> Path | None:
+    """The case file a record's path names, inside `roots` (default `case_roots(folder)`), links resolved; None
+    if none is there. `untrusted_paths.OutsideFolders` for a path that leads out of them (`/etc/passwd`, '..')."""
+    from torchcts.untrusted_paths import resolve_inside
+
+    return resolve_inside(path, roots if roots is not None else case_roots(folder))
+
+
+def _contained(record: dict[str, Any], folder: Path, roots: tuple[Path, ...], problems: list[str]) -> dict[str, Any]:
+    """The record, without its counterexample when the case path leads out of the run's folders (one problem line
+    says so; the failure is still triaged, with its condition unknown)."""
+    from torchcts.untrusted_paths import OutsideFolders
+
+    counterexample = record.get("counterexample")
+    if not counterexample or counterexample.get("path") is None:
+        return record
+    try:
+        case_file(counterexample["path"], folder, roots)
+    except OutsideFolders as exc:
+        problems.append(_line(f"records.jsonl: item {_text(record['item'])[:100]}: counterexample.path {exc}; not "
+                              "read (a corpus elsewhere: name it with --corpus-dir)"))
+        return {**record, "counterexample": None,
+                "counterexample_error": "its case path leads outside the run's folders; not read"}
+    return record
 
 
 def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Condition, Any, Any] | None],
-               problems: list[str]) -> tuple[Condition, Any, Any]:
+               problems: list[str], roots: tuple[Path, ...] | None = None) -> tuple[Condition, Any, Any]:
     from torchcts.cases.files import CaseFileError
 
     counterexample = record.get("counterexample")
     if not counterexample or not isinstance(counterexample.get("path"), str):
         why = record.get("counterexample_error") or f"no stored case ({record['outcome']})"
         return unknown(_text(why)), None, None
-    path = case_file(counterexample["path"], folder)
+    path = case_file(counterexample["path"], folder, roots)  # `_contained` refused paths leading out
     if path is None:
         return unknown(_text(f"case {counterexample['path']} not found")), None, None
     if path not in cache:
@@ -234,7 +257,7 @@ def _with_repros(failures: list[Failure], folder: Path, output: Path, device: st
     crash_cases = _crash_cases(corpus_dir, failures, folder)
     written = {}
     for failure in dead:
-        case = case_file(failure.case, folder) if failure.case else None
+        case = case_file(failure.case, folder, case_roots(folder, corpus_dir)) if failure.case else None
         corpus_case = crash_cases.get((failure.property, failure.op, failure.dtype))
         repro = write_repro(failure, output / "repro", device, case, corpus_case)
         if repro.path is None:
@@ -250,7 +273,7 @@ def _crash_cases(corpus_dir: Path | str | None, failures: list[Failure], folder:
     from torchcts.cases.files import CaseFileError, case_files, load_case
 
     if corpus_dir is None:  # the corpus the run's stored cases are in, else ./corpus
-        stored = [case_file(f.case, folder) for f in failures if f.case]
+        stored = [case_file(f.case, folder, case_roots(folder)) for f in failures if f.case]
         found = [p for p in stored if p is not None]
         corpus_dir = found[0].parent if found else Path("corpus")
     corpus_dir = Path(corpus_dir)

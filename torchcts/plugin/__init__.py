@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from torchcts.ascii_numbers import ascii_float, ascii_int  # no torch: the plugin stays light
+
 if TYPE_CHECKING:
     from torchcts.manifest import Manifest
     from torchcts.plugin.session import RunSession
@@ -46,13 +48,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: with a compile target: static (dynamic=False), dynamic (dynamic=True) or "
                          "automatic (torch's default); default: the manifest's compile.dynamic, else automatic. "
                          "Replaying: each case's own mode unless given.")
-    group.addoption("--blame-cases", dest="torchcts_blame_cases", type=int, default=None, metavar="N",
+    group.addoption("--blame-cases", dest="torchcts_blame_cases", type=ascii_int, default=None, metavar="N",
                     help="TorchCTS: with a compile target, blame at most N failing cases per run on a leg (their "
                          "stored case replayed under eager, aot_eager and the backend; docs/compile.md); 0: none. "
                          "Default 100.")
     group.addoption("--validation", dest="torchcts_validation", action="store_true",
                     help="TorchCTS: run against CPU itself to validate the harness (any failure is a harness bug).")
-    group.addoption("--level", dest="torchcts_level", type=int, default=None, metavar="N",
+    group.addoption("--level", dest="torchcts_level", type=ascii_int, default=None, metavar="N",
                     help="TorchCTS: the run's depth, replacing the manifest's semantic_level (items above it are "
                          "recorded level_filtered).")
     group.addoption("--dtype", dest="torchcts_dtypes", action="append", default=None, metavar="X",
@@ -74,9 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "folder).")
     group.addoption("--derandomize", dest="torchcts_derandomize", action="store_true", default=None,
                     help="TorchCTS: seeds from item ids alone: identical cases on every run (release evidence).")
-    group.addoption("--seed", dest="torchcts_seed", type=int, default=None, metavar="S",
+    group.addoption("--seed", dest="torchcts_seed", type=ascii_int, default=None, metavar="S",
                     help="TorchCTS: the run's random seed (printed and recorded when not given).")
-    group.addoption("--max-examples", dest="torchcts_max_examples", type=int, default=None, metavar="M",
+    group.addoption("--max-examples", dest="torchcts_max_examples", type=ascii_int, default=None, metavar="M",
                     help="TorchCTS: Hypothesis examples per item (default: the manifest's).")
     group.addoption("--no-shrink", dest="torchcts_no_shrink", action="store_true",
                     help="TorchCTS: report the first failing case of an item without shrinking it (faster triage).")
@@ -115,7 +117,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--adaptive-isolation", dest="torchcts_adaptive_isolation", default="auto", choices=("auto", "off"),
                     help="TorchCTS: isolate items that crashed or hung in earlier runs on the same hardware, device "
                          "and torch minor version (default auto).")
-    group.addoption("--item-timeout", dest="torchcts_item_timeout", type=float, default=None, metavar="S",
+    group.addoption("--item-timeout", dest="torchcts_item_timeout", type=ascii_float, default=None, metavar="S",
                     help="TorchCTS: seconds an isolated item may run before it is killed as timed_out (default 900).")
     group.addoption("--results-dir", dest="torchcts_results_dir", default="results", metavar="DIR",
                     help="TorchCTS: where run folders go (default ./results).")

@@ -22,6 +22,7 @@ import torch
 import torchcts
 from torchcts import dtypes as dtype_names
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
+from torchcts.ascii_numbers import ascii_int
 from torchcts.cases.corpus_default import default_corpus_dir
 from torchcts.cases.limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replay_items
@@ -313,7 +314,7 @@ def hypothesis_seed(config: pytest.Config, seed: int | None) -> int | None:
     if given is None:
         return seed
     try:
-        value = int(str(given))
+        value = ascii_int(str(given))  # not int(): it takes full-width and other Unicode digits
     except ValueError:
         value = -1
     if not 0 <= value <= MAX_SEED:

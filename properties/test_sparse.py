@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Either, Ints, Lists, OneOf, Optional, Tensors
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values
@@ -25,6 +26,10 @@ from torchcts.strategies.sparse_parts import sparse_matrix_parts, sparse_parts
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
 _COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc
+MAX_DIMS, MAX_SIDE = 3, 4  # the sparse tensors' (sparse_parts' defaults, the round trip's dense inputs)
+COO_MOST_ENTRIES = 6  # stored COO entries (coo_with_duplicates' max_nnz)
+MM_COLUMNS = Ints(1, 3)
+ALPHAS, BETAS, SCALARS = (1, 2, -1), (1, 0, 2), (2, -1, 0)
 
 
 # -- the programs: each builds its sparse tensor from the parts, then observes ------------------------
@@ -137,7 +142,8 @@ def _coalesce_cases(cts):
 @st.composite
 def _round_trip_cases(draw, cts):
     layout = draw(st.sampled_from(SPARSE_LAYOUTS), label="target layout")
-    s = draw(sparse_tensors(cts.dtype, layouts=(layout,), max_dims=3, max_side=4, special=_special(cts.dtype)))
+    s = draw(sparse_tensors(cts.dtype, layouts=(layout,), max_dims=MAX_DIMS, max_side=MAX_SIDE,
+                            special=_special(cts.dtype)))
     dense = s.to_dense()
     ndim = dense.dim()
     blocksize = None
@@ -155,10 +161,10 @@ def _round_trip_cases(draw, cts):
 def _mm_cases(draw, cts):
     parts = draw(sparse_matrix_parts(cts.dtype, special=_special(cts.dtype)), label="sparse matrix")
     m, k = parts[3]
-    n = draw(st.integers(1, 3), label="columns of the dense operand")
+    n = draw(MM_COLUMNS.strategy(), label="columns of the dense operand")
     other = draw(_dense((k, n), cts.dtype), label="dense operand")
     bias = draw(_dense((m, n), cts.dtype), label="bias")
-    alpha, beta = draw(st.sampled_from((1, 2, -1)), label="alpha"), draw(st.sampled_from((1, 0, 2)), label="beta")
+    alpha, beta = draw(st.sampled_from(ALPHAS), label="alpha"), draw(st.sampled_from(BETAS), label="beta")
     if cts.dtype == torch.bool:
         alpha, beta = True, True
     return _case(cts, parts[0], (*parts[1:], other, bias, alpha, beta),
@@ -172,7 +178,7 @@ def _elementwise_cases(draw, cts):
     compressed = sparse_parts(cts.dtype, layouts=(_CSR, _CSC), max_dims=2, special=_special(cts.dtype))
     parts = draw(st.one_of(coo, compressed), label="sparse operand")
     other = draw(_dense(parts[3], cts.dtype), label="dense operand")
-    scalar = True if cts.dtype == torch.bool else draw(st.sampled_from((2, -1, 0)), label="scalar")
+    scalar = True if cts.dtype == torch.bool else draw(st.sampled_from(SCALARS), label="scalar")
     return _case(cts, parts[0], (*parts[1:], other, scalar), f"{parts[4]} of size {parts[3]} with dense and {scalar}")
 
 
@@ -187,6 +193,47 @@ def _sum_cases(draw, cts):
 
 def _dense(shape, dtype):
     return values(tuple(shape), dtype, special=_special(dtype))
+
+
+# -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
+
+# indices, plain indices, values (a batched blocked layout's values: (batch, blocks, block rows, block columns))
+_PART = Tensors(COO_MOST_ENTRIES * MAX_SIDE ** (MAX_DIMS - 1), MAX_DIMS + 1)
+_DENSE = Tensors(MAX_SIDE ** MAX_DIMS, MAX_DIMS)
+_SIZE = Lists(Ints(0, MAX_SIDE), 1, MAX_DIMS)
+_PARTS = {"plain": Optional(_PART), "values": _PART, "size": _SIZE}
+
+
+def _parts_build(params: dict) -> bool:
+    """The stored parts build a sparse tensor of the stored size that passes torch's invariant checks (on CPU, where
+    the case is read): indices within the size, compressed indices ordered, values of the right shape; the programs
+    densify it, and a device kernel given out-of-bounds indices may write past its memory."""
+    indices, plain, values, size, layout = (params[name] for name in ("input", "plain", "values", "size", "layout"))
+    if layout == _COO:
+        torch.sparse_coo_tensor(indices, values, size, check_invariants=True)
+        return plain is None
+    torch.sparse_compressed_tensor(indices, plain, values, size, layout=layout, check_invariants=True)
+    return True
+
+
+_VALID = ("the parts build a valid sparse tensor of the stored size", _parts_build)
+
+
+def _parts_params(layouts: tuple[torch.layout, ...], *more: tuple[str, object]) -> CaseParams:
+    return CaseParams({**_PARTS, "layout": OneOf(layouts), **dict(more)}, input=_PART, rules=(_VALID,))
+
+
+PARAMS = {
+    "construct": _parts_params(SPARSE_LAYOUTS),
+    "coalesce": _parts_params((_COO,)),
+    "to_sparse_round_trip": CaseParams({"layout": OneOf(SPARSE_LAYOUTS), "blocksize": Optional(Lists(Ints(
+        1, MAX_SIDE), 2, 2)), "dense_dim": Ints(0, MAX_DIMS - 1)}, input=_DENSE),
+    "sparse_mm": _parts_params((_CSR, _COO, _CSC), ("other", Tensors(MAX_SIDE * MM_COLUMNS.high, 2)),
+                               ("bias", Tensors(MAX_SIDE * MM_COLUMNS.high, 2)), ("alpha", OneOf((*ALPHAS, True))),
+                               ("beta", OneOf((*BETAS, True)))),
+    "sparse_elementwise": _parts_params((_COO, _CSR, _CSC), ("other", _DENSE), ("scalar", OneOf((*SCALARS, True)))),
+    "sparse_sum": _parts_params(SPARSE_LAYOUTS, ("dims", Lists(Ints(0, MAX_DIMS - 1), 0, MAX_DIMS))),
+}
 
 
 _CASES = {"construct": _construct_cases, "coalesce": _coalesce_cases, "to_sparse_round_trip": _round_trip_cases,
@@ -210,7 +257,7 @@ _OVERLOADS = (
 
 
 @register_property("sparse", capability="sparse", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS),
+                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
                    overloads=_OVERLOADS)
 def test_sparse(cts):
     name = cts.item.op

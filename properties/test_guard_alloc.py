@@ -5,7 +5,8 @@ Scenarios (the two that provoke out-of-memory run their program in a child proce
 dies instead of raising is a finding naming the signal, not the end of the run):
 - `oom_raises`: `torch.empty(request, dtype=uint8)` with a request a drawn factor (2..16) times the
   device's memory must raise `torch.OutOfMemoryError` (CPU validation: CPU's documented
-  RuntimeError "DefaultCPUAllocator: can't allocate memory" for 2**50 bytes).
+  RuntimeError "DefaultCPUAllocator: can't allocate memory" for 2**50 bytes). A case stores the
+  factor, not the bytes: replayed anywhere, its request is past the replaying device's memory.
 - `reusable_after_oom`: with a drawn live tensor held, the refused request leaves memory_allocated()
   at its level before the attempt, and a drawn allocation and a computation (a sum of an arange)
   then succeed and read right.
@@ -54,7 +55,6 @@ SCENARIOS = ("oom_raises", "reusable_after_oom", "fragmentation")
 CPU_IMPOSSIBLE = 2**50  # bytes no CPU allocator can give: CPU's documented "can't allocate memory"
 CHILD_TIMEOUT_S = 300.0
 MIB = 2**20
-MOST_MEMORY = 2**56  # 64 PiB: the most device memory a request is sized from (a larger figure is taken as this)
 USABLE_MOST = 16 * MIB  # what the suite may allocate successfully, at most
 
 
@@ -207,7 +207,7 @@ def device_memory_bytes(cts, module):
         total = getattr(module.get_device_properties(index), "total_memory", None)
         if total:
             known.append(int(total))
-    return min(max(known), MOST_MEMORY) if known else None
+    return max(known) if known else None
 
 
 def usable_bytes(cts):
@@ -224,24 +224,24 @@ def _past_usable(scenario, args, usable):
     return sum(first) + sum(second) > usable
 
 
-def _within_memory(request, memory):
-    """Whether a request meant to be refused might be granted on this run's device (a stored case from a device
-    with more memory, or from a device whose memory was known replayed where none is): it is not run."""
-    return request < CPU_IMPOSSIBLE if memory is None else request <= memory
+def request_bytes(factor, memory):
+    """The request past the device's memory: `factor` times it (CPU_IMPOSSIBLE where none is known). A case stores
+    the factor, not the bytes, so a stored case asks each device for a request past its own memory, never for an
+    allocation that device could grant."""
+    return CPU_IMPOSSIBLE if memory is None else int(memory * factor)
 
 
 # -- cases ------------------------------------------------------------------------------------------------------------
 
-FACTOR = Ints(2, 16)  # the request: this many times the device's memory (CPU_IMPOSSIBLE where none is known)
-REQUEST = Ints(FACTOR.low, max(FACTOR.high * MOST_MEMORY, CPU_IMPOSSIBLE))
+FACTOR = Ints(2, 16)  # the request: this many times the device's memory (request_bytes)
 HELD = Ints(1, USABLE_MOST // 4)  # reusable_after_oom's bytes held across the request (and 1/4 of the usable bytes)
 ELEMENTS = Ints(1, 4096)  # reusable_after_oom's arange after the request
 BLOCK = Ints(1, 16 * 1024)  # fragmentation's block bytes (and 1/80 of the usable bytes)
 FIRST_BLOCKS = Lists(BLOCK, 40, 80)
 PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below go through these bounds; a run
-    # also refuses a stored case that allocates more than its manifest allows or whose request it could grant
-    "oom_raises": CaseParams({"request": REQUEST}),
-    "reusable_after_oom": CaseParams({"request": REQUEST, "live": HELD, "n": ELEMENTS}),
+    # also refuses a stored case that allocates more than its manifest allows
+    "oom_raises": CaseParams({"factor": FACTOR}),
+    "reusable_after_oom": CaseParams({"factor": FACTOR, "live": HELD, "n": ELEMENTS}),
     "fragmentation": CaseParams(
         {"first": FIRST_BLOCKS, "freed": Lists(Flag(), FIRST_BLOCKS.min_size, FIRST_BLOCKS.max_size),
          "second": Lists(BLOCK, 1, FIRST_BLOCKS.max_size)},
@@ -252,15 +252,12 @@ PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below
 
 
 def guard_alloc_cases(scenario, dtype, memory, usable):
-    def request(factor):
-        return CPU_IMPOSSIBLE if memory is None else int(memory * factor)
-
     @st.composite
     def draw_case(draw):
         if scenario == "oom_raises":
-            args = (request(draw(FACTOR.strategy(), label="times the device's memory")),)
+            args = (draw(FACTOR.strategy(), label="times the device's memory"),)
         elif scenario == "reusable_after_oom":
-            args = (request(draw(FACTOR.strategy(), label="times the device's memory")),
+            args = (draw(FACTOR.strategy(), label="times the device's memory"),
                     draw(st.integers(HELD.low, max(usable // 4, 1)), label="bytes held across the request"),
                     draw(ELEMENTS.strategy(), label="elements computed after"))
         else:
@@ -271,6 +268,8 @@ def guard_alloc_cases(scenario, dtype, memory, usable):
             second = draw(st.lists(block, min_size=1, max_size=max(1, sum(freed))), label="sizes of the new blocks")
             args = (first, freed, second)
         shown = [a if not isinstance(a, list) else f"{len(a)} values" for a in args]
+        if scenario != "fragmentation":
+            shown[0] = f"{args[0]} x memory: {request_bytes(args[0], memory)} bytes"
         return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
                     transforms=(f"{scenario}{shown}",))
 
@@ -293,16 +292,13 @@ def test_guard_alloc(cts):
     def run(cts_, sample, target):
         if scenario == "fragmentation":  # provokes no out-of-memory: runs here
             return list(fragmentation(target.device, *sample.args))
-        return run_in_child(target.device, scenario, sample.args, backend)
+        factor, *rest = sample.args
+        return run_in_child(target.device, scenario, (request_bytes(factor, memory), *rest), backend)
 
     def check(case):
         if scenario != "oom_raises" and _past_usable(scenario, case.sample.args, usable_bytes(cts)):
             raise CaseUnavailable(f"the case allocates past what this run may use ({usable_bytes(cts)} bytes): "
                                   "a stored case from another run, not run")
-        if scenario != "fragmentation" and _within_memory(case.sample.args[0], memory):
-            past = f"this device's memory ({memory} bytes)" if memory else f"{CPU_IMPOSSIBLE} bytes (no memory known)"
-            raise CaseUnavailable(f"the case's request ({case.sample.args[0]} bytes) is not past {past}, so it "
-                                  "could be granted: a stored case from another device, not run")
         observations = cts.on_device_call(run, case.sample, what=f" ({scenario} in a child process)")
         broken = [o for o in observations if not o.holds]
         if broken:

@@ -137,9 +137,10 @@ def test_the_fill_bug_fires_only_among_32_live_blocks():
     assert not fill.fires(torch.ops.aten.fill_.Scalar, (torch.empty(1), 1.0), {})  # one element: nothing to halve
 
 
-def test_a_stored_request_this_device_could_grant_is_not_run(tmp_path):
-    """A hostile (or foreign) case within the bounds whose request is not past this device's memory (8 GiB on CPU,
-    where only 2**50 bytes is certain to be refused) is not run: it would allocate instead of provoking a refusal."""
+
+def test_a_case_stores_the_factor_so_no_stored_case_names_a_grantable_request(tmp_path):
+    """A hostile case naming bytes (8 GiB: grantable on CPU) is unreadable, naming the field, exit 2; a stored
+    factor replays as a request past the replaying device's memory (2**50 bytes on CPU: refused, passed)."""
     import json
     import os
     import subprocess
@@ -149,16 +150,20 @@ def test_a_stored_request_this_device_could_grant_is_not_run(tmp_path):
 
     from torchcts.cases.files import case_path, new_case, save_case
 
-    sample = SampleInput(torch.zeros(1), args=(2**33,))
-    assert registry.get("guard_alloc").items.case_params("oom_raises").problem(sample) is None  # the run refuses it
-    case = new_case(prop="guard_alloc", op="oom_raises", variant="scenario", dtype="float32", device_type="cpu",
-                    backend=None, sample=sample, failure={"outcome": "failed", "message": "hostile"}, found={})
-    path = case_path(tmp_path, case)
-    save_case(path, case)
-    done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu", "--results-dir",
-                           str(tmp_path / "results")], capture_output=True, text=True, cwd=tmp_path, timeout=600,
-                          env=dict(os.environ))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    records = [json.loads(line) for line in (next((tmp_path / "results").iterdir()) / "records.jsonl").open()]
-    assert [r["outcome"] for r in records] == ["runtime_unavailable"], records
-    assert "is not past" in records[0]["reason"] and "could be granted" in records[0]["reason"], records
+    def replay(factor):
+        case = new_case(prop="guard_alloc", op="oom_raises", variant="scenario", dtype="float32", device_type="cpu",
+                        backend=None, sample=SampleInput(torch.zeros(1), args=(factor,)),
+                        failure={"outcome": "failed", "message": "hostile"}, found={})
+        folder = tmp_path / str(factor)
+        path = case_path(folder, case)
+        save_case(path, case)
+        done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
+                               "--results-dir", str(folder / "results")], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=600, env=dict(os.environ))
+        records = [json.loads(line) for line in (next((folder / "results").iterdir()) / "records.jsonl").open()]
+        return done, records
+
+    done, _ = replay(2**33)
+    assert done.returncode == 2 and "inputs.args[0] (factor)" in done.stdout, done.stdout[-2000:] + done.stderr
+    done, records = replay(3)
+    assert done.returncode == 0 and [r["outcome"] for r in records] == ["passed"], (done.stdout[-2000:], records)

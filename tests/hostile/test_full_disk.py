@@ -138,10 +138,12 @@ def test_a_run_stopped_in_its_accounting_records_keeps_whole_lines_and_reads_as_
 
 
 @linux_only
-def test_a_run_stopped_at_an_executed_record_keeps_what_it_wrote_and_its_report_works(project, measured):
+@pytest.mark.parametrize("workers", [None, "2"])
+def test_a_run_stopped_at_an_executed_record_keeps_what_it_wrote_and_its_report_works(project, measured, workers):
     limit = measured["accounting"] + 40  # the accounting fits; the first executed record does not
     assert limit > measured["run_json"]
-    result = limited(project, limit, *RUN, "--results-dir", "R", "--shard", "1/1")
+    xdist = ["-n", workers] if workers else []  # pytest-xdist: a worker hits it, its controller ends the run
+    result = limited(project, limit, *RUN, "--results-dir", "R", "--shard", "1/1", *xdist)
     folder = run_folder(project / "R")
     the_line(result, Path("R") / folder.name / "records.jsonl")
     assert "report not written" in result.stdout and result.stdout.rstrip().splitlines()[-1].startswith("R/")

@@ -42,7 +42,7 @@ import time
 import torch
 from hypothesis import strategies as st
 
-from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf
+from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
                                                 runtime_module, unavailable)

@@ -70,10 +70,23 @@ def require(cts: Any, owner: Any, *names: str, capability: str = "", label: str 
     if on_validation_target(cts):
         raise unavailable(f"{what}: CPU has no such facility (the validation target proves only what CPU has)")
     capability = capability or _capability_of(cts.item.property)
-    if cts.manifest is not None and not cts.manifest.declares(capability):
-        raise unavailable(f"{what}, which the {capability} capability needs; nothing claims it on "
-                          f"{cts.target.describe()} (a replay without --manifest claims no capability)")
+    if not claimed(cts, capability):
+        raise unavailable(f"{what}, which the {capability} capability needs; {unclaimed(cts)}")
     raise AssertionError(f"{what}, which the {capability} capability the manifest claims needs")
+
+
+def claimed(cts: Any, capability: str = "") -> bool:
+    """Whether `capability` (default: the item's property's) is claimed: always for an item that is no replay (the
+    plan runs only claimed ones); for a replayed case, when its manifest claims it (a replay without --manifest
+    claims none). A facility the device lacks where nothing claims it is runtime_unavailable, not a finding."""
+    if cts.replay is None or cts.manifest is None:
+        return True
+    return cts.manifest.declares(capability or _capability_of(cts.item.property))
+
+
+def unclaimed(cts: Any) -> str:
+    """The end of the reason a facility nobody claims on this target is runtime_unavailable."""
+    return f"nothing claims it on {cts.target.describe()} (a replay without --manifest claims no capability)"
 
 
 def _capability_of(prop: str) -> str:

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import invariant_check, observe
+from torchcts.properties.runtime_checks import (claimed, invariant_check, observe, on_validation_target, unavailable,
+                                                unclaimed)
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -177,4 +178,10 @@ def generator_cases(scenario: str) -> st.SearchStrategy[Case]:
 @register_property("device_generator", capability="device_generator", level=3,
                    items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
 def test_device_generator(cts):
+    if not on_validation_target(cts) and not claimed(cts):  # a replayed case on a device that claims no generator
+        try:
+            torch.Generator(device=cts.target.device)
+        except Exception as exc:  # noqa: BLE001 - any refusal: the facility is missing, and nothing claimed it
+            raise unavailable(f"torch.Generator(device={cts.target.device!r}) raises {type(exc).__name__}; "
+                              f"the device_generator capability needs it; {unclaimed(cts)}") from exc
     cts.run(generator_cases(cts.item.op), invariant_check(cts, PROGRAMS[cts.item.op]))

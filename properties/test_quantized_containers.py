@@ -28,11 +28,12 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Flag
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
-from torchcts.strategies.containers import PACKED_LAYOUTS, containers
+from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, containers
 from torchcts.strategies.sample_walk import sample_input
 
 
@@ -101,6 +102,16 @@ def transfer_cases(cts):
 
 
 PROGRAMS = {name: container_transfer for name in CONTAINER_FORMATS}
+
+
+def _params(name: str) -> CaseParams:
+    """A format's stored values: its packed bytes, scale, zero point (`container_bounds`) and the flag."""
+    bounds = container_bounds(name)
+    return CaseParams({"scale": bounds["scale"], "zero_point": bounds["zero_point"], "non_blocking": Flag()},
+                      input=bounds["packed"])
+
+
+PARAMS = {name: _params(name) for name in CONTAINER_FORMATS}
 # the aten overloads the program runs on a device (traced on the faulty device; the coverage audit reads them)
 _OVERLOADS = ("aten._to_copy.default", "aten.copy_.default", "aten.clone.default", "aten.empty_like.default",
               "aten.empty.memory_format", "aten.fill_.Scalar", "aten.view.dtype", "aten.as_strided.default")
@@ -108,7 +119,7 @@ _OVERLOADS = ("aten._to_copy.default", "aten.copy_.default", "aten.clone.default
 
 @register_property("quantized_containers", capability="quantized_container_plumbing", level=6,
                    items=ScenarioItems(CONTAINER_FORMATS, ("uint8",), programs=PROGRAMS, comparison="bits",
-                                       formats="supported_container_formats"),
+                                       formats="supported_container_formats", params=PARAMS),
                    overloads=_OVERLOADS)
 def test_quantized_containers(cts):
     cts.run(transfer_cases(cts), exact_program_check(cts, container_transfer))

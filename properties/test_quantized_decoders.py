@@ -34,6 +34,7 @@ from typing import Any, Callable
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Dtypes
 from torchcts.containers import Container, decode, decode_container, get
 from torchcts.containers import decoders
 from torchcts.engine.context import BackendError
@@ -42,7 +43,7 @@ from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
-from torchcts.strategies.containers import containers
+from torchcts.strategies.containers import container_bounds, container_fits, containers
 from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -66,6 +67,22 @@ def decoder_cases(format_name: str, dtype: torch.dtype) -> st.SearchStrategy[Cas
         return Case(format_name, "scenario", dtype, sample, 0, transforms=(container.describe(),))
 
     return containers(format_name, layouts=LAYOUTS).map(case)
+
+
+def _params(name: str) -> CaseParams:
+    """A format's stored values: the container (`container_bounds`), tied together by `container_fits` (a decoder
+    sizes its work by the stored shape), and the dtype."""
+    bounds = container_bounds(name)
+
+    def fits(params: dict) -> bool:
+        return container_fits(name, params["input"], params["scale"], params["zero_point"], params["shape"])
+
+    return CaseParams({"scale": bounds["scale"], "zero_point": bounds["zero_point"], "shape": bounds["shape"],
+                       "dtype": Dtypes(DTYPES)}, input=bounds["packed"],
+                      rules=((f"the parts make one {name} container", fits),))
+
+
+PARAMS = {name: _params(name) for name in CONTAINER_FORMATS}
 
 
 # -- the comparison ---------------------------------------------------------------------------------
@@ -181,7 +198,7 @@ def decoder_check(cts: Any, format_name: str, path: str, decoder: Callable[..., 
 
 
 @register_property("quantized_decoders", capability="custom_quantized_decode", level=6,
-                   items=ScenarioItems(CONTAINER_FORMATS, DTYPES, formats="custom_container_decoders"))
+                   items=ScenarioItems(CONTAINER_FORMATS, DTYPES, formats="custom_container_decoders", params=PARAMS))
 def test_quantized_decoders(cts):
     format_name = cts.item.op
     get(format_name)  # a registered format (KeyError naming the known ones)

@@ -25,8 +25,10 @@ custom_quantized_decode suite holds those to the codec); no packing on the devic
 
 from __future__ import annotations
 
+import torch
 from hypothesis import strategies as st
 
+from torchcts.cases.bounds import CaseParams, Dtypes, OneOf, Tensors
 from torchcts.containers import FORMATS
 from torchcts.containers.codec import decode_container, program_arguments
 from torchcts.engine.context import MissingKernelError
@@ -35,7 +37,7 @@ from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
-from torchcts.strategies.containers import PACKED_LAYOUTS, containers
+from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, container_fits, containers
 from torchcts.strategies.sample_walk import sample_input
 
 UNPACK_DTYPES = ("float32", "bfloat16", "float16")
@@ -72,6 +74,30 @@ def unpack_check(cts):
 
 
 PROGRAMS = {name: decode_container for name in CONTAINER_FORMATS}
+
+
+def _params(name: str) -> CaseParams:
+    """A format's stored values: the container (`container_bounds`, tied together by `container_fits`), the dtype,
+    and the format's own tables, bits and bit order (the program indexes the tables with codes and scale bytes)."""
+    spec, bounds = FORMATS[name], container_bounds(name)
+
+    def fits(params: dict) -> bool:
+        return container_fits(name, params["input"], params["scale"], params["zero_point"], params["shape"])
+
+    def tables(params: dict) -> bool:
+        table, scale_table = params["table"], params["scale_table"]
+        return (table.dtype == torch.float32 and table.numel() == 1 << spec.bits
+                and (scale_table is None or (scale_table.dtype == torch.float32 and scale_table.numel() == 256)))
+
+    scale_table = Tensors(256, 1) if spec.scale_table() is not None else OneOf((None,))
+    return CaseParams({"scale": bounds["scale"], "zero_point": bounds["zero_point"], "shape": bounds["shape"],
+                       "dtype": Dtypes(UNPACK_DTYPES), "table": Tensors(1 << spec.bits, 1), "scale_table": scale_table,
+                       "bits": OneOf((spec.bits,)), "msb_first": OneOf((spec.msb_first,))},
+                      input=bounds["packed"], rules=((f"the parts make one {name} container", fits),
+                                                     ("a table entry a code, one a scale byte", tables)))
+
+
+PARAMS = {name: _params(name) for name in CONTAINER_FORMATS}
 # the aten overloads decode_container runs on a device (traced on the faulty device; the coverage audit reads them)
 _OVERLOADS = ("aten._to_copy.default", "aten.__lshift__.Scalar", "aten.__rshift__.Tensor", "aten.bitwise_and.Scalar",
               "aten.bitwise_or.Tensor", "aten.index.Tensor", "aten.mul.Tensor", "aten.sub.Tensor",
@@ -80,7 +106,7 @@ _OVERLOADS = ("aten._to_copy.default", "aten.__lshift__.Scalar", "aten.__rshift_
 
 @register_property("quantized_unpack", capability="quantized_container_plumbing", level=6,
                    items=ScenarioItems(CONTAINER_FORMATS, UNPACK_DTYPES, programs=PROGRAMS, comparison="bits",
-                                       formats="supported_container_formats"),
+                                       formats="supported_container_formats", params=PARAMS),
                    overloads=_OVERLOADS)
 def test_quantized_unpack(cts):
     cts.run(unpack_cases(cts), unpack_check(cts))

@@ -21,6 +21,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from torchcts.cases.bounds import Bound, Ints, Lists, OneOf, Tensors
 from torchcts.containers import FORMATS, Container, ContainerFormat, pack_codes
 
 PACKED_LAYOUTS = ("contiguous", "window", "interleaved", "padded_rows", "column_major")
@@ -28,10 +29,13 @@ GROUPINGS = ("tensor", "channel", "block")
 FLOAT_SCALE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _BYTE_SCALE_DTYPES = {"e8m0": (torch.uint8, torch.float8_e8m0fnu), "e4m3": (torch.uint8, torch.float8_e4m3fn)}
 _FILL = 0xA5  # the bytes around a packed view
+MAX_ROWS, MAX_BLOCKS = 3, 2  # `containers`' defaults: leading sides, blocks of a fixed-block format a row
+LEADING_DIMS = 2  # at most this many leading sides
+LAST_SIDE = Ints(1, 9)  # the last side of a format without a fixed block
 
 
-def containers(name: str, *, layouts: Sequence[str] = ("contiguous",), max_rows: int = 3,
-               max_blocks: int = 2) -> st.SearchStrategy[Container]:
+def containers(name: str, *, layouts: Sequence[str] = ("contiguous",), max_rows: int = MAX_ROWS,
+               max_blocks: int = MAX_BLOCKS) -> st.SearchStrategy[Container]:
     """Containers of format `name` whose packed bytes take one of `layouts` (PACKED_LAYOUTS)."""
     if name not in FORMATS:
         raise InvalidArgument(f"containers(name={name!r}): not a container format; known: {', '.join(FORMATS)}")
@@ -62,12 +66,12 @@ def containers(name: str, *, layouts: Sequence[str] = ("contiguous",), max_rows:
 
 def _draw_shape(draw: Any, spec: ContainerFormat, max_rows: int, max_blocks: int) -> tuple[tuple[int, ...], tuple]:
     """A shape and the scale tensor's shape (its number of groups splits the elements into equal runs)."""
-    rows = draw(st.lists(st.integers(1, max_rows), max_size=2), label="leading sides")
+    rows = draw(st.lists(st.integers(1, max_rows), max_size=LEADING_DIMS), label="leading sides")
     if spec.block is not None:
         grouping, block = "block", spec.block
         last = block * draw(st.integers(1, max_blocks), label="blocks per row")
     else:
-        last = draw(st.integers(1, 9), label="last side")
+        last = draw(LAST_SIDE.strategy(), label="last side")
         grouping = draw(st.sampled_from(GROUPINGS if rows else ("tensor", "block")), label="scale grouping")
         divisors = [d for d in range(1, last + 1) if last % d == 0]
         block = draw(st.sampled_from(divisors[::-1]), label="block size") if grouping == "block" else last
@@ -137,3 +141,35 @@ def relaid_packed(draw: Any, packed: torch.Tensor, layout: str) -> torch.Tensor:
     view = buffer.as_strided((rows, width), (1, rows), offset)
     view.copy_(packed.view(rows, width))
     return view
+
+
+# -- bounds of a stored container (`cases.bounds`) ----------------------------------------------------------------
+
+def container_bounds(name: str, *, max_rows: int = MAX_ROWS, max_blocks: int = MAX_BLOCKS) -> dict[str, Bound]:
+    """The bounds of a container of format `name` as a case stores it (what `containers` draws): its packed bytes,
+    scale, zero point (None where the format has none) and shape; `container_fits` ties them together."""
+    spec = FORMATS[name]
+    last = spec.block * max_blocks if spec.block is not None else LAST_SIDE.high
+    elements = max_rows ** LEADING_DIMS * last
+    groups = Tensors(elements, LEADING_DIMS + 1)  # one scale (and zero point) a group, at most one an element
+    return {"packed": Tensors(spec.packed_bytes(elements), 2), "scale": groups,
+            "zero_point": groups if spec.zero_point else OneOf((None,)),
+            "shape": Lists(Ints(1, max(max_rows, last)), 1, LEADING_DIMS + 1)}
+
+
+def container_fits(name: str, packed: Any, scale: Any, zero_point: Any, shape: Sequence[int]) -> bool:
+    """Whether stored parts make one container of format `name`: uint8 bytes that hold exactly the shape's codes,
+    scale groups that split its elements evenly (a fixed block's worth each), a zero point of the scale's shape where
+    the format has one. A decoder sizes its work by the shape: this ties the shape to the stored bytes."""
+    spec = FORMATS[name]
+    count = 1
+    for side in shape:
+        count *= side
+    groups = scale.numel()
+    if packed.dtype != torch.uint8 or packed.numel() != spec.packed_bytes(count) or groups == 0 or count % groups:
+        return False
+    if spec.block is not None and count // groups != spec.block:
+        return False
+    if not spec.zero_point:
+        return zero_point is None
+    return isinstance(zero_point, torch.Tensor) and zero_point.shape == scale.shape

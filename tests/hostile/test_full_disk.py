@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from torchcts.cli.main import cli
+from torchcts.disk import WriteError
 from torchcts.manifest.templates import render_template
 from torchcts.outcomes import EXECUTED
 from torchcts.results.files import read_records, read_summary
@@ -282,3 +283,22 @@ def test_a_probed_draft_that_cannot_be_written_leaves_the_old_manifest(project):
     the_line(result, "manifest.py")
     assert (project / "manifest.py").read_bytes() == before
     assert [p.name for p in project.iterdir()] == ["manifest.py"]  # no temporary file left beside it
+
+
+def test_a_run_json_that_cannot_be_finished_reads_as_partial_and_blames_no_item(tmp_path):
+    from torchcts.crashes.history import crash_evidence
+    from torchcts.results.writer import RunWriter
+
+    environment = {"hardware_key": "cpu:test", "device": "cpu", "torch": "2.13.0"}
+    writer = RunWriter(tmp_path, environment)
+    writer.mark_started("forward::add::function::float32")
+    writer.record({"item": "forward::abs::function::float32", "property": "forward", "op": "abs", "dtype": "float32",
+                   "level": 1, "outcome": "passed"})
+    (writer.folder / f".run.json.{os.getpid()}.tmp").mkdir()  # where run.json is written first: the write fails
+    with pytest.raises(WriteError) as raised:
+        writer.close("complete")
+    assert str(raised.value) == f"{writer.folder / 'run.json'}: cannot be written: Is a directory"
+    assert read_summary(writer.folder)["status"] == "running"  # its last whole version: the report reads it partial
+    assert [r["outcome"] for r in read_records(writer.folder)] == ["passed"]
+    assert (writer.folder / "started.jsonl").read_bytes() == b""  # the item that was starting is no crash evidence
+    assert crash_evidence(tmp_path, environment, warn=lambda _: None) == {}

@@ -7,7 +7,10 @@ counts them from the file when the run closes.
 
 Records are written with one `write` call on a file opened for appending, so a run killed at any
 moment leaves whole lines (a reader skips a torn last line); `run.json` is replaced atomically
-and says `running` until the run ends, so a killed run reads as partial.
+and says `running` until the run ends, so a killed run reads as partial. On a full disk
+(`torchcts.disk.WriteError`) a record the disk took in part is cut back to the file's whole lines, and a
+run.json that cannot be finished keeps its last whole version, its start marks dropped (a run that
+stopped on the disk died in no item).
 """
 
 from __future__ import annotations
@@ -179,6 +182,10 @@ class RunWriter:
                 if interrupted is not None:
                     interrupted = {"signal": None, **interrupted, "item": self._running_item(recorded)}
             self.write_summary(status, interrupted)
+        except WriteError:  # run.json keeps saying `running` (read as partial): no item of it is taken for a crash
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._started_fd, 0)
+            raise
         finally:
             self._close_files()
 

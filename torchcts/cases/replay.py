@@ -10,7 +10,7 @@ refusing what it stores is `unreadable`; TorchCTS's own error (`error_kind` harn
 A case found under `torch.compile(B)` says something about B only: replayed eagerly, or under another backend, its
 verdict line says where it was found and where it ran, it is never a regression, and `--update-status` leaves its
 status alone (passing elsewhere is no fix, failing elsewhere is not this finding). The same holds for an eager case
-replayed under a compile backend.
+replayed under a compile backend, and for a case replayed on another device type than the one it names.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class ReplayVerdict:
     found_on: str | None = None  # the compile backend the case was found under (None: eager)
     replayed_on: str | None = None  # the compile backend this replay ran it under (None: eager)
     error_kind: str | None = None  # the record's, for an `error`: backend, missing_kernel, harness, setup, case_file
+    found_device: str | None = None  # the device type the case names (None: not known)
+    replayed_device: str | None = None  # the device type this replay ran it on (None: not known)
 
     @property
     def harness_error(self) -> bool:
@@ -57,9 +59,15 @@ class ReplayVerdict:
         return parse(self.outcome) in PROBLEMS and self.unreadable is None and not self.harness_error
 
     @property
+    def other_device(self) -> bool:
+        """Whether the case ran on another device type than the one it names (a faulty case replayed on cpu)."""
+        return None not in (self.found_device, self.replayed_device) and self.found_device != self.replayed_device
+
+    @property
     def elsewhere(self) -> bool:
-        """Whether the case ran on another target than the one it was found on (eager vs a backend, or another)."""
-        return self.unreadable is None and self.found_on != self.replayed_on
+        """Whether the case ran on another target than the one it was found on: eager vs a compile backend, another
+        backend, or another device type."""
+        return self.unreadable is None and (self.found_on != self.replayed_on or self.other_device)
 
     @property
     def regression(self) -> bool:
@@ -69,13 +77,17 @@ class ReplayVerdict:
         """Where it was found and where it ran, for a case replayed elsewhere."""
         found = "without torch.compile" if self.found_on is None else f"under torch.compile({self.found_on})"
         ran = "eager (no torch.compile)" if self.replayed_on is None else f"torch.compile({self.replayed_on})"
+        if self.other_device:
+            found, ran = f"on {self.found_device} {found}", f"{self.replayed_device}, {ran}"
         return f"found {found}; replayed on {ran}"
 
 
 def verdicts(records: Iterable[dict[str, Any]], compile_backend: str | None = None,
-             limits: CaseLimits = CaseLimits()) -> list[ReplayVerdict]:
+             limits: CaseLimits = CaseLimits(), device: str | None = None) -> list[ReplayVerdict]:
     """One verdict per replayed case, from a replay run's result records: where the case was found (its file's
-    `backend`) and where it ran (the record's `compile`, else `compile_backend`, the replay's --compile)."""
+    `backend` and `device_type`) and where it ran (the record's `compile`, else `compile_backend`, the replay's
+    --compile; `device`, the replay's --device)."""
+    replayed_device = device.partition(":")[0] if device else None
     found = []
     for record in records:
         case = record.get("case")
@@ -85,11 +97,13 @@ def verdicts(records: Iterable[dict[str, Any]], compile_backend: str | None = No
         replayed_on = compiled.get("backend") if isinstance(compiled, dict) else compile_backend
         path = case.get("path", "")
         unreadable = case.get("unreadable") or _refused_when_run(record, path)
-        found_on = _found_on(path, limits, replayed_on) if unreadable is None else replayed_on
+        found_on, found_device = (_found_on(path, limits, replayed_on) if unreadable is None
+                                  else (replayed_on, None))
         error_kind = record.get("error_kind")
         found.append(ReplayVerdict(path, record["item"], case.get("status", ""), record["outcome"],
                                    record.get("error") or record.get("reason") or "", unreadable,
-                                   found_on, replayed_on, error_kind if isinstance(error_kind, str) else None))
+                                   found_on, replayed_on, error_kind if isinstance(error_kind, str) else None,
+                                   found_device, replayed_device))
     return found
 
 
@@ -103,13 +117,14 @@ def _refused_when_run(record: dict[str, Any], path: str) -> str | None:
     return line.split(where, 1)[1] if where and where in line else line
 
 
-def _found_on(path: str, limits: CaseLimits, otherwise: str | None) -> str | None:
-    """The compile backend the case file at `path` was found under; `otherwise` when it cannot be read now (its
-    status is then not updated either: `mark_status` reads it again)."""
+def _found_on(path: str, limits: CaseLimits, otherwise: str | None) -> tuple[str | None, str | None]:
+    """(the compile backend, the device type) the case file at `path` was found under; (`otherwise`, None) when it
+    cannot be read now (its status is then not updated either: `mark_status` reads it again)."""
     try:
-        return load_case(path, limits).backend
+        case = load_case(path, limits)
     except (CaseFileError, OSError):
-        return otherwise
+        return otherwise, None
+    return case.backend, case.device_type.partition(":")[0]
 
 
 def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, manifest: Path | None,
@@ -131,7 +146,7 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
     folder = latest_run(results_dir, before)
     if folder is None:
         return code if code else 2
-    found = verdicts(read_records(folder), compile_backend, limits)
+    found = verdicts(read_records(folder), compile_backend, limits, device)
     for verdict in found:
         if verdict.unreadable is not None:
             echo(f"{'unreadable':24} {printable(verdict.path)}: {printable(verdict.unreadable)[:300]}")

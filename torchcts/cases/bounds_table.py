@@ -18,28 +18,29 @@ def _cell(text: str) -> str:
 
 
 def table(specs: Iterable[Any]) -> str:
-    """Rows per stored value of each scenario property; scenarios that store the same values share their rows."""
-    lines = ["| property | scenarios | stored value | bound |", "|---|---|---|---|"]
+    """A row per distinct (stored value, bound) of each scenario property, naming the scenarios it holds for (a
+    suite whose scenarios store the same values has a row per value, not per scenario)."""
+    lines = ["| property | stored value | bound | scenarios |", "|---|---|---|---|"]
     for spec in specs:
         if not spec.scenario:
             continue
-        groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+        rows: dict[tuple[str, str], list[str]] = {}
         for scenario in spec.items.scenarios:
             params = spec.items.case_params(scenario)
-            rows = params.describe() if params is not None else [("(undeclared)", "tensors only")]
-            groups.setdefault(tuple(rows) or (("(nothing)", "the placeholder tensor only"),), []).append(scenario)
-        for rows, scenarios in groups.items():
+            described = params.describe() if params is not None else [("(undeclared)", "tensors only")]
+            for row in described or [("(nothing)", "the placeholder tensor only")]:
+                rows.setdefault(row, []).append(scenario)
+        for (name, bound), scenarios in rows.items():
             named = _scenarios(scenarios, len(spec.items.scenarios))
-            for name, bound in rows:
-                lines.append(f"| `{spec.name}` | {named} | {_cell(name)} | {_cell(bound)} |")
+            lines.append(f"| `{spec.name}` | {_cell(name)} | {_cell(bound)} | {named} |")
     return "\n".join(lines) + "\n"
 
 
 def _scenarios(names: list[str], total: int) -> str:
-    if len(names) == total and total > 1:
-        return f"all {total}"
-    if len(names) > 6:
-        return f"{len(names)}: " + ", ".join(f"`{n}`" for n in names[:4]) + ", ..."
+    if len(names) == total:
+        return "all" if total > 1 else f"`{names[0]}`"
+    if len(names) > 4:
+        return f"{len(names)} of {total}: " + ", ".join(f"`{n}`" for n in names[:3]) + ", ..."
     return ", ".join(f"`{n}`" for n in names)
 
 

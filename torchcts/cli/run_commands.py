@@ -267,9 +267,12 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     RESULTS_DIR/corpus where ./corpus is the curated corpus shipped with TorchCTS (that one is
     --builtin). Rebuilds each case exactly, reruns its property on the device, and reports it as
     still failing or now passing. A case file that cannot be read, or is over --max-case-bytes, is
-    one `unreadable` line naming the file and field; the other cases still run. Exits 2 when a
-    case could not be read (or for bad input), else 1 when a case marked fixed fails again (a
-    regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
+    one `unreadable` line naming the file and field (a stored value outside its suite's declared
+    bounds too); the other cases still run. A case TorchCTS itself could not run is a `harness
+    error` line, never counted as failing. A case replayed on another device type or compile
+    backend than it names says so and is never a regression. Exits 2 when a case could not be
+    read or ended in a harness error (or for bad input), else 1 when a case marked fixed fails
+    again (a regression) or, with --strict, when any case fails; 0 otherwise. The same replay runs under
     pytest with `python -m pytest --pyargs torchcts.properties --replay DIR --device D`.
     """
     from torchcts.cases.files import CaseFileError, builtin_cases

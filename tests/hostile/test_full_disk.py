@@ -3,7 +3,8 @@
 Each command runs in a child process whose files may not grow past a size (RLIMIT_FSIZE, SIGXFSZ
 ignored): a write past it fails with EFBIG "File too large", as a full disk fails with ENOSPC.
 Standard output pointed at /dev/full fails with ENOSPC. Where this machine lets us mount a small
-tmpfs (root in a container), a corpus on a really full file system is tried too. Every case asserts
+tmpfs (root in a container), a corpus on a really full file system is tried too (a run storing a
+case, `replay --update-status` rewriting one); elsewhere those two are skipped. Every case asserts
 the one line naming the file, exit 2, no traceback, and that what was written before still reads.
 """
 
@@ -172,38 +173,47 @@ def test_a_case_file_that_cannot_be_written_is_one_line_and_the_cases_before_it_
     assert [p.name for p in (tmp_path / "cases").iterdir()] == [kept.name] and kept.read_bytes() == before
 
 
+def fill(folder: Path) -> None:
+    """Write zeros into `folder` until its file system has no room left."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while os.write(fd, b"\0" * 65536):
+            pass
+    except OSError:  # ENOSPC: full
+        pass
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture
-def full_filesystem(tmp_path: Path):
-    """A 1 MiB tmpfs with no room left, where this machine allows mounting one (root in a container)."""
+def small_filesystem(tmp_path: Path):
+    """A 1 MiB tmpfs, where this machine allows mounting one (root in a container); `fill` fills it."""
     mount = shutil.which("mount")
     if not sys.platform.startswith("linux") or os.geteuid() != 0 or mount is None:
         pytest.skip("mounting a tmpfs needs root on Linux")
-    folder = tmp_path / "full"
+    folder = tmp_path / "small"
     folder.mkdir()
     done = subprocess.run([mount, "-t", "tmpfs", "-o", "size=1m", f"torchcts-test-{uuid.uuid4().hex[:8]}",
                            str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
-        filler = folder / "filler"
-        with open(filler, "wb") as out:
-            try:
-                while True:
-                    out.write(b"\0" * 65536)
-                    out.flush()
-            except OSError:
-                pass
         yield folder
     finally:
         subprocess.run(["umount", str(folder)], capture_output=True)
 
 
-def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops(project, full_filesystem):
-    corpus = full_filesystem / "corpus"
-    result = limited(project, None, "run", "--device", "faulty", "--manifest", "manifest.py", "--derandomize",
-                     "--ops", "^trunc$", "--dtype", "float32", "--level", "1", "--max-examples", "2",
-                     "--results-dir", "R", "--corpus-dir", str(corpus), env={"TORCHCTS_FAULTY_BUGS": "missing_kernel"})
-    the_line(result, corpus / "missing-kernel-faulty-PrivateUse1-aten.trunc.json", NO_SPACE)
+MISSING_TRUNC = ["--device", "faulty", "--manifest", "manifest.py", "--derandomize", "--ops", "^trunc$", "--dtype",
+                 "float32", "--level", "1", "--max-examples", "2"]  # with the bug: one item, its case stored
+TRUNC_CASE = "missing-kernel-faulty-PrivateUse1-aten.trunc.json"
+
+
+def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops(project, small_filesystem):
+    fill(small_filesystem)
+    corpus = small_filesystem / "corpus"
+    result = limited(project, None, "run", *MISSING_TRUNC, "--results-dir", "R", "--corpus-dir", str(corpus),
+                     env={"TORCHCTS_FAULTY_BUGS": "missing_kernel"})
+    the_line(result, corpus / TRUNC_CASE, NO_SPACE)
     folder = run_folder(project / "R")
     [found] = [r for r in read_records(folder) if r["outcome"] in EXECUTED_VALUES]
     assert found["outcome"] == "error" and found["error_kind"] == "missing_kernel"  # the finding is kept
@@ -212,6 +222,20 @@ def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops
     assert read_summary(folder)["status"] == "partial"
     assert report_on(folder).returncode == 0
     assert not corpus.exists() or list(corpus.iterdir()) == []  # no half case file, no temporary one
+
+
+def test_replay_update_status_on_a_full_disk_leaves_the_case_file_as_it_was(project, small_filesystem):
+    found = limited(project, None, "run", *MISSING_TRUNC, "--results-dir", "R", "--corpus-dir", "C", "--no-report",
+                    env={"TORCHCTS_FAULTY_BUGS": "missing_kernel"})
+    assert found.returncode == 1, found.stdout[-3000:] + found.stderr[-3000:]
+    case = small_filesystem / TRUNC_CASE
+    shutil.copy(project / "C" / TRUNC_CASE, case)
+    fill(small_filesystem)
+    before = case.read_bytes()
+    result = limited(project, None, "replay", str(case), "--device", "faulty", "--update-status", "--results-dir", "R2")
+    assert "now passing" in result.stdout  # the bug is off: the open case would become fixed
+    the_line(result, case, NO_SPACE)
+    assert case.read_bytes() == before and sorted(p.name for p in small_filesystem.iterdir()) == ["filler", TRUNC_CASE]
 
 
 # -- the report, merged shards, coverage artifacts, probes -----------------------------------------

@@ -49,6 +49,9 @@ def cli() -> None:
 
     TorchCTS tests the torch of the Python environment it runs in. Set
     TORCHCTS_USE_PROJECT_VENV=1 to run it inside the .venv of the current folder instead.
+
+    A file a command cannot write (a full disk, a quota) ends it with one line, FILE: cannot be
+    written: REASON, and exit 2; what it wrote before stays readable.
     """
 
 

@@ -95,7 +95,8 @@ def run(device: str | None, manifest_path: Path | None, level: int | None, dtype
     for its failure blocks); an unknown option before `--` is an error. Items that may crash or
     hang (a known-crash rule, or evidence in earlier runs) run in a forked child: a crash is
     recorded `crashed`, a hang `timed_out`, and the run goes on. Exits 0 when no item failed, 1
-    when one did, 2 for bad input, 3 when the selection executed no item (it says which filter left
+    when one did, 2 for bad input or a file it cannot write (a full disk: one line naming it, the
+    results so far kept), 3 when the selection executed no item (it says which filter left
     nothing), 128 + the signal's number when Ctrl-C (130), SIGTERM (143) or SIGHUP (129) stopped
     it (the results so far are kept and marked partial). With --shard K/N the run is shard K of N
     (one CI job of a matrix); `torchcts report --merge` joins the shards' run folders into one. With -n N

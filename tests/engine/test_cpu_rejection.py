@@ -110,3 +110,24 @@ def test_hostile_messages_are_bounded():
     assert rejected_argument("unexpected keyword argument '" + "a" * 500 + "'") is None  # no 500-char name
     assert rejected_argument("argument 'size" * 10**5) is None
     assert first_line("") == "" and Rejections().describe() == ""
+
+
+def test_control_characters_in_a_rejection_are_written_as_escapes(settings, scenario):
+    # linalg.norm prints the order it refuses as given: a terminal escape (clear screen) in a record and scorecard
+    item = scenario("cpu_rejection_escape",
+                    oracle_only(lambda n: torch.linalg.norm(torch.ones(2, 2), ord=f"\x1b[2J\x07fro{n}")))
+    record = run_item(item, attrs.evolve(settings, max_examples=5))
+    assert record["outcome"] is Outcome.CPU_CONTRACT
+    reason = record["reason"]
+    assert "\x1b" not in reason and "\x07" not in reason and reason.isprintable(), repr(reason)
+    assert "Order \\x1b[2J\\x07fro" in reason, reason
+
+
+def test_other_errors_are_counted_by_cause_not_by_volatile_parts():
+    rejections = Rejections()
+    for address in range(20):  # one cause at twenty addresses
+        rejections.add(f"RuntimeError: cannot pickle <Storage object at 0x{0x7f00aa + address:x}>")
+    assert rejections.describe() == "the first: RuntimeError: cannot pickle <Storage object at 0x7f00aa>"
+    rejections.add("RuntimeError: expected dim 2")
+    rejections.add("RuntimeError: expected dim 3")  # another number, another cause
+    assert rejections.describe().endswith("; 2 other errors among the cases")

@@ -119,6 +119,97 @@ def test_report_describes_no_case_outside_the_run_folders(hostile_run, monkeypat
     assert SECRET not in written and "root:x:0" not in written
 
 
+def _run_folder(folder: Path, records: list[dict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"status": "complete", "counts": {"failed": len(records)},
+                                                 "run_id": folder.name, "environment": {"device": "faulty"}}))
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def _torchcts(args: list[str], cwd: Path | str, home: Path) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("command", ["triage", "report"])
+def test_started_in_slash_or_home_no_case_path_reaches_them(tmp_path, command):
+    """Started in `/` (a container's default) with the run folder in the home folder, neither the working folder
+    nor the home folder (the folder holding the results folder) lets a record's path lead anywhere under them."""
+    home = tmp_path / "home"
+    secret = home / "secret.json"
+    home.mkdir()
+    secret.write_text(json.dumps({"schema_version": 1, "note": SECRET}))
+    good = _stored_case(home / "corpus" / "strided.json")  # the default corpus beside `results`: allowed
+    folder = _run_folder(home / "results" / "run-1", [
+        _record("forward::add::function::float32", str(good)),
+        _record("forward::add::function::etc_passwd", "/etc/passwd"),
+        _record("forward::add::function::relative_passwd", "etc/passwd"),  # read against the working folder `/`
+        _record("forward::add::function::home_secret", str(secret)),
+        _record("forward::add::function::home_relative", "secret.json"),
+    ])
+    flat = _run_folder(home / "run-2", [_record("forward::add::function::home_secret", str(secret))])
+    args = ["triage", "--no-trace", "--from"] if command == "triage" else ["report", "--from"]
+    done = _torchcts(args + [str(folder)], cwd="/", home=home)
+    assert done.returncode == 0, done.stderr
+    written = "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file() and p.suffix != ".jsonl")
+    assert SECRET not in written and "root:x:0" not in written
+    assert "strided.json" in written, written
+    assert sum("counterexample" in line for line in done.stderr.splitlines()) == 4, done.stderr
+    assert done.stderr.count("is outside the folders it may name") == 4, done.stderr
+    done = _torchcts(args + [str(flat)], cwd="/", home=home)  # the results folder is the home folder: not a root
+    assert done.returncode == 0 and "is outside the folders it may name" in done.stderr, done.stderr
+    assert SECRET not in "".join(p.read_text(errors="replace") for p in flat.rglob("*")
+                                 if p.is_file() and p.suffix != ".jsonl")
+
+
+def test_a_symlinked_corpus_in_the_working_folder_is_read_where_it_leads(tmp_path, monkeypatch):
+    shared = tmp_path / "shared" / "corpus"
+    _stored_case(shared / "strided.json")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "corpus").symlink_to(Path("..") / "shared" / "corpus")
+    folder = _run_folder(project / "results" / "run-1",
+                         [_record("forward::add::function::float32", "corpus/strided.json")])
+    monkeypatch.chdir(project)
+    result = triage_run(folder, scripts=False, trace=False)
+    assert result.problems == () and [c.kind for c in result.clusters] == ["strides"]
+    report = CliRunner().invoke(cli, ["report", "--from", str(folder), "--format", "json"])
+    assert report.exit_code == 0 and "counterexample not" not in report.output, report.output
+    described = json.loads((folder / "report" / "summary.json").read_text())["failures"][0]["case"]
+    assert described["problem"] is None and described["tensors"], described
+
+
+def test_report_reads_a_case_of_a_corpus_the_user_names(tmp_path):
+    good = _stored_case(tmp_path / "team-corpus" / "strided.json")
+    folder = _run_folder(tmp_path / "deep" / "results" / "run-2",
+                         [_record("forward::add::function::float32", str(good))])
+    refused = CliRunner().invoke(cli, ["report", "--from", str(folder), "--format", "json"])
+    assert refused.exit_code == 0, refused.output
+    assert "is outside the folders it may name" in refused.output, refused.output
+    named = CliRunner().invoke(cli, ["report", "--from", str(folder), "--format", "json",
+                                     "--corpus-dir", str(tmp_path / "team-corpus")])
+    assert named.exit_code == 0 and "counterexample not" not in named.output, named.output
+    described = json.loads((folder / "report" / "summary.json").read_text())["failures"][0]["case"]
+    assert described["problem"] is None and described["tensors"], described
+
+
+def test_report_warns_about_ten_refused_paths_and_counts_the_rest(tmp_path):
+    folder = _run_folder(tmp_path / "proj" / "results" / "run-1", [
+        _record(f"forward::add::function::n{i}", f"/etc/passwd-{i}") for i in range(300)])
+    result = CliRunner().invoke(cli, ["report", "--from", str(folder), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "counterexample not read" in line]
+    assert len(lines) == 11, result.output
+    assert "290 more case paths" in lines[-1] and "300 in all" in lines[-1], lines[-1]
+    failures = json.loads((folder / "report" / "summary.json").read_text())["failures"]
+    assert sum("not read" in (f["case"] or {}).get("problem", "") for f in failures) == 300
+
+
 @pytest.mark.parametrize("written, problem", [
     ("", "is not a path"), ("a\x00b", "is not a path"), (None, "is not a path"), (7, "is not a path"),
     ("../x.json", "steps out"), ("a/../../x.json", "steps out"),

@@ -168,3 +168,46 @@ def test_the_faulty_device_names_the_package_that_took_privateuse1(tmp_path):
         "ERROR: --device 'faulty': PrivateUse1 is already taken by the 'otherdev' backend; the faulty device needs "
         "it: the torch.backends entry point 'otherdev = otherdev_backend:autoload' of package otherdev-backend 1.0 "
         "registered it at `import torch`; run with TORCH_DEVICE_BACKEND_AUTOLOAD=0 to turn autoload off for this run")
+
+
+IMPORT_BACKEND = """
+import json, sys
+import torch
+from torchcts.manifest.load import BackendImportError, import_backend
+try:
+    import_backend(sys.argv[1], sys.argv[2])
+except BackendImportError as exc:
+    print(json.dumps(str(exc)))
+else:
+    print(json.dumps(None))
+"""
+
+
+def import_backend_in(site: Path, module: str, device: str) -> str | None:
+    import json
+
+    done = subprocess.run([sys.executable, "-c", IMPORT_BACKEND, module, device], env=environment(site),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_failure_not_about_privateuse1_gets_no_note_about_its_holder(tmp_path):
+    site = tmp_path / "site"
+    install_entry_point(site, "newdev-backend", "newdev", "newdev_backend",
+                        'import torch\ntorch.utils.rename_privateuse1_backend("newdev")\n')
+    (site / "needs_config.py").write_text('raise ValueError("config file missing")\n')
+    assert import_backend_in(site, "needs_config", "otherdev") == "ValueError: config file missing"
+
+
+def test_a_backend_that_registered_itself_through_its_entry_point_is_not_told_to_turn_autoload_off(tmp_path):
+    """The holder is the manifest's own device: its entry point registered it, and turning autoload off would stop
+    that; the backend module's own complaint is shown as it is."""
+    site = tmp_path / "site"
+    install_entry_point(site, "mydev-backend", "mydev", "mydev_autoload",
+                        'import torch\ntorch.utils.rename_privateuse1_backend("mydev")\n')
+    (site / "mydev_again.py").write_text('import torch\ntorch.utils.rename_privateuse1_backend("mydev2")\n')
+    own = import_backend_in(site, "mydev_again", "mydev:0")
+    assert own is not None and "has already been set" in own and "AUTOLOAD" not in own, own
+    other = import_backend_in(site, "mydev_again", "mydev2")  # another device's backend: the holder is the cause
+    assert other is not None and other.startswith("PrivateUse1 is already taken by 'mydev'") and "AUTOLOAD=0" in other

@@ -27,6 +27,14 @@ ASSERT = ('RuntimeError: *current_device == options.device() INTERNAL ASSERT FAI
     ("OSError: cannot open /tmp/pytest-of-ci/pytest-3/test_a0/x.bin", "OSError: cannot open /tmp/tmpq2k7/x.bin"),
     ('  File "/tmp/tmpab12/kernels.py", line 12', '  File "/tmp/tmpzz99/kernels.py", line 140'),
     ("error at kernels.cu:41:7 (launch)", "error at   kernels.cu:97:2 (launch)"),
+    ("RuntimeError: expected size s0 + 1, got s1*2", "RuntimeError: expected size s7 + 1, got s9*2"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 "
+     "GiB of which 3.06 MiB is free. Process 1234 has 79.14 GiB memory in use.",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
+     "GiB of which 1.10 GiB is free. Process 98 has 78.00 GiB memory in use."),
+    ("CompilationError: at 3:4 in triton_poi_fused_add_17: bad store",
+     "CompilationError: at 3:4 in triton_poi_fused_add_3: bad store"),
+    ("OSError: cannot write /tmp/tmpab12cd34", "OSError: cannot write /tmp/tmpzz9_x7q1"),
 ])
 def test_lines_that_differ_only_in_volatile_parts_have_one_key(one, other):
     assert one != other and cause_key(one) == cause_key(other)
@@ -39,6 +47,15 @@ def test_lines_that_differ_only_in_volatile_parts_have_one_key(one, other):
     ("TypeError: bad float16", "TypeError: bad float32"),
     ("RuntimeError: in kernels.cpp:12", "RuntimeError: in other.cpp:12"),  # another file is another place
     ("ValueError: x", "TypeError: x"),
+    # dtype spellings are not shape symbols: Triton's u8/u16, XLA's s32[3]/u8[3], outside a symbolic line
+    ("CompilationError: unsupported type u8 in tl.store", "CompilationError: unsupported type u16 in tl.store"),
+    ("XlaRuntimeError: expected s32[3], got u8[3]", "XlaRuntimeError: expected s32[3], got s32[3]"),
+    ("RuntimeError: u8 * 2 overflows", "RuntimeError: s64 * 2 overflows"),
+    # a temp folder is dropped, the file name in it is not
+    ("OSError: cannot open /tmp/tmpq2k7/weights.bin", "OSError: cannot open /tmp/tmpq2k7/config.json"),
+    # another inductor kernel, another cause; another GPU, another cause
+    ("error in triton_poi_fused_add_17", "error in triton_poi_fused_mul_17"),
+    ("CUDA out of memory. GPU 0 has 3.06 MiB free", "CUDA out of memory. GPU 1 has 3.06 MiB free"),
 ])
 def test_lines_that_differ_in_anything_else_keep_their_own_keys(one, other):
     assert cause_key(one) != cause_key(other)

@@ -267,8 +267,13 @@ def show_skips(device: str | None, compile_backend: str | None, manifest_path: P
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="A run folder of `torchcts run --shard K/N` (repeatable): join the shards into one merged run "
                    "folder (--output, default <parent of the first>/merged-<id>/) and report on it there.")
+@click.option("--corpus-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="A corpus folder the run's records name cases in, besides the run folder, its results folder, "
+                   "./corpus and <folder above the results folder>/corpus (a case path leading anywhere else is "
+                   "not read).")
 def report(source: Path | None, results_dir: Path | None, baseline: str, output: Path | None,
-           formats: tuple[str, ...], coverage_audit: Path | None, shards: tuple[Path, ...]) -> None:
+           formats: tuple[str, ...], coverage_audit: Path | None, shards: tuple[Path, ...],
+           corpus_dir: Path | None) -> None:
     """Regenerate a run's reports from its saved results, without running anything.
 
     Writes scorecard.md, report.html (self-contained), junit.xml and summary.json. A partial run is
@@ -288,7 +293,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
     from torchcts.report.latest import latest_run_folder
 
     if shards:
-        _report_merged(shards, source, baseline, output, formats, coverage_audit)
+        _report_merged(shards, source, baseline, output, formats, coverage_audit, corpus_dir)
         return
     folder, passed_over = (source, {}) if source else latest_run_folder(results_dir or Path("results"))
     if folder is None:
@@ -301,7 +306,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
         fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
     try:
         written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
-                               formats=formats or FORMATS, coverage_audit=coverage_audit)
+                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir)
     except ResultsError as exc:
         fail(str(exc))
     for name, path in written.items():
@@ -309,7 +314,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
 
 
 def _report_merged(shards: tuple[Path, ...], source: Path | None, baseline: str, output: Path | None,
-                   formats: tuple[str, ...], coverage_audit: Path | None) -> None:
+                   formats: tuple[str, ...], coverage_audit: Path | None, corpus_dir: Path | None = None) -> None:
     """`report --merge`: merge the shard folders into one run folder, then write its report there."""
     from torchcts.report.render import FORMATS, write_report
     from torchcts.results.files import ResultFileError
@@ -322,7 +327,7 @@ def _report_merged(shards: tuple[Path, ...], source: Path | None, baseline: str,
     try:
         folder = merge_shards(shards, output)
         written = write_report(folder, baseline="none" if baseline == "auto" else baseline,
-                               formats=formats or FORMATS, coverage_audit=coverage_audit)
+                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir)
     except (MergeError, ResultFileError) as exc:
         fail(str(exc))
     click.echo(f"merged {folder}")

@@ -37,8 +37,10 @@ def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> st
               help="Where the latest run is looked for (default ./results).")
 @output_folder_option("--output", "Where triage.md, triage.json and repro/ go (default: <run folder>/triage/).")
 @click.option("--corpus-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where crash cases of `torchcts fuzz` are looked for, for crashed items without a stored case "
-                   "(default: the folder of the run's stored cases, else ./corpus).")
+              help="A corpus folder the run's records name cases in, besides the run folder, its results folder, "
+                   "./corpus and <folder above the results folder>/corpus (a case path leading anywhere else is "
+                   "not read); also where crash cases of `torchcts fuzz` are looked for, for crashed items without "
+                   "a stored case (default: the folder of the run's stored cases, else ./corpus).")
 @click.option("--no-scripts", is_flag=True, help="Do not write repro scripts for crashed and timed-out items.")
 @click.option("--no-trace", is_flag=True,
               help="Do not call the failing ops on their shrunk cases (on the CPU, each in a forked child capped at "

@@ -6,7 +6,9 @@ schema or CPU is at fault; the first rejection's type and first line, and the ar
 torch's argument parser or Python names one, say which (`empty_strided` under the out= variant:
 "TypeError: empty_strided() got an unexpected keyword argument 'out'", argument `out`).
 
-`Rejections` keeps the first rejection and counts the distinct ones (bounded); no torch.
+`Rejections` keeps the first rejection and counts the distinct causes (`report.causes.cause_key`: lines
+that differ only in addresses or ids are one cause), bounded; control characters a message carries
+(`ord='\x1b[2J'`) are written as escapes, so records and scorecards show them, never run them. No torch.
 """
 
 from __future__ import annotations
@@ -27,10 +29,19 @@ _ARGUMENT_PATTERNS = (
 
 
 def first_line(message: str) -> str:
-    """The first non-empty line of a message, whitespace collapsed, cut to `MAX_LINE_CHARS`."""
+    """The first non-empty line of a message, whitespace collapsed, control characters as escapes, cut to
+    `MAX_LINE_CHARS`."""
     line = next((text for text in str(message).splitlines() if text.strip()), "")
-    line = " ".join(line.split()).rstrip(":")  # "... but expected one of:" ends where its list begins
+    line = _printable(" ".join(line.split()).rstrip(":")[:MAX_LINE_CHARS])  # "... one of:" ends where its list begins
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 3] + "..."
+
+
+def _printable(text: str) -> str:
+    """`text` with characters that are not printable (ESC, BEL, bidi controls) written as escapes
+    (`cases.files.printable`, which imports torch)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def rejected_argument(message: str) -> str | None:
@@ -46,17 +57,19 @@ def rejected_argument(message: str) -> str | None:
 
 @attrs.define
 class Rejections:
-    """The CPU oracle's rejections of one item's cases: the first one's line, and the distinct lines seen."""
+    """The CPU oracle's rejections of one item's cases: the first one's line, and the distinct causes seen."""
 
     first: str | None = None
     distinct: set[str] = attrs.field(factory=set)
 
     def add(self, message: str) -> None:
+        from torchcts.report.causes import cause_key
+
         line = first_line(message)
         if self.first is None:
             self.first = line
         if len(self.distinct) < MAX_DISTINCT:
-            self.distinct.add(line)
+            self.distinct.add(cause_key(line))
 
     def describe(self) -> str:
         """"the first: TypeError: ... (argument `out`)", with how many other errors there were; "" for none."""

@@ -23,7 +23,7 @@ def prepare_worker(manifest: Any, device: str) -> None:
     from torchcts.testing.faulty_autoload import enable_for_device
 
     if manifest is not None and manifest.backend_import is not None:
-        import_backend(manifest.backend_import)
+        import_backend(manifest.backend_import, manifest.device_name)
     enable_for_device(device)
     device_findings.probe(device)  # the run's device findings, noted here too: this worker's records point at them
     folders = manifest.custom_test_dirs if manifest is not None else ()

@@ -97,13 +97,14 @@ def run_manifest_file(path: str) -> dict[str, Any]:
     return {"manifest": to_json(plain), "problems": []}
 
 
-def import_backend(name: str) -> None:
+def import_backend(name: str, device: str | None = None) -> None:
     """Import a `backend_import` module, once a child process has shown that importing it returns.
 
     The child costs a fork and one more import of the module; without it, a module that calls
     `os._exit(0)` or kills its process would end `torchcts run` with status 0 and no output.
-    Raises `BackendImportError` naming how the import failed; where PrivateUse1 was taken before it ran
-    (another package's `torch.backends` entry point at `import torch`), the message leads with that cause."""
+    Raises `BackendImportError` naming how the import failed; where the failure is about PrivateUse1 and the
+    slot was taken before it ran by another device than the manifest's `device` (another package's
+    `torch.backends` entry point at `import torch`), the message leads with that cause."""
     if name in sys.modules:
         return
     taken_by = privateuse1.holder()  # before the import: the slot's holder is not this backend
@@ -119,26 +120,25 @@ def import_backend(name: str) -> None:
         failure = "the process importing it sent back a malformed answer"
     if failure:
         _forward(outcome.output)  # what the module printed before it failed; on success it prints again below
-        raise BackendImportError(_with_cause(str(failure), taken_by))
+        raise BackendImportError(_with_cause(str(failure), taken_by, device))
     try:
         importlib.import_module(name)
     except KeyboardInterrupt:
         raise  # it imported cleanly in the child: this is a real Ctrl-C
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are errors, not the end of the run
-        raise BackendImportError(_with_cause(_exception_line(exc), taken_by)) from None
+        raise BackendImportError(_with_cause(_exception_line(exc), taken_by, device)) from None
 
 
-def _with_cause(failure: str, taken_by: str | None) -> str:
-    """A backend's import failure in one line; when PrivateUse1 was taken before it ran, who took it and how to
-    turn that off: first when the failure is about the slot, else after it (not after a module that is not
-    there: the slot has nothing to do with that)."""
+def _with_cause(failure: str, taken_by: str | None, device: str | None = None) -> str:
+    """A backend's import failure in one line; when it is about PrivateUse1 (`privateuse1.blames_privateuse1`) and
+    the slot was taken before the backend ran, who took it and how to turn that off. Not when the holder is the
+    manifest's own device (a backend registering itself through its own entry point: turning autoload off would
+    stop it registering) nor for any other failure (a missing config file is not the slot's fault)."""
     failure = _one_line(failure)
-    if taken_by is None or failure.startswith(("ModuleNotFoundError:", "ImportError:")):
+    own = device is not None and taken_by is not None and taken_by.lower() == device.split(":")[0].strip().lower()
+    if taken_by is None or own or not privateuse1.blames_privateuse1(failure, taken_by):
         return failure
-    cause = privateuse1.explain(taken_by)
-    if privateuse1.blames_privateuse1(failure, taken_by):
-        return _one_line(f"{cause} ({failure})")
-    return _one_line(f"{failure} (note: {cause})")
+    return _one_line(f"{privateuse1.explain(taken_by)} ({failure})")
 
 
 def import_module_answer(name: str) -> dict[str, Any]:

@@ -406,7 +406,7 @@ def import_manifest_backend(manifest: Manifest) -> None:
     if manifest.backend_import is None:
         return
     try:
-        import_backend(manifest.backend_import)
+        import_backend(manifest.backend_import, manifest.device_name)
     except BackendImportError as exc:
         problems = "; ".join(p.render() for p in environment_problems(manifest))
         raise SessionError(f"{manifest.source}: backend_import {manifest.backend_import!r} failed: {exc}"

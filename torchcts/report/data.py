@@ -80,8 +80,12 @@ def is_conformance_run(summary: dict[str, Any]) -> bool:
 
 
 def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
-                 warn: Warn = warn_on_stderr) -> dict[str, Any]:
+                 warn: Warn = warn_on_stderr, corpus_dir: Path | str | None = None) -> dict[str, Any]:
     """Every section of a report, as data (from a run `load_run` validated).
+
+    A record's case path is read only inside the run's folders, the default corpus folders and
+    `corpus_dir` (`untrusted_paths.case_folders`); at most `MAX_PATH_WARNINGS` refusals are warned, then
+    one line counts the rest (each failure's entry says why its case was not read).
 
     `failures` lists every failing item (summary.json carries the full list); `missing_kernels`
     and `failure_groups` are the grouped views the scorecard, HTML and JUnit lead with."""
@@ -97,7 +101,7 @@ def build_report(run: dict[str, Any], baseline: dict[str, Any] | None = None,
     claimed = len(records) - sum(counts[o] for o in GROUPS[Group.MANIFEST_POLICY] + GROUPS[Group.COVERAGE_POLICY])
     compared = _baseline(records, baseline) if baseline is not None else None
     regressed = {b["item"] for b in compared["regressions"]} if compared else set()
-    failures = _failures(records, Path(run["folder"]), warn, regressed)
+    failures = _failures(records, Path(run["folder"]), warn, regressed, corpus_dir)
     others = grouping.other_failures(failures)
     return {
         "run": _run_section(run),
@@ -258,17 +262,32 @@ def _levels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for level, c in sorted(levels.items())]
 
 
-def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn, regressed: set[str]) -> list[dict[str, Any]]:
+MAX_PATH_WARNINGS = 10  # refused case paths warned one by one; the rest are counted in one line
+
+
+def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn, regressed: set[str],
+              corpus_dir: Path | str | None = None) -> list[dict[str, Any]]:
     """Every failing item, with its counterexample described (each case file read once; a missing
     kernel's items share one case) and whether it regressed from the baseline."""
+    from torchcts.untrusted_paths import case_folders
+
     cases: dict[str, dict[str, Any] | None] = {}
+    roots = case_folders(folder, corpus_dir)
+    refused: list[str] = []
 
     def describe(path: str | None) -> dict[str, Any] | None:
         if path not in cases:
-            cases[path] = _case_details(path, folder, warn)
+            cases[path] = _case_details(path, folder, warn, roots, refused)
         return cases[path]
 
-    return [_failure(r, describe, r["item"] in regressed) for r in records if r["outcome"] in PROBLEM_VALUES]
+    failures = [_failure(r, describe, r["item"] in regressed) for r in records if r["outcome"] in PROBLEM_VALUES]
+    for line in refused[:MAX_PATH_WARNINGS]:
+        warn(line)
+    if len(refused) > MAX_PATH_WARNINGS:
+        warn(f"counterexample not read: {len(refused) - MAX_PATH_WARNINGS} more case paths of "
+             f"{folder / 'records.jsonl'} lead outside the run's folders ({len(refused)} in all; each failure in "
+             "the report says why; a corpus elsewhere: name it with --corpus-dir)")
+    return failures
 
 
 def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[str, Any]:
@@ -291,18 +310,20 @@ def _failure(record: dict[str, Any], describe: Any, regression: bool) -> dict[st
             "finding": record["finding"][:100] if isinstance(record.get("finding"), str) else None}
 
 
-def _case_details(path: str | None, folder: Path, warn: Warn) -> dict[str, Any] | None:
+def _case_details(path: str | None, folder: Path, warn: Warn, roots: tuple[tuple[Path, ...], tuple[Path, ...]],
+                  refused: list[str]) -> dict[str, Any] | None:
     """Shapes, strides, dtypes and the observed difference of a corpus case (read as bounded JSON only).
 
-    A missing case says so; a malformed one says why (and warns): the rest of the report stands."""
+    A missing case says so; a malformed one says why (and warns); a path leading out of `roots` is added to
+    `refused`: the rest of the report stands."""
     from torchcts.untrusted_paths import OutsideFolders, resolve_inside
 
     if not path:
         return None
-    try:  # only inside the run's folders: the working folder, the run folder, its results folder and theirs
-        found = resolve_inside(path, (Path.cwd(), folder, folder.parent, folder.parent.parent))
+    try:  # only inside the run folder, its results folder, the default corpus folders and --corpus-dir
+        found = resolve_inside(path, *roots)
     except OutsideFolders as exc:
-        warn(f"counterexample not read: {folder / 'records.jsonl'}: counterexample.path {exc}")  # one per path
+        refused.append(f"counterexample not read: {folder / 'records.jsonl'}: counterexample.path {exc}")
         return {"path": path, "missing": False, "problem": f"not read: {exc}"}
     if found is None:
         return {"path": path, "missing": True, "problem": None}

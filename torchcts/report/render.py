@@ -96,8 +96,10 @@ def coverage_section(path: Path, warn: Warn = warn_on_stderr) -> str:
 
 def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
                  results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
-                 warn: Warn = warn_on_stderr, coverage_audit: Path | None = None) -> dict[str, Path]:
-    """Write the report files of the run in `folder`; their paths by format.
+                 warn: Warn = warn_on_stderr, coverage_audit: Path | None = None,
+                 corpus_dir: Path | None = None) -> dict[str, Path]:
+    """Write the report files of the run in `folder`; their paths by format (`corpus_dir`: a corpus outside the
+    run's folders whose case files the records may name).
 
     `baseline`: "auto" (the latest earlier readable run with the same hardware key, device and
     torch minor version in the run's results folder; unreadable ones are skipped with a `warn`),
@@ -112,7 +114,7 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
         base = find_baseline(results_dir or Path(folder).parent, run, warn)
     else:
         base = load_run(baseline)
-    report = build_report(run, base, warn)
+    report = build_report(run, base, warn, corpus_dir)
     output = Path(output) if output is not None else Path(folder) / "report"
     audit_path = coverage_audit or (results_dir or Path(folder).parent) / "coverage" / "audit.json"
     coverage = coverage_section(Path(audit_path), warn) if "html" in formats else ""

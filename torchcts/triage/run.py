@@ -186,22 +186,28 @@ def _suspects(trace: Trace, condition: Condition, kind: str) -> tuple[Suspect, .
     return found if found or condition.features else kernel_suspects(trace, PLAIN)
 
 
-def case_roots(folder: Path, corpus_dir: Path | str | None = None) -> tuple[Path, ...]:
-    """The folders a record's case path may lead into: the working folder, the folder holding the results folder
-    (where `run` was started), the results folder, the run folder, and the corpus folder the user named."""
-    return tuple(Path(p) for p in (Path.cwd(), folder.parent.parent, folder.parent, folder, corpus_dir)
-                 if p is not None)
+CaseRoots = tuple[tuple[Path, ...], tuple[Path, ...]]  # (folders a case path may lead into, folders it is read against)
 
 
-def case_file(path: str, folder: Path, roots: tuple[Path, ...] | None = None) -> Path | None:
+def case_roots(folder: Path, corpus_dir: Path | str | None = None) -> CaseRoots:
+    """(roots, bases) of a record's case path (`untrusted_paths.case_folders`): it may lead into the run folder,
+    its results folder, the default corpus folders and the corpus folder the user named, never anywhere under
+    `/` or the home folder as a whole."""
+    from torchcts.untrusted_paths import case_folders
+
+    return case_folders(folder, corpus_dir)
+
+
+def case_file(path: str, folder: Path, roots: CaseRoots | None = None) -> Path | None:
     """The case file a record's path names, inside `roots` (default `case_roots(folder)`), links resolved; None
     if none is there. `untrusted_paths.OutsideFolders` for a path that leads out of them (`/etc/passwd`, '..')."""
     from torchcts.untrusted_paths import resolve_inside
 
-    return resolve_inside(path, roots if roots is not None else case_roots(folder))
+    inside, bases = roots if roots is not None else case_roots(folder)
+    return resolve_inside(path, inside, bases)
 
 
-def _contained(record: dict[str, Any], folder: Path, roots: tuple[Path, ...], problems: list[str]) -> dict[str, Any]:
+def _contained(record: dict[str, Any], folder: Path, roots: CaseRoots, problems: list[str]) -> dict[str, Any]:
     """The record, without its counterexample when the case path leads out of the run's folders (one problem line
     says so; the failure is still triaged, with its condition unknown)."""
     from torchcts.untrusted_paths import OutsideFolders
@@ -220,7 +226,7 @@ def _contained(record: dict[str, Any], folder: Path, roots: tuple[Path, ...], pr
 
 
 def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Condition, Any, Any] | None],
-               problems: list[str], roots: tuple[Path, ...] | None = None) -> tuple[Condition, Any, Any]:
+               problems: list[str], roots: CaseRoots | None = None) -> tuple[Condition, Any, Any]:
     from torchcts.cases.files import CaseFileError
 
     counterexample = record.get("counterexample")

@@ -55,8 +55,16 @@ try:
         raise ValueError("wrapped") from inner
 except ValueError as outer:
     wrapped = outer
+try:
+    try:
+        torch.topk(x, 2)
+    except RuntimeError:
+        open("/nonexistent/config.json")  # another error while handling the assert: not its symptom
+except OSError as during:
+    unrelated = during
 print(json.dumps({"finding": finding.as_json(), "sort": device_findings.explaining(sorted_error),
                   "wrapped": device_findings.explaining(wrapped), "other": verdict.finding,
+                  "during": device_findings.explaining(unrelated),
                   "abs_device": str(x.abs().device)}))
 """)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -65,6 +73,7 @@ print(json.dumps({"finding": finding.as_json(), "sort": device_findings.explaini
     assert answer["finding"]["summary"] == "tensors on newdev report device 'newdev' with no index (device.index is None)"
     assert "torch.device('newdev', 0) or \"newdev:0\"" in answer["finding"]["fix"]
     assert answer["sort"] == answer["wrapped"] == "device_index_none"  # found through __cause__ too
+    assert answer["during"] is None  # __context__ is not followed
     assert answer["other"] is None and answer["abs_device"] == "newdev"
 
 

@@ -91,7 +91,8 @@ def active() -> tuple[DeviceFinding, ...]:
 
 
 def explaining(exc: BaseException) -> str | None:
-    """The id of the noted finding `exc` is a symptom of (searched through its causes and contexts), or None."""
+    """The id of the noted finding `exc` is a symptom of (searched through its `__cause__` chain, as dynamo wraps
+    errors with `raise ... from`; not `__context__`, an error raised while handling one), or None."""
     if not _active:
         return None
     if INDEX_NONE in _active and _any_message_has(exc, _INDEX_NONE_SYMPTOMS):
@@ -112,7 +113,8 @@ def _any_message_has(exc: BaseException, needles: tuple[str, ...]) -> bool:
             text = ""
         if any(needle in text for needle in needles):
             return True
-        current = current.__cause__ if current.__cause__ is not None else current.__context__
+        current = current.__cause__  # `raise ... from` (dynamo's wrappers); not __context__: another error
+        # raised while handling the assert is another cause
     return False
 
 

@@ -4,7 +4,8 @@ Records, run.json, evidence stores and ledgers travel between teams. A path one 
 record's `counterexample.path`) is opened only when, links resolved, it lies inside one of the
 folders it may belong to (the run folder, its results folder, the default corpus folders, a corpus
 folder the user named; never `/`, the home folder or a folder above it); an id (a run id) is used
-only when it is a plain name that cannot step out of a folder. Anything else is refused with one line naming the value and what is allowed.
+only when it is a plain name that cannot step out of a folder. Anything else is refused with one
+line naming the value and what is allowed.
 No torch.
 """
 
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import Iterable
 
 MAX_PATH_CHARS = 4096
-# A run id, shard or store entry name: letters, digits, '_', '-', '.', '+' and ':', not starting with a dot
-SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:\-]{0,199}", re.ASCII)
-SAFE_ID_FORM = "a name of letters, digits, '_', '-', '.', '+' or ':' (at most 200, not starting with '.', no '..')"
+# A run id, shard or store entry name: letters, digits, '_', '-', '.' and '+', not starting with a dot. No ':'
+# (`C:x` is drive-relative on Windows); TorchCTS's own ids (20261207T080124Z-62c3e6, merged-..., fuzz-...) need none
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]{0,199}", re.ASCII)
+SAFE_ID_FORM = "a name of letters, digits, '_', '-', '.' or '+' (at most 200, not starting with '.', no '..')"
 
 
 class OutsideFolders(ValueError):

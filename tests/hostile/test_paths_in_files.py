@@ -352,3 +352,45 @@ def test_the_pytest_plugin_options_refuse_other_digits(tmp_path, option, value):
                           cwd=tmp_path, timeout=300)
     assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
     assert f"argument {option}: {value!r} is not" in done.stderr and "ASCII" in done.stderr
+
+
+@pytest.mark.parametrize("run_id", ["C:x", "a:b", "run 1 (copy)"])
+def test_ids_with_a_colon_or_a_space_are_refused_and_the_store_error_says_how_to_mend_it(tmp_path, run_id):
+    assert id_problem(run_id) is not None
+    store = tmp_path / "store"
+    store.mkdir()
+    runs = [{"run_id": "ok"}, {"run_id": run_id}]
+    (store / "evidence.json").write_text(json.dumps({"schema_version": 1, "runs": runs, "overloads": {}}))
+    result = CliRunner().invoke(cli, ["coverage", "collect-backend-evidence", "--store", str(store), "--from",
+                                      str(_traced_run(tmp_path / "results"))])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "runs[1].run_id" in line and "rename it here and in each overload's runs" in line, line
+
+
+@pytest.mark.parametrize("text", OTHER_DIGITS + ["inf", "nan", "-5"])
+def test_the_load_timeout_setting_refuses_other_digits(monkeypatch, text):
+    from torchcts.manifest.child import timeout_s
+
+    monkeypatch.setenv("TORCHCTS_LOAD_TIMEOUT", text)
+    with pytest.raises(ValueError, match="TORCHCTS_LOAD_TIMEOUT must be a positive number of seconds in ASCII"):
+        timeout_s()
+    monkeypatch.setenv("TORCHCTS_LOAD_TIMEOUT", " 2.5 ")
+    assert timeout_s() == 2.5
+
+
+@pytest.mark.parametrize("text", OTHER_DIGITS)
+def test_the_faulty_device_count_setting_refuses_other_digits(monkeypatch, text):
+    from torchcts.testing.faulty.runtime import DEFAULT_DEVICES, count
+
+    monkeypatch.setenv("TORCHCTS_FAULTY_DEVICES", text)
+    assert int(text) == 10 and count() == DEFAULT_DEVICES  # not 10 devices: the default, as for any bad value
+    monkeypatch.setenv("TORCHCTS_FAULTY_DEVICES", "3")
+    assert count() == 3
+
+
+def test_an_infinite_item_timeout_is_refused_in_one_line(tmp_path):
+    result = CliRunner().invoke(cli, ["run", "--device", "cpu", "--item-timeout", "inf", "--results-dir",
+                                      str(tmp_path / "results")])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--item-timeout': 'inf' is not a number in ASCII digits" in result.output

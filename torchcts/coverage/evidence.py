@@ -138,8 +138,9 @@ def _run(run: Any, where: str, bad) -> dict[str, Any]:  # noqa: ANN001 - `bad` b
             allowed = "a non-empty string" + ("" if required else " or null")
             raise bad(f"{where}.{field}", f"must be {allowed} of at most {MAX_TEXT} characters, got {shown(value)}")
     unsafe = id_problem(run["run_id"])  # an id never names a path out of the store, whoever reads it later
-    if unsafe is not None:
-        raise bad(f"{where}.run_id", unsafe)
+    if unsafe is not None:  # a store of an older TorchCTS may hold one ("run 1 (copy)"): say how to mend it
+        raise bad(f"{where}.run_id", f"{unsafe}; rename it here and in each overload's runs "
+                                     "(docs/coverage/evidence.md), or collect into a new store")
     return {field: run.get(field) for field in RUN_FIELDS}
 
 

@@ -54,12 +54,14 @@ def timeout_s() -> float:
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT_S
+    from torchcts.ascii_numbers import NotAsciiNumber, ascii_float
+
     try:
-        value = float(text)
-    except ValueError:
+        value = ascii_float(text)  # not float(): it takes full-width digits and `1_0`
+    except NotAsciiNumber:
         value = float("nan")
     if not 0 < value < 10**9:
-        raise ValueError(f"{TIMEOUT_ENV} must be a positive number of seconds, got {text[:40]!r}")
+        raise ValueError(f"{TIMEOUT_ENV} must be a positive number of seconds in ASCII digits, got {text[:40]!r}")
     return value
 
 

@@ -45,9 +45,11 @@ def _step(name: str, args: tuple, value: Any) -> Any:
 
 def count() -> int:
     """How many faulty devices the process has (TORCHCTS_FAULTY_DEVICES, 1..16)."""
-    try:
-        found = int(os.environ.get(DEVICES_ENV, DEFAULT_DEVICES))
-    except ValueError:
+    from torchcts.ascii_numbers import NotAsciiNumber, ascii_int
+
+    try:  # not int(): it takes full-width digits and `1_0`
+        found = ascii_int(os.environ.get(DEVICES_ENV, DEFAULT_DEVICES))
+    except NotAsciiNumber:
         found = DEFAULT_DEVICES
     return min(max(found, 1), 16)
 

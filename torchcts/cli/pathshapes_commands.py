@@ -44,8 +44,9 @@ def today_option(func: Any) -> Any:
 def filter_options(func: Any) -> Any:
     func = click.option("--family", "families", multiple=True, help="Only this family; repeatable.")(func)
     func = click.option("--tier", "tiers", multiple=True, type=click.Choice(TIER_NAMES),
-                        help="Only this resource tier; repeatable. run: also the opt-in for a tier past the "
-                             "host's memory, which a run leaves out (runtime_unavailable) unless named.")(func)
+                        help="Only this resource tier; repeatable. run: also the opt-in for a tier whose largest "
+                             "item does not fit the host's memory, which a run leaves out (runtime_unavailable) "
+                             "unless named.")(func)
     return click.option("--level", "levels", multiple=True, type=IntRange(1, 8),
                         help="list, summary: only cases of this semantic level (the case's own); repeatable. "
                              "run: the run's depth, once, over the manifest's semantic_level: items above it "
@@ -159,9 +160,9 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
 
     Two items per case: `path_shapes` compares the forward result, `path_shapes_backward` the gradients of
     its floating operands (level 4, needs the training capability). Every item gets a record; those not run
-    say why (selection, level, capability, dtype, skip_ops, resource limits, memory). A tier whose worst case does
-    not fit the host's available memory (or resource_limits) is left out unless named with --tier, and no item
-    whose estimated peak does not fit the memory available before it runs is allocated.
+    say why (selection, level, capability, dtype, skip_ops, resource limits, memory). The memory budget is taken
+    once at the start (available memory, or resource_limits.max_system_memory_mb): a tier whose largest item's
+    estimated peak does not fit it is left out unless named with --tier, and no item whose own does is allocated.
     Waivers mark a problem known (records carry `waiver`), never turn it into a pass; expired ones are
     ignored with a warning. Exits 0 when no unwaived case failed, 1 when one did, 2 for bad input, 3 when
     nothing executed."""

@@ -12,9 +12,10 @@ seeded cotangents (`training`, level 4, as the OpInfo `backward` property). Ever
 record. Items the run does not execute are accounted with a reason: the
 selection (`deselected`), a level above the manifest's (`level_filtered`), an op in its `skip_ops`
 (`op_excluded`), a dtype it does not claim (`dtype_*`), a tier past its `resource_limits`
-(`runtime_unavailable`, naming the limit), a tier past the host's memory that the run did not name with
-`--tier`, or an item whose estimated peak does not fit the memory available before it runs (`runtime_unavailable`,
-`memory.MemoryBudget`), a backward item without the `training` capability (`capability_not_declared`); a case with no floating operand has no backward item. A waiver never
+(`runtime_unavailable`, naming the limit), a tier whose largest item does not fit the host's memory, not named with
+`--tier`, or an item whose estimated peak does not fit the memory budget taken at the run's start
+(`runtime_unavailable`, `memory.MemoryBudget`), a backward item without the `training` capability
+(`capability_not_declared`); a case with no floating operand has no backward item. A waiver never
 changes an outcome: the record carries `waiver` and the summary counts waived problems apart; an
 expired waiver is ignored with a warning.
 """
@@ -151,8 +152,8 @@ def _manifest_reason(case: Case, manifest: Any, prop: str) -> tuple[Outcome, str
 
 
 def _memory_reason(case: Case, settings: RunSettings, prop: str) -> tuple[Outcome, str] | None:
-    """Why host memory leaves the item out (`memory.MemoryBudget`: its tier not opted into, or its own peak
-    above the memory available now), or None; checked before anything of the item is allocated."""
+    """Why host memory leaves the item out (`memory.MemoryBudget`, taken at the run's start: its tier, not opted
+    into, has an item past the budget, or its own peak is), or None; checked before anything is allocated."""
     if settings.memory is None:
         return None
     left_out = settings.memory.left_out_tiers().get(case.tier)
@@ -307,10 +308,9 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
     from torchcts.results.writer import RunWriter
 
     started = time.monotonic()
-    if settings.memory is None:  # a run never allocates what the user did not opt into (`memory`)
-        settings = attrs.evolve(settings, memory=MemoryBudget.detect(settings.manifest, settings.selection.tiers))
+    settings = judged_memory(corpus, settings)  # a run never allocates what the user did not opt into (`memory`)
     device_type = torch.device(settings.device).type
-    writer = RunWriter(results_dir, environment)
+    writer = RunWriter(results_dir, {**environment, "memory": settings.memory.as_json()})
     warnings: list[str] = _left_out_tiers(corpus, settings)  # printed with the run's summary, kept in run.json
     waived = unwaived = 0
     status = "partial"
@@ -359,15 +359,27 @@ def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environ
     return RunSummary(writer.folder, counts, waived, unwaived, tuple(warnings), time.monotonic() - started)
 
 
+def judged_memory(corpus: Corpus, settings: RunSettings) -> RunSettings:
+    """`settings` with a memory budget (detected now when it has none) that has judged which tiers to leave
+    out, on the items that selection, level, capabilities, skip_ops, dtypes and resource_limits let through."""
+    memory = settings.memory or MemoryBudget.detect(settings.manifest, settings.selection.tiers)
+    if memory.tiers_left_out is None:
+        plain = attrs.evolve(settings, memory=None)
+        memory = memory.judging((case, prop == BACKWARD) for case in corpus.cases for prop in properties_of(case)
+                                if not_run_reason(case, plain, prop) is None)
+    return attrs.evolve(settings, memory=memory)
+
+
 def _left_out_tiers(corpus: Corpus, settings: RunSettings) -> list[str]:
-    """One line per tier the memory budget leaves out that holds selected cases: why, how to include it, and how
-    many items it accounts `runtime_unavailable`."""
+    """One line per tier the memory budget leaves out: why, how to include it, and how many items it accounts
+    `runtime_unavailable` (those no earlier reason, such as the level or a capability, already accounts)."""
     lines = []
     for tier, why in settings.memory.left_out_tiers().items():
-        cases = [c for c in corpus.cases if c.tier == tier and settings.selection.excludes(c) is None]
-        if cases:
-            items = sum(len(properties_of(c)) for c in cases)
-            lines.append(f"left out: {why} ({len(cases)} cases, {items} items recorded runtime_unavailable)")
+        items = [(case.id, prop) for case in corpus.cases if case.tier == tier for prop in properties_of(case)
+                 if not_run_reason(case, settings, prop) == (Outcome.RUNTIME_UNAVAILABLE, why)]
+        if items:
+            lines.append(f"left out: {why} ({len({c for c, _ in items})} cases, {len(items)} items recorded "
+                         "runtime_unavailable)")
     return lines
 
 
@@ -405,7 +417,7 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
             "suite": "path-shapes", "corpus": str(corpus.folder),
             "planned_items": sum(len(properties_of(c)) for c in corpus.cases),
             "selection": attrs.asdict(settings.selection), "tiers": {t: b for t, b in TIERS.items()},
-            "memory": settings.memory.as_json() if settings.memory is not None else None,
+            "memory": judged_memory(corpus, settings).memory.as_json(),
             "claimed_dtypes": [dtype_names.canonical_name(d) for d in manifest.claimed_dtypes]
             if manifest is not None else None,
             "capabilities": sorted(manifest.capabilities) if manifest is not None else [],

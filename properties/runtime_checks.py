@@ -9,7 +9,10 @@ not a comparison with CPU. Three helpers:
 - `require(cts, module, *names)`: before the cases, the attributes a suite needs from that module.
   A missing one is `runtime_unavailable` on the CPU validation target (CPU is the reference, not a
   backend: it has no streams to wait on or device memory to count) and where nothing claims the
-  capability (a replay without --manifest), and a `failed` item on any other device, which claimed it.
+  capability (a replay on another device type, or with a --manifest not declaring it), and a `failed`
+  item on a device that claimed it (a replay without --manifest on the device type the case was found on
+  claims the case's own capability: `engine.replay_manifest`). Reading the attributes runs backend code
+  (a module's `__getattr__`): it goes through `cts.on_device_call`, so its exception is the backend's.
 - `invariant_check(cts, program, what)`: a check for `cts.run` that runs `program(device, *args)` on
   the device (its exceptions are the backend's `error`s; on CPU, the reference, they are TorchCTS's or,
   replaying, the stored case's) and fails on every `Observation` that does not hold, naming each with
@@ -63,7 +66,7 @@ def require(cts: Any, owner: Any, *names: str, capability: str = "", label: str 
     does not claim the capability (a replay without --manifest claims none), an AssertionError (a `failed` item: the
     claimed facility is missing) on any other device."""
     label = label or f"torch.{cts.target.device_type}"
-    missing = [name for name in names if owner is None or not hasattr(owner, name)]
+    missing = [name for name in names if owner is None or not has_attribute(cts, owner, name)]
     if not missing:
         return
     what = f"{label} has no {', '.join(missing)}" if owner is not None else f"{label} does not exist"
@@ -75,10 +78,19 @@ def require(cts: Any, owner: Any, *names: str, capability: str = "", label: str 
     raise AssertionError(f"{what}, which the {capability} capability the manifest claims needs")
 
 
+def has_attribute(cts: Any, owner: Any, name: str) -> bool:
+    """`hasattr(owner, name)` run as the device's code: what a backend module's `__getattr__` raises (other than
+    AttributeError) is the backend's error, not TorchCTS's."""
+    if on_validation_target(cts):
+        return hasattr(owner, name)
+    return cts.on_device_call(lambda *_: hasattr(owner, name), None, what=f" (reading {name})")
+
+
 def claimed(cts: Any, capability: str = "") -> bool:
     """Whether `capability` (default: the item's property's) is claimed: always for an item that is no replay (the
     plan runs only claimed ones); for a replayed case, when its manifest claims it (a replay without --manifest
-    claims none). A facility the device lacks where nothing claims it is runtime_unavailable, not a finding."""
+    claims the case's own capability on the device type the case names, none elsewhere: `engine.replay_manifest`).
+    A facility the device lacks where nothing claims it is runtime_unavailable, not a finding."""
     if cts.replay is None or cts.manifest is None:
         return True
     return cts.manifest.declares(capability or _capability_of(cts.item.property))
@@ -86,7 +98,8 @@ def claimed(cts: Any, capability: str = "") -> bool:
 
 def unclaimed(cts: Any) -> str:
     """The end of the reason a facility nobody claims on this target is runtime_unavailable."""
-    return f"nothing claims it on {cts.target.describe()} (a replay without --manifest claims no capability)"
+    return (f"nothing claims it on {cts.target.describe()} (a replay without --manifest claims only the case's own "
+            f"capability, and only on the device type it was found on; a --manifest only what it declares)")
 
 
 def _capability_of(prop: str) -> str:

@@ -46,7 +46,7 @@ from torchcts.isolation.fork import fork_safe, run_forked
 from torchcts.outcomes import Outcome
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import Observation, observe, require, runtime_module
+from torchcts.properties.runtime_checks import Observation, has_attribute, observe, require, runtime_module
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -203,8 +203,9 @@ def device_memory_bytes(cts, module):
     if hardware.device_memory_gb:
         listed = hardware.device_memory_gb
         known.append(int(listed[min(index, len(listed) - 1)] * 2**30))
-    if module is not None and hasattr(module, "get_device_properties"):
-        total = getattr(module.get_device_properties(index), "total_memory", None)
+    if module is not None and has_attribute(cts, module, "get_device_properties"):  # the backend's code: its errors
+        total = cts.on_device_call(lambda *_: getattr(module.get_device_properties(index), "total_memory", None),
+                                   None, what=" (get_device_properties)")
         if total:
             known.append(int(total))
     return max(known) if known else None

@@ -16,7 +16,9 @@ The oracle is CPU (values) and CUDA's documented behaviour (placement, errors).
 
 An item whose device has fewer than two devices (`torch.<type>.device_count() < 2`) or whose
 manifest says `device_count < 2` is runtime_unavailable with that reason: the CPU validation target
-has one device, so every multi_device item is runtime_unavailable there.
+has one device, so every multi_device item is runtime_unavailable there. A replayed case that the
+replay claims (found on this device type, replayed without --manifest, or with one declaring
+multi_device) fails instead where the device reports fewer than two: the devices it was found with are gone.
 
 Limits: devices 0 and 1 only; no peer-access settings; copies are blocking (non_blocking copies
 belong to the pinned_memory and streams suites).
@@ -29,7 +31,8 @@ from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module, unavailable
+from torchcts.properties.runtime_checks import (claimed, invariant_check, observe, on_validation_target, require,
+                                                runtime_module, unavailable)
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -189,6 +192,10 @@ def test_multi_device(cts):
     require(cts, module, "device_count", "set_device", "current_device",
             *(("device",) if scenario == "guard_placement" else ()))
     count = module.device_count()
+    if count < 2 and cts.replay is not None and not on_validation_target(cts) and claimed(cts):
+        raise AssertionError(f"torch.{cts.target.device_type}.device_count() is {count}: the multi_device case was "
+                             "found with two devices, which this replay claims (replay with a --manifest that does "
+                             "not declare multi_device on a machine with one)")
     if count < 2:
         raise unavailable(f"torch.{cts.target.device_type}.device_count() is {count}: two devices are needed")
     if cts.manifest.device_count < 2:

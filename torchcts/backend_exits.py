@@ -11,15 +11,27 @@ SIGTERM for the user's). Every message names the module and function that did it
 innermost frame outside torch, TorchCTS, Hypothesis, pytest and Python's standard library.
 
 The user's Ctrl-C, SIGTERM and SIGHUP still stop the run (`interrupts.from_signal` tells them from
-a raised KeyboardInterrupt). A native crash -- a segfault in C code, `os.abort` -- cannot be
-intercepted: it ends its process, which costs one item only where the item runs isolated.
+a raised KeyboardInterrupt; once the user's signal arrived, every exit propagates: vendor code's
+`except KeyboardInterrupt: sys.exit(130)` is the user's stop passing through, not the backend's exit).
+
+Holes (outside isolation these still end the run, as a crash costs one item only where the item runs
+isolated): a native crash (a segfault in C code, `os.abort`, a signal sent from C or via ctypes);
+`os._exit` or a signal called through a reference taken before the guard began (`from os import _exit`
+at import time: the guard replaces the functions of `os`, `posix`, `signal` and `_signal`, not copies
+of them); another thread, including one the backend or a decoder starts (the guard holds in the thread
+running the item); a timer (`signal.setitimer`, `signal.alarm`: SIGALRM's default action ends the
+process when it fires); a child process signalling its parent.
 """
 
 from __future__ import annotations
 
+import _signal
 import contextlib
+import functools
 import os
+import posix
 import signal
+import site
 import sys
 import sysconfig
 import threading
@@ -50,12 +62,18 @@ def is_backend_exit(exc: BaseException) -> bool:
     """Whether `exc` (not an Exception) is code leaving an item -- sys.exit, a KeyboardInterrupt no signal
     raised, GeneratorExit, `ProcessEndRequested`, pytest's skip or fail in a custom property -- rather than the
     user stopping the run (`interrupts.from_signal`), which must propagate."""
-    if isinstance(exc, Exception):
+    if isinstance(exc, Exception) or _user_stopping():
         return False
     if isinstance(exc, BaseExceptionGroup):  # one of its exceptions the user's interrupt: the run stops
         return exc.subgroup(lambda inner: not isinstance(inner, BaseExceptionGroup)
                             and interrupts.from_signal(inner)) is None
     return not interrupts.from_signal(exc)
+
+
+def _user_stopping() -> bool:
+    """Whether the user's signal arrived in the run under way (`interrupts.handling()`): whatever leaves then is the
+    stop passing through (a vendor's `except KeyboardInterrupt: sys.exit(130)`), never the backend's own exit."""
+    return bool(interrupts._state["depth"]) and interrupts.requested() is not None
 
 
 def describe(exc: BaseException) -> str:
@@ -126,26 +144,89 @@ def _harness_frame(frame: FrameType) -> bool:
     if top in HARNESS_PACKAGES or (top in sys.stdlib_module_names and top != "__main__"):
         return True
     filename = os.path.abspath(frame.f_code.co_filename)
-    return filename.startswith("<frozen ") or any(filename.startswith(folder) for folder in _harness_folders())
+    return filename.startswith("<frozen ") or any(filename.startswith(folder) for folder in _harness_folders()) \
+        or in_stdlib(filename)
 
 
 def _harness_folders() -> list[str]:
     """Folders whose files are the harness's whatever their modules are called (pytest may import a property
-    file under another name): TorchCTS's packages (the suites and strategies live outside `torchcts/`), torch,
-    the standard library. Found when an exit is described, which is rare: nothing is cached."""
+    file under another name): TorchCTS's packages (the suites and strategies live outside `torchcts/`), torch.
+    Found when an exit is described, which is rare: nothing is cached."""
+    return _package_folders("torchcts", "torchcts.properties", "torchcts.strategies", "torch")
+
+
+def _package_folders(*names: str) -> list[str]:
     import importlib.util
 
     folders: set[str] = set()
-    for name in ("torchcts", "torchcts.properties", "torchcts.strategies", "torch"):
+    for name in names:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
         if spec is not None and spec.submodule_search_locations:
             folders.update(spec.submodule_search_locations)
-    for key in ("stdlib", "platstdlib"):
-        folders.add(sysconfig.get_paths()[key])
     return [os.path.join(os.path.abspath(folder), "") for folder in folders]
+
+
+def in_stdlib(filename: str) -> bool:
+    """Whether `filename` is a file of Python's standard library: under its folder but not under a folder packages
+    are installed in, which sits inside it for a Python outside a venv (pyenv, conda, a Docker image:
+    `lib/python3.X/site-packages`): a vendor's package there is never the standard library."""
+    filename = os.path.abspath(filename)
+    stdlib, installed = _stdlib_and_site_folders()
+    return any(filename.startswith(folder) for folder in stdlib) \
+        and not any(filename.startswith(folder) for folder in installed)
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_and_site_folders() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the standard library's folders, the folders packages are installed in): sysconfig's purelib and platlib,
+    site's site-packages and the user's, and any site-packages or dist-packages folder inside the standard
+    library's (a venv's sysconfig names its own, not its base Python's)."""
+    paths = sysconfig.get_paths()
+    stdlib = [paths[key] for key in ("stdlib", "platstdlib") if paths.get(key)]
+    installed = [paths.get("purelib"), paths.get("platlib")]
+    installed += [os.path.join(folder, name) for folder in stdlib for name in ("site-packages", "dist-packages")]
+    with contextlib.suppress(AttributeError):  # missing in some embedded or old-virtualenv Pythons
+        installed += list(site.getsitepackages())
+    with contextlib.suppress(AttributeError):
+        installed.append(site.getusersitepackages())
+    return tuple(_folder(f) for f in stdlib), tuple(_folder(f) for f in installed if f)
+
+
+def _folder(path: str) -> str:
+    return os.path.join(os.path.abspath(path), "")
+
+
+# -- whose exception: certainly TorchCTS's, or code that reaches the device -------------------------
+
+# packages that are TorchCTS's own or run it, whose frames never reach the device (torch does)
+OWN_PACKAGES = frozenset({"torchcts", "hypothesis", "_pytest", "pytest", "pluggy", "xdist", "execnet", "attr",
+                          "attrs", "sortedcontainers"})
+DEVICE_PACKAGES = ("torchcts.testing",)  # the faulty test device: a backend under test, though TorchCTS ships it
+
+
+def only_own_frames(tb: TracebackType | None) -> bool:
+    """Whether every frame of `tb` is TorchCTS's own code (its suites and strategies included, its test device
+    `torchcts.testing` not), its test runner's, or the standard library's: an exception raised there never came
+    out of torch or backend code written in Python. A frame of torch, a backend, a user's module, or one that
+    cannot be placed, makes it False."""
+    frames = _traceback_frames(tb)
+    own = _package_folders("torchcts", "torchcts.properties", "torchcts.strategies")
+    device = _package_folders(*DEVICE_PACKAGES)
+    return bool(frames) and all(_own_frame(frame, own, device) for frame, _ in frames)
+
+
+def _own_frame(frame: FrameType, own: list[str], device: list[str]) -> bool:
+    module = str(frame.f_globals.get("__name__") or "")
+    filename = os.path.abspath(frame.f_code.co_filename)
+    if any(module == name or module.startswith(name + ".") for name in DEVICE_PACKAGES) \
+            or any(filename.startswith(folder) for folder in device):
+        return False
+    top = module.partition(".")[0]
+    return top in OWN_PACKAGES or filename.startswith("<frozen ") or in_stdlib(filename) \
+        or any(filename.startswith(folder) for folder in own)
 
 
 # -- the guard: os._exit and signals to ourselves raise instead -------------------------------------
@@ -156,8 +237,10 @@ _guard: dict[str, Any] = {"depth": 0, "pid": None, "thread": None, "originals": 
 @contextlib.contextmanager
 def guard() -> Iterator[None]:
     """While the block runs, `os._exit` and a terminating signal sent to this process from this thread raise
-    `ProcessEndRequested` naming the caller. Only in this process and thread: a child forked inside the block
-    (an isolated case, a decoder's own worker) and other threads exit and signal as ever. Nests."""
+    `ProcessEndRequested` naming the caller (through `os`, `posix`, `signal` or `_signal`). Only in this process
+    and thread: a child forked inside the block (an isolated case, a decoder's own worker) and other threads exit
+    and signal as ever; so does a reference to those functions taken before the block, and a timer (the module
+    docstring lists the holes). Nests."""
     if _guard["depth"] and _guard["pid"] == os.getpid():
         _guard["depth"] += 1
         try:
@@ -166,8 +249,7 @@ def guard() -> Iterator[None]:
             _guard["depth"] -= 1
         return
     # a child forked inside a guard inherits it with the parent's pid: it guards nothing there; start afresh
-    originals = _guard["originals"] or {(module, name): getattr(module, name) for module, name in _REPLACED
-                                        if hasattr(module, name)}
+    originals = _guard["originals"] or _replaceable()
     _guard.update(depth=1, pid=os.getpid(), thread=threading.get_ident(), originals=originals)
     for (module, name) in originals:
         setattr(module, name, _REPLACEMENTS[name])
@@ -177,6 +259,16 @@ def guard() -> Iterator[None]:
         for (module, name), original in originals.items():
             setattr(module, name, original)
         _guard.update(depth=0, pid=None, thread=None, originals=None)
+
+
+def _replaceable() -> dict[tuple[Any, str], Any]:
+    """(module, name) -> the function the guard replaces there: os's and signal's, and the same functions where the
+    C modules behind them (`posix`, `_signal`) hold them, so `posix._exit(3)` is refused like `os._exit(3)`."""
+    originals = {(module, name): getattr(module, name) for module, name in _REPLACED if hasattr(module, name)}
+    for (module, name), twin in _TWINS.items():
+        if (module, name) in originals and getattr(twin, name, None) is originals[(module, name)]:
+            originals[(twin, name)] = originals[(module, name)]
+    return originals
 
 
 def _guarding() -> bool:
@@ -254,5 +346,7 @@ def _pthread_kill(thread_id: int, signum: int) -> None:
 
 
 _REPLACED = ((os, "_exit"), (os, "kill"), (os, "killpg"), (signal, "raise_signal"), (signal, "pthread_kill"))
+_TWINS = {(os, "_exit"): posix, (os, "kill"): posix, (os, "killpg"): posix, (signal, "raise_signal"): _signal,
+          (signal, "pthread_kill"): _signal}
 _REPLACEMENTS = {"_exit": _exit, "kill": _kill, "killpg": _killpg, "raise_signal": _raise_signal,
                  "pthread_kill": _pthread_kill}

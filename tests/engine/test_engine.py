@@ -95,7 +95,7 @@ def test_an_isolated_item_gives_the_same_record(settings):
     (BackendError("raised"), Outcome.ERROR, "the backend raised where the CPU oracle did not"),
     (CaseCrashed("died"), Outcome.CRASHED, "a case crashed the process running it"),
     (CaseFileError("x.json", "inputs", "bad"), Outcome.ERROR, "the corpus case cannot be replayed"),
-    (ValueError("oops"), Outcome.ERROR, "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)"),
+    (ValueError("oops"), Outcome.ERROR, "harness: unexpected exception in TorchCTS's own code (a TorchCTS bug)"),
 ])
 def test_outcomes_come_from_exception_types(exc, outcome, reason):
     verdict = classify(exc)
@@ -208,7 +208,7 @@ def test_a_harness_error_in_a_case_child_is_the_same_error_as_in_process(setting
     here = run_item(item, settings)
     forked = run_item(item, attrs.evolve(settings, isolation=OracleCrashPolicy()))
     assert here["outcome"] is Outcome.ERROR and here["error"] == "TypeError: unsupported operand for case 1"
-    assert here["reason"] == "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)"
+    assert here["reason"] == "harness: unexpected exception in TorchCTS's own code (a TorchCTS bug)"
     assert {k: forked[k] for k in ("outcome", "reason", "error")} == {k: here[k] for k in ("outcome", "reason", "error")}
 
 

@@ -11,9 +11,11 @@ run. Runs are tiny: 2 examples an item.
 
 from __future__ import annotations
 
+import _signal
 import collections
 import json
 import os
+import posix
 import signal
 import subprocess
 import sys
@@ -140,16 +142,37 @@ def _guarded_call(call):
     (lambda: signal.raise_signal(signal.SIGABRT), "signal.raise_signal(SIGABRT)"),
     (lambda: signal.pthread_kill(threading.get_ident(), signal.SIGKILL),
      "signal.pthread_kill(a thread of this process, SIGKILL)"),
-], ids=["os_exit", "sigkill", "sigsegv", "sigterm", "group-sigint", "killpg-sighup", "raise-sigabrt", "pthread-kill"])
+    (lambda: posix._exit(3), "os._exit(3)"),  # the C module behind os
+    (lambda: posix.kill(os.getpid(), signal.SIGKILL), "os.kill(own process, SIGKILL)"),
+    (lambda: posix.killpg(0, signal.SIGTERM), "os.killpg(own process group, SIGTERM)"),
+    (lambda: _signal.raise_signal(signal.SIGTERM), "signal.raise_signal(SIGTERM)"),
+    (lambda: _signal.pthread_kill(threading.get_ident(), signal.SIGKILL),
+     "signal.pthread_kill(a thread of this process, SIGKILL)"),
+], ids=["os_exit", "sigkill", "sigsegv", "sigterm", "group-sigint", "killpg-sighup", "raise-sigabrt", "pthread-kill",
+        "posix-exit", "posix-kill", "posix-killpg", "c-raise-signal", "c-pthread-kill"])
 def test_inside_the_guard_ending_the_process_raises_naming_the_caller(call, how):
-    original = os._exit
-    with interrupts.handling(), backend_exits.guard():  # the run's handlers: SIGTERM would read as the user's
-        with pytest.raises(backend_exits.ProcessEndRequested) as raised:
-            _guarded_call(call)
-    assert raised.value.how == how
-    assert raised.value.culprit.startswith(f"{__name__}.")  # the lambda of this module (torchcts's frames skipped)
-    assert str(raised.value) == f"{how} called in {raised.value.culprit}"
-    assert os._exit is original and interrupts.requested() is None  # nothing was sent; the originals are back
+    """In a forked child leading its own session: a call the guard misses ends that child (or signals its own
+    process group), never the test run."""
+    def in_own_session():
+        os.setsid()
+        original = os._exit
+        with interrupts.handling(), backend_exits.guard():  # the run's handlers: SIGTERM would read as the user's
+            try:
+                _guarded_call(call)
+            except backend_exits.ProcessEndRequested as raised:
+                ended = {"how": raised.how, "culprit": raised.culprit, "text": str(raised)}
+            else:
+                ended = {}
+        return {**ended, "restored": os._exit is original and posix._exit is original and posix.kill is os.kill
+                and os.kill is not backend_exits._kill, "requested": interrupts.requested()}
+
+    result = run_forked(in_own_session, SAFETY_NET_S)
+    assert result.status == "finished", result.describe()
+    raised = result.answer
+    assert raised.get("how") == how, raised
+    assert raised["culprit"].startswith(f"{__name__}.")  # the lambda of this module (torchcts's frames skipped)
+    assert raised["text"] == f"{how} called in {raised['culprit']}"
+    assert raised["restored"] and raised["requested"] is None  # nothing was sent; the originals are back
 
 
 @linux_only
@@ -230,6 +253,37 @@ def test_a_group_holding_the_users_interrupt_is_the_users():
         assert not backend_exits.is_backend_exit(users) and backend_exits.is_backend_exit(codes)
 
 
+@linux_only
+def test_after_the_users_ctrl_c_every_exit_is_the_users_stop_passing_through():
+    """Vendor code's `except KeyboardInterrupt: sys.exit(130)` after the user's Ctrl-C is not the backend's exit."""
+    with interrupts.handling():
+        assert backend_exits.is_backend_exit(SystemExit(130))  # no signal yet: code's own exit
+        with pytest.raises(interrupts.Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(SAFETY_NET_S)
+        for exc in (SystemExit(130), KeyboardInterrupt(), GeneratorExit(),
+                    backend_exits.ProcessEndRequested("os._exit(1)", "vendor.f")):
+            assert not backend_exits.is_backend_exit(exc), exc
+    assert backend_exits.is_backend_exit(SystemExit(130))  # the run is over: a later run's items are judged afresh
+
+
+def test_a_vendor_package_installed_inside_the_standard_librarys_folder_is_blamed_not_torchcts():
+    """pyenv, conda and Docker Pythons install packages into lib/python3.X/site-packages, under the standard
+    library's folder: an exit there is the vendor's."""
+    import sysconfig
+    import types
+
+    filename = os.path.join(sysconfig.get_paths()["stdlib"], "site-packages", "vendor_quant", "decode.py")
+    module = types.ModuleType("vendor_quant.decode")
+    exec(compile("import sys\ndef decode():\n    sys.exit(4)\n", filename, "exec"), module.__dict__)
+    with pytest.raises(SystemExit) as raised:
+        module.decode()
+    assert backend_exits.blames_backend(raised.value)
+    assert backend_exits.describe(raised.value).startswith(f"SystemExit(4) raised in vendor_quant.decode.decode "
+                                                           f"({filename}:3)")
+    assert backend_exits.in_stdlib(os.__file__) and not backend_exits.in_stdlib(filename)
+
+
 # -- items: custom decoders, in the run's process and isolated ---------------------------------------------
 
 @linux_only
@@ -251,7 +305,8 @@ def test_a_decoder_that_exits_ends_its_item_naming_where_and_the_next_item_runs(
     else:
         assert "asked to end the process running it" in record["reason"]
     assert after["outcome"] == Outcome.PASSED, after  # the process and its handlers are intact
-    assert os._exit is backend_exits._original("_exit") and interrupts.requested() is None
+    assert os._exit is posix._exit and os.kill is posix.kill and os._exit is not backend_exits._exit
+    assert interrupts.requested() is None
 
 
 @linux_only
@@ -313,6 +368,86 @@ def test_a_kernel_that_exits_inside_a_hook_or_an_optimizer_step(tmp_path, monkey
         faulty.disable_bugs()
     assert record["outcome"] == outcome, record
     assert record["error_line"].startswith(line), record["error_line"]
+
+
+def _empty_cache_exits(self):
+    os._exit(3)
+
+
+def _empty_cache_sys_exits(self):
+    sys.exit(6)
+
+
+@linux_only
+@pytest.mark.parametrize("empty_cache, isolated, said", [
+    (_empty_cache_exits, True, f"os._exit(3) called in {__name__}._empty_cache_exits"),
+    (_empty_cache_sys_exits, False, f"SystemExit(6) raised in {__name__}._empty_cache_sys_exits"),
+], ids=["os-exit-forked", "sys-exit-in-process"])
+def test_the_backends_cache_cleanup_after_an_item_runs_inside_its_guard(tmp_path, monkeypatch, empty_cache,
+                                                                         isolated, said):
+    """The device's empty_cache after the item (its memory looks full) exits: the item keeps its record and says so.
+    (os._exit runs in a forked item: were the guard missing, the child would end and the record be `crashed`.)"""
+    import torch
+
+    from torchcts.testing import faulty
+    from torchcts.testing.selftest import faulty_manifest
+
+    faulty.enable()
+    (tmp_path / "manifest.py").write_text(faulty_manifest()
+                                          + 'manifest["resource_limits"] = {"max_device_memory_mb": 64}\n')
+    manifest, _ = load_manifest(tmp_path / "manifest.py")
+    settings = EngineSettings(target=Target("faulty"), manifest=manifest, level=8, max_examples=2, versions=versions(),
+                              isolation=IsolationPolicy(everything=True, start="fork") if isolated else None)
+    monkeypatch.setattr(type(torch.faulty), "memory_reserved", lambda self, device=None: 2**40)
+    monkeypatch.setattr(type(torch.faulty), "empty_cache", empty_cache)
+    registry.load()
+    record = run_item(PlanItem("device_api", "synchronize", "scenario", "float32", registry.get("device_api").level),
+                      settings)
+    assert record["outcome"] == Outcome.PASSED, record
+    assert record["cleanup_error"].startswith(said), record
+
+
+def _allocator_os_exit(func, args, kwargs, result):
+    os._exit(3)
+
+
+def _allocator_sys_exit(func, args, kwargs, result):
+    sys.exit(5)
+
+
+@linux_only
+@pytest.mark.parametrize("perturb, said", [
+    (_allocator_os_exit, f"os._exit(3) called in {__name__}._allocator_os_exit"),
+    (_allocator_sys_exit, f"SystemExit(5) raised in {__name__}._allocator_sys_exit"),
+], ids=["os-exit", "sys-exit"])
+def test_a_backend_exiting_in_the_start_checks_is_one_session_error_naming_where(monkeypatch, perturb, said):
+    """The device check and probe before any item allocate on the device; its allocator exits. In a forked child:
+    were the guard missing, os._exit(3) would end that child, not the test run."""
+    from torchcts.plugin.options import SessionError, start_checks
+    from torchcts.testing import faulty
+    from torchcts.testing.faulty import bugs
+    from torchcts.testing.faulty.bug_model import Bug
+
+    monkeypatch.setitem(bugs.BUGS, "exits", Bug("exits", ("aten.empty.memory_format",), "always", "ends the program",
+                                                lambda func, args, kwargs: True, perturb, kind="crash"))
+
+    def check() -> str:
+        faulty.enable()
+        faulty.disable_bugs()
+        faulty.enable_bugs("exits")
+        try:
+            start_checks("faulty")
+        except SessionError as exc:
+            return str(exc)
+        finally:
+            faulty.disable_bugs()
+        return "no SessionError"
+
+    result = run_forked(check, SAFETY_NET_S)
+    assert result.status == "finished", result.describe()
+    assert result.answer.startswith(f"--device 'faulty': the backend ended TorchCTS's device check: {said} ("), \
+        result.answer
+    assert "\n" not in result.answer
 
 
 CUSTOM_SUITE = '''

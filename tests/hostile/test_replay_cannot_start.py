@@ -12,6 +12,7 @@ as a regression.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -128,7 +129,114 @@ def test_a_runtime_case_on_a_device_type_without_a_runtime_module_is_not_run_and
     settings = EngineSettings(target=Target("meta"), manifest=None, level=8, max_examples=1, versions=versions())
     record = run_item(replay_items([case])[0], settings)
     assert record["outcome"] == Outcome.RUNTIME_UNAVAILABLE, record
-    assert "torch.meta does not exist" in record["reason"] and "claims no capability" in record["reason"], record
+    assert "torch.meta does not exist" in record["reason"], record
+    assert "claims only the case's own capability, and only on the device type it was found on" in record["reason"]
+
+
+# -- the capability a case was found under is claimed on its own device type ---------------------------------
+
+def replay_record(case: Path, device: str, manifest=None) -> dict:
+    settings = EngineSettings(target=Target(device), manifest=manifest, level=8, max_examples=1, versions=versions())
+    return run_item(replay_items([case])[0], settings)
+
+
+def fixed_verdict(record: dict):
+    (verdict,) = verdicts([dict(record, case=dict(record["case"], status="fixed"))], device=record.get("device"))
+    return verdict
+
+
+@pytest.fixture
+def faulty_on():
+    from torchcts.testing import faulty
+
+    faulty.enable()
+    faulty.disable_bugs()
+    return faulty
+
+
+def test_a_facility_gone_since_the_case_was_found_is_a_regression_not_not_run(faulty_on, tmp_path, monkeypatch):
+    """A device_api case found on faulty, replayed there without --manifest after the backend dropped synchronize:
+    the case's own capability is claimed, so the missing facility fails (a regression of a fixed case)."""
+    case = stored(tmp_path / "corpus", "device_api", "synchronize", (16,))
+    assert replay_record(case, "faulty")["outcome"] == Outcome.PASSED
+    monkeypatch.delattr(type(torch.faulty), "synchronize")
+    record = replay_record(case, "faulty")
+    assert record["outcome"] == Outcome.FAILED, record
+    assert "torch.faulty has no synchronize" in record["error_line"], record
+    verdict = fixed_verdict(record)
+    assert verdict.still_failing and verdict.regression
+    # on another device type the case claims nothing there: not run, saying why
+    on_cpu_type = stored(tmp_path / "cpu-corpus", "device_api", "synchronize", (16,), device_type="cpu")
+    elsewhere = replay_record(on_cpu_type, "faulty")
+    assert elsewhere["outcome"] == Outcome.RUNTIME_UNAVAILABLE, elsewhere
+
+
+def test_a_manifest_not_declaring_the_capability_leaves_it_unclaimed(faulty_on, tmp_path, monkeypatch):
+    from torchcts.manifest import load_manifest
+
+    (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty")
+                                          + 'manifest["capabilities"].pop("device_api", None)\n')
+    manifest, _ = load_manifest(tmp_path / "manifest.py")
+    assert not manifest.declares("device_api")
+    case = stored(tmp_path / "corpus", "device_api", "synchronize", (16,))
+    monkeypatch.delattr(type(torch.faulty), "synchronize")
+    record = replay_record(case, "faulty", manifest)
+    assert record["outcome"] == Outcome.RUNTIME_UNAVAILABLE, record
+
+
+def test_a_multi_device_case_on_a_device_now_reporting_one_fails(faulty_on, tmp_path, monkeypatch):
+    case = stored(tmp_path / "corpus", "multi_device", "guard_placement", (3,))
+    assert replay_record(case, "faulty")["outcome"] == Outcome.PASSED
+    monkeypatch.setattr(type(torch.faulty), "device_count", lambda self: 1)
+    record = replay_record(case, "faulty")
+    assert record["outcome"] == Outcome.FAILED, record
+    assert "device_count() is 1" in record["error_line"], record
+
+
+# -- a backend crashing in Python is the backend's, not a harness error ----------------------------------------
+
+def test_a_backend_raising_in_python_while_a_suite_queries_it_still_fails(faulty_on, tmp_path, monkeypatch):
+    """guard_alloc reads get_device_properties; the backend's raises (a driver error): still failing, a regression."""
+    def broken(self, index=0):
+        raise RuntimeError("faulty: device properties query failed (driver error 700)")
+
+    monkeypatch.setattr(type(torch.faulty), "get_device_properties", broken)
+    case = stored(tmp_path / "corpus", "guard_alloc", "oom_raises", (2,))
+    record = replay_record(case, "faulty")
+    assert record["outcome"] == Outcome.ERROR and record["error_kind"] == "backend", record
+    assert "driver error 700" in record["error_line"], record
+    verdict = fixed_verdict(record)
+    assert verdict.still_failing and verdict.regression and not verdict.harness_error
+
+
+def _raises_in_backend_code():
+    raise TypeError("the backend's Python wrapper broke")
+
+
+def test_an_unexpected_exception_is_the_harnesss_only_when_certainly_torchctss():
+    from torchcts.engine.context import HarnessDefect
+    from torchcts.engine.outcome import classify
+
+    def raised(call):
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001
+            return exc
+        raise AssertionError("did not raise")
+
+    from torchcts.properties.runtime_checks import runtime_module
+
+    own = raised(functools.partial(runtime_module, None))  # TorchCTS's code failing on its own (AttributeError)
+    own.__traceback__ = own.__traceback__.tb_next  # as the engine sees it: from TorchCTS's frames down
+    assert own.__traceback__.tb_frame.f_code.co_name == "runtime_module"
+    ours = classify(own, device_type="faulty")
+    assert ours.error_kind == "harness", ours
+    backend = classify(raised(_raises_in_backend_code), device_type="faulty")  # a frame outside TorchCTS
+    assert backend.error_kind == "backend" and "backend crash in Python" in backend.reason, backend
+    torch_error = classify(raised(lambda: torch.empty(-1)), device_type="faulty")  # torch's C++ error, any caller
+    assert torch_error.error_kind == "backend", torch_error
+    assert classify(HarnessDefect("drew outside its bounds"), device_type="faulty").error_kind == "harness"
+    assert classify(raised(_raises_in_backend_code), device_type="cpu").error_kind == "harness"  # no backend runs
 
 
 @pytest.mark.parametrize("kind", ["harness", "setup"])

@@ -86,7 +86,8 @@ def test_the_request_is_sized_past_every_memory_the_manifest_or_runtime_gives(tm
     manifest = complete_manifest(tmp_path, "faulty")
 
     def sized(**changes):
-        cts = types.SimpleNamespace(target=Target("faulty"), manifest=attrs.evolve(manifest, **changes))
+        cts = types.SimpleNamespace(target=Target("faulty"), manifest=attrs.evolve(manifest, **changes),
+                                    on_device_call=lambda run, sample, what="": run(None, sample, None))
         return device_memory_bytes(cts, torch.faulty)
 
     assert sized() == torch.faulty.get_device_properties(0).total_memory  # nothing in the manifest: the runtime's

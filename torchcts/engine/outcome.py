@@ -4,9 +4,13 @@ A check that returns passed. The context raises `NotRun(outcome, reason)` when n
 anything about the backend (every case rejected by the CPU oracle, or none able to run on the
 target). Everything else is an exception type: `AssertionError` is a `failed` comparison,
 `BackendError` an `error`, `CaseCrashed` a `crashed` case, `CaseFileError` a corpus case that
-cannot be replayed, anything else a harness `error` (also when a case's child raised it: `CaseError`
-stands for it in the parent). No message text decides an outcome (`missing_kernels` reads it only
-to name a missing kernel, a `MissingKernelError` the context raised by type).
+cannot be replayed. Anything else is an `error` whose kind says whose it is: `harness` only where it is
+certainly TorchCTS's (a `HarnessDefect`; on the CPU validation target, where no backend runs; an exception
+other than a RuntimeError whose every frame is TorchCTS's own code, its runner's or the standard library's,
+`backend_exits.only_own_frames`), else `backend`: an exception whose traceback passes through torch or
+backend code (or that cannot be told apart, like a case child's `CaseError`) is the backend's until shown
+otherwise, so a backend crashing in Python still fails a replay. No message text decides an outcome
+(`missing_kernels` reads it only to name a missing kernel, a `MissingKernelError` the context raised by type).
 
 An `error` verdict says its kind (`error_kind`: missing_kernel, backend, harness, setup, case_file),
 and every verdict with an error has an `error_line`: what a console prints (`first_line`). Where the
@@ -76,10 +80,10 @@ class Verdict:
 PASSED = Verdict(Outcome.PASSED)
 
 
-def classify(exc: BaseException, *, show_traceback: bool = False) -> Verdict:
-    """The verdict for an exception a check raised (interrupts are never classified: re-raise them first),
-    naming the torch.compile wrappers of the device's exception it was raised from."""
-    verdict = _classify(exc, show_traceback)
+def classify(exc: BaseException, *, show_traceback: bool = False, device_type: str = "cpu") -> Verdict:
+    """The verdict for an exception a check raised on `device_type` (interrupts are never classified: re-raise them
+    first), naming the torch.compile wrappers of the device's exception it was raised from."""
+    verdict = _classify(exc, show_traceback, device_type)
     wrappers = compile_wrappers(exc)
     if wrappers and verdict.error is not None:
         verdict = attrs.evolve(verdict, error_wrappers=wrappers)
@@ -102,7 +106,7 @@ def compile_wrappers(exc: BaseException) -> tuple[str, ...]:
     return ()
 
 
-def _classify(exc: BaseException, show_traceback: bool) -> Verdict:
+def _classify(exc: BaseException, show_traceback: bool, device_type: str) -> Verdict:
     from torchcts.engine.context import BackendError, CaseCrashed, MissingKernelError
 
     if isinstance(exc, NotRun):
@@ -123,8 +127,24 @@ def _classify(exc: BaseException, show_traceback: bool) -> Verdict:
         return Verdict(Outcome.ERROR, "the backend raised where the CPU oracle did not", error, "backend", line)
     if isinstance(exc, AssertionError):
         return Verdict(Outcome.FAILED, "the backend's result differs from the CPU oracle's", error, error_line=line)
-    return Verdict(Outcome.ERROR, "harness: unexpected exception (a TorchCTS bug, or a backend crash in Python)", error,
-                   "harness", line)
+    if certainly_torchcts(exc, device_type):
+        return Verdict(Outcome.ERROR, "harness: unexpected exception in TorchCTS's own code (a TorchCTS bug)", error,
+                       "harness", line)
+    return Verdict(Outcome.ERROR, "unexpected exception in code that reaches the device (a backend crash in Python, "
+                                  "unless a TorchCTS bug the traceback shows)", error, "backend", line)
+
+
+def certainly_torchcts(exc: BaseException, device_type: str) -> bool:
+    """Whether an unexpected exception is certainly TorchCTS's own: a `HarnessDefect`; anything on the CPU validation
+    target (CPU is the reference there, no backend runs); an exception raised with only TorchCTS's, its runner's and
+    the standard library's frames on the way (`backend_exits.only_own_frames`) that is no RuntimeError (what torch's
+    C++ raises for a device's failure, from whichever Python frame called it) nor a case child's stand-in."""
+    from torchcts import backend_exits
+    from torchcts.engine.context import HarnessDefect
+
+    if isinstance(exc, HarnessDefect) or device_type.partition(":")[0] == "cpu":
+        return True
+    return not isinstance(exc, RuntimeError) and backend_exits.only_own_frames(exc.__traceback__)
 
 
 def setup_failure(exc: BaseException, *, show_traceback: bool = False) -> Verdict:

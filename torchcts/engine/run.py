@@ -35,7 +35,7 @@ from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
-from torchcts.engine.replay_manifest import replay_manifest
+from torchcts.engine.replay_manifest import own_capability, replay_manifest
 from torchcts.engine.targets import Target, reset_compiled
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
@@ -144,9 +144,23 @@ def run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
     """Run the item in this process: its record, with the warnings it raised (`item_warnings`)."""
     with item_warnings.capture() as log, backend_exits.guard():  # os._exit, a signal to itself: the item's record
         record = _run_here(item, settings, seed=seed, max_examples=max_examples)
+        _clean_up(record, settings)
     record.update(log.record_fields())
-    memory_cleanup.cleanup_if_needed(settings.target.device_type, settings.manifest)
     return record
+
+
+def _clean_up(record: dict[str, Any], settings: EngineSettings) -> None:
+    """Empty the device's cache when its memory runs full (`memory_cleanup`): backend code, run inside the item's
+    guard. Whatever it raises or however it leaves (sys.exit, os._exit) the item keeps its record, which says so in
+    `cleanup_error`; the user's interrupt propagates."""
+    try:
+        memory_cleanup.cleanup_if_needed(settings.target.device_type, settings.manifest)
+    except Exception as exc:  # noqa: BLE001 - housekeeping: the item's verdict stands
+        record["cleanup_error"] = first_line(error_text(exc))
+    except BaseException as exc:
+        if not backend_exits.is_backend_exit(exc):
+            raise
+        record["cleanup_error"] = first_line(backend_exits.describe(exc))
 
 
 def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
@@ -207,7 +221,7 @@ def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict
         with probes:
             property_check(item.property)(context)
     except Exception as exc:  # noqa: BLE001 - classified by type
-        return classify(exc, show_traceback=settings.show_traceback)
+        return classify(exc, show_traceback=settings.show_traceback, device_type=context.target.device_type)
     except BaseException as exc:  # the user's interrupts propagate; backend code's own exits are the item's verdict
         if not backend_exits.is_backend_exit(exc):
             raise
@@ -245,7 +259,8 @@ def build_context(item: Any, settings: EngineSettings, *, seed: int | None = Non
         case, cases = replayable(item, settings.case_limits)  # UnreadableCase when the file cannot be read
         common["target"] = replay_target(settings.target, case, settings.replay_shape_mode)
         if settings.manifest is None:  # a replay needs no manifest; its suites still read one: the neutral one
-            common["manifest"] = replay_manifest(settings.target.device_type)
+            common["manifest"] = replay_manifest(settings.target.device_type,
+                                                 own_capability(case, settings.target.device_type))
         if settings.target.compile is not None:  # no history of earlier cases where no fresh process was possible
             reset_compiled()
         op = None if case.variant == "scenario" else find_op(case.op)  # a scenario case names no OpInfo

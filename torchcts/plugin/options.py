@@ -107,8 +107,7 @@ def start_run(config: pytest.Config) -> RunStart:
     manifest_path = _manifest_path(option, device, bool(replay_paths))
     manifest = _manifest(option, manifest_path, bool(replay_paths))
     selection = _with_properties(selection, option("torchcts_properties"))
-    check_device(device)
-    findings = device_findings.probe(device)  # a defect of the whole device (no index): one finding, said once
+    findings = start_checks(device)
     target = run_target(device, manifest, option("torchcts_compile"), option("torchcts_shape_mode"))
     trace_dispatch = bool(option("torchcts_trace_dispatch")) or os.environ.get(TRACE_DISPATCH_ENV) == "1"
     if trace_dispatch and target.compile_backend:
@@ -479,6 +478,23 @@ def hash_seed_warning(derandomize: bool) -> str | None:
         return None
     return (f"PYTHONHASHSEED is not {HASH_SEED}: OpInfo samples that iterate sets (meshgrid) may differ from other "
             f"derandomized runs; set PYTHONHASHSEED={HASH_SEED} (the torchcts command does)")
+
+
+def start_checks(device: str) -> tuple[Any, ...]:
+    """`check_device`, then the device's findings (`device_findings.probe`: a defect of the whole device, such as no
+    index, said once). Both run backend code (its allocator, its copies): under `backend_exits.guard()`, so a backend
+    that calls sys.exit or os._exit, or signals its own process, is one SessionError naming where, not a silent end."""
+    from torchcts import backend_exits
+
+    try:
+        with backend_exits.guard():
+            check_device(device)
+            return device_findings.probe(device)
+    except BaseException as exc:
+        if isinstance(exc, Exception) or not backend_exits.is_backend_exit(exc):
+            raise  # a SessionError already, or the user's Ctrl-C
+        raise SessionError(f"--device {shown(device)}: the backend ended TorchCTS's device check: "
+                           f"{backend_exits.describe(exc)}") from None
 
 
 def check_device(device: str) -> None:

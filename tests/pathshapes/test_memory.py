@@ -292,19 +292,18 @@ def test_the_cgroup_is_the_process_own_and_its_ancestors(tmp_path):
     assert available_host_bytes(root, own, meminfo) == (512_000_000, "/proc/meminfo MemAvailable")
 
 
-@pytest.mark.parametrize("name, args, kwargs, tier", [
+@pytest.mark.parametrize("op, args, kwargs, tier", [
     # a 2-byte dtype: its comparison widens to float64
-    ("f16.add", [{"shape": [4096, 2048], "dtype": "float16"}] * 2, {}, "medium"),
+    ("add", [{"shape": [4096, 2048], "dtype": "float16"}] * 2, {}, "medium"),
     # an 11x11 kernel: the unfolded input is 121 times the input (the reviewer's case had 15 images: 668 MiB)
-    ("f16.conv11", [{"shape": [4, 64, 64, 64], "dtype": "float32"}, {"shape": [1, 64, 11, 11], "dtype": "float32"}],
+    ("conv2d", [{"shape": [4, 64, 64, 64], "dtype": "float32"}, {"shape": [1, 64, 11, 11], "dtype": "float32"}],
      {"padding": 5}, "small"),
 ])
-def test_the_peak_estimate_bounds_a_measured_item(tmp_path, kit, name, args, kwargs, tier):
+def test_the_peak_estimate_bounds_a_measured_item(tmp_path, kit, op, args, kwargs, tier):
     """The estimate holds on a real run: forward and backward, measured as the child's peak RSS over an
     import-only child's."""
     corpus_dir = kit.write_corpus(tmp_path / "c", kit.family(
-        "f16", kit.case(name, op=name.split(".")[1].rstrip("0123456789").replace("conv", "conv2d"), args=args,
-                        kwargs=kwargs, tier=tier, level=1, budget=2)))
+        "peak", kit.case(f"peak.{op}", op=op, args=args, kwargs=kwargs, tier=tier, level=1, budget=2)))
     (case,) = ps.load_corpus(corpus_dir).cases
     _, baseline = _run_child("path-shapes", "list", "--corpus", str(corpus_dir))
     done, peak = _run_child("path-shapes", "run", "--validation", "--corpus", str(corpus_dir), "--tier", tier,

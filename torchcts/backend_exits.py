@@ -76,6 +76,14 @@ def _user_stopping() -> bool:
     return bool(interrupts._state["depth"]) and interrupts.requested() is not None
 
 
+def users_stop(exc: BaseException) -> BaseException:
+    """What to raise for an exit that is not the backend's: `exc`, or once the user's signal arrived, that signal's
+    `interrupts.Interrupted` (the run's stop, whatever vendor code turned it into on the way: a SystemExit(130))."""
+    if _user_stopping() and not isinstance(exc, KeyboardInterrupt):
+        return interrupts.Interrupted(interrupts.requested())
+    return exc
+
+
 def describe(exc: BaseException) -> str:
     """One line naming what left and where: "SystemExit(4) raised in vendor.quant.decode (vendor/quant.py:12)"."""
     if isinstance(exc, ProcessEndRequested):

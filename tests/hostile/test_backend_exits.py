@@ -267,6 +267,26 @@ def test_after_the_users_ctrl_c_every_exit_is_the_users_stop_passing_through():
     assert backend_exits.is_backend_exit(SystemExit(130))  # the run is over: a later run's items are judged afresh
 
 
+@linux_only
+def test_a_vendor_turning_the_users_ctrl_c_into_sys_exit_stops_the_run_with_the_users_signal(monkeypatch,
+                                                                                           decoder_settings):
+    from torchcts.engine import run as engine_run
+
+    def vendor_code(cts):
+        try:
+            # the user's Ctrl-C arrives while the vendor's code runs (from another thread: not the code's own call)
+            threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
+            time.sleep(SAFETY_NET_S)
+        except KeyboardInterrupt:
+            sys.exit(130)
+
+    monkeypatch.setattr(engine_run, "property_check", lambda name: vendor_code)
+    with interrupts.handling():
+        with pytest.raises(interrupts.Interrupted) as stopped:
+            run_item(decoder_item("correctly"), decoder_settings)
+    assert stopped.value.signum == signal.SIGINT and isinstance(stopped.value.__context__, SystemExit)
+
+
 def test_a_vendor_package_installed_inside_the_standard_librarys_folder_is_blamed_not_torchcts():
     """pyenv, conda and Docker Pythons install packages into lib/python3.X/site-packages, under the standard
     library's folder: an exit there is the vendor's."""

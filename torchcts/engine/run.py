@@ -122,7 +122,7 @@ def _run_item(item: Any, settings: EngineSettings, *, seed: int | None,
         return _record(item, verdict, time.monotonic() - started)
     except BaseException as exc:  # sys.exit, a KeyboardInterrupt no signal raised: the item keeps a record
         if not backend_exits.is_backend_exit(exc):
-            raise  # the user's Ctrl-C or SIGTERM stops the run
+            raise backend_exits.users_stop(exc)  # the user's Ctrl-C or SIGTERM stops the run
         return _record(item, backend_exit_verdict(exc), time.monotonic() - started)
 
 
@@ -159,7 +159,7 @@ def _clean_up(record: dict[str, Any], settings: EngineSettings) -> None:
         record["cleanup_error"] = first_line(error_text(exc))
     except BaseException as exc:
         if not backend_exits.is_backend_exit(exc):
-            raise
+            raise backend_exits.users_stop(exc)
         record["cleanup_error"] = first_line(backend_exits.describe(exc))
 
 
@@ -173,7 +173,7 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
         return _record(item, verdict, time.monotonic() - started)
     except BaseException as exc:
         if not backend_exits.is_backend_exit(exc):
-            raise
+            raise backend_exits.users_stop(exc)
         return _record(item, backend_exit_verdict(exc, settings.show_traceback), time.monotonic() - started)
     if settings.trace_dispatch and settings.target.compile_backend is None:
         from torchcts.engine.dispatch_trace import DispatchTrace
@@ -224,7 +224,7 @@ def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict
         return classify(exc, show_traceback=settings.show_traceback, device_type=context.target.device_type)
     except BaseException as exc:  # the user's interrupts propagate; backend code's own exits are the item's verdict
         if not backend_exits.is_backend_exit(exc):
-            raise
+            raise backend_exits.users_stop(exc)
         return backend_exit_verdict(exc, settings.show_traceback)
     return PASSED
 

@@ -491,8 +491,10 @@ def start_checks(device: str) -> tuple[Any, ...]:
             check_device(device)
             return device_findings.probe(device)
     except BaseException as exc:
-        if isinstance(exc, Exception) or not backend_exits.is_backend_exit(exc):
-            raise  # a SessionError already, or the user's Ctrl-C
+        if isinstance(exc, Exception):
+            raise  # a SessionError already
+        if not backend_exits.is_backend_exit(exc):
+            raise backend_exits.users_stop(exc)  # the user's Ctrl-C
         raise SessionError(f"--device {shown(device)}: the backend ended TorchCTS's device check: "
                            f"{backend_exits.describe(exc)}") from None
 

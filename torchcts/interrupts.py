@@ -11,16 +11,33 @@ back while a few lines that must not be cut in half run (a record and its count,
 A command stopped by a signal exits with 128 + the signal's number, as a shell reports a process
 the signal killed: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP. A signal the process was
 started ignoring (`nohup` ignores SIGHUP) stays ignored.
+
+A Python handler runs only when the main thread runs Python: a backend's native call that masks
+signals or retries its wait on EINTR, or backend code that swallows KeyboardInterrupt in a loop,
+would keep the command running forever. So `handling()` also keeps a watchdog thread that learns
+of each signal from Python's wakeup fd (written by the C-level handler, whatever the main thread
+does): a command still running STOP_GRACE_S after the first signal (AGAIN_GRACE_S after a later
+one) is ended from there. It says so on stderr, lets the callbacks of `when_stuck` write what
+the command must leave (run.json marked partial), kills its child processes and exits 128 + the
+signal's number (`os._exit`: the main thread is stuck and cannot unwind). A native call that
+holds the GIL stops the watchdog too; only SIGKILL ends that one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import signal
+import sys
 import threading
-from typing import Any, Iterator
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+STOP_GRACE_S = 5.0  # a command still running this long after a signal is ended by the watchdog
+AGAIN_GRACE_S = 2.0  # ... or this long after a second signal (Ctrl-C pressed again)
 
 _received: list[int] = []  # signal numbers, in the order they arrived
 _state = {"depth": 0, "deferring": 0}
@@ -55,6 +72,7 @@ def handling() -> Iterator[None]:
     for sig in SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             previous[sig] = signal.signal(sig, _handler)
+    watchdog = _Watchdog.start() if not _state["depth"] else None
     _state["depth"] += 1
     try:
         yield
@@ -62,6 +80,8 @@ def handling() -> Iterator[None]:
         _state["depth"] -= 1
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if watchdog is not None:
+            watchdog.stop()
 
 
 def requested() -> int | None:
@@ -101,6 +121,21 @@ def exit_code(signum: int) -> int:
     return 128 + int(signum)
 
 
+def exit_now(code: int) -> None:
+    """End a command a signal stopped, once its files are written: the atexit handlers run (they stop worker
+    processes) and the output is flushed, but the interpreter's teardown, seconds for torch and the op database's
+    heap on a loaded machine, is skipped, so the process is gone within moments of its last write."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def from_signal(exc: BaseException) -> bool:
     """Whether `exc` is a stop a signal asked for (the user's Ctrl-C, SIGTERM, SIGHUP), not code that raised a
     KeyboardInterrupt itself (`backend_exits`): `Interrupted`, or a KeyboardInterrupt when a signal arrived or
@@ -112,3 +147,151 @@ def from_signal(exc: BaseException) -> bool:
         return True
     handler = signal.getsignal(signal.SIGINT)
     return handler is not _handler and handler not in (signal.SIG_IGN, signal.SIG_DFL)
+
+
+# -- the watchdog: a command whose main thread does not stop is ended ---------------------------------
+
+_stuck_callbacks: list[Callable[[], None]] = []
+
+
+@contextlib.contextmanager
+def when_stuck(write: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, `write()` runs in the watchdog's thread before it ends a command that did not stop
+    (the main thread is stuck): what the command must leave behind (run.json marked partial). `write` must
+    not wait for the main thread; `FinalWrite` keeps it from writing what the main thread is writing."""
+    _stuck_callbacks.append(write)
+    try:
+        yield
+    finally:
+        _stuck_callbacks.remove(write)
+
+
+class FinalWrite:
+    """A command's last write (run.json), done once: by the main thread as it stops, or by the watchdog when
+    the main thread is stuck; never both. `claim()` is True for the first caller only; a later caller that
+    must not end before the write is whole waits (`wait`) for `done()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def claim(self) -> bool:
+        return self._lock.acquire(blocking=False)
+
+    def done(self) -> None:
+        self._done.set()
+
+    def wait(self, timeout_s: float = AGAIN_GRACE_S) -> None:
+        self._done.wait(timeout_s)
+
+
+class _Watchdog:
+    """The thread that ends a command still running STOP_GRACE_S after a signal (see the module's doc)."""
+
+    def __init__(self, read_fd: int, write_fd: int, previous_fd: int, stderr_fd: int):
+        self.read_fd, self.write_fd, self.previous_fd = read_fd, write_fd, previous_fd
+        self.stderr_fd = stderr_fd  # stderr as it was when the watchdog started: pytest's capture may own fd 2 now
+        self.stopped = False
+
+    @classmethod
+    def start(cls) -> "_Watchdog | None":
+        """A watchdog watching this process's signals, or None where it cannot (no pipe, not the main thread)."""
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:  # out of file descriptors: the signals still stop the command, unwatched
+            return None
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        try:
+            previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except (ValueError, OSError):  # not the main thread of the main interpreter
+            os.close(read_fd)
+            os.close(write_fd)
+            return None
+        try:
+            stderr = os.dup(2)
+        except OSError:
+            stderr = -1
+        watchdog = cls(read_fd, write_fd, previous, stderr)
+        threading.Thread(target=watchdog.watch, name="torchcts-interrupt-watchdog", daemon=True).start()
+        return watchdog
+
+    def stop(self) -> None:
+        """The command stopped (or ran to its end): the watchdog ends too; the previous wakeup fd is back."""
+        signal.set_wakeup_fd(self.previous_fd)  # no signal writes to our pipe from here on
+        self.stopped = True
+        try:
+            os.write(self.write_fd, b"\0")  # wakes the thread, which closes its ends
+        except OSError:
+            pass
+        os.close(self.write_fd)
+
+    def watch(self) -> None:
+        first, deadline, count = None, None, 0
+        try:
+            while not self.stopped:
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([self.read_fd], [], [], timeout)
+                if self.stopped:
+                    return
+                if not ready:  # the deadline passed and the command still runs
+                    _end_stuck_command(first, count, self.stderr_fd)
+                    return
+                try:
+                    data = os.read(self.read_fd, 512)
+                except BlockingIOError:
+                    continue
+                for number in data:
+                    if number not in SIGNALS:
+                        continue
+                    now, count = time.monotonic(), count + 1
+                    if first is None:
+                        first, deadline = number, now + STOP_GRACE_S
+                    else:
+                        deadline = min(deadline, now + AGAIN_GRACE_S)
+        finally:
+            for fd in (self.read_fd, self.stderr_fd):
+                if fd >= 0:
+                    os.close(fd)
+
+
+def _end_stuck_command(signum: int, signals: int, stderr_fd: int) -> None:
+    """From the watchdog's thread: say why, write what must be left (`when_stuck`), kill the child processes and
+    exit 128 + the signal's number without unwinding the stuck main thread."""
+    if not _received:  # its Python handler never ran (the main thread is stuck in native code): remember it now
+        _received.append(signum)
+    name = signal.Signals(signum).name
+    waited = f"{STOP_GRACE_S:.0f} s after {name}" if signals == 1 else f"after {signals} signals ({name} first)"
+    _say(stderr_fd, f"torchcts: still running {waited} (stuck in a call that does not return to Python, such as "
+                    f"a backend's native code, or in code that catches KeyboardInterrupt); ending it now\n")
+    for write in list(_stuck_callbacks):
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 - the command ends anyway; say what was not written
+            _say(stderr_fd, f"torchcts: could not finish writing the results: {type(exc).__name__}: {exc}\n")
+    kill_children()
+    os._exit(exit_code(signum))
+
+
+def _say(fd: int, text: str) -> None:
+    try:
+        os.write(fd if fd >= 0 else 2, text.encode(errors="replace"))  # not sys.stderr: the stuck thread may hold its lock
+    except OSError:
+        pass
+
+
+def kill_children() -> None:
+    """SIGKILL this process's child processes (Linux: /proc); the kernel kills their own children with them where
+    they asked to die with their parent (`parent_death`). Elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    for listing in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        try:
+            children = listing.read_text().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass

@@ -70,4 +70,11 @@ def main() -> None:
     if COMPLETE_VAR not in os.environ:  # a Tab press answers at once: no re-execution, no other venv
         maybe_switch_to_project_venv(sys.argv[1:])
         run_with_fixed_hash_seed()  # derandomized runs draw the same cases in every process
-    cli(prog_name="torchcts", complete_var=COMPLETE_VAR)
+    try:
+        cli(prog_name="torchcts", complete_var=COMPLETE_VAR)
+    except SystemExit as done:
+        from torchcts import interrupts
+
+        if interrupts.requested() is not None and isinstance(done.code, int):  # stopped by a signal: written already
+            interrupts.exit_now(done.code)
+        raise

@@ -195,6 +195,10 @@ def detach_from_run(parent: int, mask: Any = None) -> None:
     while it started us, so none lands before they are ignored); die when the parent dies."""
     for sig in interrupts.SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    try:
+        signal.set_wakeup_fd(-1)  # a forked child's signals are not the parent's watchdog's (`interrupts`)
+    except ValueError:  # not the main thread
+        pass
     if mask is None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.SIGNALS)
     else:

@@ -158,6 +158,8 @@ def pytest_configure(config: pytest.Config) -> None:
                     returncode=0 if audit.ok else pytest.ExitCode.USAGE_ERROR)  # `torchcts run` exits 2
     config.stash[SESSION_KEY] = session
     config.stash[MANIFEST_KEY] = session.manifest
+    if session.role != "worker":  # a run stuck past a signal still leaves run.json partial (its controller's, with workers)
+        stack.enter_context(interrupts.when_stuck(session.finish_when_stuck))
     config.pluginmanager.register(ItemReports(session), "torchcts-item-reports")
     if session.role != "single":  # a pytest-xdist controller or worker (`plugin.distributed`)
         from torchcts.plugin import distributed

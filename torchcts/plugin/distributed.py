@@ -7,7 +7,9 @@ appends its items' records and start marks to the run's files as they finish. Ea
 an item carries the item's record (`torchcts_record`, a small attribute pytest-xdist serialises), so the
 controller's console shows findings as they come; a worker that dies in an item leaves the controller a
 `crashed` record for it. The controller closes `run.json` once the workers are down, with the counts of
-every record on disk.
+every record on disk. A signal that stops the controller (SIGTERM to it alone, as `docker stop` sends) is
+passed on to the workers, and a worker still running WORKER_STOP_S later (stuck in its item) is killed:
+pytest-xdist would wait 10 s for each.
 Derandomized seeds come from item ids alone, so which worker runs an item changes none of its cases.
 """
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from torchcts.plugin.session import RunSession
 
 SINGLE, CONTROLLER, WORKER = "single", "controller", "worker"
+WORKER_STOP_S = 2.0  # how long an interrupted run's workers may take to end before they are killed
 RUN_ID_KEY, SEED_KEY = "torchcts_run_id", "torchcts_run_seed"
 RECORD_ATTRIBUTE = "torchcts_record"  # on a worker's TestReport: the item's record, shown by the controller
 WRITE_ERROR_KEY = "torchcts_write_error"  # a worker's workeroutput: [file, reason] of a file it could not write
@@ -88,6 +91,7 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
         from torchcts.plugin import finish_run
 
+        stop_workers_on_interruption(session.config)
         try:
             return (yield)
         finally:  # also when a second Ctrl-C stops the workers' shutdown: run.json must not stay `running`
@@ -113,6 +117,30 @@ def stop_worker(config: pytest.Config, session: pytest.Session, error: Exception
     config.workeroutput[WRITE_ERROR_KEY] = [str(error.path), error.reason]  # type: ignore[attr-defined]
     session.shouldstop = str(error)
     pytest.fail(str(error), pytrace=False)
+
+
+def stop_workers_on_interruption(config: pytest.Config) -> None:
+    """In an interrupted controller, before pytest-xdist takes its workers down: pass the signal on to each worker
+    (one sent to the controller alone reaches no worker; a worker that had it already is hurried: see
+    `interrupts`) and kill any still running after WORKER_STOP_S instead of pytest-xdist's 10 s."""
+    import os
+
+    from torchcts import interrupts
+
+    signum = interrupts.requested()
+    dsession = config.pluginmanager.get_plugin("dsession")
+    manager = getattr(dsession, "nodemanager", None)
+    if signum is None or manager is None:
+        return
+    manager.EXIT_TIMEOUT = WORKER_STOP_S
+    for gateway in list(getattr(manager, "group", ())):
+        process = getattr(getattr(gateway, "_io", None), "popen", None)  # execnet's popen gateway: the worker
+        if process is not None and process.poll() is None:
+            try:
+                os.kill(process.pid, signum)
+            except OSError:
+                pass
+
 
 class Worker:
     """A pytest-xdist worker's side: its report of an item carries the item's record to the controller."""

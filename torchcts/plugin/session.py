@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from _pytest.outcomes import Exit
 
+from torchcts import interrupts
 from torchcts.cases.replay_items import ReplayItem, replay_flags
 from torchcts.engine import device_findings
 from torchcts.engine.hypothesis_profile import StatisticsTotals
@@ -58,6 +59,7 @@ class RunSession:
         self.problems = 0
         self.started = time.monotonic()
         self.finished = False
+        self.final_write = interrupts.FinalWrite()  # run.json's last version: by `finish`, or `finish_when_stuck`
         self.console = Console(self.total)  # a tally until a screen is attached (`plugin.launch`, or `reported`)
         self.last_record: dict[str, Any] | None = None  # the record of the item pytest reports next
         self.write_report = False  # `torchcts run` writes the report at the end (unless --no-report)
@@ -224,7 +226,8 @@ class RunSession:
         if self.finished:
             return
         self.finished = True
-        from torchcts import interrupts
+        if not self.final_write.claim():  # the interrupt watchdog wrote run.json: the run was stuck
+            return
         from torchcts.isolation.spawn import close_pools
 
         close_pools()  # the spawned isolation workers end with the run
@@ -238,6 +241,8 @@ class RunSession:
                                   interrupted={"signal": signal} if interrupted else None)
             except WriteError as exc:  # run.json keeps its last whole version (`running`: read as partial)
                 self.write_error = self.write_error or exc
+            finally:
+                self.final_write.done()
         if self.role == "worker":  # the controller counts, judges and reports the whole run
             return
         if self.write_error is not None:
@@ -251,6 +256,17 @@ class RunSession:
                                            option("torchcts_dtypes") or (), option("torchcts_properties") or ())
         if self.write_report and self.writer.run_kind != "collect_only":
             self.report_line = self._write_report()
+
+    def finish_when_stuck(self) -> None:
+        """From the interrupt watchdog's thread, ending a run that did not stop (stuck in backend code): run.json
+        partial, as `finish` would leave it, unless `finish` began first (then its write is let end)."""
+        if not self.final_write.claim():
+            self.final_write.wait()
+            return
+        try:
+            self.writer.close("partial", interrupted={"signal": interrupts.signal_name()})
+        finally:
+            self.final_write.done()
 
     def _write_report(self) -> str:
         """Write the report into the run folder; the line that says where it is, or why it is not there.

@@ -1,0 +1,218 @@
+"""Ctrl-C and SIGTERM end a command within seconds in every mode: items in the run's process, forked or in a
+spawned worker, compiled, over pytest-xdist workers, fuzz and replay; with a backend kernel that blocks, also
+one that masks signals (as a native call does) or swallows KeyboardInterrupt. "Ends": the exit status is
+128 + the signal's number, no process of the command's group is left, and what was written is readable
+(run.json partial with the true counts, or fuzz.json interrupted).
+
+The blocking kernel is `torchcts.testing.blocking_kernel` (CPU's logaddexp, a manifest's backend_import), the
+stuck compiler `torchcts_test_compile_sleeps`; both create a file when they begin to block and the signal is
+sent then (polled, never a fixed sleep). The seconds from the signal to the exit are printed, not asserted:
+SAFETY_NET_S is only a safety net, far above the watchdog's STOP_GRACE_S.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from torchcts import interrupts
+from torchcts.manifest.targets import shipped_target
+from torchcts.testing.blocking_kernel import HOW_ENV, STARTED_ENV
+from torchcts.testing.compile_backends import COMPILE_SLEEPS, STARTED_ENV as COMPILE_STARTED_ENV
+
+SAFETY_NET_S = 60  # for the exit after the signal; starting (torch, the plan) may take longer on a loaded machine
+START_SAFETY_NET_S = 600
+STUCK_LINE = "torchcts: still running"
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the process group")
+RUN = ("run", "--device", "cpu", "--ops", "^logaddexp$", "--property", "forward", "--dtype", "float32", "--level", "1",
+       "--results-dir", "results", "--no-report")
+
+
+# -- the watchdog, in a small process ------------------------------------------------------------------------
+
+WATCHDOG_SCRIPT = textwrap.dedent("""
+    import sys
+    from torchcts import interrupts
+    from torchcts.testing.blocking_kernel import block
+    final = interrupts.FinalWrite()
+    if sys.argv[1] == "main-thread-writing":
+        assert final.claim()  # the main thread began its own last write (and is stuck in it)
+
+    def last_words():
+        if final.claim():
+            print("written by the watchdog", flush=True)
+
+    with interrupts.handling(), interrupts.when_stuck(last_words):
+        block()
+""")
+
+
+def _watchdog_process(how: str, tmp_path: Path) -> subprocess.Popen:
+    """The script above, once it is blocked (`how`: masked, swallow; main-thread-writing blocks masked)."""
+    started = tmp_path / "blocked"
+    env = dict(os.environ, **{STARTED_ENV: str(started), HOW_ENV: "masked" if how == "main-thread-writing" else how})
+    process = subprocess.Popen([sys.executable, "-c", WATCHDOG_SCRIPT, how], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    _wait_until_blocked(process, started)
+    return process
+
+
+@pytest.mark.parametrize("how", ["masked", "swallow"])
+def test_a_process_stuck_past_a_signal_is_ended_by_the_watchdog_with_its_last_write(how, tmp_path):
+    process = _watchdog_process(how, tmp_path)
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=SAFETY_NET_S)
+    print(f"stuck ({how}): ended {time.monotonic() - signalled:.1f} s after SIGTERM")
+    assert process.returncode == 143, err
+    assert out == "written by the watchdog\n"
+    assert f"{STUCK_LINE} {interrupts.STOP_GRACE_S:.0f} s after SIGTERM" in err and "Traceback" not in err
+
+
+def test_a_second_signal_ends_a_stuck_process_sooner_and_the_main_threads_write_is_not_doubled(tmp_path):
+    process = _watchdog_process("main-thread-writing", tmp_path)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGTERM)  # another signal: two of the same may merge into one while pending
+    out, err = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode in (130, 143), err  # 128 + the first the watchdog saw: both were pending at once
+    assert out == ""  # the main thread had claimed the last write: the watchdog did not write it again
+    assert f"{STUCK_LINE} after 2 signals" in err
+
+
+# -- every mode, end to end ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def eager_folder(tmp_path_factory) -> Path:
+    """A folder whose manifest.py is the shipped CPU target with the blocking logaddexp kernel."""
+    folder = tmp_path_factory.mktemp("eager")
+    text = shipped_target("cpu").path.read_text()
+    assert '"backend_import": None' in text
+    (folder / "manifest.py").write_text(text.replace('"backend_import": None',
+                                                     '"backend_import": "torchcts.testing.blocking_kernel"'))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def compile_folder(tmp_path_factory) -> Path:
+    """A folder whose manifest.py is the shipped aot_eager target importing the in-test compile backends."""
+    folder = tmp_path_factory.mktemp("compiled")
+    text = shipped_target("cpu", "aot_eager").path.read_text()
+    (folder / "manifest.py").write_text(text.replace('"backend_import": None',
+                                                     '"backend_import": "torchcts.testing.compile_backends"'))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def stored_case(eager_folder) -> Path:
+    """A corpus case of forward::logaddexp: a run where the kernel answers wrong on every second call stores it."""
+    corpus = eager_folder / "corpus"
+    found = subprocess.run([sys.executable, "-m", "torchcts", *RUN[:-3], "--results-dir", "found-results",
+                            "--no-report", "--corpus-dir", str(corpus)], cwd=eager_folder, capture_output=True,
+                           text=True, env=dict(os.environ, **{HOW_ENV: "wrong"}), timeout=START_SAFETY_NET_S)
+    assert found.returncode == 1 and list(corpus.glob("*.json")), found.stdout[-3000:] + found.stderr[-3000:]
+    return corpus
+
+
+MODES = {  # mode: (command's arguments, how the kernel blocks, the signal, sent to the whole group)
+    "in-process": (RUN, "sleep", signal.SIGINT, True),
+    "in-process-masked": (RUN, "masked", signal.SIGTERM, False),
+    "in-process-swallowed": (RUN, "swallow", signal.SIGINT, True),
+    "forked": ((*RUN, "--subprocess-per-test"), "masked", signal.SIGTERM, False),
+    "spawned": ((*RUN, "--subprocess-per-test", "--isolation-start", "spawn"), "masked", signal.SIGINT, True),
+    "compiled-forked": ((*RUN, "--compile", COMPILE_SLEEPS), None, signal.SIGTERM, False),
+    "compiled-spawned": ((*RUN, "--compile", COMPILE_SLEEPS, "--isolation-start", "spawn"), None, signal.SIGINT,
+                         True),
+    "xdist-masked": ((*RUN, "-n", "2"), "masked", signal.SIGTERM, False),
+    "xdist": ((*RUN, "-n", "2"), "sleep", signal.SIGINT, True),
+    "fuzz": (("fuzz", "--device", "cpu", "--ops", "^logaddexp$", "--dtype", "float32", "--budget", "1h",
+              "--results-dir", "results", "--corpus-dir", "fuzz-corpus"), "masked", signal.SIGTERM, False),
+    "replay-masked": (("replay", "--device", "cpu", "--results-dir", "results"), "masked", signal.SIGINT, True),
+}
+WATCHDOG_MODES = ("in-process-masked", "in-process-swallowed", "replay-masked")  # only the watchdog ends these
+
+
+@linux_only
+@pytest.mark.slow  # eleven commands, each starting torch and building its plan
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_signal_ends_the_command_within_seconds_leaving_no_process_and_readable_results(
+        mode, request, tmp_path):
+    args, how, sig, to_group = MODES[mode]
+    folder = request.getfixturevalue("compile_folder" if how is None else "eager_folder")
+    if mode.startswith("replay"):
+        args = (*args, str(request.getfixturevalue("stored_case")))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "manifest.py").write_text((folder / "manifest.py").read_text())
+    started = tmp_path / "blocked"
+    env = dict(os.environ, **{STARTED_ENV: str(started), COMPILE_STARTED_ENV: str(started), HOW_ENV: how or "sleep"})
+    process = subprocess.Popen([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        _wait_until_blocked(process, started)
+        signalled = time.monotonic()
+        (os.killpg if to_group else os.kill)(process.pid, sig)
+        output = process.communicate(timeout=SAFETY_NET_S)[0]
+        exited = time.monotonic() - signalled
+        _assert_group_ends(process.pid)
+    finally:
+        _kill_group(process.pid)
+    print(f"{mode}: {sig.name}{' to the group' if to_group else ''}: exit {process.returncode} "
+          f"{exited:.1f} s after the signal")
+    assert process.returncode == interrupts.exit_code(sig), output[-3000:]
+    assert (STUCK_LINE in output) == (mode in WATCHDOG_MODES), output[-3000:]
+    if mode == "fuzz":
+        summary = json.loads(next((cwd / "results").glob("fuzz-*/fuzz.json")).read_text())
+        assert summary["interrupted"] and summary["signal"] == sig.name
+        return
+    (run_json,) = (cwd / "results").glob("*/run.json")
+    summary = json.loads(run_json.read_text())
+    records = [json.loads(line) for line in (run_json.parent / "records.jsonl").read_text().splitlines()]
+    assert summary["status"] == "partial" and summary["interrupted"]["signal"] == sig.name, summary
+    assert summary["counts"] == dict(collections.Counter(r["outcome"] for r in records))
+    assert not any(r["outcome"] in ("crashed", "timed_out") for r in records)  # the stop is no crash of an item
+
+
+def _wait_until_blocked(process: subprocess.Popen, started: Path) -> None:
+    deadline = time.monotonic() + START_SAFETY_NET_S
+    while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not started.exists():
+        _kill_group(process.pid)
+        raise AssertionError(f"the kernel never blocked (exit {process.poll()}):\n"
+                             f"{process.communicate(timeout=SAFETY_NET_S)[0][-3000:]}")
+
+
+def _group(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[2]) == pgid:  # state, ppid, pgrp
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _assert_group_ends(pgid: int) -> None:
+    """No process of the command's group is left (one the kernel kills with its parent needs a moment)."""
+    deadline = time.monotonic() + SAFETY_NET_S
+    while (left := _group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"processes outlived the command: {left}"
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass

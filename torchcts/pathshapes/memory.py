@@ -41,7 +41,7 @@ UNKNOWN_ASSUMED_BYTES = 4 << 30  # when no source says how much memory is free
 OVERHEAD_BYTES = 64 * MiB  # an item's first call: kernels' scratch, the autograd engine, the oracle's buffers
 # needed_bytes x (constant + per_widening x widening), widening = 8 / the smallest operand itemsize (the
 # comparison's float64 copies): the CPU and device copies, the comparison, the gradients.
-NEEDED_FACTOR = {"forward": (10, 8), "backward": (12, 12)}
+NEEDED_FACTOR = {"forward": (12, 8), "backward": (12, 12)}
 # the op's temporaries (`work_bytes`) x this, on top
 WORK_FACTOR = {"conv": {"forward": 0.5, "backward": 0.5},
                "attention": {"forward": 1.0, "backward": 1.0},

@@ -93,10 +93,13 @@ def _too_wide() -> set[Path]:
     """`/`, the home folder and the folders above it: no path from a file may be allowed anywhere under them."""
     wide = {Path(os.path.realpath(os.sep))}
     try:
-        home = Path(os.path.realpath(os.path.expanduser("~")))
+        home = os.path.expanduser("~")
     except (OSError, RuntimeError, KeyError):
         return wide
-    return wide | {home, *home.parents}
+    if not os.path.isabs(home):  # no HOME and no password entry: "~" stays as it is
+        return wide
+    real = Path(os.path.realpath(home))
+    return wide | {real, *real.parents}
 
 
 def _real_folders(folders: Iterable[Path | str | None]) -> list[Path]:

@@ -1,11 +1,12 @@
 """Paths and ids in untrusted files stay where they belong, and numbers are ASCII.
 
-- `triage` and `report` read a record's `counterexample.path` only inside the run's folders (the
-  run folder, its results folder, the folder that holds it, the working folder, a --corpus-dir the
-  user names): `/etc/passwd`, `../../..`, a link out, a NUL are refused with one line and the failure
-  is still triaged;
-- an evidence store and a run folder's run.json name run ids that cannot step out of a folder, or
-  `collect-backend-evidence` exits 2 with one line;
+- `triage` and `report` read a record's `counterexample.path` only inside the run folder, its results
+  folder, the default corpus folders (`./corpus`, `corpus/` beside the results folder; a symlinked one
+  where it leads) and a --corpus-dir the user names, never anywhere under `/` or the home folder as a
+  whole: `/etc/passwd`, `../../..`, a link out, a NUL are refused with one line (report: ten, then a
+  count) and the failure is still triaged;
+- an evidence store and a run folder's run.json name run ids that cannot step out of a folder (no
+  '/', '..', ':'), or `collect-backend-evidence` exits 2 with one line saying how to mend the store;
 - full-width and other Unicode digits are refused wherever TorchCTS parses a number from text
   (`--shard`, click's integer and number options, the pytest plugin's, byte counts, budgets).
 """

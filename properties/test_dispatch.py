@@ -29,6 +29,7 @@ from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
 from torchcts.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.dispatch_bounds import dispatch_params
 from torchcts.strategies.curated_calls import CURATED_NEEDS
 
 DTYPES = ("float32",)  # the item's dtype; tensor arguments also take int64 and bool where the manifest claims them
@@ -36,6 +37,7 @@ SCENARIOS = generated_scenarios()  # scenario name -> overload name
 PROGRAMS = {scenario: call_overload for scenario in SCENARIOS}
 # overloads called with sparse or nested arguments (curated calls) run only for a manifest that declares them
 NEEDS = {scenario: CURATED_NEEDS[name] for scenario, name in SCENARIOS.items() if name in CURATED_NEEDS}
+PARAMS = {scenario: dispatch_params(name) for scenario, name in SCENARIOS.items()}  # what cases store
 
 
 def _same(first, second) -> bool:
@@ -65,7 +67,8 @@ def _metadata(value):
 
 
 @register_property("dispatch", capability="inference", level=4,
-                   items=ScenarioItems(tuple(SCENARIOS) or ("none_generated",), DTYPES, programs=PROGRAMS, needs=NEEDS))
+                   items=ScenarioItems(tuple(SCENARIOS) or ("none_generated",), DTYPES, programs=PROGRAMS, needs=NEEDS,
+                                       params=PARAMS))
 def test_dispatch(cts):
     name = SCENARIOS.get(cts.item.op)
     if name is None:

@@ -211,6 +211,15 @@ def test_report_warns_about_ten_refused_paths_and_counts_the_rest(tmp_path):
     assert sum("not read" in (f["case"] or {}).get("problem", "") for f in failures) == 300
 
 
+def test_triage_warns_about_ten_problems_and_counts_the_rest(tmp_path):
+    folder = _run_folder(tmp_path / "proj" / "results" / "run-1", [
+        _record(f"forward::add::function::n{i}", f"/etc/passwd-{i}") for i in range(30)])
+    result = CliRunner().invoke(cli, ["triage", "--from", str(folder), "--no-trace"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("torchcts triage: warning:")]
+    assert len(warnings) == 11 and "20 more problems (30 in all)" in warnings[-1], warnings
+
+
 @pytest.mark.parametrize("written, problem", [
     ("", "is not a path"), ("a\x00b", "is not a path"), (None, "is not a path"), (7, "is not a path"),
     ("../x.json", "steps out"), ("a/../../x.json", "steps out"),

@@ -100,6 +100,9 @@ def triage(device: str | None, source: Path | None, results_dir: Path | None, ou
         click.echo(line)
     for problem in result.problems[:10]:
         click.echo(f"torchcts triage: warning: {problem}", err=True)
+    if len(result.problems) > 10:
+        click.echo(f"torchcts triage: warning: {len(result.problems) - 10} more problems ({len(result.problems)} in "
+                   f"all): see {output / 'triage.md'} (Problems)", err=True)
     for name, path in written.items():
         click.echo(f"{name:4} {path}")
     if output == folder / "triage" and (folder / "report").is_dir():

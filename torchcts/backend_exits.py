@@ -239,34 +239,38 @@ def _own_frame(frame: FrameType, own: list[str], device: list[str]) -> bool:
 
 # -- the guard: os._exit and signals to ourselves raise instead -------------------------------------
 
-_guard: dict[str, Any] = {"depth": 0, "pid": None, "thread": None, "originals": None}
+_guard: dict[str, Any] = {"pid": None, "threads": {}, "originals": None}  # threads: thread id -> nesting depth
+_guard_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def guard() -> Iterator[None]:
     """While the block runs, `os._exit` and a terminating signal sent to this process from this thread raise
     `ProcessEndRequested` naming the caller (through `os`, `posix`, `signal` or `_signal`). Only in this process
-    and thread: a child forked inside the block (an isolated case, a decoder's own worker) and other threads exit
-    and signal as ever; so does a reference to those functions taken before the block, and a timer (the module
-    docstring lists the holes). Nests."""
-    if _guard["depth"] and _guard["pid"] == os.getpid():
-        _guard["depth"] += 1
-        try:
-            yield
-        finally:
-            _guard["depth"] -= 1
-        return
-    # a child forked inside a guard inherits it with the parent's pid: it guards nothing there; start afresh
-    originals = _guard["originals"] or _replaceable()
-    _guard.update(depth=1, pid=os.getpid(), thread=threading.get_ident(), originals=originals)
-    for (module, name) in originals:
-        setattr(module, name, _REPLACEMENTS[name])
+    and in the threads inside a guard: a child forked inside the block (an isolated case, a decoder's own worker)
+    and other threads exit and signal as ever; so does a reference to those functions taken before the block, and
+    a timer (the module docstring lists the holes). Nests, and several threads may each hold one: the functions
+    are replaced while any does, in whatever order they end."""
+    me = threading.get_ident()
+    with _guard_lock:
+        if _guard["pid"] != os.getpid():  # none on, or one a forked child inherited with its parent's pid: afresh
+            originals = _guard["originals"] or _replaceable()  # a child's inherited originals are the true ones
+            _guard.update(pid=os.getpid(), threads={}, originals=originals)
+            for (module, name) in originals:
+                setattr(module, name, _REPLACEMENTS[name])
+        _guard["threads"][me] = _guard["threads"].get(me, 0) + 1
     try:
         yield
     finally:
-        for (module, name), original in originals.items():
-            setattr(module, name, original)
-        _guard.update(depth=0, pid=None, thread=None, originals=None)
+        with _guard_lock:
+            threads = _guard["threads"]
+            threads[me] -= 1
+            if not threads[me]:
+                del threads[me]
+            if not threads:
+                for (module, name), original in _guard["originals"].items():
+                    setattr(module, name, original)
+                _guard.update(pid=None, threads={}, originals=None)
 
 
 def _replaceable() -> dict[tuple[Any, str], Any]:
@@ -280,7 +284,7 @@ def _replaceable() -> dict[tuple[Any, str], Any]:
 
 
 def _guarding() -> bool:
-    return bool(_guard["depth"]) and _guard["pid"] == os.getpid() and _guard["thread"] == threading.get_ident()
+    return _guard["pid"] == os.getpid() and threading.get_ident() in _guard["threads"]
 
 
 def _original(name: str) -> Any:

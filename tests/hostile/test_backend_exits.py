@@ -199,6 +199,30 @@ def test_what_does_not_end_the_process_passes_through_the_guard():
         sleeper.wait()
 
 
+def test_guards_of_two_threads_ending_in_either_order_guard_each_and_restore_the_functions():
+    entered, release = threading.Event(), threading.Event()
+    seen = []
+
+    def other():
+        with backend_exits.guard():
+            seen.append(backend_exits._guarding())
+            entered.set()
+            release.wait(SAFETY_NET_S)
+            seen.append(backend_exits._guarding())
+
+    outer = backend_exits.guard()
+    outer.__enter__()
+    worker = threading.Thread(target=other)
+    worker.start()
+    assert entered.wait(SAFETY_NET_S)
+    outer.__exit__(None, None, None)  # the main thread's guard ends first
+    assert os._exit is backend_exits._exit and not backend_exits._guarding()  # still on, for the other thread only
+    release.set()
+    worker.join(SAFETY_NET_S)
+    assert seen == [True, True]
+    assert os._exit is posix._exit and os._exit is not backend_exits._exit and backend_exits._guard["threads"] == {}
+
+
 @linux_only
 def test_a_child_forked_inside_the_guard_exits_for_real():
     with backend_exits.guard():

@@ -184,6 +184,18 @@ def test_a_manifest_not_declaring_the_capability_leaves_it_unclaimed(faulty_on, 
     assert record["outcome"] == Outcome.RUNTIME_UNAVAILABLE, record
 
 
+def test_a_device_generator_case_on_a_device_that_cannot_make_one_fails_where_found_not_run_elsewhere(faulty_on,
+                                                                                                  tmp_path):
+    """The faulty device cannot make a torch.Generator: a case it names (claimed there) is the backend's error;
+    the same case named for CPU and replayed on faulty claims nothing there: not run."""
+    case = stored(tmp_path / "corpus", "device_generator", "state_round_trip", (64, 1, 2))
+    record = replay_record(case, "faulty")
+    assert record["outcome"] == Outcome.ERROR and record["error_kind"] == "backend", record
+    assert fixed_verdict(record).regression
+    elsewhere = stored(tmp_path / "cpu-corpus", "device_generator", "state_round_trip", (64, 1, 2), device_type="cpu")
+    assert replay_record(elsewhere, "faulty")["outcome"] == Outcome.RUNTIME_UNAVAILABLE
+
+
 def test_a_multi_device_case_on_a_device_now_reporting_one_fails(faulty_on, tmp_path, monkeypatch):
     case = stored(tmp_path / "corpus", "multi_device", "guard_placement", (3,))
     assert replay_record(case, "faulty")["outcome"] == Outcome.PASSED

@@ -40,7 +40,6 @@ SIZE_NAMES = frozenset({"size", "sizes", "shape", "output_size", "input_size", "
 SPARSE_KINDS = ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "nested", "quantized",
                 "quantized_list")
 QUANTIZED_DTYPES = ("quint8", "qint8", "qint32")
-QSCHEMES = ("per_tensor_affine", "per_channel_affine")
 _TEXT_MOST = 40  # characters of a stored string argument
 RESULT_MOST = 2**17  # elements of a call's result on the meta device: twice the most measured (47216, ctc_loss)
 
@@ -70,6 +69,40 @@ class _Text(Bound):
         return ["x" * (self.max_length + 1), 1]
 
 
+# Bounds described in words that are the same for every overload: docs/corpus.md's table then has one row for what
+# the 941 scenarios store alike, not one per overload. Subclasses, so each is still the kind it bounds like.
+@attrs.frozen
+class _WordedOneOf(OneOf):
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+@attrs.frozen
+class _WordedLists(Lists):
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+@attrs.frozen
+class _WordedEither(Either):
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+@attrs.frozen
+class _WordedMapping(Mapping):
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
 _SPECIAL = OneOf((None, False, True, math.inf, -math.inf, math.nan, torch.strided, torch.sparse_coo, torch.sparse_csr,
                   torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc, torch.contiguous_format, torch.preserve_format,
                   torch.channels_last, torch.channels_last_3d))
@@ -86,7 +119,12 @@ def _nested(depth: int) -> Bound:
     return value
 
 
-ARGUMENT = _nested(3)  # an argument: a value, a list of them (int[], Tensor[]), or deeper (quantizer parameters)
+# an argument: a value, a list of them (int[], Tensor[]), or deeper (quantizer parameters)
+ARGUMENT = _WordedEither(_nested(3).options,
+                         f"a call value: integer -{INT_MOST}..{INT_MOST}, finite number -{FLOAT_MOST:g}.."
+                         f"{FLOAT_MOST:g}, inf, NaN, None, bool, layout, memory format, dtype, string of at most "
+                         f"{_TEXT_MOST} characters, tensor of at most {TENSOR_MOST} elements and {TENSOR_DIMS} "
+                         f"dimensions, or lists of these (at most {LIST_MOST}) 3 deep")
 
 
 def _ints(value: Any) -> list[int] | None:
@@ -177,9 +215,16 @@ def dispatch_params(overload_name: str) -> CaseParams:
     names = tuple(arg.name for arg in schema.arguments)
     count = len(names)
     place = Either((Ints(0, max(count - 1, 0)), OneOf(names or ("",))))
-    sparse = Lists(Tuples((place, OneOf(SPARSE_KINDS), Optional(ARGUMENT))), 0, count)
-    return CaseParams({"packet": OneOf((packet,)), "overload": OneOf((overload,)), "args": Lists(ARGUMENT, 0, count),
-                       "kwargs": Mapping({name: ARGUMENT for name in names}),
-                       "device_slots": Lists(place, 0, count), "mutated": Lists(place, 0, count), "sparse": sparse},
+    places = _WordedLists(place, 0, count, "list of positions or names of the overload's arguments")
+    sparse = _WordedLists(Tuples((place, OneOf(SPARSE_KINDS), Optional(ARGUMENT))), 0, count,
+                          f"list of [an argument's position or name, one of {', '.join(SPARSE_KINDS)}, None or a "
+                          "call value (blocksize, quantizer parameters)]")
+    return CaseParams({"packet": _WordedOneOf((packet,), "the scenario's overload packet"),
+                       "overload": _WordedOneOf((overload,), "the scenario's overload"),
+                       "args": _WordedLists(ARGUMENT, 0, count,
+                                            f"list of at most one value an argument, each {ARGUMENT.describe()}"),
+                       "kwargs": _WordedMapping({name: ARGUMENT for name in names}, (),
+                                                "call values by the overload's argument names"),
+                       "device_slots": places, "mutated": places, "sparse": sparse},
                       input=Tensors(1, 0), min_args=6,
                       rules=(_slots_within(schema), _sizes_fit(schema), _result_fits(packet, overload)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.cases.bounds import CaseParams, Either, Ints, Lists, OneOf, Optional, Tensors
+from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Optional, Tensors
 from torchcts.engine.programs import run_program
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, values

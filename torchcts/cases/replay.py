@@ -6,6 +6,10 @@ runs the same session and reads its records to say, per case, whether it still f
 track `fixed` cases. A file that cannot be read is one `unreadable` line; the other cases still run.
 A case whose replay could not start says so and is never counted as failing: its file, or CPU (the reference),
 refusing what it stores is `unreadable`; TorchCTS's own error (`error_kind` harness or setup) is a `harness error`.
+The engine says `harness` only where the error is certainly TorchCTS's (`engine.outcome.certainly_torchcts`): an
+unexpected exception that passed through torch or backend code is `backend`, so it still fails (a regression of a
+fixed case). A replay without --manifest claims the case's own capability on the device type it names
+(`engine.replay_manifest`): a facility the backend dropped since is a failure, not "not run".
 
 A case found under `torch.compile(B)` says something about B only: replayed eagerly, or under another backend, its
 verdict line says where it was found and where it ran, it is never a regression, and `--update-status` leaves its

@@ -9,9 +9,10 @@ nested at most three deep. The overload is the scenario's own and keywords and s
 arguments. Rules bound what a value asks the kernel to make: a size-like integer list (`size`,
 `output_size`, ...) at most TENSOR_MOST elements, scale factors at most SCALE_MOST together, an
 `arange`-like step not below the smallest step drawn (a tiny step over a wide range is a huge result),
-and, where the op runs on the meta device (shapes only; about a third of the overloads cannot: sparse,
-quantized and nested calls, ops without meta kernels), a result of at most RESULT_MOST elements (a
-large padding, offset or repeat count).
+and, where the call runs on the meta device (shapes only), a result of at most RESULT_MOST elements (a
+large padding, offset or repeat count). Many calls cannot run there (sparse, quantized and nested
+arguments, ops without meta kernels, arguments meta refuses: 615 of 941 scenarios drew such a case in a
+10-example measurement); for those the per-kind bounds and size rules alone hold.
 """
 
 from __future__ import annotations

@@ -403,6 +403,17 @@ def _normalized_is_trailing(params: dict) -> bool:
     return tuple(params["input"].shape[-len(shape):]) == shape
 
 
+def _other_fits_input(params: dict) -> bool:
+    """elementwise_chain's `other` is drawn the input's shape or (1, C, 1, ...): two stored images that broadcast
+    each other (25,1,255,1,1) with (1,25,1,255,1) would make a result far past either one's bound."""
+    input, other = params["input"], params["other"]
+    per_channel = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    return input.dim() >= 2 and tuple(other.shape) in (tuple(input.shape), per_channel)
+
+
+_OTHER_FITS_INPUT = ("other has the input's shape or (1, C, 1, ...), one value a channel", _other_fits_input)
+
+
 SCENARIO_PARAMS: dict[str, CaseParams] = {
     "conv1d": _conv_params(1, False), "conv2d": _conv_params(2, False), "conv3d": _conv_params(3, False),
     "conv_transpose2d": _conv_params(2, True), "conv_transpose3d": _conv_params(3, True),
@@ -426,6 +437,6 @@ SCENARIO_PARAMS: dict[str, CaseParams] = {
     "upsample_trilinear": _upsample_params(3, "align_corners"),
     "elementwise_chain": CaseParams({"other": _image(_MOST_CHANNELS, (2, 3), 1),
                                      "steps": Lists(OneOf(CHAIN_STEPS), CHAIN_LENGTH.low, CHAIN_LENGTH.high)},
-                                    input=_image(_MOST_CHANNELS, (2, 3), 1)),
+                                    input=_image(_MOST_CHANNELS, (2, 3), 1), rules=(_OTHER_FITS_INPUT,)),
 }
 assert set(SCENARIO_PARAMS) == set(SCENARIO_CASES), "every scenario declares the bounds of what it stores"

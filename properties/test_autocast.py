@@ -138,11 +138,22 @@ def _targets_are_classes(params: dict) -> bool:
         int(target.min()) >= 0 and int(target.max()) < params["input"].shape[-1]))
 
 
+_SAME_SHAPE = ("atan2", "pow", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "kl_div",
+               "addcmul", "stack")  # `_shapes` draws their operands the input's shape
+
+
+def _operands_match_input(params: dict) -> bool:
+    """Operands of the input's shape: two that broadcast each other would make a result past the operand bound."""
+    return all(params[name].shape == params["input"].shape for name in ("other", "third") if name in params)
+
+
 def _op_params(op: str) -> CaseParams:
     """An op scenario's stored values: its input and up to two more operands, the op, the dtype and its options."""
     operand = _operand(op)
     options = _OPTIONS.get(op, {})
     rules = (("nll_loss's targets are classes of the input", _targets_are_classes),) if op == "nll_loss" else ()
+    if op in _SAME_SHAPE:
+        rules = (("each operand has the input's shape", _operands_match_input),)
     return CaseParams({"other": operand, "third": operand}, input=operand, min_args=0,
                       kwargs={"op": OneOf((op,)), "autocast_dtype": OneOf(DTYPES),
                               "options": Mapping(options, required=tuple(options))}, rules=rules)

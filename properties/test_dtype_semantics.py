@@ -114,13 +114,25 @@ def small_shapes(min_dims: int = 0) -> st.SearchStrategy[tuple[int, ...]]:
 
 REDUCTION_DIMS = (None, 0, -1)
 _OPERAND = Tensors(SMALL_SIDE ** SMALL_DIMS, SMALL_DIMS)  # an input, or an other that broadcasts to it
+
+
+def _other_broadcasts_to_input(params: dict) -> bool:
+    """A tensor `other` is drawn by `broadcastable_shapes(input's shape)`: the op's result has the input's shape, never
+    the larger one of two operands that broadcast each other."""
+    other, input = params["other"], params["input"]
+    return not isinstance(other, torch.Tensor) or torch.broadcast_shapes(input.shape, other.shape) == input.shape
+
+
+_BROADCASTS_TO_INPUT = ("a tensor other broadcasts to the input's shape", _other_broadcasts_to_input)
 PARAMS = {  # what each scenario's cases store (`cases.bounds`): the strategies below draw within them
-    "binary_promotion": CaseParams({"other": _OPERAND, "other_on_cpu": Flag()}, input=_OPERAND),
+    "binary_promotion": CaseParams({"other": _OPERAND, "other_on_cpu": Flag()}, input=_OPERAND,
+                                   rules=(_BROADCASTS_TO_INPUT,)),
     "scalar_promotion": CaseParams({"scalar": WIDE_SCALARS, "reverse": Flag()}, input=_OPERAND),
-    "inplace_promotion": CaseParams({"other": Either((_OPERAND, SCALARS))}, input=_OPERAND),
+    "inplace_promotion": CaseParams({"other": Either((_OPERAND, SCALARS))}, input=_OPERAND,
+                                    rules=(_BROADCASTS_TO_INPUT,)),
     "reduction_dtype": CaseParams({"dtype": Optional(Dtypes(DTYPES)), "dim": OneOf(REDUCTION_DIMS)}, input=_OPERAND),
     "comparison_promotion": CaseParams({"other": Either((_OPERAND, WIDE_SCALARS)), "reverse": Flag()},
-                                       input=_OPERAND),
+                                       input=_OPERAND, rules=(_BROADCASTS_TO_INPUT,)),
     "cast": CaseParams({"dtype": Dtypes(DTYPES)}, input=_OPERAND),
 }
 

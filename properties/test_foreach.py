@@ -345,6 +345,17 @@ def _as_long(*names: str):
             lambda p: all(len(p[name]) == len(p["input"]) for name in names if isinstance(p[name], (list, tuple))))
 
 
+def _same_shapes(*names: str):
+    """A rule: those of the values named that are tensor lists hold the shapes of the input's tensors, index by index
+    (`matching` draws them so; members of other shapes would broadcast into tensors far past the member bound)."""
+    def holds(params: dict) -> bool:
+        shapes = [tuple(t.shape) for t in params["input"]]
+        tensor_lists = [params[name] for name in names if isinstance(params[name], (list, tuple))
+                        and all(isinstance(t, torch.Tensor) for t in params[name])]
+        return all([tuple(t.shape) for t in members] == shapes for members in tensor_lists)
+    return f"{', '.join(names)}: tensors of the input's tensors' shapes", holds
+
+
 def _one_past_a_chunk(params: dict) -> bool:
     """Long lists hold at most one tensor of more than LONG_SIZE.high elements (the one past a chunk)."""
     return all(sum(t.numel() > LONG_SIZE.high for t in params[name]) <= 1 for name in ("input", "other"))
@@ -355,7 +366,7 @@ def _binary_params(scenario: str) -> CaseParams:
              "binary_scalar_list": Lists(_SCALAR, 1, LIST_LENGTH), "binary_tensor": Tensors(1, 0)}[scenario]
     return CaseParams({"other": other, "op": OneOf(_BINARY_OPS[scenario]),
                        "alpha": Optional(OneOf((*ALPHAS, *FLOAT_ALPHAS))), "inplace": Flag()},
-                      input=_LIST, rules=(_as_long("other"),))
+                      input=_LIST, rules=(_as_long("other"), _same_shapes("other")))
 
 
 _VALUES = Either((_SCALAR, Lists(_SCALAR, 1, LIST_LENGTH),
@@ -365,20 +376,21 @@ PARAMS = {  # what each scenario's cases store
     **{scenario: _binary_params(scenario) for scenario in _BINARY_OPS},
     "pointwise": CaseParams({"tensor1": _LIST, "tensor2": _LIST, "op": OneOf(("addcmul", "addcdiv")),
                              "value": Optional(_VALUES), "inplace": Flag()}, input=_LIST,
-                            rules=(_as_long("tensor1", "tensor2"),)),
+                            rules=(_as_long("tensor1", "tensor2"), _same_shapes("tensor1", "tensor2"))),
     "unary": CaseParams({"op": OneOf(_UNARY_OPS), "inplace": Flag()}, input=_LIST),
     "zero": CaseParams({}, input=_LIST),
-    "copy": CaseParams({"src": _LIST, "non_blocking": Flag()}, input=_LIST, rules=(_as_long("src"),)),
+    "copy": CaseParams({"src": _LIST, "non_blocking": Flag()}, input=_LIST,
+                       rules=(_as_long("src"), _same_shapes("src"))),
     "long_lists": CaseParams({"other": _LONG_LIST, "scalars": Lists(OneOf((2, 3, -1, 1)), min(_LONG_LENGTHS),
                                                                       max(_LONG_LENGTHS)), "op": OneOf(_LONG_OPS)},
                              input=_LONG_LIST,
-                             rules=(_as_long("other", "scalars"),
+                             rules=(_as_long("other", "scalars"), _same_shapes("other"),
                                     (f"at most one tensor past {LONG_SIZE.high} elements a list", _one_past_a_chunk))),
 }
 FLOATING_PARAMS = {
     "lerp": CaseParams({"end": _LIST, "weight": Either((OneOf(LERP_WEIGHTS), Lists(OneOf(LERP_WEIGHTS), 1, LIST_LENGTH),
                                                         _LIST)), "inplace": Flag()},
-                       input=_LIST, rules=(_as_long("end", "weight"),)),
+                       input=_LIST, rules=(_as_long("end", "weight"), _same_shapes("end", "weight"))),
     "norm": CaseParams({"ord": OneOf(NORM_ORDERS), "dtype": Optional(Dtypes(("float32", "float64")))}, input=_LIST),
 }
 

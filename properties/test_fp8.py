@@ -314,7 +314,9 @@ PARAMS = {
     "copy_into_float8": CaseParams({"dest": _PICKED}, input=_PICKED),
     "move_float8": CaseParams({"other": _MATRIX, "index": Tensors(INDEX_LENGTH.high, 1),
                                "mask": Tensors(MOVE_COLS.high, 1), "op": OneOf(_MOVES)}, input=_MATRIX,
-                              rules=(("index below the input's sides, a mask flag a column", _index_within),)),
+                              rules=(("index below the input's sides, a mask flag a column", _index_within),
+                                     ("other has the input's shape (where and cat would broadcast or grow it)",
+                                      lambda p: p["other"].shape == p["input"].shape))),
 }
 _MM_SCALE = Tensors(max(*MM_ROWS, *MM_COLUMNS), 2)
 MM_PARAMS = {

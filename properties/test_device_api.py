@@ -195,7 +195,7 @@ PROGRAMS = {"availability": availability, "set_device": set_device, "device_guar
 
 INDEX = Ints(0, 15)  # a device index, taken modulo device_count()
 SWITCHES = Lists(INDEX, 1, 6)  # availability's switches of the current device
-CLAIMED = Ints(1, 2**20)  # the manifest's device_count (stored so that a replay checks the same claim)
+CLAIMED = Ints(1, 2**20)  # the manifest's device_count (stored; checked where this run's manifest claims as many)
 ELEMENTS = Ints(1, 64)  # a factory's elements in set_device and device_guard
 SUM_ELEMENTS = Ints(1, 4096)  # synchronize's arange
 EXPONENT, MANTISSA = Ints(10, 24), Ints(0, 1023)  # an allocation's bytes: 2**exponent + mantissa << (exponent - 10)
@@ -255,13 +255,19 @@ def test_device_api(cts):
 
 
 def cpu_claims_only(cts, check):
-    """availability's check; on CPU, the validation target, a replayed case claiming more devices than CPU has (its
-    manifest's device_count, from a run on another device) is runtime_unavailable: CPU never made that claim."""
+    """availability's check, run only on a claim this run makes. A stored case (corpus files travel between teams)
+    carries the device_count of the manifest it was found with: one above this run's manifest's device_count (a
+    replay without --manifest takes it from the device) is runtime_unavailable with both counts, never a failure
+    of this backend. On CPU, the validation target, a claim above CPU's count is runtime_unavailable too: CPU never
+    made that claim."""
     from torchcts.engine.targets import CaseUnavailable
     from torchcts.properties.runtime_checks import on_validation_target
 
     def checked(case):
         claimed = case.sample.args[0] if case.sample.args else None
+        if isinstance(claimed, int) and claimed > cts.manifest.device_count:
+            raise CaseUnavailable(f"the case claims {claimed} devices (the device_count of the manifest it was "
+                                  f"found with); this run's manifest claims {cts.manifest.device_count}: not run")
         if on_validation_target(cts) and isinstance(claimed, int) and claimed > torch.cpu.device_count():
             raise CaseUnavailable(f"the case claims {claimed} devices (the device_count of the manifest it was "
                                   f"found with); CPU has {torch.cpu.device_count()}")

@@ -131,3 +131,34 @@ def test_the_memory_program_sees_a_stale_counter(run_api):
     finally:
         faulty.disable_bugs()
     assert len(broken) == 1 and broken[0].startswith("memory_allocated falls back"), broken
+
+
+def test_a_stored_claim_is_checked_only_where_the_replaying_manifest_claims_as_many(tmp_path):
+    """An availability case stores the device_count of the manifest it was found with (here 2, with a seeded bug):
+    replayed under a manifest claiming 1 device it is runtime_unavailable naming both counts (another team's claim
+    is no failure of this backend); under one claiming 2 it still fails."""
+    from torchcts.cases.replay_items import replay_items
+    from torchcts.testing import faulty
+
+    manifest = complete_manifest(tmp_path, "faulty")
+    faulty.disable_bugs()
+    faulty.enable_bugs("device_count_after_switch")
+    try:
+        settings = EngineSettings(target=Target("faulty"), manifest=attrs.evolve(manifest, device_count=2), level=8,
+                                  max_examples=20, versions=versions(), corpus_dir=tmp_path / "corpus")
+        found = run_item(item_for("device_api", "availability", "float32"), settings)
+        assert found["outcome"] is Outcome.FAILED, found
+        path = found["counterexample"]["path"]
+
+        def replay(device_count):
+            claiming = attrs.evolve(manifest, device_count=device_count)
+            settings = EngineSettings(target=Target("faulty"), manifest=claiming, level=8, max_examples=1,
+                                      versions=versions())
+            return run_item(replay_items([path])[0], settings)
+
+        fewer, as_many = replay(1), replay(2)
+    finally:
+        faulty.disable_bugs()
+    assert fewer["outcome"] is Outcome.RUNTIME_UNAVAILABLE, fewer
+    assert "claims 2 devices" in fewer["reason"] and "this run's manifest claims 1" in fewer["reason"], fewer
+    assert as_many["outcome"] is Outcome.FAILED and "device_count() stays 2" in str(as_many), as_many

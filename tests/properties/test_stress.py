@@ -56,8 +56,33 @@ def test_the_tensor_budget_follows_the_manifests_limits():
     assert tensor_budget_bytes(ResourceLimits(), 7) == 64 * MIB
     assert tensor_budget_bytes(ResourceLimits(), 8) == 256 * MIB
     assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=8), 8) == 8 * MIB
-    assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=100), 7) == 25 * MIB
-    assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=64, max_system_memory_mb=80), 7) == 10 * MIB
+    assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=100), 7) == 20 * MIB  # / DEVICE_PEAK
+    assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=64, max_system_memory_mb=240), 7) == 10 * MIB
+    # a replay: the smallest level's default, unless the manifest sets the tensor size
+    assert tensor_budget_bytes(ResourceLimits(), 8, replay=True) == 64 * MIB
+    assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=256), 8, replay=True) == 256 * MIB
+
+
+def test_the_memory_limits_divide_by_the_programs_measured_peak():
+    """DEVICE_PEAK covers the program's own peak (measured 4.0x its tensor): a device limit of DEVICE_PEAK times
+    the tensor budget holds it. Measured in a fresh process on CPU with a 64 MiB tensor (the peak resident size
+    over the process's after importing torch and running a tiny case)."""
+    import subprocess
+    import sys
+
+    from torchcts.properties.test_stress import DEVICE_PEAK
+
+    assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=DEVICE_PEAK * 64), 7) == 64 * MIB
+    script = ("import resource, torch\n"
+              "from torchcts.properties.test_stress import stress\n"
+              "stress(torch.zeros(1), 'large_tensor', 4096, [0], 0, 1)\n"
+              "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              f"out = stress(torch.zeros(1), 'large_tensor', {64 * MIB}, [0], 0, 1)\n"
+              "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    peak = int(done.stdout.split()[-1])
+    assert 64 * MIB <= peak <= DEVICE_PEAK * 64 * MIB, peak / (64 * MIB)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -129,3 +154,30 @@ def test_a_stored_case_past_the_runs_budget_is_not_run(tmp_path):
     context.replay = [Case("large_tensor", "scenario", torch.float32, SampleInput(torch.zeros(1), args=args), 0)]
     with pytest.raises(NotRun, match="past this run's budget"):
         property_check("stress")(context)
+
+
+def test_a_replay_at_level_8_takes_the_smallest_levels_budget_unless_the_manifest_sets_one(tmp_path):
+    """A stored 128 MiB case (within level 8's default 256 MiB) is not run by a replay with no tensor size set
+    (a 256 MiB case cost 5.5 GB on replay); a manifest setting max_tensor_size_mb opts in (a budget of 1 MiB
+    refuses a 2 MiB case the same way, cheap to run here)."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.engine.outcome import NotRun
+    from torchcts.engine.run import build_context, property_check
+    from torchcts.strategies import Case
+
+    def replayed(size, manifest):
+        settings = EngineSettings(target=Target("cpu"), manifest=manifest, level=8, max_examples=1,
+                                  versions=versions())
+        context = build_context(item_for("stress", "large_tensor", "float32"), settings)
+        args = ("large_tensor", size, [0], 0, 1)
+        context.replay = [Case("large_tensor", "scenario", torch.float32, SampleInput(torch.zeros(1), args=args), 0)]
+        property_check("stress")(context)
+
+    manifest = complete_manifest(tmp_path, "cpu")
+    with pytest.raises(NotRun, match=f"past this run's budget for one \\({64 * MIB} bytes"):
+        replayed(128 * MIB, manifest)
+    opted = attrs.evolve(manifest, resource_limits=attrs.evolve(manifest.resource_limits, max_tensor_size_mb=2))
+    replayed(2 * MIB, opted)  # runs and passes: within the budget the manifest sets
+    with pytest.raises(NotRun, match=f"past this run's budget for one \\({2 * MIB} bytes"):
+        replayed(4 * MIB, opted)

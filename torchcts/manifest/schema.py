@@ -157,15 +157,18 @@ SECTIONS: tuple[Section, ...] = (
     Section("resource_limits", "resource limit", (
         Key("max_device_memory_mb", "None or positive number", None, "Device memory the harness may use (MiB).",
             "`guard_alloc` (out-of-memory beyond it; what it allocates stays within a quarter of it), `stress` (its "
-            "tensors within a quarter of it), the cleanup between items (the capacity it measures use against)",
+            "tensors within a fifth of it: the program's measured peak is 4x its tensor), the cleanup between items "
+            "(the capacity it measures use against)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_system_memory_mb", "None or positive number", None, "Host memory the harness may use (MiB).",
-            "`stress` (its tensors within an eighth of it: the CPU oracle and the comparison hold copies), "
+            "`stress` (its tensors within 1/24 of it: a whole run's measured peak, program, CPU oracle and comparison, "
+            "is 20-23x its tensor), "
             "`path-shapes run` (tiers whose worst peak exceeds it are left out unless named with `--tier`; no "
             "item past it is allocated)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("max_tensor_size_mb", "None or positive number", None, "Largest single tensor a test may build (MiB).",
-            "`strategies.shapes_for` (element budget of drawn shapes); `stress` (its large tensors)",
+            "`strategies.shapes_for` (element budget of drawn shapes); `stress` (its large tensors; set, it also "
+            "lets a replay run stored cases past the default 64 MiB)",
             allowed="None or a positive number of MiB", kind=kinds.NONE_OR_POSITIVE),
         Key("cleanup_threshold_pct", "int 1..100", 80,
             "Memory use (percent) above which the harness frees caches between items.",

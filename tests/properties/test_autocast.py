@@ -89,3 +89,19 @@ def test_the_bugs_fire_only_under_their_condition():
         with torch.autocast("faulty", dtype=dtype):
             assert stays.fires(AUTOCAST_STEP, ("softmax", "float32"), {}) is fires
             assert not stays.fires(AUTOCAST_STEP, ("mm", "lower_precision"), {})
+
+
+def test_a_stored_elementwise_operand_must_have_the_inputs_shape():
+    """atan2's and addcmul's operands are drawn the input's shape: (16, 1) with (1, 16) would broadcast."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.properties.test_autocast import PARAMS
+
+    kwargs = {"op": "addcmul", "autocast_dtype": "bfloat16", "options": {}}
+    column, row = torch.zeros(16, 1), torch.zeros(1, 16)
+    refused = PARAMS["addcmul"].problem(SampleInput(column, args=(column, row), kwargs=kwargs))
+    assert refused is not None and "each operand has the input's shape" in refused[1], refused
+    assert PARAMS["addcmul"].problem(SampleInput(column, args=(column, column), kwargs=kwargs)) is None
+    atan2 = {**kwargs, "op": "atan2"}
+    assert PARAMS["atan2"].problem(SampleInput(column, args=(row,), kwargs=atan2)) is not None
+    assert PARAMS["mm"].problem(SampleInput(column, args=(row,), kwargs={**kwargs, "op": "mm"})) is None

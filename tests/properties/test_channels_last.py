@@ -138,3 +138,22 @@ def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_fail
     stored = record["counterexample"]
     assert stored["elements"] <= 8, stored  # shrinks to a couple of channels and pixels
     replays_failing(stored["path"], bug, tmp_path)
+
+
+def test_a_stored_chain_whose_operands_broadcast_each_other_is_refused():
+    """The review's case: input (25,1,255,1,1) and other (1,25,1,255,1), each 6375 elements and within the image
+    bound, broadcast to 40.6M elements (4.4 GB on replay); `other` must be the input's shape or one value a
+    channel. Expanded views keep this test small: the rule reads shapes only."""
+    from torchcts.properties.channels_last_cases import SCENARIO_PARAMS
+
+    params = SCENARIO_PARAMS["elementwise_chain"]
+
+    def problem(input_shape, other_shape):
+        input, other = torch.zeros(()).expand(input_shape), torch.zeros(()).expand(other_shape)
+        return params.problem(SampleInput(input, args=(other, ("add",))))
+
+    refused = problem((25, 1, 255, 1, 1), (1, 25, 1, 255, 1))
+    assert refused is not None and refused[0] == "inputs" and "one value a channel" in refused[1], refused
+    assert problem((2, 3, 4, 5), (2, 1, 4, 5)) is not None  # broadcastable, yet neither shape the strategy draws
+    assert problem((2, 3, 4, 5), (2, 3, 4, 5)) is None and problem((2, 3, 4, 5), (1, 3, 1, 1)) is None
+    assert problem((2, 3, 4, 5, 6), (1, 3, 1, 1, 1)) is None

@@ -153,3 +153,19 @@ def test_under_torch_compile_a_missing_kernel_excuses_only_a_not_implemented_err
     wrong_type = RuntimeError('"div_floor_cpu" not implemented for \'Bool\'')
     assert _refused_as_cpu(expected, find_cause(wrong_type), None) is None
     assert _refused_as_cpu(expected, find_cause(NotImplementedError("div_floor is not supported")), None) is None
+
+
+def test_a_stored_other_must_broadcast_to_the_inputs_shape():
+    """An input (9, 1) and an other (1, 9), each within the operand bound, would give an 81-element result: a stored
+    tensor other broadcasts to the input's shape, as `broadcastable_shapes` draws it; a scalar other is free."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.properties.test_dtype_semantics import PARAMS
+
+    column, row = torch.zeros(9, 1), torch.zeros(1, 9)
+    for scenario, args in (("binary_promotion", (row, False)), ("inplace_promotion", (row,)),
+                           ("comparison_promotion", (row, False))):
+        problem = PARAMS[scenario].problem(SampleInput(column, args=args))
+        assert problem is not None and "broadcasts to the input's shape" in problem[1], (scenario, problem)
+    assert PARAMS["binary_promotion"].problem(SampleInput(torch.zeros(3, 3), args=(torch.zeros(3), False))) is None
+    assert PARAMS["inplace_promotion"].problem(SampleInput(column, args=(2,))) is None

@@ -78,3 +78,21 @@ def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path, 
     sample = load_case(stored["path"]).sample()
     assert len(sample.input) == 2 and case_elements(sample) <= 4, sample.input
     replays_failing(stored["path"], bug, tmp_path)
+
+
+def test_stored_partner_lists_must_hold_the_inputs_shapes():
+    """Members (64,1,1) and (1,64,1) are each within the member bound but broadcast to 4096 elements (three lists:
+    262144): a partner list holds the input's shapes, index by index, as `matching` draws it."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.properties.test_foreach import FLOATING_PARAMS, PARAMS
+
+    column, row = torch.zeros(64, 1, 1), torch.zeros(1, 64, 1)
+    binary = PARAMS["binary_list"].problem(SampleInput([column], args=([row], "add", None, False)))
+    assert binary is not None and "other: tensors of the input's tensors' shapes" in binary[1], binary
+    assert PARAMS["binary_list"].problem(SampleInput([column], args=([column.clone()], "add", None, False))) is None
+    pointwise = PARAMS["pointwise"].problem(SampleInput([column], args=([column], [row], "addcmul", None, False)))
+    assert pointwise is not None and "tensor1, tensor2" in pointwise[1], pointwise
+    lerp = FLOATING_PARAMS["lerp"].problem(SampleInput([column], args=([column], [row], False)))
+    assert lerp is not None and "end, weight" in lerp[1], lerp
+    assert FLOATING_PARAMS["lerp"].problem(SampleInput([column], args=([column], 0.5, False))) is None

@@ -90,3 +90,19 @@ def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path, repl
     sample = load_case(stored["path"]).sample()
     assert case_elements(sample) <= 2, sample.input
     replays_failing(stored["path"], bug, tmp_path)
+
+
+def test_a_stored_move_other_must_have_the_inputs_shape():
+    """move_float8's other is drawn the input's shape; (4, 1) with (1, 5) would make `where` broadcast."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torchcts.properties.test_fp8 import PARAMS
+
+    def problem(input_shape, other_shape):
+        input, other = (torch.zeros(s, dtype=torch.float8_e4m3fn) for s in (input_shape, other_shape))
+        args = (other, torch.zeros(1, dtype=torch.int64), torch.zeros(input_shape[1], dtype=torch.bool), "where")
+        return PARAMS["move_float8"].problem(SampleInput(input, args=args))
+
+    refused = problem((4, 1), (1, 5))
+    assert refused is not None and "other has the input's shape" in refused[1], refused
+    assert problem((4, 5), (4, 5)) is None

@@ -81,7 +81,7 @@ def _consistent(p) -> bool:
             and tuple(source.shape) == (index.numel(), input.shape[1]))
 
 
-PARAMS = {op: CaseParams({"index": Tensors(max_elements=INDICES, max_dims=1),
+PARAMS = {op: CaseParams({"index": Tensors(max_elements=INDICES, max_dims=1, dtypes=("int64",)),
                           "source": Tensors(max_elements=INDICES * WIDTH.high, max_dims=2), "op": OneOf((op,))},
                          input=Tensors(max_elements=ROWS.high * WIDTH.high, max_dims=2),
                          rules=(("input [rows, width], index 1-D int64 in 0..rows-1, source [len(index), width]",

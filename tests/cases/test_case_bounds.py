@@ -110,7 +110,9 @@ def test_the_docs_table_is_the_declarations():
 def _within(bound):
     """A value within `bound` (the smallest Hypothesis finds; a one-element tensor for a tensor bound)."""
     if isinstance(bound, Tensors):
-        return torch.zeros(())
+        from torchcts import dtypes as dtype_names
+
+        return torch.zeros((), dtype=dtype_names.lookup(bound.dtypes[0]) if bound.dtypes else torch.float32)
     if isinstance(bound, Either):
         for option in bound.options:
             try:
@@ -237,3 +239,140 @@ def test_a_suite_without_declared_bounds_replays_tensors_only(tmp_path):
         assert field == "inputs.args[1]" and "declares no bounds" in message and "tensors only" in message
     finally:
         registry._REGISTRY.pop("bounds_undeclared", None)
+
+
+# -- reviewer findings (issue 41, point 1): sides of 0, huge ints, devices, dtypes, cut cases ------------------------
+
+def test_a_side_of_zero_counts_as_one_so_every_side_is_bounded():
+    """A (20000, 0) input and a (0, 20000) other hold nothing, yet `mm` of them makes 4e8 elements: the bound is on
+    the product of the sides with each 0 counted as 1."""
+    bound = Tensors(max_elements=16, max_dims=2)
+    assert bound.problem(torch.zeros(4, 0)) is None and bound.problem(torch.zeros(0)) is None
+    assert bound.problem(torch.zeros(16, 0)) is None
+    problem = bound.problem(torch.zeros(20000, 0))
+    assert problem == ("a tensor of sizes [20000, 0] spanning 20000 elements (a side of 0 counted as 1); allowed at "
+                       "most 16")
+    assert bound.problem(torch.zeros(0, 17)) is not None
+    assert bound.problem(torch.zeros(17, 0).to_sparse()) is not None  # a sparse tensor's sides too
+    assert any(isinstance(bad, torch.Tensor) and bad.numel() == 0 for bad in bound.out_of_bounds())
+
+
+def test_a_nested_tensor_spans_its_components():
+    bound = Tensors(max_elements=10, max_dims=3)
+    nested = torch.nested.nested_tensor([torch.zeros(2, 3), torch.zeros(1, 3)])
+    assert bound.problem(nested) is None
+    assert bound.problem(torch.nested.nested_tensor([torch.zeros(3, 3), torch.zeros(1, 3)])) == (
+        "a tensor of 12 elements; allowed at most 10")
+
+
+def test_a_stored_tensor_is_a_cpu_tensor_of_the_declared_dtypes():
+    assert Tensors().problem(torch.zeros(1, device="meta")) == "a tensor on the 'meta' device; a stored tensor is on cpu"
+    indices = Tensors(max_elements=8, max_dims=1, dtypes=("int64",))
+    assert indices.problem(torch.zeros(3, dtype=torch.int64)) is None
+    assert indices.problem(torch.zeros(3)) == "a float32 tensor; allowed: int64"
+    assert "tensor of int64 of at most 8 elements" in indices.describe()
+    for bad in indices.out_of_bounds():
+        assert indices.problem(bad) is not None, bad
+
+
+def test_an_int_too_large_for_a_float_is_refused_not_raised():
+    assert Floats(0.0, 1.0).problem(10**400) == (
+        f"expected a finite number in 0.0..1.0, got {repr(10**400)[:57]}...")
+    assert Floats(-1.0, 1e300).problem(10**300) is None  # large, but a float holds it: within
+
+
+def test_a_bound_that_raises_is_that_field_s_problem():
+    """A bound whose check raises on a value no one foresaw refuses the value, in one line, naming the field."""
+    class Fragile(Ints):
+        def problem(self, value):
+            return 1 / 0
+
+    params = CaseParams({"count": Fragile(0, 3)})
+    field, message = params.problem(SampleInput(torch.zeros(1), args=(2,)))
+    assert field == "inputs.args[0] (count)" and "ZeroDivisionError" in message and "\n" not in message
+
+
+def _stored_case(tmp_path, prop: str, scenario: str, sample) -> Path:
+    spec = registry.get(prop)
+    case = new_case(prop=prop, op=scenario, variant="scenario", dtype=spec.items.dtypes[0], device_type="cpu",
+                    backend=None, sample=sample, failure={"outcome": "failed", "message": "hostile"}, found={})
+    path = case_path(tmp_path / "cases", case)
+    save_case(path, case)
+    return path
+
+
+def _replay(path: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu", "--results-dir",
+                           str(tmp_path / "results")], capture_output=True, text=True,
+                          env=dict(os.environ, TORCHCTS_FAULTY="1"), cwd=tmp_path, timeout=600)
+
+
+def test_replay_of_a_case_with_an_int_too_large_for_a_float_bound_is_one_unreadable_line(tmp_path):
+    """The reviewer's case: an optimizer step size of 10**400 raised OverflowError inside the bounds check, and
+    pytest printed 43 INTERNALERROR lines. Now it is one unreadable line naming the field, exit 2."""
+    found = None
+    for candidate in SPECS:
+        for scenario in candidate.items.scenarios:
+            params = candidate.items.case_params(scenario)
+            for index, (name, bound) in enumerate(params.args):
+                if isinstance(bound, Floats):
+                    found = (candidate.name, scenario, params, index, name)
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found is not None, "no scenario stores a bounded number"
+    prop, scenario, params, index, name = found
+    args = [_within(bound) for _, bound in params.args]
+    args[index] = 10**400
+    path = _stored_case(tmp_path, prop, scenario, SampleInput(_within(params.input), args=tuple(args)))
+    done = _replay(path, tmp_path)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "INTERNALERROR" not in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("unreadable")]
+    assert len(lines) == 1 and f"inputs.args[{index}] ({name})" in lines[0] and "finite number" in lines[0], lines
+
+
+def test_replay_of_a_meta_tensor_is_unreadable_not_a_cpu_contract_skip(tmp_path):
+    """The reviewer's case: a stress case whose placeholder input the codec decoded onto the meta device ended in
+    "not run (cpu_contract)" with exit 0; a stored tensor is on cpu."""
+    spec = registry.get("stress")
+    scenario = spec.items.scenarios[0]
+    params = spec.items.case_params(scenario)
+    args = tuple(_within(bound) for _, bound in params.args)
+    path = _stored_case(tmp_path, "stress", scenario, SampleInput(torch.zeros(1, device="meta"), args=args))
+    [item] = replay_items([path])
+    assert item.problem == ("inputs.input", "a tensor on the 'meta' device; a stored tensor is on cpu"), item.problem
+
+
+def test_a_failure_cut_smaller_stays_within_its_bounds_so_every_stored_case_is_readable(tmp_path):
+    """After a failure the engine cuts the case's dimensions (`cases.reduce`); a cut that leaves the declared bounds
+    does not count. The reviewer's run (serialization on faulty with save_drops_storage_offset) stored 18 cases, 7
+    of them unreadable ("the slice and the window lie within the 1-D base"): the items that stored those now store
+    only cases the case reader accepts."""
+    from torchcts.engine.run import EngineSettings, run_item, versions
+    from torchcts.engine.targets import Target
+    from torchcts.manifest import load_manifest
+    from torchcts.plan.build import PlanItem
+    from torchcts.testing import faulty
+    from torchcts.testing.selftest import faulty_manifest
+
+    manifest_path = tmp_path / "manifest.py"
+    manifest_path.write_text(faulty_manifest())
+    manifest = load_manifest(manifest_path)[0]
+    spec = registry.get("serialization")
+    corpus = tmp_path / "corpus"
+    faulty.disable_bugs()
+    faulty.enable_bugs("save_drops_storage_offset")
+    try:
+        for scenario, dtype in [("views", "float16"), ("views", "bool"), ("to_cpu", "float32"), ("to_cpu", "int64")]:
+            settings = EngineSettings(target=Target("faulty"), manifest=manifest, level=8, max_examples=100,
+                                      versions=versions(), shrink=True, corpus_dir=corpus)
+            run_item(PlanItem("serialization", scenario, spec.variant, dtype, spec.level), settings)
+    finally:
+        faulty.disable_bugs()
+    stored = sorted(corpus.rglob("*.json"))
+    assert len(stored) >= 4, stored
+    problems = [(item.path.name, item.problem) for item in replay_items(stored) if item.problem is not None]
+    assert not problems, problems

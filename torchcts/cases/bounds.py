@@ -30,6 +30,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _finite(number: int | float) -> bool:
+    """Whether a number is finite as a float: an int too large for one (10**400) is not."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 class Bound:
     """What one stored value may be: `problem` says why a value is not (None: it is), `strategy` draws within it."""
 
@@ -86,7 +94,7 @@ class Floats(Bound):
     high: float
 
     def problem(self, value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
             return f"expected a finite number in {self.low}..{self.high}, got {_brief(value)}"
         if not self.low <= value <= self.high:
             return f"{_brief(value)} is outside {self.low}..{self.high}"
@@ -101,7 +109,7 @@ class Floats(Bound):
         return f"number {self.low:g}..{self.high:g}"
 
     def out_of_bounds(self) -> list[Any]:
-        return [float("nan"), float("inf"), self.high * 2 + 1, self.low * 2 - 1]
+        return [float("nan"), float("inf"), self.high * 2 + 1, self.low * 2 - 1, 10**400]
 
 
 @attrs.frozen
@@ -267,34 +275,60 @@ class Mapping(Bound):
 
 @attrs.frozen
 class Tensors(Bound):
-    """A tensor of at most `max_elements` elements and `max_dims` dimensions (its bytes are bounded by
-    `--max-case-bytes` already; this bounds what a program derives from its size), or None."""
+    """A CPU tensor spanning at most `max_elements` elements and of at most `max_dims` dimensions, of a dtype among
+    `dtypes` (None: any). Its bytes are bounded by `--max-case-bytes` already; this bounds what a program derives
+    from its sizes: the product of its sides with each side of 0 counted as 1, so a (20000, 0) tensor, which holds
+    nothing, still spans 20000 (`mm` of it and a (0, 20000) one makes 4e8 elements). A nested tensor spans the sum
+    of its components'."""
 
     max_elements: int = 2**20
     max_dims: int = 8
+    dtypes: tuple[str, ...] | None = attrs.field(default=None, converter=lambda v: None if v is None else tuple(v))
 
     def problem(self, value: Any) -> str | None:
-        numel, dim = getattr(value, "numel", None), getattr(value, "dim", None)
-        if not callable(numel) or not callable(dim) or type(value).__module__.split(".")[0] != "torch":
+        import torch
+
+        if not isinstance(value, torch.Tensor) or type(value).__module__.split(".")[0] != "torch":
             return f"expected a tensor, got {type(value).__name__}"
+        if value.device.type != "cpu":  # the codec decodes meta tensors too; a program runs on CPU values
+            return f"a tensor on the {_brief(value.device.type)} device; a stored tensor is on cpu"
+        if self.dtypes is not None:
+            from torchcts import dtypes as dtype_names
+
+            name = dtype_names.canonical_name(value.dtype)
+            if name not in self.dtypes:
+                return f"a {name} tensor; allowed: {', '.join(self.dtypes)}"
         if value.dim() > self.max_dims:
             return f"a tensor of {value.dim()} dimensions; allowed at most {self.max_dims}"
         try:
-            elements = value.numel()
-        except RuntimeError:  # a nested tensor has no numel: its decoded components were bounded by the codec
-            return None
-        if elements > self.max_elements:
-            return f"a tensor of {elements} elements; allowed at most {self.max_elements}"
+            shapes = [tuple(part.shape) for part in value.unbind()] if value.is_nested else [tuple(value.shape)]
+            spans = [math.prod(max(int(side), 1) for side in shape) for shape in shapes]
+        except Exception:  # noqa: BLE001 - a nested tensor whose components cannot be listed: refused, not trusted
+            return "a nested tensor whose components cannot be read"
+        span = sum(spans)
+        if span > self.max_elements:
+            if value.is_nested or all(side for shape in shapes for side in shape):
+                return f"a tensor of {span} elements; allowed at most {self.max_elements}"
+            return (f"a tensor of sizes {_brief(list(value.shape))} spanning {span} elements (a side of 0 counted "
+                    f"as 1); allowed at most {self.max_elements}")
         return None
 
     def strategy(self) -> Any:
         raise TypeError("Tensors has no strategy of its own: a suite draws its tensors with strategies.tensors")
 
     def describe(self) -> str:
-        return f"tensor of at most {self.max_elements} elements, {self.max_dims} dimensions"
+        kinds = f" of {', '.join(self.dtypes)}" if self.dtypes is not None else ""
+        return f"tensor{kinds} of at most {self.max_elements} elements, {self.max_dims} dimensions"
 
     def out_of_bounds(self) -> list[Any]:
-        return [1, "tensor"]
+        import torch
+
+        values: list[Any] = [1, "tensor", torch.zeros(1, device="meta")]
+        if self.max_dims >= 2:  # no element, one side past the bound
+            values.append(torch.zeros(0, self.max_elements + 1))
+        if self.dtypes is not None:
+            values.append(torch.zeros(1, dtype=torch.complex128 if "complex128" not in self.dtypes else torch.int8))
+        return values
 
 
 @attrs.frozen
@@ -335,6 +369,14 @@ def _pairs(value: Any) -> tuple[tuple[str, Bound], ...]:
     return pairs
 
 
+def _checked(bound: Bound, value: Any) -> str | None:
+    """`bound.problem(value)`; a bound that raises on a hostile value refuses it, in one line (no traceback)."""
+    try:
+        return bound.problem(value)
+    except Exception as exc:  # noqa: BLE001 - a value no check foresaw is no value within the bound
+        return f"a {type(value).__name__} that cannot be checked against {bound.describe()} ({type(exc).__name__})"
+
+
 @attrs.frozen
 class CaseParams:
     """The stored values of one scenario's cases: the sample's `input`, its positional `args` (name -> bound, in
@@ -350,7 +392,7 @@ class CaseParams:
 
     def problem(self, sample: Any) -> tuple[str, str] | None:
         """(field, what is wrong) for the first stored value outside its bound, or None when all are within."""
-        problem = self.input.problem(sample.input)
+        problem = _checked(self.input, sample.input)
         if problem is not None:
             return "inputs.input", problem
         args, kwargs = tuple(sample.args), dict(sample.kwargs)
@@ -361,7 +403,7 @@ class CaseParams:
             return "inputs.args", f"{len(args)} values; this scenario stores {count} ({names})"
         named: dict[str, Any] = {"input": sample.input}  # rules may tie a stored shape to the stored tensor
         for index, ((name, bound), value) in enumerate(zip(self.args, args)):
-            problem = bound.problem(value)
+            problem = _checked(bound, value)
             if problem is not None:
                 return f"inputs.args[{index}] ({name})", problem
             named[name] = value
@@ -370,7 +412,7 @@ class CaseParams:
             if key not in known:
                 allowed = ", ".join(known) or "none"
                 return f"inputs.kwargs.{str(key)[:40]}", f"not a keyword this scenario stores; allowed: {allowed}"
-            problem = known[key].problem(value)
+            problem = _checked(known[key], value)
             if problem is not None:
                 return f"inputs.kwargs.{key}", problem
             named[key] = value

@@ -182,19 +182,24 @@ class CaseContext:
     def _check_within_bounds(self, case: Any) -> None:
         """A drawn scenario case must be one its suite's declared bounds accept (`ScenarioItems.params`): the case
         reader refuses any other, so a strategy drawing outside them is TorchCTS's defect, said at once."""
+        problem = self._bounds_problem(case)
+        if problem is not None:
+            raise HarnessDefect(f"TorchCTS defect: {self.item.property} drew a {self.item.op} case outside its "
+                                f"declared bounds: {problem[0]}: {problem[1]}")
+
+    def _bounds_problem(self, case: Any) -> tuple[str, str] | None:
+        """(field, what is wrong) when a scenario case lies outside its suite's declared bounds; None otherwise
+        (within them, no scenario case, or a suite that declares none)."""
         from torchcts.cases.replay_items import stored_values_problem
         from torchcts.plan import registry
 
         try:
             spec = registry.get(self.item.property)
         except registry.RegistryError:
-            return
+            return None
         if not isinstance(case, Case) or not spec.scenario or spec.items.case_params(self.item.op) is None:
-            return
-        problem = stored_values_problem(spec, self.item.op, case.sample)
-        if problem is not None:
-            raise HarnessDefect(f"TorchCTS defect: {spec.name} drew a {self.item.op} case outside its declared "
-                                f"bounds: {problem[0]}: {problem[1]}")
+            return None
+        return stored_values_problem(spec, self.item.op, case.sample)
 
     def _note_statistics(self, stats: dict[str, Any]) -> None:
         self.statistics = merge_statistics(self.statistics, stats)
@@ -204,6 +209,8 @@ class CaseContext:
         def still_fails(candidate: Any) -> bool:
             interrupts.check()  # reducing can take many tries: a swallowed Ctrl-C stops it too
             if self._compile_budget_spent():
+                return False
+            if self._bounds_problem(candidate) is not None:  # a cut case must stay one the case reader accepts
                 return False
             try:
                 self._call(check, candidate)  # a crash being shrunk: every try in its own child

@@ -14,7 +14,7 @@ SOURCES = "\n".join(p.read_text() for folder in ("torchcts", "properties")
 # a fragment of each diagnostic's message as the doc quotes it, and as the code writes it
 MESSAGES = {
     "declares no bounds for what its": "declares no bounds for what its",
-    "outside its declared bounds": "case outside its declared ",
+    "outside its declared bounds": "TorchCTS defect: ",
     "cannot be written": ": cannot be written: ",
     "is already taken by": "is already taken by",
     "structured kernels don't support multi-device outputs": "structured kernels don't support multi-device outputs",

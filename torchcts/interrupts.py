@@ -38,9 +38,11 @@ from typing import Any, Callable, Iterator
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 STOP_GRACE_S = 5.0  # a command still running this long after a signal is ended by the watchdog
 AGAIN_GRACE_S = 2.0  # ... or this long after a second signal (Ctrl-C pressed again)
+FINISH_GRACE_S = 60.0  # ... unless its main thread claimed its final write: it is finishing, not stuck
+EXIT_GRACE_S = 5.0  # `exit_now`: exit handlers still running this long (a stuck child joined) are cut short
 
 _received: list[int] = []  # signal numbers, in the order they arrived
-_state = {"depth": 0, "deferring": 0}
+_state: dict[str, Any] = {"depth": 0, "deferring": 0, "finishing_since": None}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -68,6 +70,7 @@ def handling() -> Iterator[None]:
         return
     if not _state["depth"]:
         _received.clear()
+        _state["finishing_since"] = None
     previous = {}
     for sig in SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
@@ -127,6 +130,13 @@ def exit_now(code: int) -> None:
     heap on a loaded machine, is skipped, so the process is gone within moments of its last write."""
     import atexit
 
+    def cut_short() -> None:  # an exit handler waits on a stuck child: the files are written, end anyway
+        kill_children()
+        os._exit(code)
+
+    timer = threading.Timer(EXIT_GRACE_S, cut_short)
+    timer.daemon = True
+    timer.start()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -176,7 +186,12 @@ class FinalWrite:
         self._done = threading.Event()
 
     def claim(self) -> bool:
-        return self._lock.acquire(blocking=False)
+        """Whether this caller writes. The main thread's claim tells the watchdog the command is finishing, not
+        stuck: it waits FINISH_GRACE_S for it (the records recounted, the report), unless a signal comes again."""
+        claimed = self._lock.acquire(blocking=False)
+        if claimed and threading.current_thread() is threading.main_thread() and _state["finishing_since"] is None:
+            _state["finishing_since"] = time.monotonic()
+        return claimed
 
     def done(self) -> None:
         self._done.set()
@@ -227,7 +242,7 @@ class _Watchdog:
         os.close(self.write_fd)
 
     def watch(self) -> None:
-        first, deadline, count = None, None, 0
+        first, first_at, deadline, count, extended = None, 0.0, None, 0, False
         try:
             while not self.stopped:
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -235,7 +250,11 @@ class _Watchdog:
                 if self.stopped:
                     return
                 if not ready:  # the deadline passed and the command still runs
-                    _end_stuck_command(first, count, self.stderr_fd)
+                    finishing = _state["finishing_since"]
+                    if finishing is not None and count == 1 and not extended:  # writing its results: let it end
+                        deadline, extended = max(deadline, finishing + FINISH_GRACE_S), True
+                        continue
+                    _end_stuck_command(first, count, self.stderr_fd, time.monotonic() - first_at)
                     return
                 try:
                     data = os.read(self.read_fd, 512)
@@ -246,7 +265,7 @@ class _Watchdog:
                         continue
                     now, count = time.monotonic(), count + 1
                     if first is None:
-                        first, deadline = number, now + STOP_GRACE_S
+                        first, first_at, deadline = number, now, now + STOP_GRACE_S
                     else:
                         deadline = min(deadline, now + AGAIN_GRACE_S)
         finally:
@@ -255,13 +274,13 @@ class _Watchdog:
                     os.close(fd)
 
 
-def _end_stuck_command(signum: int, signals: int, stderr_fd: int) -> None:
+def _end_stuck_command(signum: int, signals: int, stderr_fd: int, waited_s: float) -> None:
     """From the watchdog's thread: say why, write what must be left (`when_stuck`), kill the child processes and
     exit 128 + the signal's number without unwinding the stuck main thread."""
     if not _received:  # its Python handler never ran (the main thread is stuck in native code): remember it now
         _received.append(signum)
     name = signal.Signals(signum).name
-    waited = f"{STOP_GRACE_S:.0f} s after {name}" if signals == 1 else f"after {signals} signals ({name} first)"
+    waited = f"{waited_s:.0f} s after {name}" if signals == 1 else f"after {signals} signals ({name} first)"
     _say(stderr_fd, f"torchcts: still running {waited} (stuck in a call that does not return to Python, such as "
                     f"a backend's native code, or in code that catches KeyboardInterrupt); ending it now\n")
     for write in list(_stuck_callbacks):

@@ -263,6 +263,71 @@ def test_a_report_printed_onto_a_full_disk_is_one_line(measured):
 
 
 @linux_only
+def test_output_onto_a_file_at_its_size_limit_is_one_line_about_standard_output(project):
+    with open(project / "printed.txt", "w") as printed:  # `torchcts check-manifest > printed.txt`
+        result = subprocess.run([sys.executable, "-c", LIMITED, "300", "-m", "torchcts", "check-manifest",
+                                 "--manifest", "manifest.py"], cwd=project, stdout=printed, stderr=subprocess.PIPE,
+                                text=True, timeout=SAFETY_NET_S)
+    assert (project / "printed.txt").stat().st_size == 300  # what fitted is kept
+    result.stdout = ""
+    assert the_line(result, "standard output") == f"standard output: cannot be written: {TOO_LARGE}"
+
+
+def test_a_failed_write_of_some_other_file_is_not_blamed_on_a_healthy_standard_output():
+    script = ("import errno; from torchcts.disk import output_failure; "
+              "print(output_failure(OSError(errno.EFBIG, 'File too large')))")  # a close() flushing a file names none
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert done.stdout == "None\n", done.stderr
+
+
+@linux_only
+def test_selftest_whose_manifest_cannot_be_written_is_one_line_naming_it_and_leaves_no_half_file(tmp_path):
+    result = limited(tmp_path, 100, "selftest", "--results-dir", "st", "--max-examples", "2")
+    the_line(result, Path("st") / "manifest.py")
+    assert list((tmp_path / "st").iterdir()) == []  # no manifest cut at 100 bytes, no temporary
+
+
+def test_files_written_together_are_all_new_or_all_as_they_were(tmp_path):
+    from torchcts.disk import write_together
+
+    first, second = tmp_path / "triage.md", tmp_path / "triage.json"
+    first.write_text("old md")
+    (tmp_path / f".triage.json.{os.getpid()}.tmp").mkdir()  # where triage.json is written first: the write fails
+    with pytest.raises(WriteError) as raised:
+        write_together({first: "new md", second: "{}"})
+    assert str(raised.value).startswith(f"{second}: cannot be written")
+    assert first.read_text() == "old md" and not second.exists()  # no new .md beside no .json
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".triage.json.{os.getpid()}.tmp", "triage.md"]
+    (tmp_path / f".triage.json.{os.getpid()}.tmp").rmdir()
+    assert write_together({first: "new md", second: "{}"}) == [first, second]
+    assert (first.read_text(), second.read_text()) == ("new md", "{}")
+
+
+def test_a_rewritten_file_keeps_its_mode_and_a_symbolic_link_stays_one(tmp_path):
+    from torchcts.disk import write_atomic
+
+    target = tmp_path / "real.md"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "link.md"
+    link.symlink_to(target.name)
+    write_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new" and (target.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.md", "real.md"]
+
+
+def test_lines_appended_by_several_processes_at_once_stay_whole(tmp_path):
+    records = tmp_path / "records.jsonl"
+    script = ("import os, sys; from torchcts import disk\n"
+              "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n"
+              "for i in range(300): disk.append(fd, (sys.argv[2] * (1000 + i) + '\\n').encode(), sys.argv[1])\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(records), letter]) for letter in "abcd"]
+    assert [w.wait(timeout=SAFETY_NET_S) for w in writers] == [0, 0, 0, 0]
+    lines = records.read_text().splitlines()
+    assert len(lines) == 1200 and all(len(set(line)) == 1 for line in lines)
+
+
+@linux_only
 def test_merged_shards_that_cannot_be_written_leave_no_half_folder_and_the_shard_as_it_was(measured, tmp_path):
     shard = measured["folder"]
     before = (shard / "records.jsonl").stat().st_size, (shard / "run.json").read_bytes()

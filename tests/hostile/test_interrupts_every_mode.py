@@ -88,6 +88,77 @@ def test_a_second_signal_ends_a_stuck_process_sooner_and_the_main_threads_write_
     assert f"{STUCK_LINE} after 2 signals" in err
 
 
+FINISHING_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from torchcts import disk, interrupts
+    final = interrupts.FinalWrite()
+
+    def last_words():
+        if final.claim():
+            print("written by the watchdog", flush=True)
+
+    with interrupts.handling(), interrupts.when_stuck(last_words):
+        try:
+            Path(sys.argv[1]).touch()
+            time.sleep(3600)
+        except KeyboardInterrupt:
+            signalled = time.monotonic()
+            assert final.claim()  # the main thread writes run.json ...
+            final.done()
+            written = 0  # ... then the report: responsive Python work past the watchdog's first deadline
+            while time.monotonic() - signalled < interrupts.STOP_GRACE_S + interrupts.AGAIN_GRACE_S:
+                disk.write_atomic(f"report{written}.txt", "x" * 1000)
+                written += 1
+                time.sleep(0.05)
+            print(f"finished {written}", flush=True)
+""")
+
+
+def test_a_process_finishing_its_results_after_a_signal_is_not_cut_short_by_the_watchdog(tmp_path):
+    started = tmp_path / "started"
+    process = subprocess.Popen([sys.executable, "-c", FINISHING_SCRIPT, str(started)], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_until_blocked(process, started)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=SAFETY_NET_S + interrupts.FINISH_GRACE_S)
+    finally:
+        _kill_group(process.pid)
+    assert process.returncode == 0, err  # the script caught the stop and ended on its own
+    assert STUCK_LINE not in err and out.startswith("finished "), out + err
+    written = int(out.split()[1])
+    reports = sorted(tmp_path.glob("report*.txt"))
+    assert len(reports) == written and all(p.read_text() == "x" * 1000 for p in reports)
+    assert not list(tmp_path.glob(".report*.tmp"))  # no write cut part-way
+
+
+EXIT_SCRIPT = textwrap.dedent("""
+    import multiprocessing, sys, time
+    from torchcts import interrupts
+
+    if __name__ == "__main__":
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(3600,))  # not a daemon
+        child.start()  # multiprocessing's exit handler joins it: forever, unless exit_now cuts it short
+        print(child.pid, flush=True)
+        interrupts.exit_now(130)
+""")
+
+
+@linux_only
+def test_an_exit_handler_waiting_on_a_stuck_child_does_not_keep_a_stopped_command_running(tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text(EXIT_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=SAFETY_NET_S)
+        _assert_group_ends(process.pid)  # the stuck child was killed, not left behind
+    finally:
+        _kill_group(process.pid)
+    assert process.returncode == 130 and out.strip().isdigit(), out + err
+
+
 # -- every mode, end to end ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -124,6 +195,7 @@ def stored_case(eager_folder) -> Path:
 
 MODES = {  # mode: (command's arguments, how the kernel blocks, the signal, sent to the whole group)
     "in-process": (RUN, "sleep", signal.SIGINT, True),
+    "in-process-report-on": (RUN[:-1], "sleep", signal.SIGTERM, False),  # the report is not written, never cut
     "in-process-masked": (RUN, "masked", signal.SIGTERM, False),
     "in-process-swallowed": (RUN, "swallow", signal.SIGINT, True),
     "forked": ((*RUN, "--subprocess-per-test"), "masked", signal.SIGTERM, False),
@@ -141,7 +213,7 @@ WATCHDOG_MODES = ("in-process-masked", "in-process-swallowed", "replay-masked") 
 
 
 @linux_only
-@pytest.mark.slow  # eleven commands, each starting torch and building its plan
+@pytest.mark.slow  # twelve commands, each starting torch and building its plan
 @pytest.mark.parametrize("mode", list(MODES))
 def test_a_signal_ends_the_command_within_seconds_leaving_no_process_and_readable_results(
         mode, request, tmp_path):
@@ -179,6 +251,10 @@ def test_a_signal_ends_the_command_within_seconds_leaving_no_process_and_readabl
     assert summary["status"] == "partial" and summary["interrupted"]["signal"] == sig.name, summary
     assert summary["counts"] == dict(collections.Counter(r["outcome"] for r in records))
     assert not any(r["outcome"] in ("crashed", "timed_out") for r in records)  # the stop is no crash of an item
+    if "--no-report" not in args:  # a stopped run leaves its report to `torchcts report --from`: nothing half written
+        assert (f"torchcts: report not written (interrupted); `torchcts report --from results/{run_json.parent.name}`"
+                f" writes it") in output, output[-3000:]
+        assert not (run_json.parent / "report").exists()
 
 
 def _wait_until_blocked(process: subprocess.Popen, started: Path) -> None:

@@ -58,5 +58,7 @@ def refresh(path: Path, specs: Iterable[Any]) -> bool:
     old = path.read_text()
     new = refreshed(old, specs)
     if new != old:
-        path.write_text(new)
+        from torchcts.disk import write_atomic
+
+        write_atomic(path, new)  # a full disk leaves the doc as it was
     return new != old

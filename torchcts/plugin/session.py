@@ -255,7 +255,11 @@ class RunSession:
             self.nothing_ran = nothing_ran(self.plan, self.writer.outcomes, self.done, option("torchcts_ops") or (),
                                            option("torchcts_dtypes") or (), option("torchcts_properties") or ())
         if self.write_report and self.writer.run_kind != "collect_only":
-            self.report_line = self._write_report()
+            if interrupted:  # the user asked to stop: the report (seconds for a large run) waits for them to ask
+                self.report_line = (f"torchcts: report not written (interrupted); `torchcts report --from "
+                                    f"{self.writer.folder}` writes it")
+            else:
+                self.report_line = self._write_report()
 
     def finish_when_stuck(self) -> None:
         """From the interrupt watchdog's thread, ending a run that did not stop (stuck in backend code): run.json
@@ -274,7 +278,8 @@ class RunSession:
         from torchcts.report.render import write_report
 
         try:
-            written = write_report(self.writer.folder, results_dir=self.writer.folder.parent)
+            written = write_report(self.writer.folder, results_dir=self.writer.folder.parent,
+                                   corpus_dir=self.corpus_dir)  # the cases the run stored may sit outside it
         except KeyboardInterrupt:  # a second Ctrl-C (or signal) while it was written
             return (f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` "
                     f"writes it")

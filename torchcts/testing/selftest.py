@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
+from torchcts.disk import write_atomic, writing
 from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
 from torchcts.results.files import read_summary
 from torchcts.results.writer import read_records
@@ -149,9 +150,10 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     """Every phase (or those named in `only_phases`) clean, then once per seeded bug (or per bug of `only_bugs`)
     where its overloads are reached; `ops` (regexes, as `run --ops`) narrows the clean runs."""
     results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
+    with writing(results_dir):
+        results_dir.mkdir(parents=True, exist_ok=True)
     manifest = results_dir / "manifest.py"
-    manifest.write_text(faulty_manifest())
+    write_atomic(manifest, faulty_manifest())  # a full disk: the one line naming it, no half manifest
     every_phase = phases(level, dtypes)
     owned = {suite for phase in every_phase for suite in phase.bug_suites}
     planned = tuple(p for p in every_phase if not only_phases or p.name in only_phases)

@@ -126,10 +126,10 @@ def _plain(text: str, width: int) -> str:
 
 def write(triage: Any, output: Path) -> dict[str, Path]:
     """Write triage.md and triage.json into `output`; their paths."""
-    from torchcts.disk import write_atomic
+    from torchcts.disk import write_together
 
-    written = {}
-    for name, text in (("md", markdown(triage, output)),
-                       ("json", json.dumps(triage.as_json(), indent=1, sort_keys=True, default=str) + "\n")):
-        written[name] = write_atomic(output / f"triage.{name}", text)  # WriteError: a full disk
-    return written
+    texts = {"md": markdown(triage, output),
+             "json": json.dumps(triage.as_json(), indent=1, sort_keys=True, default=str) + "\n"}
+    paths = {name: output / f"triage.{name}" for name in texts}
+    write_together({paths[name]: text for name, text in texts.items()})  # both or neither (WriteError: a full disk)
+    return paths

@@ -300,17 +300,32 @@ def _say(fd: int, text: str) -> None:
 
 
 def kill_children() -> None:
-    """SIGKILL this process's child processes (Linux: /proc); the kernel kills their own children with them where
-    they asked to die with their parent (`parent_death`). Elsewhere nothing."""
+    """SIGKILL this process's descendants (Linux: /proc), its children's children too (a compile worker's pool, a
+    spawned worker's helpers): all are found first, then killed, since a killed parent's children move to init
+    and could no longer be found. Elsewhere nothing."""
     if not sys.platform.startswith("linux"):
         return
-    for listing in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+    for pid in _descendants(os.getpid()):
         try:
-            children = listing.read_text().split()
+            os.kill(pid, signal.SIGKILL)
         except OSError:
-            continue
-        for pid in children:
+            pass
+
+
+def _descendants(root: int, limit: int = 10_000) -> list[int]:
+    """The process ids below `root`, parents before their children (at most `limit`: a fork bomb stops the walk)."""
+    found: list[int] = []
+    seen = {root}
+    waiting = [root]
+    while waiting and len(found) < limit:
+        parent = waiting.pop()
+        for listing in Path(f"/proc/{parent}/task").glob("*/children"):
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                children = [int(pid) for pid in listing.read_text().split()]
             except (OSError, ValueError):
-                pass
+                continue
+            new = [pid for pid in children if pid not in seen]
+            seen.update(new)
+            found += new
+            waiting += new
+    return found[:limit]

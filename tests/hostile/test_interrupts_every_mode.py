@@ -134,12 +134,17 @@ def test_a_process_finishing_its_results_after_a_signal_is_not_cut_short_by_the_
 
 
 EXIT_SCRIPT = textwrap.dedent("""
-    import multiprocessing, sys, time
+    import multiprocessing, subprocess, sys, time
     from torchcts import interrupts
 
+    def stuck():  # a child with a child of its own (a compile worker's pool): both must end with the command
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(3600)"])
+
     if __name__ == "__main__":
-        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(3600,))  # not a daemon
+        child = multiprocessing.get_context("fork").Process(target=stuck)  # not a daemon
         child.start()  # multiprocessing's exit handler joins it: forever, unless exit_now cuts it short
+        while not [p for p in multiprocessing.active_children()] or not open(f"/proc/{child.pid}/task/{child.pid}/children").read().split():
+            time.sleep(0.05)  # until the grandchild runs
         print(child.pid, flush=True)
         interrupts.exit_now(130)
 """)
@@ -153,7 +158,7 @@ def test_an_exit_handler_waiting_on_a_stuck_child_does_not_keep_a_stopped_comman
                                text=True, start_new_session=True)
     try:
         out, err = process.communicate(timeout=SAFETY_NET_S)
-        _assert_group_ends(process.pid)  # the stuck child was killed, not left behind
+        _assert_group_ends(process.pid)  # the stuck child and its own child were killed, not left behind
     finally:
         _kill_group(process.pid)
     assert process.returncode == 130 and out.strip().isdigit(), out + err

@@ -8,19 +8,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from torchcts.manifest.templates import render_template
 
 SAFETY_NET_S = 600
 CASE = "missing-kernel-faulty-PrivateUse1-aten.trunc.json"
 
 
-def test_the_end_of_run_report_reads_the_case_stored_in_the_runs_corpus_outside_its_results(tmp_path: Path):
+@pytest.mark.parametrize("spelled", ["absolute", "relative"])
+def test_the_end_of_run_report_reads_the_case_stored_in_the_runs_corpus_outside_its_results(tmp_path: Path,
+                                                                                              spelled: str):
+    """Also with `--corpus-dir ../elsewhere/corpus`: the record holds the case's whole path, not one with '..'."""
     project, corpus = tmp_path / "project", tmp_path / "elsewhere" / "corpus"
     project.mkdir()
+    given = str(corpus) if spelled == "absolute" else os.path.join("..", "elsewhere", "corpus")
     (project / "manifest.py").write_text(render_template("minimal", device_name="faulty"))
     done = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", "manifest.py",
                            "--derandomize", "--ops", "^trunc$", "--dtype", "float32", "--level", "1",
-                           "--max-examples", "2", "--results-dir", "R", "--corpus-dir", str(corpus)],
+                           "--max-examples", "2", "--results-dir", "R", "--corpus-dir", given],
                           cwd=project, capture_output=True, text=True, timeout=SAFETY_NET_S,
                           env={**os.environ, "TORCHCTS_FAULTY_BUGS": "missing_kernel"})
     output = done.stdout + done.stderr

@@ -58,6 +58,8 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
     else:
         path = missing_kernel_path(corpus_dir, case.device_type, missing_kernel)
         case, new = _write_once(path, case)
+    if ".." in Path(path).parts:  # `--corpus-dir ../x`: readers refuse '..' in a recorded path, so record it whole
+        path = Path(os.path.abspath(path))
     return {"counterexample": {"path": str(path), "fingerprint": case.fingerprint, "new": new,
                                "elements": case_elements(sample) if new else _elements(case),
                                "replay": f"torchcts replay {shlex.quote(str(path))} {replay_flags}".rstrip()}}

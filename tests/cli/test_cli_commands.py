@@ -47,9 +47,9 @@ def test_every_folder_a_command_writes_is_the_one_checked_output_folder_option()
     for name, command in cli.commands.items():
         for param in command.params:
             read_only = {("report", "results_dir"), ("init", "output"), ("triage", "results_dir"),
-                         ("triage", "corpus_dir")}
+                         ("triage", "corpus_dir"), ("report", "corpus_dir")}
             if param.name not in written or (name, param.name) in read_only:
-                continue  # report and triage only read --results-dir (triage its --corpus-dir); init's --output: a file
+                continue  # report and triage only read --results-dir and --corpus-dir; init's --output: a file
             assert isinstance(param.type, OutputFolder), (name, param.name)
 
 

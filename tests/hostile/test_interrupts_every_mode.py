@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from torchcts import interrupts
 from torchcts.manifest.targets import shipped_target
-from torchcts.testing.blocking_kernel import HOW_ENV, STARTED_ENV
+from torchcts.testing.blocking import HOW_ENV, STARTED_ENV
 from torchcts.testing.compile_backends import COMPILE_SLEEPS, STARTED_ENV as COMPILE_STARTED_ENV
 
 SAFETY_NET_S = 60  # for the exit after the signal; starting (torch, the plan) may take longer on a loaded machine
@@ -42,7 +43,7 @@ RUN = ("run", "--device", "cpu", "--ops", "^logaddexp$", "--property", "forward"
 WATCHDOG_SCRIPT = textwrap.dedent("""
     import sys
     from torchcts import interrupts
-    from torchcts.testing.blocking_kernel import block
+    from torchcts.testing.blocking import block
     final = interrupts.FinalWrite()
     if sys.argv[1] == "main-thread-writing":
         assert final.claim()  # the main thread began its own last write (and is stuck in it)
@@ -297,3 +298,12 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+
+
+def test_these_tests_never_replace_cpus_logaddexp_in_their_own_process():
+    """The blocking kernel is installed only in the runs these tests start: a pytest-xdist worker running them goes on
+    to run other tests that call CPU's logaddexp (which would block for an hour)."""
+    import sys
+
+    assert "torchcts.testing.blocking_kernel" not in sys.modules
+    assert torch.logaddexp(torch.tensor([0.0]), torch.tensor([0.0])).item() == pytest.approx(0.6931, abs=1e-3)

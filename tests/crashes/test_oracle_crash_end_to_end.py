@@ -84,10 +84,10 @@ def checked(manifest_path, rows):
     return {"examples": context.examples, "cpu_contract_cases": context.cpu_contract_cases}
 
 
-def in_fresh_process(manifest_path, rows):
-    """`checked` in a new interpreter, whose autograd has started no threads, so its forked children can run
-    backward (a worker that ran a faulty-device backward before could not)."""
-    program = (f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+def in_fresh_process(manifest_path, rows, first=""):
+    """`checked` in a new interpreter (after the statements `first`), whose autograd has started no threads, so
+    its forked children can run backward (a worker that ran a faulty-device backward before could not)."""
+    program = (f"{first}import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
                f"from {Path(__file__).stem} import checked; "
                f"print(json.dumps(checked({str(manifest_path)!r}, {list(rows)!r})))")
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
@@ -103,6 +103,16 @@ def test_an_oracle_crash_on_every_case_is_cpu_contract_with_the_rules_reason(man
 def test_the_item_goes_on_past_a_crashing_case(manifest_path):
     answer = in_fresh_process(manifest_path, [0, 4])
     assert answer == {"examples": 2, "cpu_contract_cases": 1}, answer
+
+
+def test_a_process_whose_autograd_threads_started_does_not_run_the_crash_prone_cases(manifest_path):
+    """After a backward on a non-CPU device (autograd's device threads started), torch refuses autograd in forked
+    children: the isolated cases are not run (cpu_contract with the rule's reason), never CPU's rejection."""
+    faulty_backward = ("import torch; from torchcts.testing.faulty import device; device.register(); "
+                       "x = torch.ones(3, device='faulty', requires_grad=True); (x * 2).sum().backward(); ")
+    answer = in_fresh_process(manifest_path, [0, 4], first=faulty_backward)
+    assert answer.get("outcome") == Outcome.CPU_CONTRACT.value, answer
+    assert REASON in answer["reason"] and "rejected" not in answer["reason"], answer
 
 
 def test_a_run_draws_the_crashing_cases_and_completes(tmp_path):

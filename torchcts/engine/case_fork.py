@@ -22,6 +22,7 @@ from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, C
 from torchcts.engine.missing_kernels import MissingKernel
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import run_forked
+from torchcts.probe.runner import AUTOGRAD_AFTER_FORK
 
 
 class CaseError(RuntimeError):
@@ -71,6 +72,13 @@ def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, 
     if context.dispatch_trace is not None:
         context.dispatch_trace.add(result.answer.get("dispatched"))
     kind, message = result.answer["kind"], result.answer["message"]
+    isolation = context.case_isolation
+    if AUTOGRAD_AFTER_FORK in message and isolation is not None and isolation.isolates(case):
+        # torch refused autograd in the child (this process started autograd's device threads): the crash-prone
+        # case could not run isolated, so, as on a device that cannot fork, it is not run (never CPU's rejection)
+        context.oracle_crashes += 1
+        raise CpuRejects("not run: torch refuses autograd in a forked child once autograd's device threads started; "
+                         f"the CPU oracle is known to crash on such cases: {isolation.reason}")
     if kind == "missing_kernel":
         raise MissingKernelError(message, MissingKernel(**result.answer["missing_kernel"]))
     if kind == "error":

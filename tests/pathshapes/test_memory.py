@@ -21,16 +21,20 @@ from torchcts.pathshapes.memory import MemoryBudget, available_host_bytes, peak_
 from torchcts.results.files import read_records
 
 REPO = Path(__file__).resolve().parents[2]
-# A child runs the CLI in-process and prints its own peak RSS (KiB on Linux) as its last stderr line.
+# A child runs the CLI in-process and prints its own peak resident size (VmHWM, KiB) as its last stderr line. Not
+# ru_maxrss: a child's starts at its parent's resident size (a pytest worker grown by earlier tests), which hid the
+# item's peak under xdist; VmHWM belongs to the child's own address space, made fresh at exec.
 PEAK_SCRIPT = textwrap.dedent("""
-    import resource, sys
+    import sys
     from torchcts.cli.main import cli
     code = 0
     try:
         cli(sys.argv[1:], prog_name="torchcts")
     except SystemExit as exc:
         code = exc.code
-    print("maxrss_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    with open("/proc/self/status") as stream:
+        hwm = next(int(line.split()[1]) for line in stream if line.startswith("VmHWM:"))
+    print("vmhwm_kib", hwm, file=sys.stderr)
     sys.exit(code)
 """)
 ADDRESS_SPACE = 3 << 30  # the child's RLIMIT_AS: a regression fails to allocate instead of swapping the machine
@@ -55,7 +59,7 @@ def _run_child(*args: str) -> tuple[subprocess.CompletedProcess, int]:
     done = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, *args], capture_output=True, text=True, cwd=REPO,
                           env=env, preexec_fn=_limited_child, timeout=600)
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("maxrss_kib"), done.stderr[-2000:]
+    assert last.startswith("vmhwm_kib"), done.stderr[-2000:]
     return done, int(last.split()[1]) // 1024
 
 

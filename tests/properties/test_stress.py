@@ -65,21 +65,32 @@ def test_the_tensor_budget_follows_the_manifests_limits():
 
 def test_the_memory_limits_divide_by_the_programs_measured_peak():
     """DEVICE_PEAK covers the program's own peak (measured 4.0x its tensor): a device limit of DEVICE_PEAK times
-    the tensor budget holds it. Measured in a fresh process on CPU with a 64 MiB tensor (the peak resident size
-    over the process's after importing torch and running a tiny case)."""
+    the tensor budget holds it. Measured in a fresh process on CPU with one thread and a 64 MiB tensor: its peak
+    resident size (VmHWM, reset through /proc/self/clear_refs) over its resident size just before, both in that
+    process. Not ru_maxrss: a child's starts at its parent's size (a grown pytest worker's), so under xdist the
+    difference read 0."""
+    import os
     import subprocess
     import sys
 
     from torchcts.properties.test_stress import DEVICE_PEAK
 
     assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=DEVICE_PEAK * 64), 7) == 64 * MIB
-    script = ("import resource, torch\n"
+    script = ("import gc, torch\n"
               "from torchcts.properties.test_stress import stress\n"
+              "def status(field):\n"
+              "    with open('/proc/self/status') as stream:\n"
+              "        return next(int(l.split()[1]) * 1024 for l in stream if l.startswith(field + ':'))\n"
+              "torch.set_num_threads(1)\n"
               "stress(torch.zeros(1), 'large_tensor', 4096, [0], 0, 1)\n"
-              "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              "gc.collect()\n"
+              "with open('/proc/self/clear_refs', 'w') as stream:\n"
+              "    stream.write('5')\n"
+              "before = status('VmRSS')\n"
               f"out = stress(torch.zeros(1), 'large_tensor', {64 * MIB}, [0], 0, 1)\n"
-              "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+              "print(status('VmHWM') - before)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert done.returncode == 0, done.stderr
     peak = int(done.stdout.split()[-1])
     assert 64 * MIB <= peak <= DEVICE_PEAK * 64 * MIB, peak / (64 * MIB)

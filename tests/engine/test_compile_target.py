@@ -193,11 +193,17 @@ def test_a_compiled_run_isolates_every_item():
     assert IsolationPolicy().reason(item) is None
 
 
-def test_suppressed_compile_errors_are_turned_back_on(monkeypatch):
+def test_suppressed_compile_errors_are_turned_back_on():
     """TORCHDYNAMO_SUPPRESS_ERRORS would run a failing frame eagerly (a pass that tested eager)."""
     from torchcts.testing import compile_backends as backends
 
-    monkeypatch.setattr(torch._dynamo.config, "suppress_errors", True)
+    # dynamo's own patch, not monkeypatch: undoing a setattr on its config module deletes the entry for the rest of
+    # the process ("torch._dynamo.config.suppress_errors does not exist" in later tests on the same worker)
+    with torch._dynamo.config.patch(suppress_errors=True):
+        _compile_with_errors_suppressed(backends)
+
+
+def _compile_with_errors_suppressed(backends):
     reset_compiled()
     target = Target("cpu", CompileSpec(backends.COMPILE_RAISES, "static"))
     from torch.testing._internal.common_methods_invocations import op_db

@@ -1,0 +1,108 @@
+"""Scenario cases by name: a scenario's parameters are a mapping name -> value, named and bounded by its `CaseParams`.
+
+A scenario case (a suite's own situation, not an OpInfo sample: "three training steps of an MLP") is made of
+named, typed parameters: `input` (the tensor the program is given first; the placeholder `torch.zeros(1)` where
+the scenario has none) and the names its `CaseParams` declares (`args`, in order, then the optional `kwargs`).
+The engine places and compares an OpInfo `SampleInput`, so a scenario case is still carried as one, its values in
+declaration order: `scenario_case` builds it from names, `named` reads the names back, `params_strategy` draws a
+whole mapping from the bounds themselves, and `named_problem` checks a mapping read from a case file (an unknown
+or missing name) before it is ordered (`positional`). Case files store the named form (docs/corpus.md); a file
+of the older positional form is read through `upgrade` (args matched to names in declaration order).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from torchcts.cases.bounds import CaseParams
+
+SCENARIO = "scenario"  # the variant of every scenario case (an OpInfo case's is function, method, inplace or out)
+INPUT = "input"  # the name of the tensor a scenario's program is given first
+
+
+def names(params: CaseParams) -> tuple[str, ...]:
+    """Every parameter name a scenario's cases store: `input`, its positional args in order, then its kwargs."""
+    return (INPUT, *(name for name, _ in params.args), *(name for name, _ in params.kwargs))
+
+
+def named(params: CaseParams, sample: Any) -> dict[str, Any]:
+    """The case's values by name (`input`, then the args by their declared names, then the kwargs given)."""
+    values = {INPUT: sample.input}
+    values.update((name, value) for (name, _), value in zip(params.args, sample.args))
+    values.update(sample.kwargs)
+    return values
+
+
+def named_problem(params: CaseParams, values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, what is wrong) when a mapping is no scenario case of `params`: a name it does not declare, or a
+    positional parameter missing (trailing ones may be, `CaseParams.min_args`); None otherwise. Bounds are checked
+    afterwards, on the ordered sample (`CaseParams.problem`)."""
+    declared = names(params)
+    for key in values:
+        if key not in declared:
+            return (f"params.{str(key)[:40]}", f"not a parameter of this scenario; declared: {', '.join(declared)}")
+    if INPUT not in values:
+        return f"params.{INPUT}", "missing"
+    least = len(params.args) if params.min_args is None else params.min_args
+    given = [name for name, _ in params.args if name in values]
+    order = [name for name, _ in params.args][:len(given)]
+    if given != order or len(given) < least:
+        missing = [name for name, _ in params.args[:max(least, len(given))] if name not in values]
+        return f"params.{missing[0] if missing else INPUT}", "missing"
+    return None
+
+
+def positional(params: CaseParams, values: Mapping[str, Any]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """(input, args, kwargs) of a named mapping (`named_problem` has found nothing wrong with it)."""
+    args = tuple(values[name] for name, _ in params.args if name in values)
+    kwargs = {name: values[name] for name, _ in params.kwargs if name in values}
+    return values[INPUT], args, kwargs
+
+
+def upgrade(params: CaseParams, args: list[Any], kwargs: Mapping[str, Any], input: Any) -> dict[str, Any] | None:
+    """The named form of a positional scenario case (files written before scenario cases were named): its args
+    matched to the declared names in order, its kwargs kept by name. None when there are more args than names (the
+    case reader then names the count, `CaseParams.problem`)."""
+    if len(args) > len(params.args):
+        return None
+    values = {INPUT: input}
+    values.update((name, value) for (name, _), value in zip(params.args, args))
+    values.update(kwargs)
+    return values
+
+
+def scenario_case(scenario: str, dtype: Any, params: CaseParams, values: Mapping[str, Any], what: str) -> Any:
+    """A drawn scenario case from named values: `values` holds `input` and the declared names (a name it lacks
+    must be an optional one), `what` says the case in a line (its failure message quotes it)."""
+    from torchcts.strategies import Case
+    from torchcts.strategies.sample_walk import sample_input
+
+    problem = named_problem(params, values)
+    if problem is not None:
+        raise ValueError(f"scenario {scenario}: {problem[0]}: {problem[1]}")
+    input, args, kwargs = positional(params, values)
+    return Case(scenario, SCENARIO, dtype, sample_input(input, args=args, kwargs=kwargs), 0, transforms=(what,))
+
+
+def params_strategy(params: CaseParams, input: Any = None) -> Any:
+    """A strategy of named mappings drawn within `params`' bounds (each by `Bound.strategy()`, in declaration
+    order; every optional keyword drawn too), `input` as the tensor (None: the placeholder `torch.zeros(1)`).
+    Rules between values are kept by filtering, so a rule that most draws break calls for a suite's own strategy."""
+    from hypothesis import strategies as st
+
+    if input is None:
+        import torch  # only where a case is drawn: the declarations above stay torch-free
+
+        input = torch.zeros(1)
+    fields = {name: bound.strategy() for name, bound in (*params.args, *params.kwargs)}
+    drawn = st.fixed_dictionaries(fields).map(lambda values: {INPUT: input, **values})
+    if not params.rules:
+        return drawn
+    return drawn.filter(lambda values: all(_holds(rule, values) for _, rule in params.rules))
+
+
+def _holds(rule: Any, values: dict[str, Any]) -> bool:
+    try:
+        return bool(rule(values))
+    except Exception:  # noqa: BLE001 - a rule over values of the wrong shape does not hold (as CaseParams.problem)
+        return False

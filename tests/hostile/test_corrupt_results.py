@@ -16,6 +16,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from torchcts.results import bounded as bounded_files
 from torchcts.results import files as result_files
 from torchcts.cli.main import cli
 from torchcts.crashes.history import crash_evidence
@@ -166,7 +167,7 @@ def test_size_line_and_count_limits_are_named(tmp_path, monkeypatch):
     long_line = write_run(tmp_path / "long", summary(), line() + line(error="x" * result_files.MAX_LINE_BYTES))
     with pytest.raises(ResultFileError, match=r"records.jsonl:2: unreadable: line longer than the limit of 8 MiB"):
         read_records(long_line)
-    monkeypatch.setattr(result_files, "MAX_RECORDS", 3)  # the real limit is 1,000,000 lines
+    monkeypatch.setattr(bounded_files, "MAX_RECORDS", 3)  # the real limit is 1,000,000 lines
     many = write_run(tmp_path / "many", summary(), line() * 4)
     assert len(read_records(write_run(tmp_path / "three", summary(), line() * 3))) == 3
     with pytest.raises(ResultFileError, match="records.jsonl: unreadable: more than 3 lines, the limit"):

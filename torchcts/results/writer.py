@@ -28,8 +28,9 @@ from typing import Any, Iterable
 import torch
 
 from torchcts import disk, interrupts
+from torchcts.core.record import RECORD_VERSION, VERSION_FIELD
 from torchcts.disk import WriteError
-from torchcts.outcomes import EXECUTED, Outcome
+from torchcts.core.outcomes import EXECUTED, Outcome
 # run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
 from torchcts.results.files import RUN_KINDS, missing_kernel_summary
 
@@ -123,7 +124,7 @@ class RunWriter:
 
     def record(self, record: dict[str, Any]) -> None:
         """Append one item's record, whole, and count it (a signal waits until both are done)."""
-        line = json.dumps(record, sort_keys=True, default=str) + "\n"
+        line = _line(record)
         with interrupts.deferred():
             disk.append(self._fd, line.encode(), self.folder / "records.jsonl")
             self.outcomes[str(record["outcome"])] += 1  # an Outcome member counts as its value
@@ -132,7 +133,7 @@ class RunWriter:
         """Append many records (a plan's accounting: tens of thousands) in few writes of whole lines."""
         chunk: list[tuple[str, str]] = []
         for record in records:
-            chunk.append((json.dumps(record, sort_keys=True, default=str) + "\n", str(record["outcome"])))
+            chunk.append((_line(record), str(record["outcome"])))
             if len(chunk) == RECORDS_PER_WRITE:
                 self._write_lines(chunk)
                 chunk = []
@@ -224,6 +225,11 @@ class RunWriter:
                     recorded.add(record.get("item"))
         self.outcomes = outcomes
         return recorded
+
+
+def _line(record: dict[str, Any]) -> str:
+    """A record's line of records.jsonl, marked with the record version it was written as (`core.record`)."""
+    return json.dumps({**record, VERSION_FIELD: RECORD_VERSION}, sort_keys=True, default=str) + "\n"
 
 
 def _remove_empty_run_folder(folder: Path) -> None:

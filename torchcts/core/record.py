@@ -1,0 +1,147 @@
+"""One item's result record, typed: the one definition of what a line of records.jsonl holds.
+
+`Record` groups the line's flat fields into typed parts (`core.record_parts`): identity, verdict (with the
+missing kernel and the warnings), measures, isolation, counterexample, compile leg and path-shapes case when
+there is one, traces. `Record.from_json` reads a parsed line strictly: a field the record does not name is an
+error naming it (and the field it was probably meant to be), a wrong type names the field and what it allows;
+`to_json` writes the flat line back. Everything else is derived from it: the reader's validation
+(`results.files`), the compact record pytest-xdist carries (`plugin.distributed`), the docs/results.md field
+table (`core.record_doc`). Adding a field is one `json_field` in its part, the code that fills it, and its row.
+
+Versions (docs/results.md, "Record versions"): a line written since the typed record carries
+`record_version` 2. A line without it is version 1 (every run folder before): version-1 readers ignored
+fields they did not know, so its upgrade drops the fields this record does not name and checks the rest as
+version 2. A version this TorchCTS does not know is refused (a newer TorchCTS wrote it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import attrs
+
+from torchcts.core import outcomes
+from torchcts.core.json_checks import json_kind, show
+from torchcts.core.record_parts import (CompileLeg, Counterexample, Identity, Isolation, Measures, PathShapes,
+                                        Traces, Verdict)
+from torchcts.core.typed_json import (RecordError, check_fields, json_fields, unknown_field, value_from_json,
+                                      value_to_json)
+
+RECORD_VERSION = 2  # what the writer puts in `record_version`; a line without one is version 1
+VERSION_FIELD = "record_version"
+OPTIONAL_PARTS = {"compile_leg": CompileLeg, "path_shapes": PathShapes}  # None when the record has none of their fields
+
+
+@attrs.frozen(kw_only=True)
+class Record:
+    """One item's result. `nulls` names the optional fields the line holds as JSON null (written back as null,
+    so a record read and written again is the same line)."""
+
+    identity: Identity
+    verdict: Verdict
+    measures: Measures = Measures()
+    isolation: Isolation = Isolation()
+    counterexample: Counterexample = Counterexample()
+    traces: Traces = Traces()
+    compile_leg: CompileLeg | None = None
+    path_shapes: PathShapes | None = None
+    nulls: frozenset[str] = frozenset()
+
+    @property
+    def item(self) -> str:
+        return self.identity.item
+
+    @property
+    def outcome(self) -> outcomes.Outcome:
+        return self.verdict.outcome
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Record":
+        """The record of one parsed line of records.jsonl (either version); RecordError names the first problem."""
+        return _from_fields(upgrade(data))
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's line as a JSON-ready dict (`outcome` an `Outcome`, which JSON writes as its value)."""
+        line: dict[str, Any] = {}
+        for part_name in PARTS:
+            part = getattr(self, part_name)
+            if part is None:
+                continue
+            for name in json_fields(type(part)):
+                value = getattr(part, name)
+                if value is not None:
+                    line[name] = value_to_json(value)
+                elif name in self.nulls:
+                    line[name] = None
+        line[VERSION_FIELD] = RECORD_VERSION
+        return line
+
+
+PARTS: dict[str, type] = {"identity": Identity, "verdict": Verdict, "measures": Measures, "isolation": Isolation,
+         "counterexample": Counterexample, "traces": Traces, **OPTIONAL_PARTS}
+FIELDS: dict[str, tuple[str, attrs.Attribute]] = {
+    name: (part_name, field) for part_name, part in PARTS.items() for name, field in json_fields(part).items()}
+NESTED = tuple(name for name, (_, field) in FIELDS.items()
+               if field.metadata["nested"] is not None or field.metadata["nested_list"] is not None)
+REQUIRED = tuple(name for name, (_, field) in FIELDS.items() if field.default is attrs.NOTHING)
+
+
+def field_names() -> Iterator[str]:
+    """Every field a line of records.jsonl may hold, `record_version` last."""
+    yield from FIELDS
+    yield VERSION_FIELD
+
+
+def upgrade(data: Any) -> dict[str, Any]:
+    """A parsed line as version 2: a version-1 line (no `record_version`) without the fields version 2 does not
+    name, and marked version 2; a version-2 line as it is. RecordError for a line that is not an object or names another version."""
+    if not isinstance(data, dict):
+        raise RecordError(f"a record must be a JSON object, got {json_kind(data)}")
+    version = data.get(VERSION_FIELD, 1)
+    if version == RECORD_VERSION and type(version) is int:
+        return data
+    if version == 1 and type(version) is int:
+        return {**{name: value for name, value in data.items() if name in FIELDS}, VERSION_FIELD: RECORD_VERSION}
+    raise RecordError(f"field {VERSION_FIELD!r} must be 1 or {RECORD_VERSION} (absent: 1), got {show(version)}: "
+                      "a newer TorchCTS wrote this record")
+
+
+def check(data: Mapping[str, Any]) -> None:
+    """Raise RecordError for the first problem of a version-2 line (without building the record: the reader's
+    fast path over a whole records.jsonl)."""
+    flat = {name: field for name, (_, field) in FIELDS.items()}
+    for name in data:
+        if name not in flat and name != VERSION_FIELD:
+            raise unknown_field("a record", str(name), [*flat, VERSION_FIELD])
+    check_fields("a record", {k: v for k, v in data.items() if k != VERSION_FIELD}, flat, strict=False)
+    for name in NESTED:  # the outer check saw the shape; a nested object's unknown fields are errors too
+        value = data.get(name)
+        if value is not None:
+            value_from_json(flat[name], value, "")
+
+
+def problem(data: Any) -> str | None:
+    """What is wrong with one parsed line of records.jsonl (either version), or None."""
+    try:
+        check(upgrade(data))
+    except RecordError as exc:
+        return str(exc)
+    return None
+
+
+def _from_fields(data: dict[str, Any]) -> Record:
+    check(data)
+    values: dict[str, dict[str, Any]] = {part_name: {} for part_name in PARTS}
+    nulls = set()
+    for name, value in data.items():
+        if name == VERSION_FIELD:
+            continue
+        part_name, field = FIELDS[name]
+        if value is None:
+            nulls.add(name)
+        values[part_name][name] = value_from_json(field, value, "")
+    verdict = values["verdict"]
+    verdict["outcome"] = outcomes.Outcome(verdict["outcome"])
+    parts = {part_name: PARTS[part_name](**kwargs) for part_name, kwargs in values.items()
+             if kwargs or part_name not in OPTIONAL_PARTS}
+    return Record(**parts, nulls=frozenset(nulls))

@@ -94,7 +94,8 @@ def field_names() -> Iterator[str]:
 
 def upgrade(data: Any) -> dict[str, Any]:
     """A parsed line as version 2: a version-1 line (no `record_version`) without the fields version 2 does not
-    name, and marked version 2; a version-2 line as it is. RecordError for a line that is not an object or names another version."""
+    name, and marked version 2; a version-2 line as it is. RecordError for a line that is not an object or names
+    another version."""
     if not isinstance(data, dict):
         raise RecordError(f"a record must be a JSON object, got {json_kind(data)}")
     version = data.get(VERSION_FIELD, 1)

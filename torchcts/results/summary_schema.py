@@ -19,7 +19,8 @@ def _missing_kernels(value: Any) -> bool:
     """run.json `missing_kernels`: distinct overloads and their items (the report recounts from the records)."""
     return value is None or (isinstance(value, dict) and c.is_count(value.get("distinct")) and
                              isinstance(value.get("overloads"), list) and
-                             all(isinstance(o, dict) and c.is_str(o.get("overload")) and c.opt_str(o.get("dispatch_key"))
+                             all(isinstance(o, dict) and c.is_str(o.get("overload"))
+                                 and c.opt_str(o.get("dispatch_key"))
                                  and c.is_count(o.get("items")) for o in value["overloads"]))
 
 

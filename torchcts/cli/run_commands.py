@@ -354,8 +354,11 @@ def _bytes(value: str | None) -> int | None:
                    "(their aot_eager scenarios; --ops replaces that choice) (repeatable; default: all three).")
 @click.option("--ops", "ops", multiple=True, metavar="REGEX",
               help="Only the ops or scenarios this regex finds (repeatable; as run --ops): a quicker, partial selftest.")
+@click.option("--workers", type=IntRange(1, 64), metavar="N",
+              help="Runs at once (`torchcts run` processes; each clean run split in N shards). Default: one per "
+                   "usable core.")
 def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir: Path, bugs: tuple[str, ...],
-             only_phases: tuple[str, ...], ops: tuple[str, ...]) -> None:
+             only_phases: tuple[str, ...], ops: tuple[str, ...], workers: int | None) -> None:
     """Prove the suites catch bugs: run them against the faulty device once clean and once per seeded bug.
 
     The OpInfo properties run at --level in --dtype; the scenario suites (views, copies, ieee754,
@@ -364,8 +367,10 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
     detection table per suite, which bugs were detected (with the failing items), which were
     missed, and the clean backend's failures (there must be none). Bugs written for an OpInfo
     property above --level (gradcheck, double_backward: level 4) are listed as not run, with the
-    level that runs them (--level 4 --dtype float64 --dtype float32). Exits 1 when a bug was missed
-    or the clean run failed.
+    level that runs them (--level 4 --dtype float64 --dtype float32). Each bug is rerun only on the
+    items where the clean run saw its condition hold, in --workers processes at once. Exits 1 when a
+    bug was missed or the clean run failed; Ctrl-C or SIGTERM stops the runs under way (they keep
+    what they ran), prints the partial report and exits 130 or 143.
     """
     from torchcts.testing.faulty.bugs import BUGS
     from torchcts.testing.selftest import print_report, run_selftest
@@ -375,6 +380,6 @@ def selftest(level: int, dtypes: tuple[str, ...], max_examples: int, results_dir
         fail(f"--bug {unknown[0]!r}: not a seeded bug selftest runs; known: "
              f"{', '.join(n for n, b in BUGS.items() if b.in_all)}")
     report = run_selftest(level=level, dtypes=dtypes, max_examples=max_examples, results_dir=results_dir,
-                          progress=click.echo, only_bugs=bugs, only_phases=only_phases, ops=ops)
+                          progress=click.echo, only_bugs=bugs, only_phases=only_phases, ops=ops, workers=workers)
     print_report(report, click.echo)
-    sys.exit(0 if report.ok else 1)
+    sys.exit(report.exit_code)

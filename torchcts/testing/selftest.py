@@ -5,9 +5,12 @@ in the given dtypes, the scenario suites (views, copies, ieee754, sparse, ...: e
 whose items are scenarios) at their own levels in every dtype they list, and the whole-model compile
 suites (`compile`: their aot_eager scenarios, rerun only for the bugs written for them, which fire
 only in code torch.compile captured). The clean run records, for
-every item, which aten overloads it ran on the device. Each seeded bug is then tested by rerunning
-(with only that bug on) the ops or scenarios whose items reached one of the bug's overloads, in
-the phase that reached them: an item that never runs an overload cannot see its bug. A bug is detected when
+every item, which aten overloads it ran on the device and where each seeded bug's condition held
+(`faulty.would_fire`). Each seeded bug is then tested by rerunning, with only that bug on, the items
+where its condition held (a bug whose condition counts across calls: the ops or scenarios whose items
+reached one of its overloads), in the phase that reached them: an item where the bug never acts runs
+as it ran clean (`selftest_reach`). The runs are `torchcts run` processes, several at once
+(`selftest_pool`; the clean runs in shards, one per worker). A bug is detected when
 some item that passes on the clean backend fails or errors with the bug on; the clean run must
 have no failure, except on ops where the faulty device is documented to differ from CPU
 (`agreement.EXPLAINED`, e.g. scaled_dot_product_attention: math kernel vs CPU's fused kernel),
@@ -19,10 +22,7 @@ level that runs it, rather than counted missed.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
+import signal
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -30,12 +30,8 @@ import attrs
 
 from torchcts.disk import write_atomic, writing
 from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
-from torchcts.results.files import read_summary
-from torchcts.results.writer import read_records
-from torchcts.plugin.launch import latest_run, run_folders
-from torchcts.plugin.session import TRACE_ENV
 from torchcts.manifest.templates import render_template
-from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
+from torchcts.testing.faulty.bugs import BUGS
 
 
 DETECTS = (Outcome.FAILED, Outcome.ERROR)  # a seeded bug is detected by an item failing or erroring with it on
@@ -63,6 +59,8 @@ class SelftestReport:
     unexercised_properties: tuple[str, ...] = ()  # registered properties no clean item executed
     # (bug, suite, level): bugs written for an OpInfo property above the run's --level, so not run (`deferred_bugs`)
     deferred_bugs: tuple[tuple[str, str, int], ...] = ()
+    interrupted: str | None = None  # the signal that stopped the selftest ("SIGINT"): a partial report
+    not_started: tuple[str, ...] = ()  # runs the signal kept from starting
 
     @property
     def detection_rate(self) -> float:
@@ -70,7 +68,22 @@ class SelftestReport:
 
     @property
     def ok(self) -> bool:
-        return not self.clean_failures and not self.incomplete_runs and all(b.detected for b in self.bugs)
+        return (not self.clean_failures and not self.incomplete_runs and not self.interrupted
+                and all(b.detected for b in self.bugs))
+
+    @property
+    def exit_code(self) -> int:
+        """0 when ok, 1 when not; 128 + the signal's number when one stopped it (130 Ctrl-C, 143 SIGTERM)."""
+        if self.interrupted:
+            return 128 + int(signal.Signals[self.interrupted])
+        return 0 if self.ok else 1
+
+    def undecided(self, bug: BugResult) -> bool:
+        """Whether a stop left the bug's verdict open: undetected, and its run (or its phase's clean run) unfinished."""
+        unfinished = {name.split(" ")[0] for name in (*self.incomplete_runs, *self.not_started)}
+        return (self.interrupted is not None and not bug.detected
+                and (any(name.endswith("/" + bug.name) for name in unfinished)
+                     or any(name.endswith("/clean") for name in unfinished)))
 
 
 @attrs.frozen
@@ -119,36 +132,18 @@ def phases(level: int, dtypes: tuple[str, ...], specs: Iterable[Any] | None = No
     return tuple(found)
 
 
-def _run(results_dir: Path, manifest: Path, phase: Phase, max_examples: int, bugs: str,
-         ops: tuple[str, ...] = ()) -> tuple[list[dict], bool]:
-    """The records of one run of a phase, and whether it completed."""
-    args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
-            "--level", str(phase.level), "--derandomize", "--max-examples", str(max_examples),
-            "--results-dir", str(results_dir), "--corpus-dir", str(results_dir / "corpus"), "--no-report",
-            "--no-shrink"]
-    for dtype in phase.dtypes:
-        args += ["--dtype", dtype]
-    for name in phase.properties:
-        args += ["--property", name]
-    for pattern in ops or phase.ops:
-        args += ["--ops", pattern]
-    env = dict(os.environ, **{ENV_VAR: bugs, TRACE_ENV: "1"})
-    before = run_folders(results_dir)
-    subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                   check=False)
-    folder = latest_run(results_dir, before)
-    if folder is None:
-        raise RuntimeError(f"the selftest run wrote no results under {results_dir}")
-    complete = read_summary(folder)["status"] == "complete"
-    return read_records(folder), complete
-
-
 def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_examples: int = 10,
                  results_dir: Path = Path("results/selftest"), progress: Callable[[str], None] = print,
                  only_bugs: tuple[str, ...] = (), only_phases: tuple[str, ...] = (),
-                 ops: tuple[str, ...] = ()) -> SelftestReport:
+                 ops: tuple[str, ...] = (), workers: int | None = None) -> SelftestReport:
     """Every phase (or those named in `only_phases`) clean, then once per seeded bug (or per bug of `only_bugs`)
-    where its overloads are reached; `ops` (regexes, as `run --ops`) narrows the clean runs."""
+    on the items where it can act (`selftest_reach`), in `workers` processes (default: one per usable core);
+    `ops` (regexes, as `run --ops`) narrows the clean runs. Ctrl-C or SIGTERM stops the runs under way, which
+    keep what they ran: the report is partial and says so (`interrupted`)."""
+    from torchcts import interrupts
+    from torchcts.testing.selftest_pool import RunPool, usable_cores
+    from torchcts.testing.selftest_runs import Schedule
+
     results_dir = Path(results_dir)
     with writing(results_dir):
         results_dir.mkdir(parents=True, exist_ok=True)
@@ -160,47 +155,34 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     chosen = chosen_bugs(planned, owned, only_bugs)
     deferred = deferred_bugs(chosen, level)
     chosen = [b for b in chosen if b.name not in {name for name, _, _ in deferred}]
-    clean_records: list[dict] = []
-    incomplete: list[str] = []
-    failing: dict[str, list[str]] = {bug.name: [] for bug in chosen}
-    reached_by_bug: dict[str, set[str]] = {bug.name: set() for bug in chosen}
-    for phase in planned:
-        progress(f"selftest: clean run of the {phase.name} phase against the faulty device ...")
-        clean, clean_complete = _run(results_dir / phase.name / "clean", manifest, phase, max_examples, bugs="",
-                                     ops=ops)
-        clean_records += clean
-        if not clean_complete:
-            incomplete.append(f"{phase.name}/clean")
-        failed = {r["item"] for r in clean if r["outcome"] in PROBLEMS}
-        reached: dict[str, set[str]] = {}
-        for record in clean:
-            for overload in record.get("device_ops", ()):
-                reached.setdefault(overload, set()).add(record["op"])
-        for bug in (bug for bug in chosen if phase.runs(bug, owned)):
-            # named apart from `ops`, which every phase's clean run reads
-            reaching = sorted(set().union(*(reached.get(o, set()) for o in bug.ops)))
-            if not reaching:
-                continue
-            reached_by_bug[bug.name].update(reaching)
-            progress(f"selftest: {phase.name}: {bug.name} ({len(reaching)} ops or scenarios reach it) ...")
-            pattern = "^(" + "|".join(re.escape(op) for op in reaching) + ")$"
-            records, complete = _run(results_dir / phase.name / bug.name, manifest, phase, max_examples,
-                                     bugs=bug.name, ops=(pattern,))
-            if not complete:
-                incomplete.append(f"{phase.name}/{bug.name}")
-            # only items the clean backend passes can show a bug
-            failing[bug.name] += [r["item"] for r in records if r["outcome"] in DETECTS and r["item"] not in failed
-                                  and _detects(bug, r)]
+    workers = workers or usable_cores()
+    schedule = Schedule(planned, chosen, owned, results_dir, workers, tuple(ops), progress)
+    pool = RunPool(workers, manifest, max_examples)
+    interrupted = None
+    with interrupts.handling():
+        try:
+            schedule.run(pool)
+        except KeyboardInterrupt as exc:
+            if not interrupts.from_signal(exc):
+                raise
+            interrupted = interrupts.signal_name() or "SIGINT"
+            interrupts.FinalWrite().claim()  # stopping, not stuck: the watchdog lets the runs write what they ran
+            with interrupts.deferred(raise_at_end=False):
+                progress(f"selftest: {interrupted}: stopping the {len(pool.running)} runs under way ...")
+                for result in pool.stop(interrupts.requested() or signal.SIGINT):
+                    schedule.take(result)
     for bug in chosen:
-        if not reached_by_bug[bug.name]:
+        if not schedule.reached[bug.name] and not interrupted:
             progress(f"selftest: {bug.name}: no item runs {', '.join(bug.ops)}")
-    results = tuple(BugResult(bug.name, bug.description, tuple(sorted(reached_by_bug[bug.name])),
-                              tuple(failing[bug.name]), bug.suite) for bug in chosen)
-    failing_clean = [r for r in clean_records if r["outcome"] in PROBLEMS]
+    results = tuple(BugResult(bug.name, bug.description, tuple(sorted(schedule.reached[bug.name])),
+                              tuple(schedule.failing[bug.name]), bug.suite) for bug in chosen)
+    failing_clean = [r for r in schedule.clean_records if r["outcome"] in PROBLEMS]
     failed_items = tuple(r["item"] for r in failing_clean)
     explained = tuple(r["item"] for r in failing_clean if _documented_disagreement(r["op"]))
-    return SelftestReport(tuple(item for item in failed_items if item not in explained), results, tuple(incomplete),
-                          explained, unexercised_properties(clean_records, 8, _specs_of(planned)), deferred)
+    return SelftestReport(tuple(item for item in failed_items if item not in explained), results,
+                          tuple(schedule.incomplete), explained,
+                          unexercised_properties(schedule.clean_records, 8, _specs_of(planned)), deferred,
+                          interrupted=interrupted, not_started=tuple(schedule.not_started()))
 
 
 def chosen_bugs(planned: Iterable[Phase], owned: set[str], only_bugs: tuple[str, ...] = ()) -> list[Any]:
@@ -247,11 +229,6 @@ def _specs_of(planned: Iterable[Phase]) -> list[Any]:
     return [spec for spec in registry.load() if spec.name in names]
 
 
-def _detects(bug: Any, record: dict[str, Any]) -> bool:
-    """Whether a failing record shows the bug: a missing-kernel bug only as a missing-kernel error."""
-    return bug.kind != "missing-kernel" or record.get("error_kind") == "missing_kernel"
-
-
 def unexercised_properties(records: Iterable[dict[str, Any]], level: int, specs: Iterable[Any] | None = None
                            ) -> tuple[str, ...]:
     """The registered properties at or below `level` (`specs`: the registry's) with no executed item in `records`."""
@@ -285,7 +262,9 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
             shown = ", ".join(bug.failing_items[:4]) + (" ..." if len(bug.failing_items) > 4 else "")
             echo(f"  detected {bug.name} [{bug.suite}]: {len(bug.failing_items)} failing items ({shown})")
     for bug in report.bugs:
-        if not bug.detected:
+        if report.undecided(bug):
+            echo(f"  NOT DONE {bug.name} [{bug.suite}]: its run did not finish ({report.interrupted})")
+        elif not bug.detected:
             why = "no item reaches its ops" if not bug.reached_ops else f"{len(bug.reached_ops)} ops reach it"
             echo(f"  MISSED   {bug.name} [{bug.suite}]: {bug.description} ({why})")
     for name, suite, level in report.deferred_bugs:
@@ -294,8 +273,12 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
     if report.unexercised_properties:
         echo("registered properties no clean item executed (bugs only they could see go unseen): "
              + ", ".join(report.unexercised_properties))
+    if report.interrupted:
+        echo(f"selftest stopped by {report.interrupted}: partial results (the runs under way kept what they ran); "
+             f"{len(report.not_started)} runs not started")
     if report.incomplete_runs:
-        echo(f"runs that did not complete (a crash?): {', '.join(report.incomplete_runs)}")
+        echo(f"runs that did not complete ({'stopped' if report.interrupted else 'a crash?'}): "
+             f"{', '.join(report.incomplete_runs)}")
     echo(f"clean backend failures: {len(report.clean_failures)}"
          + (": " + ", ".join(report.clean_failures[:10]) if report.clean_failures else ""))
     if report.explained_clean_failures:

@@ -44,6 +44,10 @@ class Bug:
     # or "crash" / "hang" / "missing-kernel" / "wrong-error" (raises another exception than CPU's): act before the op runs
     kind: str = "wrong-result"
     suite: str = "opinfo"  # the suite written to catch it: "opinfo" (the OpInfo properties) or a suite module's name
+    # whether its condition reads only the call (its arguments, the device's settings): the selftest then reruns it on
+    # the items where the clean run saw that condition hold (`would_fire`); False (a count kept across calls and
+    # items): on every item of the ops or scenarios that reached its overloads
+    precise: bool = True
 
     @property
     def in_all(self) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from torchcts.testing.faulty import would_fire
 from torchcts.testing.faulty.bug_model import Bug
 
 ENV_VAR = "TORCHCTS_FAULTY_BUGS"
@@ -349,12 +350,16 @@ def active_bugs() -> tuple[str, ...]:
 
 
 def load_from_environment() -> None:
-    """Switch on the bugs named in TORCHCTS_FAULTY_BUGS (ValueError for unknown names)."""
+    """Switch on the bugs named in TORCHCTS_FAULTY_BUGS (ValueError for unknown names); with
+    TORCHCTS_FAULTY_WOULD_FIRE=1, note where the others would fire (`would_fire`)."""
     _set_active(parse_names(os.environ.get(ENV_VAR, "")))
+    would_fire.load_from_environment(BUGS.values())
 
 
 def before(func, args: tuple, kwargs: dict) -> None:
     """Crash and hang bugs act before the op runs."""
+    if would_fire.watching():
+        would_fire.note(func, args, kwargs, _by_op.get(str(func), ()), before_op=True)
     for bug in _by_op.get(str(func), ()):
         if bug.kind != "wrong-result" and bug.fires(func, args, kwargs):
             _note_fired(bug)
@@ -363,6 +368,8 @@ def before(func, args: tuple, kwargs: dict) -> None:
 
 def after(func, args: tuple, kwargs: dict, result: Any) -> Any:
     """The op's CPU result, perturbed by every active bug whose condition holds."""
+    if would_fire.watching():
+        would_fire.note(func, args, kwargs, _by_op.get(str(func), ()), before_op=False)
     for bug in _by_op.get(str(func), ()):
         if bug.kind == "wrong-result" and bug.fires(func, args, kwargs):
             _note_fired(bug)

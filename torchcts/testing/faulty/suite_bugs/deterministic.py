@@ -38,5 +38,5 @@ BUGS = (
                                              "aten._index_put_impl_.default", "aten.index_put_.default"),
         "deterministic algorithms are on and an index repeats",
         "every second call's result differs in the last bit of one element (an atomic summation order)",
-        _deterministic_sum_over_repeats, _order_dependent, suite="deterministic"),
+        _deterministic_sum_over_repeats, _order_dependent, suite="deterministic", precise=False),
 )

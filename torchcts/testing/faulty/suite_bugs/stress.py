@@ -50,5 +50,5 @@ BUGS = (
         "the elements past 2**23 keep the first operand's values", _past_the_grid, _tail_not_computed, suite="stress"),
     Bug("queue_wrap_drops_op", ("aten.tanh.default", SYNCHRONIZE_STEP), "the 256th tanh on 64+ elements queued "
         "since the last synchronize", "the op is dropped: its output keeps its input's values", _wraps_the_queue,
-        _dropped, suite="stress"),
+        _dropped, suite="stress", precise=False),
 )

@@ -28,6 +28,7 @@ import attrs
 from torchcts.engine.programs import run_program
 from torchcts.cases import scenario_case
 from torchcts.cases.bounds import CaseParams
+from torchcts.plan import registry
 from torchcts.plan.registry import RegistryError, ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
 
@@ -167,6 +168,9 @@ def scenario_suite(name: str, *, capability: str, level: int, dtypes: Iterable[s
         cts.run(row.strategy(cts), row.check(cts))
 
     module = sys._getframe(1).f_globals.get("__name__", __name__)  # the suite's module: its items' origin
+    known = {spec.name: spec for spec in registry.properties()}.get(name)
+    if known is not None and known.module != module:  # every table's test function shares this file's code
+        raise RegistryError(f"property {name} is registered twice: {known.module} and {module}")
     run_scenario.__name__ = run_scenario.__qualname__ = f"test_{name}"
     run_scenario.__module__ = module
     run_scenario.__doc__ = f"The {name} scenarios, each run by its row of the suite's table."

@@ -50,10 +50,15 @@ def test_an_unknown_or_missing_name_is_refused_by_name(values, field):
         scenario_case.scenario_case("mlp", torch.float32, PARAMS, values, "")
 
 
-def test_the_positional_form_upgrades_to_names_in_declaration_order():
-    assert scenario_case.upgrade(PARAMS, ["mlp", [1, 2], 2], {"seed": 1}, "x") == {
-        "input": "x", "model": "mlp", "sizes": [1, 2], "steps": 2, "seed": 1}
-    assert scenario_case.upgrade(PARAMS, ["mlp", [1, 2], 2, None, "one too many"], {}, "x") is None
+def test_the_named_file_form_and_the_positional_one_convert_both_ways():
+    positional = {"input": {"tensor": "t"}, "args": ["mlp", [1, 2], 2], "kwargs": {"dict": {"seed": 1}}}
+    named = scenario_case.named_inputs(PARAMS, positional)
+    assert named == {"input": {"tensor": "t"}, "model": "mlp", "sizes": [1, 2], "steps": 2, "seed": 1}
+    assert scenario_case.positional_inputs(PARAMS, named) == positional
+    assert scenario_case.positional_inputs(PARAMS, {**named, "depth": 2}) == (
+        "inputs.scenario.depth", "not a parameter of this scenario; declared: input, model, sizes, steps, lr, seed")
+    del named["sizes"]
+    assert scenario_case.positional_inputs(PARAMS, named) == ("inputs.scenario.sizes", "missing")
 
 
 @settings(max_examples=40, database=None)

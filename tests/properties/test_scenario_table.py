@@ -139,3 +139,13 @@ def test_misdeclared_rows_fail_at_declaration():
         scenario_suite("table_probe_twice", capability="inference", level=1, dtypes=("float32",),
                        scenarios=[Scenario("a", PARAMS, transposed_add), Scenario("a", PARAMS, transposed_add)])
     assert "table_probe_twice" not in registry.names()
+
+
+def test_one_name_from_two_suite_modules_is_refused(suite):
+    suite("table_probe_module", [Scenario("transposed", PARAMS, transposed_add)])
+    namespace = {"__name__": "another_suite_module", "scenario_suite": scenario_suite, "rows": [
+        Scenario("transposed", PARAMS, transposed_add)]}
+    with pytest.raises(registry.RegistryError, match="registered twice: .*test_scenario_table and another_suite"):
+        exec("scenario_suite('table_probe_module', capability='inference', level=1, dtypes=('float32',), "
+             "scenarios=rows)", namespace)
+

@@ -198,12 +198,13 @@ def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[
         call, attributes = compile_call(case, "PROGRAM")
         writer.names.update(attributes)
         on_device = f"DEVICE_PROGRAM = {call}"
+    inputs = case.positional_inputs()  # a scenario case's named parameters, in the program's order
     code = {"device": ascii(device), "dtype": str(dtype), "tolerances": tolerances,
             "exact": str(getattr(spec.items, "comparison", "tolerance") == "bits"),
             "modules": list(program.modules), "program": program.source, "name": program.name,
             "device_program": on_device,
             "storages": [writer.storage(s, i) for i, s in enumerate(case.storages)],
-            "input": writer.value(case.inputs.get("input"), "inputs.input"),
-            "args": writer.value(case.inputs.get("args", []), "inputs.args"),
-            "kwargs": writer.value(case.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")}
+            "input": writer.value(inputs.get("input"), "inputs.input"),
+            "args": writer.value(inputs.get("args", []), "inputs.args"),
+            "kwargs": writer.value(inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")}
     return code, program

@@ -23,9 +23,10 @@ from typing import Any, Iterable
 
 import attrs
 
+from torchcts.cases import scenario_case
 from torchcts.cases.codec import CodecError, Decoder, Encoder, brief
 from torchcts.cases.limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
-from torchcts.engine.compile_target import backend_spelling_problem, settings_problem
+from torchcts.core.compile_settings import backend_spelling_problem, settings_problem
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")
@@ -62,7 +63,9 @@ class CorpusCase:
     device_type: str
     backend: str | None
     found: dict[str, Any]
-    inputs: dict[str, Any]  # encoded: {"input", "args", "kwargs"} (+ "error_type", "error_regex" for errors)
+    # encoded: {"input", "args", "kwargs"} (+ "error_type", "error_regex" for errors); a scenario case's named
+    # parameters {"scenario": {"input", <name>: value, ...}} (`positional_inputs` gives either as the first form)
+    inputs: dict[str, Any]
     storages: list[dict[str, Any]]
     failure: dict[str, Any]
     status: str = "open"
@@ -74,7 +77,7 @@ class CorpusCase:
 
     @property
     def shape_mode(self) -> str | None:
-        """The shape mode the case failed in (`compile_target.SHAPE_MODES`); None for an eager case. A compile case
+        """The shape mode the case failed in (`core.compile_settings.SHAPE_MODES`); None for an eager case. A compile case
         stored before shape modes were recorded ran in torch's default, `automatic`."""
         if self.backend is None:
             return None
@@ -95,15 +98,31 @@ class CorpusCase:
             del data["compile"]
         return {"schema_version": SCHEMA_VERSION, **data}
 
+    def positional_inputs(self) -> dict[str, Any]:
+        """The inputs as {input, args, kwargs}, each still encoded: a scenario case's named parameters (`"inputs":
+        {"scenario": {name: value}}`) in its suite's declared order (`cases.scenario_case`), other cases' as stored
+        (a scenario case stored before its parameters were named, too: its args are the declared names in order)."""
+        named = self.inputs.get("scenario")
+        if named is None:
+            return self.inputs
+        where = self.path or self.short_id
+        if not isinstance(named, dict):
+            raise CaseFileError(where, "inputs.scenario", f"expected an object of named parameters, got {brief(named)}")
+        result = scenario_case.positional_inputs(_declared_params(self, where), named)
+        if isinstance(result, tuple):
+            raise CaseFileError(where, *result)
+        return {**{key: value for key, value in self.inputs.items() if key != "scenario"}, **result}
+
     def sample(self, limits: CaseLimits = CaseLimits()) -> Any:
         """The inputs rebuilt exactly, as an OpInfo SampleInput on CPU, within `limits`."""
         from torch.testing._internal.opinfo.core import SampleInput
 
         decoder = Decoder(self.storages, limits=limits)
+        inputs = self.positional_inputs()
         try:
-            kwargs = decoder.value(self.inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")
-            args = decoder.value(self.inputs.get("args", []), "inputs.args")
-            value = decoder.value(self.inputs["input"], "inputs.input")
+            kwargs = decoder.value(inputs.get("kwargs", {"dict": {}}), "inputs.kwargs")
+            args = decoder.value(inputs.get("args", []), "inputs.args")
+            value = decoder.value(inputs["input"], "inputs.input")
         except CodecError as exc:
             raise CaseFileError(self.path or self.short_id, exc.field, exc.message) from None
         except KeyError:
@@ -116,11 +135,28 @@ class CorpusCase:
         return attrs.evolve(self, status=status)
 
 
+def _declared_params(case: CorpusCase, where: Path | str) -> Any:
+    """The `CaseParams` a named scenario case's suite declares; CaseFileError when there are none."""
+    from torchcts.plan import registry  # the suites, loaded only to read a named case (readers of run folders never)
+
+    try:
+        spec = registry.get(case.property)
+    except registry.RegistryError:
+        raise CaseFileError(where, "property", f"{brief(case.property)}: no such property is registered") from None
+    params = spec.items.case_params(case.op) if spec.scenario else None
+    if params is None:
+        raise CaseFileError(where, "inputs.scenario", f"{case.property} declares no named parameters for "
+                                                      f"{brief(case.op)} (ScenarioItems.params)")
+    return params
+
+
 def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, backend: str | None,
              sample: Any, failure: dict[str, Any], found: dict[str, Any], description: str = "",
              error_input: tuple[str, str] | None = None, backend_import: str | None = None,
-             compile: dict[str, Any] | None = None) -> CorpusCase:
-    """A case for a failing sample; raises CodecError if an input cannot be stored exactly."""
+             compile: dict[str, Any] | None = None, scenario_params: Any = None) -> CorpusCase:
+    """A case for a failing sample; raises CodecError if an input cannot be stored exactly. A scenario case whose
+    suite declares its parameters (`scenario_params`, a `CaseParams`) is stored by name; its fingerprint is that of
+    the positional form, so the same case stored before and after parameters were named is one file."""
     encoder = Encoder()
     inputs = {"input": encoder.value(sample.input, "inputs.input"),
               "args": encoder.value(list(sample.args), "inputs.args"),
@@ -128,6 +164,8 @@ def new_case(*, prop: str, op: str, variant: str, dtype: str, device_type: str, 
     if error_input is not None:
         inputs["error_type"], inputs["error_regex"] = error_input
     identity = json.dumps([prop, op, variant, dtype, inputs, encoder.storages], sort_keys=True)
+    if scenario_params is not None and scenario_case.has_names(scenario_params, sample):
+        inputs = {"scenario": scenario_case.named_inputs(scenario_params, inputs)}
     fingerprint = hashlib.sha256(identity.encode()).hexdigest()
     found = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **found}
     settings = None if compile is None else {k: v for k, v in compile.items() if k != "backend"}

@@ -6,8 +6,9 @@ the scenario has none) and the names its `CaseParams` declares (`args`, in order
 The engine places and compares an OpInfo `SampleInput`, so a scenario case is still carried as one, its values in
 declaration order: `scenario_case` builds it from names, `named` reads the names back, `params_strategy` draws a
 whole mapping from the bounds themselves, and `named_problem` checks a mapping read from a case file (an unknown
-or missing name) before it is ordered (`positional`). Case files store the named form (docs/corpus.md); a file
-of the older positional form is read through `upgrade` (args matched to names in declaration order).
+or missing name) before it is ordered (`positional`). Case files store the named form, `"inputs": {"scenario":
+{name: value}}` (`named_inputs`, docs/corpus.md); a file of the older positional form ({input, args, kwargs})
+reads as before, its args being the declared names in order (`positional_inputs` turns either into that form).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def named(params: CaseParams, sample: Any) -> dict[str, Any]:
     values.update((name, value) for (name, _), value in zip(params.args, sample.args))
     values.update(sample.kwargs)
     return values
+
+
+def has_names(params: CaseParams, sample: Any) -> bool:
+    """Whether every value of the sample has a declared name (so its case can be stored by name)."""
+    return len(sample.args) <= len(params.args) and named_problem(params, named(params, sample)) is None
 
 
 def named_problem(params: CaseParams, values: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -59,15 +65,22 @@ def positional(params: CaseParams, values: Mapping[str, Any]) -> tuple[Any, tupl
     return values[INPUT], args, kwargs
 
 
-def upgrade(params: CaseParams, args: list[Any], kwargs: Mapping[str, Any], input: Any) -> dict[str, Any] | None:
-    """The named form of a positional scenario case (files written before scenario cases were named): its args
-    matched to the declared names in order, its kwargs kept by name. None when there are more args than names (the
-    case reader then names the count, `CaseParams.problem`)."""
-    if len(args) > len(params.args):
-        return None
-    values = {INPUT: input}
-    values.update((name, value) for (name, _), value in zip(params.args, args))
-    values.update(kwargs)
+def positional_inputs(params: CaseParams, encoded: Mapping[str, Any]) -> dict[str, Any] | tuple[str, str]:
+    """The positional form ({input, args, kwargs}) of a case file's named parameters, each value still encoded
+    (`cases.codec`), or (field, what is wrong) for a name the scenario does not declare or one it lacks."""
+    problem = named_problem(params, encoded)
+    if problem is not None:
+        return f"inputs.scenario.{problem[0].partition('.')[2]}", problem[1]
+    input, args, kwargs = positional(params, encoded)
+    return {"input": input, "args": list(args), "kwargs": {"dict": kwargs}}
+
+
+def named_inputs(params: CaseParams, positional_form: Mapping[str, Any]) -> dict[str, Any]:
+    """A case file's named parameters from its positional form ({input, args, kwargs}, encoded): the args matched
+    to the declared names in order (how a file written before scenario cases were named is read: docs/corpus.md)."""
+    values = {INPUT: positional_form["input"]}
+    values.update((name, value) for (name, _), value in zip(params.args, positional_form.get("args", [])))
+    values.update(positional_form.get("kwargs", {"dict": {}})["dict"])
     return values
 
 

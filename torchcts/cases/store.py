@@ -24,6 +24,7 @@ from torchcts.cases.files import (
     CaseFileError, CorpusCase, load_case, module_name_problem, new_case, save_case, write_case,
 )
 from torchcts.cases.reduce import case_elements
+from torchcts.plan import registry
 
 
 def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: Path,
@@ -47,7 +48,7 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
         case = new_case(prop=item.property, op=item.op, variant=item.variant, dtype=item.dtype,
                         device_type=context.target.device_type, backend=context.target.compile_backend,
                         sample=sample, failure=failure, found=found, description=description,
-                        error_input=error_input,
+                        error_input=error_input, scenario_params=_declared_params(item),
                         compile=context.target.compile.as_json() if context.target.compile is not None else None,
                         # a name a case file may not hold (a non-ASCII identifier) is left out, not stored to fail
                         backend_import=backend_import if module_name_problem(backend_import) is None else None)
@@ -63,6 +64,15 @@ def store_failure(context: Any, *, outcome: str, error: str | None, corpus_dir: 
     return {"counterexample": {"path": str(path), "fingerprint": case.fingerprint, "new": new,
                                "elements": case_elements(sample) if new else _elements(case),
                                "replay": f"torchcts replay {shlex.quote(str(path))} {replay_flags}".rstrip()}}
+
+
+def _declared_params(item: Any) -> Any:
+    """The named parameters a scenario item's suite declares (its case is stored by name), or None."""
+    try:
+        spec = registry.get(item.property)
+    except registry.RegistryError:
+        return None
+    return spec.items.case_params(item.op) if spec.scenario else None
 
 
 def missing_kernel_path(corpus_dir: Path | str, device_type: str, kernel: Any) -> Path:

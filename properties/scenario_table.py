@@ -61,6 +61,7 @@ class Custom:
     """The suite's own check: `check(cts, scenario)` returns the function `cts.run` calls on each case."""
 
     check: Callable[[Any, "Scenario"], Callable[[Any], None]]
+    bits: bool = False  # the check compares bit for bit (an exported script of the row's program does so too)
 
 
 Comparison = Tolerance | Exact | Custom
@@ -146,8 +147,8 @@ def table(scenarios: Iterable[Scenario]) -> dict[str, Scenario]:
 
 def scenario_items(rows: dict[str, Scenario], dtypes: Iterable[str], **extra: Any) -> ScenarioItems:
     """The registry's `ScenarioItems` of a table: every name, program, bound and need from the rows. The comparison
-    said to exported scripts is `bits` when every row is `Exact`."""
-    exact = all(isinstance(row.comparison, Exact) for row in rows.values())
+    said to exported scripts is `bits` when every row is `Exact` (or a `Custom` check that compares bits)."""
+    exact = all(isinstance(row.comparison, Exact) or getattr(row.comparison, "bits", False) for row in rows.values())
     return ScenarioItems(tuple(rows), tuple(dtypes),
                          programs={name: row.program for name, row in rows.items() if row.program is not None},
                          comparison="bits" if exact else "tolerance",

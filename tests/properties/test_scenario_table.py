@@ -78,8 +78,12 @@ def test_the_registry_sees_the_rows(suite):
 
 
 def test_a_table_of_exact_rows_says_bits(suite):
-    suite("table_probe_bits", [Scenario("transposed", PARAMS, transposed_add, Exact())])
+    suite("table_probe_bits", [Scenario("transposed", PARAMS, transposed_add, Exact()),
+                               Scenario("own", PARAMS, transposed_add, Custom(lambda cts, row: None, bits=True))])
     assert registry.get("table_probe_bits").items.comparison == "bits"
+    suite("table_probe_not_bits", [Scenario("transposed", PARAMS, transposed_add, Exact()),
+                                   Scenario("own", PARAMS, transposed_add, Custom(lambda cts, row: None))])
+    assert registry.get("table_probe_not_bits").items.comparison == "tolerance"
 
 
 @pytest.mark.slow  # loads a manifest in a child and runs items

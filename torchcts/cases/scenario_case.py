@@ -84,9 +84,10 @@ def named_inputs(params: CaseParams, positional_form: Mapping[str, Any]) -> dict
     return values
 
 
-def scenario_case(scenario: str, dtype: Any, params: CaseParams, values: Mapping[str, Any], what: str) -> Any:
+def scenario_case(scenario: str, dtype: Any, params: CaseParams, values: Mapping[str, Any],
+                  what: str | tuple[str, ...]) -> Any:
     """A drawn scenario case from named values: `values` holds `input` and the declared names (a name it lacks
-    must be an optional one), `what` says the case in a line (its failure message quotes it)."""
+    must be an optional one), `what` says the case in a line, or in parts (its failure message quotes them)."""
     from torchcts.strategies import Case
     from torchcts.strategies.sample_walk import sample_input
 
@@ -94,7 +95,8 @@ def scenario_case(scenario: str, dtype: Any, params: CaseParams, values: Mapping
     if problem is not None:
         raise ValueError(f"scenario {scenario}: {problem[0]}: {problem[1]}")
     input, args, kwargs = positional(params, values)
-    return Case(scenario, SCENARIO, dtype, sample_input(input, args=args, kwargs=kwargs), 0, transforms=(what,))
+    transforms = (what,) if isinstance(what, str) else tuple(what)
+    return Case(scenario, SCENARIO, dtype, sample_input(input, args=args, kwargs=kwargs), 0, transforms=transforms)
 
 
 def params_strategy(params: CaseParams, input: Any = None) -> Any:

@@ -104,7 +104,7 @@ def overlap_case(tmp_path: Path, kind: str, backend: str) -> Path:
 def test_a_scenario_script_tells_cpus_own_refusal_from_a_compile_failure(tmp_path):
     from torchcts.engine.error_cause import find_cause
     from torchcts.engine.programs import cpu_refusal
-    from torchcts.properties.test_views import overlap_rules
+    from torchcts.properties.suites.views import overlap_rules
 
     # expand_copy_: CPU's program records RuntimeError; compiled, copy_'s meta refuses while dynamo traces, as it
     # does for CPU under dynamo alone: the engine calls the case unavailable, the script cannot compare it (exit 2)

@@ -18,8 +18,8 @@ from torchcts.engine.targets import Target
 from torchcts.manifest import parse_manifest, vocabulary
 from torchcts.plan.build import PlanItem
 from torchcts.plan.catalog import find_op
-from torchcts.properties import (test_compile_modules, test_gradient_checkpointing, test_module_hooks,
-                                 test_optimizers, test_quantized_decoders, test_training)
+from torchcts.properties.suites import (compile_modules, gradient_checkpointing, module_hooks, optimizers,
+                                        quantized_decoders, training)
 
 OP_OF = {"elementwise": "add", "reduction": "sum", "matmul": "mm", "conv": "nn.functional.conv2d",
          "norm": "nn.functional.layer_norm", "sdpa": "nn.functional.scaled_dot_product_attention",
@@ -32,11 +32,11 @@ READERS: dict[str, list[tuple[str, str | None, tuple[str, ...] | None, bool]]] =
     "matmul_backward": [("mm's gradients", "mm", oracle.gradient_categories(oracle.category("mm")), False)],
     "backward": [("add's gradients", "add", oracle.gradient_categories(oracle.category("add")), False),
                  ("mm's gradients", "mm", oracle.gradient_categories(oracle.category("mm")), False),
-                 ("training", None, test_training.CATEGORIES, False),
-                 ("gradient_checkpointing", None, test_gradient_checkpointing.CATEGORIES, False),
-                 ("module_hooks", None, test_module_hooks.CATEGORIES, False)],
-    "optimizer": [("foreach/fused optimizers", None, test_optimizers.CATEGORIES, False)],
-    "compile": [("compile_modules", None, test_compile_modules.CATEGORIES, False),
+                 ("training", None, training.CATEGORIES, False),
+                 ("gradient_checkpointing", None, gradient_checkpointing.CATEGORIES, False),
+                 ("module_hooks", None, module_hooks.CATEGORIES, False)],
+    "optimizer": [("foreach/fused optimizers", None, optimizers.CATEGORIES, False)],
+    "compile": [("compile_modules", None, compile_modules.CATEGORIES, False),
                 ("mm's results under --compile", "mm", None, True)],
     "quant_decode": [],  # the decoder suite's own comparison: test_quant_decode_override_allows_more_than_one_ulp
 }
@@ -96,14 +96,14 @@ def test_the_most_specific_category_wins_in_the_engine():
 def test_quant_decode_override_allows_more_than_one_ulp():
     expected = torch.tensor([1.0, 2.0, 0.0])
     got = torch.tensor([1.05, 2.0, 0.0])  # far beyond one ULP of float32
-    decoding = _manifest("quant_decode", {"rtol": 0.1}).tolerance_override(test_quantized_decoders.CATEGORIES,
+    decoding = _manifest("quant_decode", {"rtol": 0.1}).tolerance_override(quantized_decoders.CATEGORIES,
                                                                             torch.float32)
-    assert test_quantized_decoders.beyond_one_ulp(got, expected, torch.float32).tolist() == [True, False, False]
-    assert not test_quantized_decoders.beyond_one_ulp(got, expected, torch.float32, decoding).any()
-    unread = _manifest("backward", {"rtol": 0.1}).tolerance_override(test_quantized_decoders.CATEGORIES, torch.float32)
+    assert quantized_decoders.beyond_one_ulp(got, expected, torch.float32).tolist() == [True, False, False]
+    assert not quantized_decoders.beyond_one_ulp(got, expected, torch.float32, decoding).any()
+    unread = _manifest("backward", {"rtol": 0.1}).tolerance_override(quantized_decoders.CATEGORIES, torch.float32)
     assert unread is None
     nan = torch.tensor([float("nan")])
-    assert test_quantized_decoders.beyond_one_ulp(torch.tensor([1.0]), nan, torch.float32, decoding).all()
+    assert quantized_decoders.beyond_one_ulp(torch.tensor([1.0]), nan, torch.float32, decoding).all()
 
 
 def test_each_suite_hands_its_categories_to_every_comparison_it_makes():
@@ -112,8 +112,8 @@ def test_each_suite_hands_its_categories_to_every_comparison_it_makes():
     import ast
     import inspect
 
-    for module in (test_training, test_gradient_checkpointing, test_module_hooks, test_optimizers,
-                   test_compile_modules, test_quantized_decoders):
+    for module in (training, gradient_checkpointing, module_hooks, optimizers,
+                   compile_modules, quantized_decoders):
         calls = [node for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Call)
                  and isinstance(node.func, ast.Attribute) and node.func.attr in ("assert_matches", "tolerance_override")]
         assert calls, module.__name__

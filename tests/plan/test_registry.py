@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 import re
 import sys
 import warnings
@@ -25,9 +24,8 @@ def fresh_registry(monkeypatch):
 
 
 def _property_functions():
-    package = importlib.import_module(registry.PROPERTIES_PACKAGE)
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{registry.PROPERTIES_PACKAGE}.{info.name}")
+    for name in registry.suite_modules():
+        module = importlib.import_module(name)
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("test_") and function.__module__ == module.__name__:
                 yield f"{module.__name__}.{name}", function

@@ -1,4 +1,4 @@
-"""The autocast suite (`torchcts.properties.test_autocast`): ops under torch.autocast follow the declared policy
+"""The autocast suite (`torchcts.properties.suites.autocast`): ops under torch.autocast follow the declared policy
 (torch's published one by default, the manifest's `autocast_policy` where given); the faulty device's autocast
 follows CUDA's; the seeded policy bugs are caught."""
 
@@ -13,7 +13,7 @@ from torchcts.engine.targets import Target
 from torchcts.manifest.vocabulary import AUTOCAST_OPS
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_autocast import SCENARIOS, autocast_call, nested_autocast
+from torchcts.properties.suites.autocast import SCENARIOS, autocast_call, nested_autocast
 from torchcts.testing.faulty.bug_model import AUTOCAST_STEP
 from torchcts.testing.faulty.suite_bugs.autocast import BUGS
 from tests.properties.conftest import complete_manifest, item_for
@@ -95,7 +95,7 @@ def test_a_stored_elementwise_operand_must_have_the_inputs_shape():
     """atan2's and addcmul's operands are drawn the input's shape: (16, 1) with (1, 16) would broadcast."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    from torchcts.properties.test_autocast import PARAMS
+    from torchcts.properties.suites.autocast import PARAMS
 
     kwargs = {"op": "addcmul", "autocast_dtype": "bfloat16", "options": {}}
     column, row = torch.zeros(16, 1), torch.zeros(1, 16)

@@ -12,7 +12,7 @@ from torchcts.outcomes import Outcome
 from torchcts.properties.channels_last_cases import SCENARIO_CASES
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.properties.test_channels_last import (PROGRAMS, format_dropped_by_cpu, scenario_cases,
+from torchcts.properties.suites.channels_last import (PROGRAMS, format_dropped_by_cpu, scenario_cases,
                                                     stored_channels_last, widening)
 from torchcts.testing.faulty.suite_bugs.channels_last import BUGS
 

@@ -1,4 +1,4 @@
-"""The whole-model compile suite (`torchcts.properties.test_compile_modules`): the training workloads with their
+"""The whole-model compile suite (`torchcts.properties.suites.compile_modules`): the training workloads with their
 forward compiled give eager CPU's results, and the record counts dynamo's graphs and graph breaks."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_compile_modules import SCENARIOS
-from torchcts.properties.test_training import train_steps
+from torchcts.properties.suites.compile_modules import SCENARIOS
+from torchcts.properties.suites.training import train_steps
 from torchcts.testing import faulty  # noqa: F401 - registered before autograd's engine starts (its device queues)
 
 

@@ -1,4 +1,4 @@
-"""The copies suite (`torchcts.properties.test_copies`): passes on CPU and clean faulty, catches its seeded bugs."""
+"""The copies suite (`torchcts.properties.suites.copies`): passes on CPU and clean faulty, catches its seeded bugs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.cases.files import load_case
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_copies import PROGRAMS, conversion_targets, copy_into, defined_for
+from torchcts.properties.suites.copies import PROGRAMS, conversion_targets, copy_into, defined_for
 from torchcts.testing.faulty.suite_bugs.copies import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

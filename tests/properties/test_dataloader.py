@@ -1,4 +1,4 @@
-"""The dataloader suite (`torchcts.properties.test_dataloader`): batches loaded (in the main process or by workers)
+"""The dataloader suite (`torchcts.properties.suites.dataloader`): batches loaded (in the main process or by workers)
 and moved to the device equal CPU's; the seeded shared-memory copy bug is caught by the workers scenario only."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_dataloader import SCENARIOS, load_batches
+from torchcts.properties.suites.dataloader import SCENARIOS, load_batches
 from torchcts.testing.faulty.suite_bugs.dataloader import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

@@ -1,4 +1,4 @@
-"""The determinism suite (`torchcts.properties.test_deterministic`): accumulating ops repeat bit for bit under
+"""The determinism suite (`torchcts.properties.suites.deterministic`): accumulating ops repeat bit for bit under
 `use_deterministic_algorithms(True)`, the setting is restored, and the seeded order-dependent sum is caught."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_deterministic import OPS, repeated_deterministic
+from torchcts.properties.suites.deterministic import OPS, repeated_deterministic
 from torchcts.testing.faulty.suite_bugs.deterministic import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

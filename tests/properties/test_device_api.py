@@ -1,4 +1,4 @@
-"""The device API suite (`torchcts.properties.test_device_api`): the programs' invariants hold on CPU (where it has
+"""The device API suite (`torchcts.properties.suites.device_api`): the programs' invariants hold on CPU (where it has
 the facility) and on the clean faulty device, CPU's missing facilities are runtime_unavailable with the reason,
 and each seeded runtime bug is caught and fires only under its condition."""
 
@@ -12,7 +12,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_device_api import SCENARIOS, availability, memory_stats, set_device
+from torchcts.properties.suites.device_api import SCENARIOS, availability, memory_stats, set_device
 from torchcts.testing.faulty.bug_model import DEVICE_COUNT_STEP, MEMORY_STATS_STEP, SET_DEVICE_STEP
 from torchcts.testing.faulty.suite_bugs.device_api import BUGS
 from tests.properties.conftest import complete_manifest, item_for

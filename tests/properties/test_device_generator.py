@@ -1,4 +1,4 @@
-"""The device_generator suite (`torchcts.properties.test_device_generator`): `torch.Generator(device=...)` objects
+"""The device_generator suite (`torchcts.properties.suites.device_generator`): `torch.Generator(device=...)` objects
 are reproducible, restore their state and stay independent on CPU; a device that cannot make one (the faulty
 device) gets errors, never skips, when it claims the capability."""
 
@@ -9,7 +9,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_device_generator import OPS, PROGRAMS, SCENARIOS, draw
+from torchcts.properties.suites.device_generator import OPS, PROGRAMS, SCENARIOS, draw
 from torchcts.testing.faulty.suite_bugs.device_generator import BUGS
 
 

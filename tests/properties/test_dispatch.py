@@ -1,4 +1,4 @@
-"""The dispatch property (`torchcts.properties.test_dispatch`): generated calls pass on CPU and clean faulty,
+"""The dispatch property (`torchcts.properties.suites.dispatch`): generated calls pass on CPU and clean faulty,
 catch the seeded bugs of overloads no OpInfo reaches, reject draws CPU refuses, and account an overload
 CPU's kernel never accepts as cpu_contract."""
 
@@ -12,7 +12,7 @@ from torchcts.coverage.generated import (GENERATED, from_traced_calls, generated
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.coverage.dispatch_calls import call_overload, metadata_only
-from torchcts.properties.test_dispatch import PROGRAMS
+from torchcts.properties.suites.dispatch import PROGRAMS
 from torchcts.testing.faulty.suite_bugs.dispatch import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}
@@ -93,7 +93,7 @@ def test_random_and_uninitialized_results_compare_metadata_only():
 
 def test_an_overload_cpu_always_rejects_is_cpu_contract_never_a_pass(run_suite, monkeypatch):
     """Every draw of `detach_` is a placed view, which CPU refuses to detach in place: the item is cpu_contract."""
-    import torchcts.properties.test_dispatch as module
+    import torchcts.properties.suites.dispatch as module
 
     monkeypatch.setitem(module.SCENARIOS, "detach_inplace_default", "aten.detach_.default")
     record = run_suite("dispatch", "detach_inplace_default", max_examples=3)

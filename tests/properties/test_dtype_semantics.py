@@ -111,7 +111,7 @@ def _refuses_at_run(gm, example_inputs):
 
 def test_under_torch_compile_only_cpus_own_refusal_stands_for_its_entry():
     from torchcts.properties.dtype_programs import binary_promotion
-    from torchcts.properties.test_dtype_semantics import _refused_as_cpu
+    from torchcts.properties.suites.dtype_semantics import _refused_as_cpu
 
     bools = torch.tensor([True, False])
     expected = binary_promotion(bools, bools, False)
@@ -129,7 +129,7 @@ def test_under_torch_compile_only_cpus_own_refusal_stands_for_its_entry():
 def test_under_torch_compile_a_missing_kernel_excuses_only_a_not_implemented_error_naming_its_op():
     from torchcts.engine.error_cause import find_cause
     from torchcts.properties.dtype_programs import binary_promotion
-    from torchcts.properties.test_dtype_semantics import _refused_as_cpu
+    from torchcts.properties.suites.dtype_semantics import _refused_as_cpu
 
     def cause_of(call):
         try:
@@ -160,7 +160,7 @@ def test_a_stored_other_must_broadcast_to_the_inputs_shape():
     tensor other broadcasts to the input's shape, as `broadcastable_shapes` draws it; a scalar other is free."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    from torchcts.properties.test_dtype_semantics import PARAMS
+    from torchcts.properties.suites.dtype_semantics import PARAMS
 
     column, row = torch.zeros(9, 1), torch.zeros(1, 9)
     for scenario, args in (("binary_promotion", (row, False)), ("inplace_promotion", (row,)),

@@ -12,7 +12,7 @@ from torch._dynamo.exc import BackendCompilerFailed
 
 from torchcts.engine.error_cause import find_cause
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_errors import parity_problem
+from torchcts.properties.suites.errors import parity_problem
 
 REFUSES_TO_COMPILE = "torchcts_errors_test_refuses_to_compile"
 RAISES_ASSERTION = "torchcts_errors_test_raises_assertion"

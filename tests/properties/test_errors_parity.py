@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_errors import parity_problem, stable_regex, type_conforms
+from torchcts.properties.suites.errors import parity_problem, stable_regex, type_conforms
 from torchcts.testing.faulty.suite_bugs.errors import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}["index_error_as_runtime_error"]

@@ -1,4 +1,4 @@
-"""The events suite (`torchcts.properties.test_events`): events complete, order streams and time work in
+"""The events suite (`torchcts.properties.suites.events`): events complete, order streams and time work in
 milliseconds on the clean faulty device and (where CPU has them) on CPU; each seeded event bug is caught, and fires
 only under its condition."""
 
@@ -9,7 +9,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_events import SCENARIOS, query_after_synchronize, wait_event
+from torchcts.properties.suites.events import SCENARIOS, query_after_synchronize, wait_event
 from torchcts.testing.faulty.bug_model import ELAPSED_STEP, EVENT_QUERY_STEP
 from torchcts.testing.faulty.suite_bugs.events import BUGS
 

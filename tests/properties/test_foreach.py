@@ -1,4 +1,4 @@
-"""The foreach suite (`torchcts.properties.test_foreach`): passes on CPU and clean faulty, catches its seeded bugs."""
+"""The foreach suite (`torchcts.properties.suites.foreach`): passes on CPU and clean faulty, catches its seeded bugs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_foreach import FLOATING_PROGRAMS, PROGRAMS, foreach_binary
+from torchcts.properties.suites.foreach import FLOATING_PROGRAMS, PROGRAMS, foreach_binary
 from torchcts.testing.faulty.suite_bugs.foreach import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}
@@ -85,7 +85,7 @@ def test_stored_partner_lists_must_hold_the_inputs_shapes():
     262144): a partner list holds the input's shapes, index by index, as `matching` draws it."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    from torchcts.properties.test_foreach import FLOATING_PARAMS, PARAMS
+    from torchcts.properties.suites.foreach import FLOATING_PARAMS, PARAMS
 
     column, row = torch.zeros(64, 1, 1), torch.zeros(1, 64, 1)
     binary = PARAMS["binary_list"].problem(SampleInput([column], args=([row], "add", None, False)))

@@ -1,4 +1,4 @@
-"""The fp8 suite (`torchcts.properties.test_fp8`): passes on CPU and clean faulty, catches its seeded bugs."""
+"""The fp8 suite (`torchcts.properties.suites.fp8`): passes on CPU and clean faulty, catches its seeded bugs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_fp8 import PROGRAMS, cast_to_float8, element, grid
+from torchcts.properties.suites.fp8 import PROGRAMS, cast_to_float8, element, grid
 from torchcts.testing.faulty.suite_bugs.fp8 import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}
@@ -96,7 +96,7 @@ def test_a_stored_move_other_must_have_the_inputs_shape():
     """move_float8's other is drawn the input's shape; (4, 1) with (1, 5) would make `where` broadcast."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    from torchcts.properties.test_fp8 import PARAMS
+    from torchcts.properties.suites.fp8 import PARAMS
 
     def problem(input_shape, other_shape):
         input, other = (torch.zeros(s, dtype=torch.float8_e4m3fn) for s in (input_shape, other_shape))

@@ -1,4 +1,4 @@
-"""The gradient-check suites (`torchcts.properties.test_gradcheck`): `gradcheck` runs torch.autograd.gradcheck in
+"""The gradient-check suites (`torchcts.properties.suites.gradcheck`): `gradcheck` runs torch.autograd.gradcheck in
 float64 on the device, `double_backward` compares second-order gradients with CPU's; clean CPU and faulty pass; the
 seeded gradient bugs are caught, the double-backward one by its own suite only, and stay silent without their
 condition."""

@@ -1,4 +1,4 @@
-"""The gradient-checkpointing suite (`torchcts.properties.test_gradient_checkpointing`): a checkpointed block on the
+"""The gradient-checkpointing suite (`torchcts.properties.suites.gradient_checkpointing`): a checkpointed block on the
 device equals its plain run (dropout masks replayed) and CPU's eval-mode results; clean faulty passes; the seeded
 recompute bugs are caught."""
 
@@ -9,7 +9,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_gradient_checkpointing import MODES, checkpointed_block
+from torchcts.properties.suites.gradient_checkpointing import MODES, checkpointed_block
 from torchcts.testing.faulty.suite_bugs.gradient_checkpointing import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

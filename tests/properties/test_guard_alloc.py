@@ -1,4 +1,4 @@
-"""The allocator-guard suite (`torchcts.properties.test_guard_alloc`): out-of-memory raises on CPU and the clean
+"""The allocator-guard suite (`torchcts.properties.suites.guard_alloc`): out-of-memory raises on CPU and the clean
 faulty device, a backend that dies instead is a finding (the child process, not the run, dies), the manifest's
 memory keys size the request and `oom_recoverable=False` is accounted, and each seeded bug is caught and fires only
 under its condition."""
@@ -15,7 +15,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_guard_alloc import (SCENARIOS, device_memory_bytes, fragmentation, oom_raises,
+from torchcts.properties.suites.guard_alloc import (SCENARIOS, device_memory_bytes, fragmentation, oom_raises,
                                                   run_in_child, usable_bytes)
 from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP
 from torchcts.testing.faulty.suite_bugs.guard_alloc import BUGS

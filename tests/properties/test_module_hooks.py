@@ -1,4 +1,4 @@
-"""The module-hooks suite (`torchcts.properties.test_module_hooks`): hooks on a device module fire in CPU's order
+"""The module-hooks suite (`torchcts.properties.suites.module_hooks`): hooks on a device module fire in CPU's order
 with CPU's values, their replacements take effect; clean faulty passes; the seeded hook bugs are caught."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_module_hooks import MODELS, MODULE_COUNTS, hooked_module
+from torchcts.properties.suites.module_hooks import MODELS, MODULE_COUNTS, hooked_module
 from torchcts.testing.faulty.suite_bugs.module_hooks import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

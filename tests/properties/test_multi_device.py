@@ -1,4 +1,4 @@
-"""The multi-device suite (`torchcts.properties.test_multi_device`): copies, ops, placement and mixed-device errors
+"""The multi-device suite (`torchcts.properties.suites.multi_device`): copies, ops, placement and mixed-device errors
 across faulty:0 and faulty:1 pass on the clean device, one-device targets and manifests are runtime_unavailable with
 the reason, and each seeded bug is caught and fires only under its condition."""
 
@@ -12,7 +12,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_multi_device import SCENARIOS, cross_copy, mixed_device_error
+from torchcts.properties.suites.multi_device import SCENARIOS, cross_copy, mixed_device_error
 from torchcts.testing.faulty.suite_bugs.multi_device import BUGS
 from tests.properties.conftest import complete_manifest, item_for
 

@@ -1,4 +1,4 @@
-"""The native quantization suite (`torchcts.properties.test_native_quantization`): passes on CPU and clean faulty
+"""The native quantization suite (`torchcts.properties.suites.native_quantization`): passes on CPU and clean faulty
 (from_host: runtime_unavailable naming the kernel the faulty device lacks), catches its seeded bugs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_native_quantization import PROGRAMS, compare_quantized, exact_qparams
+from torchcts.properties.suites.native_quantization import PROGRAMS, compare_quantized, exact_qparams
 from torchcts.testing.faulty.suite_bugs.native_quantization import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

@@ -1,4 +1,4 @@
-"""The nested suite (`properties/test_nested.py`): clean on cpu and faulty (jagged), each seeded bug caught,
+"""The nested suite (`properties/suites/nested.py`): clean on cpu and faulty (jagged), each seeded bug caught,
 strided nested an honest error on faulty, failures stored small."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_nested import PROGRAMS, jagged_construct
+from torchcts.properties.suites.nested import PROGRAMS, jagged_construct
 from torchcts.testing.faulty.suite_bugs.nested import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

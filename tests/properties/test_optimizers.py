@@ -1,4 +1,4 @@
-"""The optimizer suites (`torchcts.properties.test_optimizers`): foreach and fused `torch.optim` steps on the device
+"""The optimizer suites (`torchcts.properties.suites.optimizers`): foreach and fused `torch.optim` steps on the device
 equal CPU's single-tensor loop, clean faulty passes, and the seeded fused-kernel bugs are caught."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_optimizers import FOREACH, FUSED, optimizer_steps
+from torchcts.properties.suites.optimizers import FOREACH, FUSED, optimizer_steps
 from torchcts.testing.faulty.suite_bugs.optimizers import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

@@ -1,4 +1,4 @@
-"""The pinned_memory suite (`torchcts.properties.test_pinned_memory`): pinned copies hold their source's values and
+"""The pinned_memory suite (`torchcts.properties.suites.pinned_memory`): pinned copies hold their source's values and
 are pinned (views too), non_blocking copies through pinned memory land, DataLoader pins batches; CPU without an
 accelerator is runtime_unavailable; each seeded pinning bug is caught, and fires only under its condition."""
 
@@ -9,7 +9,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_pinned_memory import SCENARIOS, view_of
+from torchcts.properties.suites.pinned_memory import SCENARIOS, view_of
 from torchcts.testing.faulty.bug_model import IS_PINNED_STEP, PIN_STEP
 from torchcts.testing.faulty.suite_bugs.pinned_memory import BUGS
 

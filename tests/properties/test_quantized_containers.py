@@ -1,4 +1,4 @@
-"""The quantized container transfer suite (`torchcts.properties.test_quantized_containers`): packed bytes, scales
+"""The quantized container transfer suite (`torchcts.properties.suites.quantized_containers`): packed bytes, scales
 and zero points of every format move between host and device bit for bit; its seeded bugs are caught and fire
 only under their conditions; formats a manifest does not claim are accounted."""
 
@@ -13,7 +13,7 @@ from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
-from torchcts.properties.test_quantized_containers import container_transfer
+from torchcts.properties.suites.quantized_containers import container_transfer
 from torchcts.testing.faulty.suite_bugs.quantized_containers import BUGS
 
 BUG = {bug.name: bug for bug in BUGS if bug.suite == "quantized_containers"}

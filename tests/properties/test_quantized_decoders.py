@@ -1,4 +1,4 @@
-"""The quantized decoders suite (`torchcts.properties.test_quantized_decoders`): a manifest's container decoders are
+"""The quantized decoders suite (`torchcts.properties.suites.quantized_decoders`): a manifest's container decoders are
 loaded, called on the device and compared with the CPU codec; the reference decoders pass on CPU, the faulty
 device's own pass clean, each seeded decoder bug is caught (and fires only under its condition), and every way an
 entry breaks the contract is an `error` naming the format and the path."""
@@ -19,7 +19,7 @@ from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
-from torchcts.properties.test_quantized_decoders import DTYPES, beyond_one_ulp, compare_decoded
+from torchcts.properties.suites.quantized_decoders import DTYPES, beyond_one_ulp, compare_decoded
 from torchcts.testing.faulty.bug_model import DECODE_STEP
 from torchcts.testing.faulty.suite_bugs.quantized_decoders import BUGS
 

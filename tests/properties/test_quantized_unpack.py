@@ -1,4 +1,4 @@
-"""The device-side unpacking suite (`torchcts.properties.test_quantized_unpack`): the CPU codec's `decode_container`
+"""The device-side unpacking suite (`torchcts.properties.suites.quantized_unpack`): the CPU codec's `decode_container`
 run on the device gives CPU's bits for every format; its seeded bugs are caught and fire only under their
 conditions; a device without a kernel the unpacking needs is accounted runtime_unavailable with the kernel named."""
 
@@ -15,7 +15,7 @@ from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
-from torchcts.properties.test_quantized_unpack import UNPACK_DTYPES
+from torchcts.properties.suites.quantized_unpack import UNPACK_DTYPES
 from torchcts.testing.faulty import bugs as faulty_bugs
 from torchcts.testing.faulty.bug_model import Bug
 from torchcts.testing.faulty.suite_bugs.quantized_containers import BUGS

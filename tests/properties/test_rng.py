@@ -1,4 +1,4 @@
-"""The rng suite (`torchcts.properties.test_rng`): the device's default generators honour seeds, restore their state,
+"""The rng suite (`torchcts.properties.suites.rng`): the device's default generators honour seeds, restore their state,
 advance as ops draw and stay apart per device; the seeded generator bugs are caught and fire only in their
 condition."""
 
@@ -9,7 +9,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_rng import OPS, PROGRAMS, SCENARIOS, draw
+from torchcts.properties.suites.rng import OPS, PROGRAMS, SCENARIOS, draw
 from torchcts.testing.faulty.bug_model import GENERATOR_STEP, SEED_STEP
 from torchcts.testing.faulty.suite_bugs.rng import BUGS
 

@@ -1,4 +1,4 @@
-"""The serialization suite (`torchcts.properties.test_serialization`): saved device tensors load back with their
+"""The serialization suite (`torchcts.properties.suites.serialization`): saved device tensors load back with their
 values, strides, offsets and storage sharing; the faulty device's save keeps storages; the seeded save bugs are
 caught."""
 
@@ -11,7 +11,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_serialization import SCENARIOS, save_and_load
+from torchcts.properties.suites.serialization import SCENARIOS, save_and_load
 from torchcts.testing.faulty.bug_model import SAVE_STEP
 from torchcts.testing.faulty.suite_bugs.serialization import BUGS
 

@@ -1,4 +1,4 @@
-"""The sparse suite (`properties/test_sparse.py`): clean on cpu and faulty, each seeded bug caught, failures stored small."""
+"""The sparse suite (`properties/suites/sparse.py`): clean on cpu and faulty, each seeded bug caught, failures stored small."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from torchcts.outcomes import Outcome
-from torchcts.properties.test_sparse import PROGRAMS, coalesce, construct
+from torchcts.properties.suites.sparse import PROGRAMS, coalesce, construct
 from torchcts.testing.faulty.suite_bugs.sparse import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

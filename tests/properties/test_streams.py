@@ -1,4 +1,4 @@
-"""The streams suite (`torchcts.properties.test_streams`): ordered programs on side streams give CPU's values on CPU
+"""The streams suite (`torchcts.properties.suites.streams`): ordered programs on side streams give CPU's values on CPU
 and the clean faulty device (whose side-stream results read NaN until ordered); each seeded stream bug is caught,
 and fires only under its condition."""
 
@@ -10,7 +10,7 @@ import torch
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.stream_programs import chain, inputs
-from torchcts.properties.test_streams import SCENARIOS, stream_order, wait_stream
+from torchcts.properties.suites.streams import SCENARIOS, stream_order, wait_stream
 from torchcts.testing.faulty.bug_model import STREAM_WAIT_STEP, SYNCHRONIZE_STEP
 from torchcts.testing.faulty.suite_bugs.streams import BUGS
 

@@ -1,4 +1,4 @@
-"""The stress suite (`torchcts.properties.test_stress`): large tensors sized from the manifest's limits, long op
+"""The stress suite (`torchcts.properties.suites.stress`): large tensors sized from the manifest's limits, long op
 sequences and loops match CPU on the clean faulty device and on CPU, and each seeded bug (a capped launch grid, a
 wrapping command queue) is caught and fires only under its condition."""
 
@@ -13,7 +13,7 @@ from torchcts.engine.targets import Target
 from torchcts.manifest.model import ResourceLimits
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_stress import SCENARIOS, stress, tensor_budget_bytes
+from torchcts.properties.suites.stress import SCENARIOS, stress, tensor_budget_bytes
 from torchcts.testing.faulty.bug_model import SYNCHRONIZE_STEP
 from torchcts.testing.faulty.suite_bugs.stress import BUGS
 from tests.properties.conftest import complete_manifest, item_for
@@ -73,11 +73,11 @@ def test_the_memory_limits_divide_by_the_programs_measured_peak():
     import subprocess
     import sys
 
-    from torchcts.properties.test_stress import DEVICE_PEAK
+    from torchcts.properties.suites.stress import DEVICE_PEAK
 
     assert tensor_budget_bytes(ResourceLimits(max_device_memory_mb=DEVICE_PEAK * 64), 7) == 64 * MIB
     script = ("import gc, torch\n"
-              "from torchcts.properties.test_stress import stress\n"
+              "from torchcts.properties.suites.stress import stress\n"
               "def status(field):\n"
               "    with open('/proc/self/status') as stream:\n"
               "        return next(int(l.split()[1]) * 1024 for l in stream if l.startswith(field + ':'))\n"
@@ -151,7 +151,7 @@ def test_a_stored_case_past_the_runs_budget_is_not_run(tmp_path):
 
     from torchcts.engine.run import build_context, property_check
     from torchcts.engine.outcome import NotRun
-    from torchcts.properties.test_stress import PARAMS
+    from torchcts.properties.suites.stress import PARAMS
     from torchcts.strategies import Case
 
     for args, field in ((("large_tensor", 2**40, [0], 0, 1), "inputs.args[1] (size)"),

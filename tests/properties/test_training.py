@@ -1,4 +1,4 @@
-"""The training suite (`torchcts.properties.test_training`): small models trained on the device give CPU's losses,
+"""The training suite (`torchcts.properties.suites.training`): small models trained on the device give CPU's losses,
 weights, buffers and gradients; clean faulty passes; the seeded training bugs are caught."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from torchcts.outcomes import Outcome
 from torchcts.plan import registry
-from torchcts.properties.test_training import MODELS, train_steps
+from torchcts.properties.suites.training import MODELS, train_steps
 from torchcts.testing.faulty.suite_bugs.training import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

@@ -1,4 +1,4 @@
-"""The views suite (`torchcts.properties.test_views`): passes on CPU and clean faulty, catches its seeded bugs."""
+"""The views suite (`torchcts.properties.suites.views`): passes on CPU and clean faulty, catches its seeded bugs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from torchcts.cases.files import load_case
 from torchcts.outcomes import Outcome
 from torchcts.properties.exact_check import assert_same_bits
-from torchcts.properties.test_views import PROGRAMS, overlap_rules, view_chain_write
+from torchcts.properties.suites.views import PROGRAMS, overlap_rules, view_chain_write
 from torchcts.properties.view_steps import FAMILIES, apply_steps, draw_view_chain
 from torchcts.testing.faulty.suite_bugs.views import BUGS
 
@@ -132,7 +132,7 @@ def test_under_torch_compile_a_refusal_the_program_cannot_record_is_found_in_cpu
 
 def test_under_torch_compile_overlap_rules_copy_is_not_compared_where_both_refuse(run_suite, monkeypatch):
     # only expand_copy_ drawn: CPU records RuntimeError, the compiled program raises it (wrapped): not comparable
-    import torchcts.properties.test_views as views
+    import torchcts.properties.suites.views as views
 
     monkeypatch.setattr(views, "OVERLAP_KINDS", ("expand_copy_",))
     record = run_suite("views", "overlap_rules", "float32", max_examples=4, compile_backend="aot_eager")

@@ -170,7 +170,7 @@ def test_a_failing_run_prints_one_line_per_failure_and_writes_the_report(faulty_
     assert failure.startswith(f"FAILED {FAILING}: faulty differs from CPU") and " | torchcts replay " in failure
     assert "\r" not in result.stdout  # not a terminal: plain progress lines
     assert any(line.startswith("torchcts: 1/1 items, 1 failed or errored") for line in lines)
-    for pytest_output in ("= FAILURES =", "short test summary", "Traceback", "test_forward.py", "warnings summary"):
+    for pytest_output in ("= FAILURES =", "short test summary", "Traceback", "suites/forward.py", "warnings summary"):
         assert pytest_output not in result.stdout, result.stdout
     assert len(lines) < 25, result.stdout  # header, probes, progress, one failure, summary
     folder = next((cwd / "quiet").glob("*/run.json")).parent

@@ -37,7 +37,7 @@ def clean_env(**env: str) -> dict[str, str]:
 def test_torchcts_leaves_privateuse1_free_unless_asked():
     """Importing TorchCTS's CLI, plugin, engine, fuzz worker, strategies and properties takes nothing."""
     modules = ("torchcts.cli.main", "torchcts.plugin", "torchcts.plugin.options", "torchcts.engine.run",
-               "torchcts.fuzz.worker", "torchcts.strategies", "torchcts.properties.test_forward",
+               "torchcts.fuzz.worker", "torchcts.strategies", "torchcts.properties.suites.forward",
                "torchcts.testing.faulty_autoload")
     result = python(f"import {', '.join(modules)}; {NAME}")
     assert result.returncode == 0, result.stderr

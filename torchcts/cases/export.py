@@ -207,7 +207,7 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
 def _error_regex(case: CorpusCase) -> str:
     """The errors check's message regex as a literal: the case's OpInfo regex where it names no device or kernel
     and the case ran on eager kernels (torch.compile's tracing words its checks its own way), else ''."""
-    from torchcts.properties.test_errors import names_no_backend
+    from torchcts.properties.suites.errors import names_no_backend
 
     regex = case.inputs.get("error_regex", "")
     if not isinstance(regex, str):

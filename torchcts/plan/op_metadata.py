@@ -85,7 +85,7 @@ def _properties_folders() -> tuple[Path, ...]:
 @functools.cache
 def _module_of(filename: str, module: str) -> str:
     """The module name a function's file has in the installed package: pytest may import a suite file under
-    another name (`properties.test_errors` in a source checkout), which must not make it another source."""
+    another name (`properties.suites.errors` in a source checkout), which must not make it another source."""
     path = Path(filename).resolve()
     if path.suffix == ".py" and path.parent in _properties_folders():
         return f"torchcts.properties.{path.stem}"

@@ -1,12 +1,13 @@
 """The property registry: every property declares, next to its check, what it proves and where its items come from.
 
-A property suite is a module under `torchcts.properties` (or a manifest's `custom_test_dirs`)
-whose check functions are decorated with `@register_property(...)`: its name, the capability it
+A property suite is a module of `torchcts.properties.suites` (or a `test_*.py` file of a manifest's
+`custom_test_dirs`) whose check functions are decorated with `@register_property(...)`: its name, the capability it
 proves, its semantic level, its item source (`OpInfoItems`: one item per OpInfo, variant and
 dtype; or `ScenarioItems`: named scenarios the suite defines itself, per dtype), and whether it
 compares values. The plan, show-skips, the report's capability table, fuzz, replay and selftest
-read the registry; adding a suite is adding a module, nothing else. The check function is named
-`test_<anything>` so pytest collects it from the module (`pytest --pyargs torchcts.properties`).
+read the registry; adding a suite is adding a module, nothing else. The TorchCTS pytest plugin collects
+the modules of `torchcts.properties.suites` (`plan.suites`), whatever their names; the check function is
+named `test_<anything>` so pytest collects it from the module (`pytest --pyargs torchcts.properties`).
 
 Loading imports the property modules (`load`); registration checks its arguments at once, so a
 misdeclared property fails at import with a message naming it, never mid-run.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import hashlib
-import pkgutil
 import re
 import sys
 import warnings
@@ -28,8 +28,8 @@ import attrs
 
 from torchcts.coverage.names import IDENT, OVERLOAD_NAME  # noqa: F401  (OVERLOAD_NAME: re-exported)
 from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts.plan.suites import SUITES_PACKAGE, suite_modules  # noqa: F401  (SUITES_PACKAGE: re-exported)
 
-PROPERTIES_PACKAGE = "torchcts.properties"
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _OVERLOAD = re.compile(rf"^aten\.{IDENT}(\.{IDENT})?$")  # aten.<packet>[.<overload>]
@@ -258,16 +258,15 @@ def _origin(function: Callable) -> str:
 
 
 def load(extra_dirs: Iterable[Path | str] = ()) -> tuple[PropertySpec, ...]:
-    """Import every module of `torchcts.properties` and the suite files (`test_*.py`, `*_test.py`, the
+    """Import every suite module (`suite_modules`) and the suite files (`test_*.py`, `*_test.py`, the
     files pytest collects) of the extra folders; their properties, by level then name.
 
     Properties of custom folders loaded earlier in this process but not named now are left out, so
     a plan sees the installed suites and its own manifest's `custom_test_dirs`, nothing else."""
     global _INSTALLED_LOADED
     if not _INSTALLED_LOADED:
-        package = importlib.import_module(PROPERTIES_PACKAGE)
-        for info in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{PROPERTIES_PACKAGE}.{info.name}")
+        for name in suite_modules():
+            importlib.import_module(name)
         _INSTALLED_LOADED = True
     tags = set()
     for folder in extra_dirs:

@@ -4,7 +4,8 @@ Installed with TorchCTS, so it loads in every pytest session of the environment;
 (and imports nothing heavy) unless a TorchCTS option is given. `--manifest` alone loads and
 validates a manifest. `--device` (or `--validation`) turns a session into a conformance run:
 the plan is built once, every item not run is written as an accounting record, the registered
-property functions (`torchcts.properties`, custom folders) are parametrized over their items, and
+property functions (`torchcts.properties.suites`, collected through the registry's package whatever
+their file names, and custom folders' `test_*.py` files) are parametrized over their items, and
 each item is run by the engine (`torchcts.engine.run`) in place of the function: its record is
 appended and shown to pytest as a pass, a skip with the reason, or a failure with the error;
 `run.json` closes the run as complete or partial.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from torchcts.ascii_numbers import ascii_float, ascii_int  # no torch: the plugin stays light
+from torchcts.plugin import suite_modules  # no torch either: finds the suites' folder
 
 if TYPE_CHECKING:
     from torchcts.manifest import Manifest
@@ -199,6 +201,20 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     return [f"torchcts: manifest {manifest.source} (fingerprint {manifest.fingerprint()[:16]}), "
             f"device {manifest.device_name}, semantic level {manifest.semantic_level}"]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The installed suites (`torchcts.properties.suites.<area>`) are collected through the registry's package,
+    whatever their file names; a suite file named on the command line goes through `pytest_pycollect_makemodule`."""
+    if parent.session.isinitpath(file_path):
+        return None
+    return suite_modules.collect(file_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """A suite file given as an argument is imported under its registered name too (one module, one registration)."""
+    return suite_modules.collect(module_path, parent)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

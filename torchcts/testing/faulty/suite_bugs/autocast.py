@@ -1,4 +1,4 @@
-"""Seeded bugs for the autocast suite (properties/test_autocast.py).
+"""Seeded bugs for the autocast suite (properties/suites/autocast.py).
 
 A backend's autocast is a table of ops and casts, written by hand: an op left out of the table runs
 in whatever dtype it is given, and a table written for one autocast dtype can be skipped for the

@@ -1,4 +1,4 @@
-"""Seeded bugs for the whole-model compile suite (properties/test_compile_modules.py): the device's compiled kernels.
+"""Seeded bugs for the whole-model compile suite (properties/suites/compile_modules.py): the device's compiled kernels.
 
 The faulty device is a Python tensor subclass, so under `torch.compile` dynamo traces into its dispatch
 (`device.run_on_cpu`) and compiles each op's CPU call, with the active bugs' checks, into a graph of its

@@ -1,4 +1,4 @@
-"""Seeded bugs the copies suite (`properties/test_copies.py`) must catch: transfers and copies that move the wrong bits.
+"""Seeded bugs the copies suite (`properties/suites/copies.py`) must catch: transfers and copies that move the wrong bits.
 
 Each imitates what real backends got wrong: a device-to-host (or device-to-device) transfer that
 copies from the start of the storage and forgets the view's storage offset, a `copy_` into a

@@ -1,4 +1,4 @@
-"""Seeded bug for the dataloader suite (properties/test_dataloader.py).
+"""Seeded bug for the dataloader suite (properties/suites/dataloader.py).
 
 Batches from DataLoader worker processes arrive in shared memory. A backend whose host-to-device
 copy reads shared memory through another path (a mapping registered once, a DMA engine fed in

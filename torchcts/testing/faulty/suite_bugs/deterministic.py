@@ -1,4 +1,4 @@
-"""Seeded bugs for the determinism suite (properties/test_deterministic.py).
+"""Seeded bugs for the determinism suite (properties/suites/deterministic.py).
 
 A GPU kernel that sums with atomics gives a result whose last bits depend on the order threads
 land in; one that ignores `torch.use_deterministic_algorithms(True)` keeps doing so. Simulated here

@@ -1,4 +1,4 @@
-"""Seeded bugs for the device API suite (properties/test_device_api.py).
+"""Seeded bugs for the device API suite (properties/suites/device_api.py).
 
 Runtime modules go wrong in their bookkeeping rather than in kernels:
 - `device_count_after_switch`: the count is computed from the current device onwards (devices "visible

@@ -1,4 +1,4 @@
-"""Seeded bugs for the device_generator suite (properties/test_device_generator.py): none can exist.
+"""Seeded bugs for the device_generator suite (properties/suites/device_generator.py): none can exist.
 
 The faulty device has no generator objects: torch (2.13) gives a Python backend no hook for
 `torch.Generator(device="faulty")`, which raises NotImplementedError. A manifest that claims

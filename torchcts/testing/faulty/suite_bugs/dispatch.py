@@ -1,4 +1,4 @@
-"""Seeded bugs for the dispatch property (properties/test_dispatch.py): kernels of overloads no OpInfo reaches.
+"""Seeded bugs for the dispatch property (properties/suites/dispatch.py): kernels of overloads no OpInfo reaches.
 
 Each acts on one overload the property generates cases for and no OpInfo property calls by name, under
 a condition of its arguments, so only generated calls can catch it: a functional copy that loses an

@@ -1,4 +1,4 @@
-"""Seeded bugs for the events suite (properties/test_events.py).
+"""Seeded bugs for the events suite (properties/suites/events.py).
 
 - `event_query_early_without_timing`: an event made without `enable_timing`, recorded on a side
   stream behind work that has not landed, answers `query()` True: as a backend whose light-weight

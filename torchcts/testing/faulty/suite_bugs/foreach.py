@@ -1,4 +1,4 @@
-"""Seeded bugs for the foreach suite (properties/test_foreach.py): multi-tensor kernels that go wrong
+"""Seeded bugs for the foreach suite (properties/suites/foreach.py): multi-tensor kernels that go wrong
 at a launch boundary, with a scalar list, or on a member the fast path should not have taken.
 
 They act on the `aten._foreach_*` overloads themselves (the faulty device runs a foreach call as one

@@ -1,4 +1,4 @@
-"""Seeded bugs for the fp8 suite (properties/test_fp8.py): float8 encodings real kernels got wrong.
+"""Seeded bugs for the fp8 suite (properties/suites/fp8.py): float8 encodings real kernels got wrong.
 
 Casts reach the faulty device as `aten._to_copy.default` (`.to(dtype)`) or `aten.copy_.default`
 (`dest.copy_(src)`); every bug here fires only when such a cast converts into (or out of) a float8

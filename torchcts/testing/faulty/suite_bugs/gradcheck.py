@@ -1,4 +1,4 @@
-"""Seeded bugs for the gradient-check suites (properties/test_gradcheck.py): backward kernels wrong where only
+"""Seeded bugs for the gradient-check suites (properties/suites/gradcheck.py): backward kernels wrong where only
 gradcheck's dtype or a double backward reaches them.
 
 One is a float64-only backward kernel (a hand-written float64 path, the dtype gradcheck runs in); the other is a

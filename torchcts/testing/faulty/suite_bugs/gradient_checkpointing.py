@@ -1,4 +1,4 @@
-"""Seeded bugs for the gradient-checkpointing suite (properties/test_gradient_checkpointing.py): recompute kernels.
+"""Seeded bugs for the gradient-checkpointing suite (properties/suites/gradient_checkpointing.py): recompute kernels.
 
 Activation checkpointing runs a block's forward kernels a second time inside the backward pass, with
 grad mode on and the RNG state the forward saw restored. Each bug fires only there (an autograd graph

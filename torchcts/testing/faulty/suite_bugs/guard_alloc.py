@@ -1,4 +1,4 @@
-"""Seeded bugs for the allocator-guard suite (properties/test_guard_alloc.py).
+"""Seeded bugs for the allocator-guard suite (properties/suites/guard_alloc.py).
 
 Three ways real allocators fail around out-of-memory and reuse:
 - `oom_aborts_on_huge_request`: a request of 4 GiB or more overflows the allocator's 32-bit size

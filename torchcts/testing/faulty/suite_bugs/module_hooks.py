@@ -1,4 +1,4 @@
-"""Seeded bugs for the module-hooks suite (properties/test_module_hooks.py): kernels a module's hooks depend on.
+"""Seeded bugs for the module-hooks suite (properties/suites/module_hooks.py): kernels a module's hooks depend on.
 
 A module's hook logic is torch's Python; the device runs two things for it. Full backward hooks pass
 a module's inputs and outputs through an autograd Function (`BackwardHookFunction`) that returns them

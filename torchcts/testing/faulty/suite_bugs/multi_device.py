@@ -1,4 +1,4 @@
-"""Seeded bugs for the multi-device suite (properties/test_multi_device.py).
+"""Seeded bugs for the multi-device suite (properties/suites/multi_device.py).
 
 - `peer_copy_drops_last_chunk`: a copy from device 0 to device 1 (`.to`, `copy_`) goes through a
   64 KiB peer staging buffer, and for a contiguous tensor larger than the buffer the last chunk is

@@ -1,4 +1,4 @@
-"""Seeded bugs the native quantization suite (`properties/test_native_quantization.py`) must catch.
+"""Seeded bugs the native quantization suite (`properties/suites/native_quantization.py`) must catch.
 
 Each imitates what a backend's quantized kernels got wrong: rounding ties away from zero (the
 hardware's `round` instead of C's `nearbyint`), a per-channel kernel that only handles axis 0's

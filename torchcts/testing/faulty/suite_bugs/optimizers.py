@@ -1,4 +1,4 @@
-"""Seeded bugs for the optimizer suites (properties/test_optimizers.py): fused optimizer kernels.
+"""Seeded bugs for the optimizer suites (properties/suites/optimizers.py): fused optimizer kernels.
 
 A fused kernel takes whole lists (parameters, gradients, each state) and updates them in one call;
 its bugs live in the list handling and in the state it leaves for the next step, which a loop over

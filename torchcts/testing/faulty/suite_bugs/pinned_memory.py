@@ -1,4 +1,4 @@
-"""Seeded bugs for the pinned_memory suite (properties/test_pinned_memory.py).
+"""Seeded bugs for the pinned_memory suite (properties/suites/pinned_memory.py).
 
 - `pin_memory_pageable_above_64kib`: pinning a tensor of 64 KiB or more returns an ordinary
   (pageable) copy, as a pinned-block pool that falls back to malloc for large requests and forgets

@@ -1,4 +1,4 @@
-"""Seeded bugs for the quantized container suites (properties/test_quantized_containers.py, test_quantized_unpack.py).
+"""Seeded bugs for the quantized container suites (properties/suites/quantized_containers.py, quantized_unpack.py).
 
 Container plumbing moves packed bytes, scales and zero points; the ways real runtimes get that wrong:
 - `quantized_containers` (transfers): a host -> device DMA of a byte view at an odd address that reads from

@@ -1,4 +1,4 @@
-"""Seeded bugs for the quantized decoders suite (properties/test_quantized_decoders.py).
+"""Seeded bugs for the quantized decoders suite (properties/suites/quantized_decoders.py).
 
 The faulty device's container decoders (torchcts/testing/faulty/decoders.py) decode with the CPU
 codec's own program, then hand the result to the bugs acting at `DECODE_STEP`, which see

@@ -1,4 +1,4 @@
-"""Seeded bugs for the rng suite (properties/test_rng.py): the device's default generators.
+"""Seeded bugs for the rng suite (properties/suites/rng.py): the device's default generators.
 
 Three ways a backend's generator bookkeeping goes wrong, each at a runtime step of `torch.faulty`:
 - the seed is stored in a signed 32-bit field that saturates: every seed from 2**31 up seeds the

@@ -1,4 +1,4 @@
-"""Seeded bugs for the rng_distributions suite (properties/test_rng_distributions.py): draws from the wrong law.
+"""Seeded bugs for the rng_distributions suite (properties/suites/rng_distributions.py): draws from the wrong law.
 
 Each is a transform of a random kernel's correct draws (the device draws CPU's numbers, then the bug
 acts on them), shaped like a real kernel mistake, firing in one parameter range, dtype or size:

@@ -1,4 +1,4 @@
-"""Seeded bugs for the serialization suite (properties/test_serialization.py).
+"""Seeded bugs for the serialization suite (properties/suites/serialization.py).
 
 A backend's serializer writes each tensor as its storage plus (offset, sizes, strides). Two ways it
 goes wrong: it writes a view as if it started at its storage's first element (the offset dropped:

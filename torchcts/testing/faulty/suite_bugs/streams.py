@@ -1,4 +1,4 @@
-"""Seeded bugs for the streams suite (properties/test_streams.py).
+"""Seeded bugs for the streams suite (properties/suites/streams.py).
 
 Three ways a backend's stream runtime loses ordering, each under a narrow condition:
 - `default_stream_wait_skipped`: `wait_stream` issued on the device's default stream is a no-op, as in

@@ -1,4 +1,4 @@
-"""Seeded bugs for the stress suite (properties/test_stress.py).
+"""Seeded bugs for the stress suite (properties/suites/stress.py).
 
 - `large_grid_tail_skipped`: the add kernel's launch grid is capped at 2**23 elements (a grid size kept in
   a narrow field): for tensors of more than 2**23 elements (32 MiB of float32) the elements past it are

@@ -1,4 +1,4 @@
-"""Seeded bugs for the training suite (properties/test_training.py): kernels a training step needs.
+"""Seeded bugs for the training suite (properties/suites/training.py): kernels a training step needs.
 
 Each corrupts what only a training step shows: state a forward pass leaves for later (batch norm's
 running statistics) or a gradient summed over repeated indices (an embedding's backward), so a

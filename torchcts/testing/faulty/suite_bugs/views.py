@@ -1,4 +1,4 @@
-"""Seeded bugs the views suite (`properties/test_views.py`) must catch: views that are not views, wrong offsets.
+"""Seeded bugs the views suite (`properties/suites/views.py`) must catch: views that are not views, wrong offsets.
 
 Each imitates what real backends got wrong: a permute implemented as a copy for higher ranks
 (aliasing lost: writes through the "view" never reach the base), an `as_strided` that takes its

@@ -1,6 +1,6 @@
 """Whole-model compile: the training workloads, their forward under torch.compile on the device, give eager CPU's.
 
-One scenario per training model (`mlp`, `cnn`, `transformer`, `rnn`: properties/test_training.py) and
+One scenario per training model (`mlp`, `cnn`, `transformer`, `rnn`: properties/suites/training.py) and
 compile backend (`inductor`, `aot_eager`). The device runs the training program with the model's
 forward (and so its backward, through AOT autograd) compiled afresh for each case; the oracle is the
 same program eager on CPU. Losses, weights, buffers and gradients must match within the training
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import OneOf
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.test_training import MODELS, PARAMS as TRAINING_PARAMS, train_steps, training_cases
+from torchcts.properties.suites.training import MODELS, PARAMS as TRAINING_PARAMS, train_steps, training_cases
 from torchcts.strategies.sample_walk import sample_input
 
 DTYPES = ("float32",)

@@ -36,7 +36,7 @@ from torchcts.engine.context import BackendError
 from torchcts.engine.targets import ORACLE
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.engine.gradients import fixed_cotangent
-from torchcts.properties.test_backward import _gradient_dtypes
+from torchcts.properties.suites.backward import _gradient_dtypes
 from torchcts.strategies import opinfo_samples
 from torchcts.strategies.opinfo_pool import REFERENCE_INPUTS_LEVEL
 from torchcts.strategies.sample_walk import sample_input

@@ -148,7 +148,7 @@ _SPAWNED = """import importlib, json, sys
 device, name, args, backend = json.loads(sys.argv[1])
 if backend:
     importlib.import_module(backend)
-from torchcts.properties import test_guard_alloc as suite
+from torchcts.properties.suites import guard_alloc as suite
 print("TORCHCTS-ANSWER " + json.dumps(suite._as_json(suite.PROGRAMS[name], device, args)))
 """
 

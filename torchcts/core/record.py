@@ -22,10 +22,9 @@ import attrs
 
 from torchcts.core import outcomes
 from torchcts.core.json_checks import json_kind, show
-from torchcts.core.record_parts import (CompileLeg, Counterexample, Identity, Isolation, Measures, PathShapes,
-                                        Traces, Verdict)
-from torchcts.core.typed_json import (RecordError, check_fields, json_fields, unknown_field, value_from_json,
-                                      value_to_json)
+from torchcts.core.record_parts import (CONSOLE, FAILURE, CompileLeg, Counterexample, Identity, Isolation, Measures,
+                                        PathShapes, Traces, Verdict)
+from torchcts.core.typed_json import RecordError, json_fields, unknown_field, value_from_json, value_to_json
 
 RECORD_VERSION = 2  # what the writer puts in `record_version`; a line without one is version 1
 VERSION_FIELD = "record_version"
@@ -84,6 +83,20 @@ FIELDS: dict[str, tuple[str, attrs.Attribute]] = {
 NESTED = tuple(name for name, (_, field) in FIELDS.items()
                if field.metadata["nested"] is not None or field.metadata["nested_list"] is not None)
 REQUIRED = tuple(name for name, (_, field) in FIELDS.items() if field.default is attrs.NOTHING)
+_REQUIRED = frozenset(REQUIRED)
+_CHECKS = {name: (field.metadata["check"], field.metadata["allowed"]) for name, (_, field) in FIELDS.items()}
+_NESTED_KEYS = {name: (frozenset(json_fields(field.metadata["nested"] or field.metadata["nested_list"])),
+                       field.metadata["nested_list"] is not None)
+                for name, (_, field) in FIELDS.items() if name in NESTED}
+
+
+def view_fields(view: str) -> tuple[str, ...]:
+    """The fields a smaller copy of the record carries (`views=` of its fields in `core.record_parts`)."""
+    return tuple(name for name, (_, field) in FIELDS.items() if view in field.metadata["views"])
+
+
+CONSOLE_FIELDS = view_fields(CONSOLE)  # a console line's fields: what a pytest-xdist worker hands its controller
+FAILURE_FIELDS = view_fields(FAILURE)  # where a failure is stored and what raised it: what a fuzz answer carries
 
 
 def field_names() -> Iterator[str]:
@@ -109,16 +122,34 @@ def upgrade(data: Any) -> dict[str, Any]:
 
 def check(data: Mapping[str, Any]) -> None:
     """Raise RecordError for the first problem of a version-2 line (without building the record: the reader's
-    fast path over a whole records.jsonl)."""
-    flat = {name: field for name, (_, field) in FIELDS.items()}
+    fast path over a whole records.jsonl): an unknown field, a missing required one, a value of the wrong type, an
+    unknown field of a nested object."""
     for name in data:
-        if name not in flat and name != VERSION_FIELD:
-            raise unknown_field("a record", str(name), [*flat, VERSION_FIELD])
-    check_fields("a record", {k: v for k, v in data.items() if k != VERSION_FIELD}, flat, strict=False)
-    for name in NESTED:  # the outer check saw the shape; a nested object's unknown fields are errors too
+        if name not in _CHECKS and name != VERSION_FIELD:
+            raise unknown_field("a record", str(name), [*FIELDS, VERSION_FIELD])
+    if not data.keys() >= _REQUIRED:
+        name = min(_REQUIRED - data.keys())
+        raise RecordError(f"a record has no field {name!r} (needs {_CHECKS[name][1]})")
+    for name, value in data.items():
+        spec = _CHECKS.get(name)
+        if spec is not None and not spec[0](value):
+            raise RecordError(f"field {name!r} must be {spec[1]}, got {show(value)}")
+    for name, (keys, is_list) in _NESTED_KEYS.items():  # the shape is checked; a nested object's unknown fields too
         value = data.get(name)
         if value is not None:
-            value_from_json(flat[name], value, "")
+            for index, nested in enumerate(value) if is_list else ((None, value),):
+                unknown = nested.keys() - keys
+                if unknown:
+                    where = f"{name}[{index}]." if is_list else f"{name}."
+                    raise unknown_field("a record", str(min(unknown)), keys, where)
+
+
+def checked(line: dict[str, Any]) -> dict[str, Any]:
+    """A producer's line, marked version 2 and checked as one (in place): RecordError names a field the record does
+    not name or a value of the wrong type, which is a defect of the code that filled it."""
+    line[VERSION_FIELD] = RECORD_VERSION
+    check(line)
+    return line
 
 
 def problem(data: Any) -> str | None:

@@ -15,6 +15,11 @@ from torchcts.core import outcomes
 from torchcts.core import json_checks as c
 from torchcts.core.typed_json import json_field
 
+# the smaller copies of a record that carry some of its fields (`views=` of a field; `core.record.view_fields`):
+# CONSOLE: what a console line and the progress need, carried from a pytest-xdist worker to its controller
+# FAILURE: where a failure is stored and what raised it, carried in a fuzz worker's answer
+CONSOLE, FAILURE = "console", "failure"
+
 MAX_DISPATCHED = 8192  # names in a record's `dispatched` (torch 2.13 has ~3,100 aten overloads)
 MAX_LEGS = 8  # a blamed failure replays at most 6 legs (`engine.blame`)
 ISOLATED_BY = ("fork", "spawn")
@@ -122,12 +127,13 @@ class Leg:
 @attrs.frozen(kw_only=True)
 class Identity:
     """Which item: its id and parts (and, in a replay run, the case file replayed)."""
-    item: str = json_field(c.is_str, "a string", required=True)
-    property: str = json_field(c.is_str, "a string", required=True)
-    op: str = json_field(c.is_str, "a string", required=True)
-    variant: str | None = json_field(c.opt_str, "a string")
-    dtype: str = json_field(c.is_str, "a string", required=True)
-    level: int = json_field(c.level, f"an integer from {c.LEVELS[0]} to {c.LEVELS[-1]}", required=True)
+    item: str = json_field(c.is_str, "a string", required=True, views=(CONSOLE,))
+    property: str = json_field(c.is_str, "a string", required=True, views=(CONSOLE,))
+    op: str = json_field(c.is_str, "a string", required=True, views=(CONSOLE,))
+    variant: str | None = json_field(c.opt_str, "a string", views=(CONSOLE,))
+    dtype: str = json_field(c.is_str, "a string", required=True, views=(CONSOLE,))
+    level: int = json_field(c.level, f"an integer from {c.LEVELS[0]} to {c.LEVELS[-1]}", required=True,
+                            views=(CONSOLE,))
     case: ReplayedCase | None = json_field(_case, "null or an object with string path, fingerprint, status and "
                                                   "unreadable", nested=ReplayedCase)
 
@@ -136,16 +142,17 @@ class Identity:
 class Verdict:
     """What the item came to: its outcome, why, and the error that says so."""
     outcome: outcomes.Outcome = json_field(_outcome, "an outcome docs/results.md names (passed, failed, ..., "
-                                                     "runtime_unavailable)", required=True)
-    reason: str | None = json_field(c.opt_str, "a string or null")
+                                                     "runtime_unavailable)", required=True, views=(CONSOLE,))
+    reason: str | None = json_field(c.opt_str, "a string or null", views=(CONSOLE,))
     error: str | None = json_field(c.opt_str, "a string or null")
-    error_line: str | None = json_field(c.opt_str, "a string or null")
+    error_line: str | None = json_field(c.opt_str, "a string or null", views=(CONSOLE, FAILURE))
     error_kind: str | None = json_field(c.opt_str, "a string or null (missing_kernel, backend, harness, setup, "
-                                                   "case_file)")
+                                                   "case_file)", views=(FAILURE,))
     error_wrappers: tuple[str, ...] | None = json_field(c.opt_str_list, "a list of strings (torch.compile's "
                                                                          "wrapper types, outermost first)")
     missing_kernel: MissingKernel | None = json_field(_missing_kernel, "null or an object with string overload and "
-                                                                       "dispatch_key", nested=MissingKernel)
+                                                                       "dispatch_key", nested=MissingKernel,
+                                                      views=(CONSOLE, FAILURE))
     finding: str | None = json_field(c.opt_str, "a string or null (a device finding's id)")
     signal: str | None = json_field(c.opt_str, "a string or null (a signal's name)")
     cleanup_error: str | None = json_field(c.opt_str, "a string or null")
@@ -156,11 +163,11 @@ class Verdict:
 @attrs.frozen(kw_only=True)
 class Measures:
     """How much the item ran and how far its results were from CPU's."""
-    duration_s: float | None = json_field(c.opt_duration, "a finite non-negative number or null")
-    examples: int | None = json_field(c.opt_count, "a non-negative integer")
+    duration_s: float | None = json_field(c.opt_duration, "a finite non-negative number or null", views=(CONSOLE,))
+    examples: int | None = json_field(c.opt_count, "a non-negative integer", views=(CONSOLE,))
     # absent in records older than the field: the report says unknown, not 0
-    distinct_cases: int | None = json_field(c.opt_count, "a non-negative integer or null")
-    max_examples: int | None = json_field(c.opt_count, "a non-negative integer or null")
+    distinct_cases: int | None = json_field(c.opt_count, "a non-negative integer or null", views=(CONSOLE,))
+    max_examples: int | None = json_field(c.opt_count, "a non-negative integer or null", views=(CONSOLE,))
     cpu_contract_cases: int | None = json_field(c.opt_count, "a non-negative integer or null")
     unavailable_cases: int | None = json_field(c.opt_count, "a non-negative integer or null")
     metadata_only_cases: int | None = json_field(c.opt_count, "a non-negative integer or null")
@@ -175,7 +182,7 @@ class Measures:
 @attrs.frozen(kw_only=True)
 class Isolation:
     """Why the item (or its crash-prone cases) ran in another process, and how."""
-    isolated: str | None = json_field(c.opt_str, "a string or null")
+    isolated: str | None = json_field(c.opt_str, "a string or null", views=(CONSOLE,))
     isolated_by: str | None = json_field(_isolated_by, f"one of {', '.join(ISOLATED_BY)} or null")
     isolated_cases: str | None = json_field(c.opt_str, "a string or null")
 
@@ -185,10 +192,11 @@ class Counterexample:
     """Where the item's failing case went in the corpus, or why it could not be stored."""
     counterexample: StoredCase | None = json_field(_counterexample, "null or an object with string path, replay, "
                                                                     "fingerprint, integer elements and boolean new",
-                                                   nested=StoredCase)
-    counterexample_error: str | None = json_field(c.opt_str, "a string or null")
+                                                   nested=StoredCase, views=(CONSOLE, FAILURE))
+    counterexample_error: str | None = json_field(c.opt_str, "a string or null", views=(FAILURE,))
     counterexample_unwritable: Unwritable | None = json_field(_unwritable, "null or an object with string path and "
-                                                                           "reason", nested=Unwritable)
+                                                                           "reason", nested=Unwritable,
+                                                        views=(FAILURE,))
 
 
 @attrs.frozen(kw_only=True)
@@ -199,7 +207,7 @@ class CompileLeg:
     shrink_stopped: str | None = json_field(c.opt_str, "a string or null")
     # a compiled failure's blame (`engine.blame`): the first leg that shows it, each leg tried, why none is named
     leg: str | None = json_field(c.opt_str, "a string or null (dynamo, aot, backend, backend-dynamic-only, "
-                                            "not-reproduced, not-blamed)")
+                                            "not-reproduced, not-blamed)", views=(FAILURE,))
     legs: tuple[Leg, ...] | None = json_field(_legs, f"null or a list of at most {MAX_LEGS} objects with string "
                                                       "backend, shape_mode, outcome and error_line (or null)",
                                               nested_list=Leg)

@@ -23,10 +23,11 @@ class RecordError(ValueError):
 
 
 def json_field(check: Check, allowed: str, *, required: bool = False, nested: Any = None,
-               nested_list: Any = None) -> Any:
+               nested_list: Any = None, views: tuple[str, ...] = ()) -> Any:
     """An attrs field holding one JSON field: `check` validates the parsed value, `allowed` says in words what
-    passes. `nested` (or `nested_list`) is the typed class of an object value (of each item of a list value)."""
-    metadata = {"check": check, "allowed": allowed, "nested": nested, "nested_list": nested_list}
+    passes. `nested` (or `nested_list`) is the typed class of an object value (of each item of a list value).
+    `views` names the smaller copies of the object that carry the field (`core.record.view_fields`)."""
+    metadata = {"check": check, "allowed": allowed, "nested": nested, "nested_list": nested_list, "views": views}
     if required:
         return attrs.field(kw_only=True, metadata=metadata)
     return attrs.field(kw_only=True, default=None, metadata=metadata)

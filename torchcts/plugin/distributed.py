@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from torchcts.core.record import CONSOLE_FIELDS
+
 if TYPE_CHECKING:
     from torchcts.plugin.session import RunSession
 
@@ -27,9 +29,7 @@ WORKER_STOP_S = 2.0  # how long an interrupted run's workers may take to end bef
 RUN_ID_KEY, SEED_KEY = "torchcts_run_id", "torchcts_run_seed"
 RECORD_ATTRIBUTE = "torchcts_record"  # on a worker's TestReport: the item's record, shown by the controller
 WRITE_ERROR_KEY = "torchcts_write_error"  # a worker's workeroutput: [file, reason] of a file it could not write
-RECORD_FIELDS = ("item", "property", "op", "variant", "dtype", "outcome", "reason", "error_line", "examples",
-                 "distinct_cases", "max_examples", "duration_s", "isolated", "missing_kernel",
-                 "counterexample")  # what the console shows
+RECORD_FIELDS = CONSOLE_FIELDS  # what the console shows: the record's console view (`core.record`)
 
 
 def role(config: pytest.Config) -> str:

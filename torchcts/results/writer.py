@@ -228,7 +228,8 @@ class RunWriter:
 
 
 def _line(record: dict[str, Any]) -> str:
-    """A record's line of records.jsonl, marked with the record version it was written as (`core.record`)."""
+    """A record's line of records.jsonl, marked with the record version it was written as (`core.record`; the
+    engine checked an executed item's record as one, `engine.run.run_item`)."""
     return json.dumps({**record, VERSION_FIELD: RECORD_VERSION}, sort_keys=True, default=str) + "\n"
 
 

@@ -26,7 +26,7 @@ import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.files import new_case
-from torchcts.cases.limits import DEFAULT_MAX_CASE_BYTES, byte_count
+from torchcts.core.case_limits import DEFAULT_MAX_CASE_BYTES, byte_count
 
 
 def write_case(path: Path, tensor: torch.Tensor) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchcts.fuzz.scheduler import LOST
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR
 
 DTYPES = ("float32", "bfloat16", "int32")

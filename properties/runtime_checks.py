@@ -27,7 +27,7 @@ import attrs
 import torch
 
 from torchcts.engine.outcome import NotRun
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 
 @attrs.frozen

@@ -27,7 +27,7 @@ from torchcts.coverage.dispatch_calls import call_overload, metadata_only, overl
 from torchcts.coverage.generated import generated_scenarios, resolve
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.dispatch_bounds import dispatch_params
 from torchcts.strategies.curated_calls import CURATED_NEEDS

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from torchcts.engine.outcome import NotRun
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import fork_safe, run_forked
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.runtime_checks import Observation, has_attribute, observe, require, runtime_module

@@ -40,7 +40,7 @@ from torchcts.containers import decoders
 from torchcts.engine.context import BackendError
 from torchcts.engine.outcome import NotRun
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.containers import container_bounds, container_fits, containers

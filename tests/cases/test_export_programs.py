@@ -22,7 +22,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from torchcts.cases.export import export_script
 from torchcts.cases.files import CaseFileError, new_case
 from torchcts.engine.programs import program_check
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.strategies import Case, tensors
 

@@ -27,7 +27,7 @@ from torchcts.engine.run import EngineSettings, build_context, property_check, r
 from torchcts.engine.targets import Target
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import PROBLEMS, Outcome
+from torchcts.core.outcomes import PROBLEMS, Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
 from torchcts.plan.selection import Selection

@@ -158,7 +158,7 @@ def test_a_probe_drafted_faulty_device_report_lists_its_missing_kernel(tmp_path)
 
 
 def test_a_probe_skip_reason_is_read_back_only_in_its_own_form():
-    from torchcts.probe_skips import missing_overloads, probe_reason
+    from torchcts.core.probe_skips import missing_overloads, probe_reason
 
     assert missing_overloads(probe_reason(["aten::zero_", "aten::sum.IntList_out"])) == (
         "aten::zero_", "aten::sum.IntList_out")

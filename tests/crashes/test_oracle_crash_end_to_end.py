@@ -29,7 +29,7 @@ from torchcts.engine.targets import Target
 from torchcts.isolation.policy import IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.items import PlanItem
 from torchcts.results.writer import read_records
 from torchcts.strategies.samples import Case

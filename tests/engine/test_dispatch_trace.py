@@ -17,7 +17,7 @@ from torchcts.engine.targets import Target
 from torchcts.isolation.policy import CaseIsolation
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.results.files import MAX_DISPATCHED, record_problem
 

@@ -24,7 +24,7 @@ from torchcts.engine.targets import Target
 from torchcts.isolation.policy import CaseIsolation, IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 
 REPO = Path(__file__).resolve().parents[2]

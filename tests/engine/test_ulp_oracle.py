@@ -13,7 +13,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.testing.faulty.bugs import BUGS
 

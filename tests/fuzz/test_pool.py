@@ -16,7 +16,7 @@ from torchcts.fuzz import hunt as fuzz_hunt
 from torchcts.fuzz.options import CRASH_REPLAY_LIMIT_S, FuzzOptions
 from torchcts.fuzz.pool import OVER_BUDGET, REPLAY_OVERRAN, WorkerPool
 from torchcts.fuzz.worker import Task
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.items import PlanItem
 
 SAFETY_S = 300.0  # a hang detector for the test itself, never reached when the pool works

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from torchcts.fuzz.scheduler import EXHAUSTED, MAX_WEIGHT, MIN_WEIGHT, UNAVAILABLE, ItemStats, Scheduler
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.items import PlanItem
 
 ITEMS = [PlanItem("forward", op, "function", "float32", 1) for op in ("abs", "neg", "exp", "sin", "cos")]

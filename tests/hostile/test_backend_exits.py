@@ -33,7 +33,7 @@ from torchcts.isolation.fork import run_forked
 from torchcts.isolation.policy import IsolationPolicy
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 from torchcts.probe import capabilities as capability_probes

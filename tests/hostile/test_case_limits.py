@@ -22,7 +22,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.cases.codec import CodecError, Decoder
 from torchcts.cases.files import CaseFileError, builtin_corpus, load_case, new_case
-from torchcts.cases.limits import DEFAULT_MAX_CASE_BYTES, CaseLimits, byte_count
+from torchcts.core.case_limits import DEFAULT_MAX_CASE_BYTES, CaseLimits, byte_count
 from torchcts.cli.main import cli
 from torchcts.cases.replay_items import UnreadableCase, replay_items, replayable
 from torchcts.results.writer import read_records

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from torchcts.cli.main import cli
 from torchcts.disk import WriteError
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import EXECUTED
+from torchcts.core.outcomes import EXECUTED
 from torchcts.results.files import read_records, read_summary
 
 TOO_LARGE = "File too large"

@@ -311,7 +311,7 @@ def test_ascii_int_and_float_refuse_other_digits(text):
 
 @pytest.mark.parametrize("shard", ["\uff11/\uff12", "1/\uff12", "\u0661/\u0662", "1/2\u00a0", "\u00a01/2"])
 def test_a_shard_in_other_digits_is_refused_like_any_non_ascii_number(tmp_path, shard):
-    from torchcts.plan.shards import ShardError, parse_shard
+    from torchcts.core.shards import ShardError, parse_shard
 
     with pytest.raises(ShardError, match="is not K/N"):
         parse_shard(shard)

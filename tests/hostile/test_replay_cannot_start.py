@@ -28,7 +28,7 @@ from torchcts.cases.replay_items import replay_items
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 SUITE = '''
 import torch

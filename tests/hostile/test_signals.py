@@ -34,7 +34,7 @@ from torchcts.results.writer import RunWriter
 from torchcts.strategies import opinfo_samples
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import EXECUTED
+from torchcts.core.outcomes import EXECUTED
 
 SAFETY_NET_S = 300
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for child processes")

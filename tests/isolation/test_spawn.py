@@ -28,7 +28,7 @@ from torchcts.isolation.spawn_messages import (
     SpawnMessageError, item_from, item_json, settings_from, settings_json)
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 
 HANG_TIMEOUT_S = 4  # only ever given to the item that sleeps for an hour

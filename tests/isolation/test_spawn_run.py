@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import EXECUTED
+from torchcts.core.outcomes import EXECUTED
 from torchcts.results.writer import read_records
 
 CRASH, HANG, ABS = ("forward::hypot::function::float32", "forward::logaddexp::function::float32",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import build_plan
 from torchcts.plan.registry import PropertySpec, ScenarioItems
 

@@ -15,7 +15,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.plan.build import Selection, SelectionError, build_plan
 from torchcts.plan.catalog import all_ops, op_id
 from torchcts.plan.selection import check_shard
-from torchcts.plan.shards import ShardError, parse_shard, shard_of, shard_reason
+from torchcts.core.shards import ShardError, parse_shard, shard_of, shard_reason
 from torchcts.plugin.launch import RunOptions, pytest_arguments
 
 

@@ -11,7 +11,7 @@ import torch
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest.vocabulary import AUTOCAST_OPS
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.autocast import SCENARIOS, autocast_call, nested_autocast
 from torchcts.testing.faulty.bug_model import AUTOCAST_STEP

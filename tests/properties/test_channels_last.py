@@ -8,7 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.channels_last_cases import SCENARIO_CASES
 from torch.testing._internal.opinfo.core import SampleInput
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.compile_modules import SCENARIOS
 from torchcts.properties.suites.training import train_steps

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from torchcts.cases.files import load_case
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.copies import PROGRAMS, conversion_targets, copy_into, defined_for
 from torchcts.testing.faulty.suite_bugs.copies import BUGS
 

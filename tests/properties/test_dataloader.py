@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.dataloader import SCENARIOS, load_batches
 from torchcts.testing.faulty.suite_bugs.dataloader import BUGS

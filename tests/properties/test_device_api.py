@@ -10,7 +10,7 @@ import torch
 
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.device_api import SCENARIOS, availability, memory_stats, set_device
 from torchcts.testing.faulty.bug_model import DEVICE_COUNT_STEP, MEMORY_STATS_STEP, SET_DEVICE_STEP

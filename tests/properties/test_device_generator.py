@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.device_generator import OPS, PROGRAMS, SCENARIOS, draw
 from torchcts.testing.faulty.suite_bugs.device_generator import BUGS

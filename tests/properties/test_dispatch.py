@@ -9,7 +9,7 @@ import torch
 
 from torchcts.coverage.generated import (GENERATED, from_traced_calls, generated_overloads, generated_scenarios,
                                         scenario_names)
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.coverage.dispatch_calls import call_overload, metadata_only
 from torchcts.properties.suites.dispatch import PROGRAMS

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from torchcts.cases.files import load_case
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.dtype_programs import cast, inplace_promotion, scalar_promotion
 from torchcts.testing.faulty.suite_bugs.dtype_semantics import BUGS
 

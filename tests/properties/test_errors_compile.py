@@ -11,7 +11,7 @@ import torch._dynamo
 from torch._dynamo.exc import BackendCompilerFailed
 
 from torchcts.engine.error_cause import find_cause
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.errors import parity_problem
 
 REFUSES_TO_COMPILE = "torchcts_errors_test_refuses_to_compile"

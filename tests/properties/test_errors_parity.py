@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.errors import parity_problem, stable_regex, type_conforms
 from torchcts.testing.faulty.suite_bugs.errors import BUGS
 

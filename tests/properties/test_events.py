@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.events import SCENARIOS, query_after_synchronize, wait_event
 from torchcts.testing.faulty.bug_model import ELAPSED_STEP, EVENT_QUERY_STEP

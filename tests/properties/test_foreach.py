@@ -8,7 +8,7 @@ import torch
 
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.foreach import FLOATING_PROGRAMS, PROGRAMS, foreach_binary
 from torchcts.testing.faulty.suite_bugs.foreach import BUGS
 

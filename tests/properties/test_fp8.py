@@ -9,7 +9,7 @@ import torch
 
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.fp8 import PROGRAMS, cast_to_float8, element, grid
 from torchcts.testing.faulty.suite_bugs.fp8 import BUGS
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.testing.faulty.suite_bugs.gradcheck import BUGS
 

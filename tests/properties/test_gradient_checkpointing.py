@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.gradient_checkpointing import MODES, checkpointed_block
 from torchcts.testing.faulty.suite_bugs.gradient_checkpointing import BUGS

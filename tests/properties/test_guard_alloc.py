@@ -13,7 +13,7 @@ import torch
 
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.guard_alloc import (SCENARIOS, device_memory_bytes, fragmentation, oom_raises,
                                                   run_in_child, usable_bytes)

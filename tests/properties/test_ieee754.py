@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from torchcts.cases.files import load_case
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.ieee754 import PROGRAMS, assert_exactly_equal
 from torchcts.testing.faulty.suite_bugs.ieee754 import BUGS
 

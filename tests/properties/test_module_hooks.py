@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.module_hooks import MODELS, MODULE_COUNTS, hooked_module
 from torchcts.testing.faulty.suite_bugs.module_hooks import BUGS

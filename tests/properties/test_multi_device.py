@@ -10,7 +10,7 @@ import torch
 
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.multi_device import SCENARIOS, cross_copy, mixed_device_error
 from torchcts.testing.faulty.suite_bugs.multi_device import BUGS

@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.native_quantization import PROGRAMS, compare_quantized, exact_qparams
 from torchcts.testing.faulty.suite_bugs.native_quantization import BUGS

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.nested import PROGRAMS, jagged_construct
 from torchcts.testing.faulty.suite_bugs.nested import BUGS
 

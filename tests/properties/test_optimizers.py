@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.optimizers import FOREACH, FUSED, optimizer_steps
 from torchcts.testing.faulty.suite_bugs.optimizers import BUGS

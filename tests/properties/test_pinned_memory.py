@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.pinned_memory import SCENARIOS, view_of
 from torchcts.testing.faulty.bug_model import IS_PINNED_STEP, PIN_STEP

@@ -6,7 +6,7 @@ import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
 from torchcts.engine.programs import program_check
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.strategies import Case, tensors
 

@@ -10,7 +10,7 @@ import torch
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
 from torchcts.properties.suites.quantized_containers import container_transfer

@@ -16,7 +16,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest import load_manifest
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 from torchcts.properties.suites.quantized_decoders import DTYPES, beyond_one_ulp, compare_decoded

@@ -12,7 +12,7 @@ from torchcts.containers.codec import decode_container, program_arguments
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
 from torchcts.properties.suites.quantized_unpack import UNPACK_DTYPES

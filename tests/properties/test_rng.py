@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.rng import OPS, PROGRAMS, SCENARIOS, draw
 from torchcts.testing.faulty.bug_model import GENERATOR_STEP, SEED_STEP

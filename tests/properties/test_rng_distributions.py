@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.rng_statistics import (binomial_pvalue, chi_square_pvalue, kolmogorov_pvalue, ks_pvalue,
                                                 ks_statistic)

@@ -9,7 +9,7 @@ import io
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.serialization import SCENARIOS, save_and_load
 from torchcts.testing.faulty.bug_model import SAVE_STEP

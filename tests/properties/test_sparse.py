@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.suites.sparse import PROGRAMS, coalesce, construct
 from torchcts.testing.faulty.suite_bugs.sparse import BUGS
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.stream_programs import chain, inputs
 from torchcts.properties.suites.streams import SCENARIOS, stream_order, wait_stream

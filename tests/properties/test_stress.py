@@ -11,7 +11,7 @@ import torch
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest.model import ResourceLimits
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.stress import SCENARIOS, stress, tensor_budget_bytes
 from torchcts.testing.faulty.bug_model import SYNCHRONIZE_STEP

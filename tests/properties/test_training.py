@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.suites.training import MODELS, train_steps
 from torchcts.testing.faulty.suite_bugs.training import BUGS

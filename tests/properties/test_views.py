@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from torchcts.cases.files import load_case
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.properties.exact_check import assert_same_bits
 from torchcts.properties.suites.views import PROGRAMS, overlap_rules, view_chain_write
 from torchcts.properties.view_steps import FAMILIES, apply_steps, draw_view_chain

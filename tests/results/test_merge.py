@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
-from torchcts.plan.shards import shard_of
+from torchcts.core.shards import shard_of
 from torchcts.results.files import read_records, read_summary
 
 RUN = ["run", "--validation", "--derandomize", "--level", "1", "--dtype", "float32",

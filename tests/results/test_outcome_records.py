@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from torchcts.outcomes import EXECUTED, Outcome
+from torchcts.core.outcomes import EXECUTED, Outcome
 from torchcts.plan.registry import OpInfoItems, PropertySpec
 from torchcts.results import files
 from torchcts.results.writer import RunWriter

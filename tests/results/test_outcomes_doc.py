@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from torchcts import outcomes
-from torchcts.outcomes import GROUPS, Group, Outcome
+from torchcts.core import outcomes
+from torchcts.core.outcomes import GROUPS, Group, Outcome
 from torchcts.report.data import COVERAGE_GROUPS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.results.writer import RECORDS_PER_WRITE, RunWriter
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plugin.distributed import compact_record
 from torchcts.results.writer import RunFolderError, RunWriter
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.run.test_report import check_html, cli, run_folder
 from torchcts.manifest.templates import render_template
-from torchcts.outcomes import EXECUTED
+from torchcts.core.outcomes import EXECUTED
 from torchcts.report.render import write_report
 from torchcts.results.files import read_records
 

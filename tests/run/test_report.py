@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from torchcts.outcomes import EXECUTED, Outcome
+from torchcts.core.outcomes import EXECUTED, Outcome
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 
@@ -189,7 +189,7 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
 
 
 def test_report_path_imports_no_torch():
-    code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data, torchcts.outcomes; "
+    code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data, torchcts.core.outcomes; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 

@@ -6,7 +6,7 @@ and the bytes between strided elements survive, and tensors that shared a storag
 aliasing its input) share it again when rebuilt. Sparse tensors keep their index and value
 tensors, nested tensors their components. Numbers keep their exact value (floats as hex).
 Decoding builds objects from this vocabulary only; nothing is imported or executed, and what
-a case may make the decoder allocate is bounded (`torchcts.cases.limits`).
+a case may make the decoder allocate is bounded (`torchcts.core.case_limits`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import torch
 
 from torchcts import dtypes as dtype_names
-from torchcts.cases.limits import MAX_DIMS, CaseLimits, size_text
+from torchcts.core.case_limits import MAX_DIMS, CaseLimits, size_text
 
 _LAYOUTS = {"sparse_coo": torch.sparse_coo, "sparse_csr": torch.sparse_csr, "sparse_csc": torch.sparse_csc,
             "sparse_bsr": torch.sparse_bsr, "sparse_bsc": torch.sparse_bsc}
@@ -143,7 +143,7 @@ def _bytes_of(flat: torch.Tensor) -> bytes:
 class Decoder:
     """Rebuilds values from their encoding and a storage table (each storage is built once).
 
-    Bounded by `limits` (`torchcts.cases.limits`): the storages built and the tensors built each
+    Bounded by `limits` (`torchcts.core.case_limits`): the storages built and the tensors built each
     stay within `max_case_bytes`, values nest at most `max_depth` levels, and sizes, strides,
     offsets and counts are checked to be plain integers in range before torch sees them."""
 

@@ -40,7 +40,7 @@ from torchcts.cases.files import CaseFileError, CorpusCase, module_name_problem
 from torchcts.cases.export_compile import compile_call
 from torchcts.cases.export_program import SCRIPT_ATTRIBUTES, SCRIPT_IMPORTS, SCRIPT_NAMES, scenario_code
 from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
-from torchcts.cases.limits import CaseLimits
+from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import checked_case, holds_error_input
 from torchcts.plan import registry
 

@@ -25,7 +25,7 @@ import attrs
 
 from torchcts.cases import scenario_case
 from torchcts.cases.codec import CodecError, Decoder, Encoder, brief
-from torchcts.cases.limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
+from torchcts.core.case_limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
 from torchcts.core.compile_settings import backend_spelling_problem, settings_problem
 
 SCHEMA_VERSION = 1

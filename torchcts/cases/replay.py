@@ -25,10 +25,10 @@ from typing import Any, Iterable
 import attrs
 
 from torchcts.cases.files import CaseFileError, load_case, printable, save_case
-from torchcts.cases.limits import CaseLimits
+from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import (  # noqa: F401 - re-exported for callers of the old location
     ReplayItem, UnreadableCase, checked_case, replay_cases, replay_items, replayable)
-from torchcts.outcomes import PROBLEMS, Outcome, parse
+from torchcts.core.outcomes import PROBLEMS, Outcome, parse
 
 EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read, or a replay could not start
 NOT_STARTED_KINDS = ("harness", "setup")  # error kinds of a replay that TorchCTS itself could not run

@@ -21,8 +21,8 @@ import torch
 from torchcts import dtypes as dtype_names
 from torchcts.cases.codec import brief
 from torchcts.cases.files import CaseFileError, CorpusCase, case_files, load_case
-from torchcts.cases.limits import CaseLimits
-from torchcts.outcomes import Outcome, parse
+from torchcts.core.case_limits import CaseLimits
+from torchcts.core.outcomes import Outcome, parse
 from torchcts.plan import registry
 
 # An unreadable file has no property of its own; its item is collected under, and its `error` record names,

@@ -288,6 +288,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
     shard count). A missing shard makes the merged run partial, its items recorded deselected with
     the missing shard named. The baseline of a merged report is none unless --baseline names a folder.
     """
+    from torchcts.coverage.summary import report_section
     from torchcts.report.render import FORMATS, write_report
     from torchcts.report.data import ResultsError
     from torchcts.report.latest import latest_run_folder
@@ -306,7 +307,8 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
         fail(f"--baseline {baseline}: not a run folder; use auto, none or a results/<run-id>/ folder")
     try:
         written = write_report(folder, output=output, baseline=baseline, results_dir=results_dir,
-                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir)
+                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir,
+                               coverage_html=report_section)
     except ResultsError as exc:
         fail(str(exc))
     for name, path in written.items():
@@ -316,6 +318,7 @@ def report(source: Path | None, results_dir: Path | None, baseline: str, output:
 def _report_merged(shards: tuple[Path, ...], source: Path | None, baseline: str, output: Path | None,
                    formats: tuple[str, ...], coverage_audit: Path | None, corpus_dir: Path | None = None) -> None:
     """`report --merge`: merge the shard folders into one run folder, then write its report there."""
+    from torchcts.coverage.summary import report_section
     from torchcts.report.render import FORMATS, write_report
     from torchcts.results.files import ResultFileError
     from torchcts.results.merge import MergeError, merge_shards
@@ -327,7 +330,8 @@ def _report_merged(shards: tuple[Path, ...], source: Path | None, baseline: str,
     try:
         folder = merge_shards(shards, output)
         written = write_report(folder, baseline="none" if baseline == "auto" else baseline,
-                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir)
+                               formats=formats or FORMATS, coverage_audit=coverage_audit, corpus_dir=corpus_dir,
+                               coverage_html=report_section)
     except (MergeError, ResultFileError) as exc:
         fail(str(exc))
     click.echo(f"merged {folder}")

@@ -32,7 +32,7 @@ def last_failed_run(results_dir: Path, device: str, compile_backend: str | None,
     (compile backend, validation, shard; not a path-shapes run), read through the bounded reader. None there, or
     one that cannot be read, is one line (exit 2); one where nothing failed ends the command (exit 0): there is
     nothing to rerun."""
-    from torchcts.plan.shards import ShardError, format_shard, parse_shard
+    from torchcts.core.shards import ShardError, format_shard, parse_shard
     from torchcts.report.latest import latest_run_folder
     from torchcts.results.files import ResultFileError
     from torchcts.results.last_failed import read_last_failed

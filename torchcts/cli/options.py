@@ -12,8 +12,9 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import click
 
+from torchcts.core.compile_settings import SHAPE_MODES, backend_spelling_problem
+
 EXIT_BAD_INPUT = 2
-SHAPE_MODES = ("static", "dynamic", "automatic")  # as `engine.compile_target.SHAPE_MODES` (which imports no torch)
 
 
 def fail(message: str) -> NoReturn:
@@ -150,8 +151,6 @@ class CompileBackendName(click.ParamType):
     name = "BACKEND"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from torchcts.engine.compile_target import backend_spelling_problem
-
         problem = backend_spelling_problem(value)
         if problem is not None:
             self.fail(f"{value!r} is not {problem}", param, ctx)

@@ -277,7 +277,7 @@ def replay(cases: tuple[Path, ...], device: str | None, compile_backend: str | N
     pytest with `python -m pytest --pyargs torchcts.properties --replay DIR --device D`.
     """
     from torchcts.cases.files import CaseFileError, builtin_cases
-    from torchcts.cases.limits import CaseLimits
+    from torchcts.core.case_limits import CaseLimits
     from torchcts.cases.corpus_default import default_corpus_dir
 
     if export is not None:
@@ -330,7 +330,7 @@ def _load_custom_properties(manifest_path: Path | None):  # noqa: ANN202 - a Man
 
 def _bytes(value: str | None) -> int | None:
     """--max-case-bytes as a number of bytes (1G, 512M, 4096)."""
-    from torchcts.cases.limits import byte_count
+    from torchcts.core.case_limits import byte_count
 
     try:
         return None if value is None else byte_count(value)

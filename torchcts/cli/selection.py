@@ -66,7 +66,7 @@ def selection_options(level_help: str = LEVEL_HELP, dtype_help: str = DTYPE_HELP
 
 def _checked_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """--shard K/N, checked at parse time: a one-line error naming --shard and the form (exit 2)."""
-    from torchcts.plan.shards import ShardError, format_shard, parse_shard
+    from torchcts.core.shards import ShardError, format_shard, parse_shard
 
     if value is None:
         return None

@@ -17,7 +17,7 @@ import attrs
 
 from torchcts.coverage.audit import SCHEMA_VERSION, STATUSES
 from torchcts.coverage.evidence import shown
-from torchcts.coverage.names import OVERLOAD_NAME
+from torchcts.core.overload_names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, read_json_file
 
 MAX_AUDIT_BYTES = 64 * MiB  # a torch 2.13 audit is about 2 MiB

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator
 
 import attrs
 
-from torchcts.coverage.names import OVERLOAD_NAME
+from torchcts.core.overload_names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, json_kind, read_json_file
 from torchcts.untrusted_paths import id_problem
 

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from torchcts.coverage.names import IDENT, OVERLOAD_NAME
+from torchcts.core.overload_names import IDENT, OVERLOAD_NAME
 
 PACKAGED = Path(__file__).with_name("exclusions.json")
 PACKAGED_SOURCE = "torchcts/coverage/exclusions.json"  # how a packaged entry's source is spelled

@@ -9,7 +9,8 @@ evidence store, the overloads mapped (by names and declarations) beside those a 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from torchcts.coverage.audit import STATUSES
 
@@ -117,3 +118,21 @@ def render_html(audit: dict[str, Any]) -> str:
 
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return environment.from_string(_HTML).render(**figures(audit), listed=LISTED)
+
+
+def report_section(path: Path, warn: Callable[[str], None]) -> str:
+    """The HTML section of a coverage audit (`torchcts coverage audit`'s audit.json) for a run's report.html, or ""
+    when there is none at `path` or it cannot be read (a `warn` names the file and field); the report's front ends
+    pass it to `report.render.write_report`."""
+    from markupsafe import Markup  # jinja's own dependency, loaded only when a report is written
+
+    from torchcts.coverage.audit_check import AuditFileError, read_audit  # the audit reader reads results files
+
+    if not path.is_file():
+        return ""
+    try:
+        audit = read_audit(path)
+    except AuditFileError as exc:
+        warn(f"coverage audit left out of the report: {exc}")
+        return ""
+    return Markup(render_html(audit))  # rendered with autoescape from the validated audit

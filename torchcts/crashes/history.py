@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.results.files import ResultFileError, iter_records, iter_started
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.engine.compile_target import CompileSpec
-from torchcts.outcomes import PROBLEMS, Outcome, parse
+from torchcts.core.outcomes import PROBLEMS, Outcome, parse
 
 DYNAMO, AOT, BACKEND, BACKEND_DYNAMIC_ONLY = "dynamo", "aot", "backend", "backend-dynamic-only"
 NOT_REPRODUCED, NOT_BLAMED = "not-reproduced", "not-blamed"

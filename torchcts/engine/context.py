@@ -23,7 +23,7 @@ from torchcts.engine import cpu_rejection, error_cause, missing_kernels, oracle,
 from torchcts.engine.dispatch_trace import traced
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
 from torchcts.engine.outcome import NotRun
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.cases.reduce import reduce_case
 from torchcts.engine.targets import ORACLE, CaseUnavailable, Target

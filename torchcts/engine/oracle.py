@@ -13,7 +13,6 @@ absolute and relative errors and the ULP distance, and where the first differenc
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import attrs
@@ -21,6 +20,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from torchcts import dtypes as dtype_names
+from torchcts.core.op_categories import CATEGORIES, category, values_comparable
 from torchcts.engine import precision
 
 # (rtol, atol), as torch.testing.assert_close uses them; float8 from the format's precision.
@@ -31,44 +31,10 @@ _DEFAULTS: dict[torch.dtype, tuple[float, float]] = {
     **{d: (torch.finfo(d).eps, torch.finfo(d).smallest_normal) for d in dtype_names.FLOAT8_DTYPES},
 }
 
-# Ops whose result values are unspecified (uninitialised memory) or random: metadata only.
-_VALUES_UNDEFINED = re.compile(
-    r"(^|\.)(empty|new_empty|empty_like|empty_strided|new_empty_strided|empty_permuted|resize_|resize_as_)$")
-_RANDOM = re.compile(r"rand|normal|bernoulli|multinomial|dropout|uniform|exponential|geometric|cauchy|"
-                     r"log_normal|poisson|rrelu|randperm")
-
-
-def values_comparable(op_name: str) -> bool:
-    """False for ops whose values are undefined (`empty*`) or random: compare metadata only."""
-    return not (_VALUES_UNDEFINED.search(op_name) or _RANDOM.search(op_name))
-
-
-_CATEGORIES = (
-    (re.compile(r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)"), "linalg"),
-    (re.compile(r"(^|\.)(_?scaled_mm|mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
-                r"bilinear|chain_matmul|__rmatmul__|addr|kron)"), "matmul"),
-    (re.compile(r"conv"), "conv"),
-    (re.compile(r"^fft\."), "fft"),
-    (re.compile(r"(norm|normalize)"), "norm"),
-    (re.compile(r"attention"), "sdpa"),
-    (re.compile(r"loss"), "loss"),
-    (re.compile(r"(^|\.)(sum|nansum|mean|nanmean|prod|std|var|std_mean|var_mean|cumsum|cumprod|logsumexp|"
-                r"logcumsumexp|cummax|cummin|trapz|trapezoid|cumulative_trapezoid|softmax|log_softmax)"), "reduction"),
-)
-
-
 def strides_defined(op_name: str) -> bool:
     """Whether CPU's output strides are part of the op's contract: elementwise ops keep their
     input's memory format (TensorIterator); other ops leave output strides to the backend."""
     return category(op_name) == "elementwise" and values_comparable(op_name)
-
-
-def category(op_name: str) -> str:
-    """The tolerance category of an op (manifest `tolerance_overrides` are keyed by it)."""
-    for pattern, name in _CATEGORIES:
-        if pattern.search(op_name):
-            return name
-    return "elementwise"
 
 
 @attrs.frozen
@@ -127,8 +93,7 @@ def _budget_category(op: Any, categories: tuple[str, ...] | None) -> str | None:
     `categories` where it names one (a path-shapes case, a gradient), else None (a scenario)."""
     if op is not None:
         return category(op.name)
-    known = {name for _, name in _CATEGORIES} | {"elementwise"}
-    return categories[-1] if categories and categories[-1] in known else None
+    return categories[-1] if categories and categories[-1] in CATEGORIES else None
 
 
 def accumulation_widening(inputs: Any, outputs: Any) -> float:

@@ -29,7 +29,7 @@ import attrs
 
 from torchcts.cases.files import CaseFileError
 from torchcts.engine import device_findings
-from torchcts.outcomes import NOT_RUN, Outcome
+from torchcts.core.outcomes import NOT_RUN, Outcome
 
 ERROR_CHARS = 4000  # an error summary or traceback in a record is at most this long
 LINE_CHARS = 300  # an error_line is at most this long

@@ -29,7 +29,7 @@ import attrs
 from torchcts import backend_exits
 from torchcts import dtypes as dtype_names
 from torchcts.disk import WriteError
-from torchcts.cases.limits import CaseLimits
+from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
 from torchcts.engine import item_warnings, memory_cleanup
 from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure
@@ -39,7 +39,7 @@ from torchcts.engine.replay_manifest import own_capability, replay_manifest
 from torchcts.engine.targets import Target, reset_compiled
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
-from torchcts.outcomes import PROBLEMS, Outcome, parse
+from torchcts.core.outcomes import PROBLEMS, Outcome, parse
 
 HARNESS_THREADS = 1  # intra-op threads every front end sets: stable timings, and 10x faster sweeps on small machines
 

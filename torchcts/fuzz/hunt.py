@@ -25,7 +25,7 @@ from torchcts.fuzz.pool import OVER_BUDGET, REPLAY_OVERRAN, Answered, Ended, Wor
 from torchcts.fuzz.scheduler import LOST, ItemStats, Scheduler
 from torchcts.fuzz.worker import Task, oracle_rules
 from torchcts.fuzz.worker import main as worker_main
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 __all__ = ["FuzzOptions", "exit_status", "hunt", "new_cases", "parse_budget", "print_summary"]
 

@@ -25,7 +25,7 @@ import attrs
 from torchcts import interrupts
 from torchcts.fuzz import worker
 from torchcts.fuzz.options import CRASH_REPLAY_LIMIT_S, FuzzOptions
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 OVER_BUDGET = "over_budget"  # the time budget and its grace ran out: the visit is dropped, not held against the item
 REPLAY_OVERRAN = "replay_overran"  # a crash replay without end: dropped, its item is already crashed

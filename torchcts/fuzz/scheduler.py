@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 MAX_WEIGHT, MIN_WEIGHT = 16.0, 1 / 64
 # An item's state in fuzz.json besides `crashed` and `timed_out` (the outcomes of a lost visit):

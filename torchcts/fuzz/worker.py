@@ -20,7 +20,7 @@ import attrs
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions
 from torchcts.fuzz.scheduler import UNAVAILABLE
 from torchcts.isolation.fork import detach_from_run
-from torchcts.outcomes import PROBLEMS, Outcome, parse
+from torchcts.core.outcomes import PROBLEMS, Outcome, parse
 
 
 @attrs.frozen

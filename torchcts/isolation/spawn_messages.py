@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from torchcts.cases.limits import CaseLimits
+from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem
 from torchcts.crashes.ledger import CrashRule
 from torchcts.isolation.policy import IsolationPolicy

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import attrs
 
+from torchcts.core.compile_settings import settings_problem
 from torchcts.manifest.problems import allowed_list, suggest
 
 INT_MAX = 2**63 - 1  # every integer setting fits int64 (seeds, counts) and prints in JSON
@@ -137,11 +138,9 @@ SEED = Kind(lambda v: v is None or (is_int(v) and v >= 0), too_large=lambda v: i
             too_large_message="must be at most 2**63-1")
 
 
-# `compile`: the rules of `engine.compile_target.settings_problem` (one definition: a run refuses nothing a manifest
+# `compile`: the rules of `core.compile_settings.settings_problem` (one definition: a run refuses nothing a manifest
 # check passed); a backend name as torch._dynamo knows it, or module.path:callable
 def _compile_setting(name: str, value: object) -> bool:
-    from torchcts.engine.compile_target import settings_problem
-
     return settings_problem({name: value}) is None
 
 

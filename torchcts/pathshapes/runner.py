@@ -3,7 +3,7 @@
 Why not the pytest engine: a path-shapes case is a fixed call (its shapes are the point), so it draws
 no Hypothesis strategy and has nothing to shrink; its `budget` seeded value draws (`inputs.draw_seed`)
 are the whole case. The runner keeps the engine's contracts instead: the outcome vocabulary
-(`torchcts.outcomes`), the oracle's tolerance model and comparison (`engine.oracle`), and the result
+(`torchcts.core.outcomes`), the oracle's tolerance model and comparison (`engine.oracle`), and the result
 record and run folder (`results.writer.RunWriter`), so `torchcts report --from` reads it like any run.
 
 Each case is two items: `path_shapes` compares the forward result (values, and strides for pointwise
@@ -40,7 +40,7 @@ from torchcts.disk import WriteError
 from torchcts.engine import oracle
 from torchcts.engine.gradients import fixed_cotangent
 from torchcts.manifest.model import DtypeStatus
-from torchcts.outcomes import PROBLEMS, Outcome
+from torchcts.core.outcomes import PROBLEMS, Outcome
 from torchcts.pathshapes.corpus import TIERS, Case, Corpus, tensor_specs
 from torchcts.pathshapes.inputs import build_arguments, draw_seed
 from torchcts.pathshapes.memory import MemoryBudget

@@ -26,14 +26,14 @@ import torch
 
 from torchcts import dtypes as dtype_names
 from torchcts.manifest import DtypeStatus, Manifest
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 from torchcts.plan import op_metadata, registry
 from torchcts.plan.catalog import op_id
 from torchcts.plan.effective import RunClaims, run_claims
 from torchcts.plan.items import Accounting, Plan, PlanItem
 from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
-from torchcts.plan.shards import shard_reason
+from torchcts.core.shards import shard_reason
 
 __all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from torchcts.outcomes import Outcome
+from torchcts.core.outcomes import Outcome
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from torchcts.coverage.names import IDENT, OVERLOAD_NAME  # noqa: F401  (OVERLOAD_NAME: re-exported)
+from torchcts.core.overload_names import IDENT, OVERLOAD_NAME  # noqa: F401  (OVERLOAD_NAME: re-exported)
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.plan.suites import SUITES_PACKAGE, suite_modules  # noqa: F401  (SUITES_PACKAGE: re-exported)
 

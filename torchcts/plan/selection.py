@@ -11,7 +11,7 @@ import attrs
 import torch
 
 from torchcts.arguments import shown
-from torchcts.plan.shards import FORM, MAX_SHARDS, ShardError, parse_shard
+from torchcts.core.shards import FORM, MAX_SHARDS, ShardError, parse_shard
 
 
 class SelectionError(ValueError):
@@ -49,13 +49,13 @@ class Selection:
     """What this run keeps of the manifest's claims (command-line narrowing); checked when made.
 
     `--ops` regexes are searched in the OpInfo id, or in the scenario name of a scenario item. `shard`
-    (K, N) keeps only the items whose id hashes to shard K of N (`torchcts.plan.shards`)."""
+    (K, N) keeps only the items whose id hashes to shard K of N (`torchcts.core.shards`)."""
 
     level: int | None = attrs.field(default=None, validator=_check_level)
     dtypes: tuple[torch.dtype, ...] | None = None
     op_patterns: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     properties: tuple[str, ...] | None = None
-    shard: tuple[int, int] | None = attrs.field(default=None, validator=_check_shard)  # (K, N): `torchcts.plan.shards`
+    shard: tuple[int, int] | None = attrs.field(default=None, validator=_check_shard)  # (K, N): `torchcts.core.shards`
     capabilities: tuple[str, ...] | None = None  # --capability: only properties that test one (`check_capabilities`)
     last_failed: Any = None  # --last-failed: a `torchcts.results.last_failed.LastFailed`, the earlier run's outcomes
     _op_regexes: tuple[re.Pattern[str], ...] = attrs.field(

@@ -91,7 +91,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TorchCTS: replay the corpus cases in PATH (a case file or a folder) instead of drawing "
                          "new cases; repeatable.")
     group.addoption("--corpus", dest="torchcts_removed_corpus", default=None, help=argparse.SUPPRESS)  # REMOVED_CORPUS
-    from torchcts.cases.limits import byte_count  # attrs only: the plugin stays light
+    from torchcts.core.case_limits import byte_count  # attrs only: the plugin stays light
 
     group.addoption("--max-case-bytes", dest="torchcts_max_case_bytes", type=byte_count, default=None, metavar="N",
                     help="TorchCTS: with --replay, a case may decode at most N bytes of storages and build at most "

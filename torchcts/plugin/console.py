@@ -35,7 +35,7 @@ import pytest
 from _pytest import timing
 from pytest import TerminalReporter
 
-from torchcts.outcomes import PROBLEMS
+from torchcts.core.outcomes import PROBLEMS
 
 PLAIN_STEPS = 10  # off a terminal: a progress line per tenth of the items ...
 PLAIN_EVERY_S = 60.0  # ... and at least one a minute

@@ -19,7 +19,7 @@ class RunOptions:
     dtypes: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
-    shard: str | None = None  # "K/N": only shard K of N (`torchcts.plan.shards`)
+    shard: str | None = None  # "K/N": only shard K of N (`torchcts.core.shards`)
     capabilities: tuple[str, ...] = ()  # only the properties that test these capabilities
     last_failed_from: Path | None = None  # rerun only the items that failed in this earlier run folder
     workers: str | None = None  # pytest-xdist's -n: a count, "auto" or "logical" (`plugin.distributed`)

@@ -24,7 +24,7 @@ from torchcts import dtypes as dtype_names
 from torchcts.arguments import MAX_EXAMPLES, MAX_SEED, input_file_problem, output_folder_problem, shown
 from torchcts.ascii_numbers import ascii_int
 from torchcts.cases.corpus_default import default_corpus_dir
-from torchcts.cases.limits import CaseLimits
+from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replay_items
 from torchcts.hash_seed import HASH_SEED
 from torchcts.crashes.history import crash_evidence
@@ -45,7 +45,7 @@ from torchcts.plan import registry
 from torchcts.plan.build import Plan, Selection, SelectionError, build_plan
 from torchcts.plan.effective import run_claims
 from torchcts.plan.selection import check_capabilities, check_properties, check_shard
-from torchcts.plan.shards import format_shard
+from torchcts.core.shards import format_shard
 from torchcts.results.writer import RunFolderError, RunWriter, hardware_key
 
 

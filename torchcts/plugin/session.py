@@ -25,7 +25,7 @@ from torchcts.cases.replay_items import ReplayItem, replay_flags
 from torchcts.engine import device_findings
 from torchcts.engine.hypothesis_profile import StatisticsTotals
 from torchcts.engine.run import EngineSettings, run_item, versions
-from torchcts.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
+from torchcts.core.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.disk import WriteError
 from torchcts.plugin.console import Console, PlainPytestScreen, error_line
@@ -275,11 +275,13 @@ class RunSession:
     def _write_report(self) -> str:
         """Write the report into the run folder; the line that says where it is, or why it is not there.
         A report that fails changes neither the results (already closed) nor the exit status."""
+        from torchcts.coverage.summary import report_section
         from torchcts.report.render import write_report
 
         try:
             written = write_report(self.writer.folder, results_dir=self.writer.folder.parent,
-                                   corpus_dir=self.corpus_dir)  # the cases the run stored may sit outside it
+                                   corpus_dir=self.corpus_dir,  # the cases the run stored may sit outside it
+                                   coverage_html=report_section)
         except KeyboardInterrupt:  # a second Ctrl-C (or signal) while it was written
             return (f"torchcts: report not written (interrupted); `torchcts report --from {self.writer.folder}` "
                     f"writes it")

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import attrs
 
-from torchcts.outcomes import Outcome
-from torchcts.probe_skips import probe_reason
+from torchcts.core.outcomes import Outcome
+from torchcts.core.probe_skips import probe_reason
 
 # Records written before the engine named missing kernels carry only the dispatcher's text.
 _DISPATCHER = re.compile(r"Could not run '(?P<overload>[A-Za-z_]\w*::[\w.]+)' with arguments from the '(?P<key>\w+)'")

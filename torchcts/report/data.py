@@ -2,7 +2,7 @@
 
 No torch, no op database, no plugin: a report of any saved run can be made anywhere, fast. The
 sections are plain dicts and lists that the templates (`templates/`) lay out and that
-`summary.json` carries as they are. Outcomes are counted by `torchcts.outcomes` (values and groups);
+`summary.json` carries as they are. Outcomes are counted by `torchcts.core.outcomes` (values and groups);
 the capability table is built from what run.json says each property proves, so a property the
 report has never heard of (a custom suite's) is counted under its capability like any other.
 """
@@ -16,15 +16,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchcts.cases.limits import CaseLimits
-from torchcts.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
+from torchcts.core.case_limits import CaseLimits
+from torchcts.core.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
 from torchcts.report import grouping
 from torchcts.results.files import RUN_KINDS, ResultFileError, read_json_file, read_records, read_summary
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
 
 
 def _coverage_groups() -> dict[str, tuple[Outcome, ...]]:
-    """The rows of the operator coverage table: the outcome groups (`torchcts.outcomes.GROUPS`),
+    """The rows of the operator coverage table: the outcome groups (`torchcts.core.outcomes.GROUPS`),
     with the executed group split into `passed` and the problems (failed, error, crashed, timed_out)."""
     rows: dict[str, tuple[Outcome, ...]] = {"passed": (Outcome.PASSED,), "failed or error": PROBLEMS}
     rows.update((group.value, members) for group, members in GROUPS.items() if group is not Group.EXECUTED)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
-from torchcts.probe_skips import missing_overloads
+from torchcts.core.outcomes import EXECUTED, PROBLEMS, Outcome
+from torchcts.core.probe_skips import missing_overloads
 from torchcts.report.causes import cause_key
 
 PASSED = Outcome.PASSED.value

@@ -14,7 +14,7 @@ import collections
 from pathlib import Path
 from typing import Any, Callable
 
-from torchcts.outcomes import EXECUTED
+from torchcts.core.outcomes import EXECUTED
 from torchcts.report.data import is_conformance_run
 from torchcts.results.files import ResultFileError, iter_records, read_summary
 from torchcts.results.history import Warn, warn_on_stderr

@@ -8,11 +8,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 
-from torchcts.outcomes import EXECUTED, GROUPS, Group, Outcome
+from torchcts.core.outcomes import EXECUTED, GROUPS, Group, Outcome
 from torchcts.disk import write_atomic
 from torchcts.report.data import build_report, find_baseline, load_run
 from torchcts.report.grouping import MISSING_KERNEL, UNNAMED_OVERLOAD, case_pair, other_failures
@@ -76,35 +76,20 @@ _MARKDOWN = _environment(autoescape=False, finalize=_markdown)
 _MARKDOWN.filters["code"] = _code
 
 
-def coverage_section(path: Path, warn: Warn = warn_on_stderr) -> str:
-    """The HTML section of a coverage audit (`torchcts coverage audit`'s audit.json) for report.html, or ""
-    when there is none at `path` or it cannot be read (a `warn` names the file and field)."""
-    from markupsafe import Markup
-
-    from torchcts.coverage.audit_check import AuditFileError, read_audit
-    from torchcts.coverage.summary import render_html
-
-    if not path.is_file():
-        return ""
-    try:
-        audit = read_audit(path)
-    except AuditFileError as exc:
-        warn(f"coverage audit left out of the report: {exc}")
-        return ""
-    return Markup(render_html(audit))  # rendered with autoescape from the validated audit
-
-
 def write_report(folder: Path | str, *, output: Path | None = None, baseline: str = "auto",
                  results_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
                  warn: Warn = warn_on_stderr, coverage_audit: Path | None = None,
-                 corpus_dir: Path | None = None) -> dict[str, Path]:
+                 corpus_dir: Path | None = None,
+                 coverage_html: Callable[[Path, Warn], str] | None = None) -> dict[str, Path]:
     """Write the report files of the run in `folder`; their paths by format (`corpus_dir`: a corpus outside the
     run's folders whose case files the records may name).
 
     `baseline`: "auto" (the latest earlier readable run with the same hardware key, device and
     torch minor version in the run's results folder; unreadable ones are skipped with a `warn`),
     "none", or a run folder. report.html gets a coverage section from `coverage_audit` (default: the
-    results folder's coverage/audit.json, where `torchcts coverage audit` writes it), when it is there.
+    results folder's coverage/audit.json, where `torchcts coverage audit` writes it), when it is there, rendered
+    by `coverage_html(path, warn)` (the caller's `torchcts.coverage.summary.report_section`: reports import no
+    coverage code); without one, no coverage section.
     ResultsError names a malformed file of the run or the explicit baseline; WriteError (`torchcts.disk`) an
     output file that cannot be written."""
     run = load_run(folder)
@@ -117,7 +102,7 @@ def write_report(folder: Path | str, *, output: Path | None = None, baseline: st
     report = build_report(run, base, warn, corpus_dir)
     output = Path(output) if output is not None else Path(folder) / "report"
     audit_path = coverage_audit or (results_dir or Path(folder).parent) / "coverage" / "audit.json"
-    coverage = coverage_section(Path(audit_path), warn) if "html" in formats else ""
+    coverage = coverage_html(Path(audit_path), warn) if coverage_html is not None and "html" in formats else ""
     triage = triage_link(Path(folder), output)
     written = {}
     for name in formats:

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import attrs
 
-from torchcts.outcomes import PROBLEMS
+from torchcts.core.outcomes import PROBLEMS
 from torchcts.results.files import iter_records, iter_started, read_summary
 
 RERUN_OUTCOMES = frozenset(outcome.value for outcome in PROBLEMS)  # failed, error, crashed, timed_out

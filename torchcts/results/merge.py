@@ -3,7 +3,7 @@
 Each shard is a complete run folder whose records account for every item of the plan: the items of
 its shard as run, the others `deselected` ("--shard 1/3: shard 2 runs it"), the items no shard runs
 with the same reason in every shard. The merged folder holds each item id once: the record of the
-shard that runs it (`torchcts.plan.shards.shard_of`), or the common not-run record; its run.json
+shard that runs it (`torchcts.core.shards.shard_of`), or the common not-run record; its run.json
 counts the merged records and is `complete` only when all N shards are there and each was complete.
 An item whose shard is missing keeps a `deselected` record that names the missing shard.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from torchcts.disk import WriteError, write_atomic
-from torchcts.outcomes import EXECUTED, Outcome
-from torchcts.plan.shards import ShardError, parse_shard, shard_of
+from torchcts.core.outcomes import EXECUTED, Outcome
+from torchcts.core.shards import ShardError, parse_shard, shard_of
 from torchcts.results.files import ResultFileError, missing_kernel_summary, read_records, read_summary
 
 # run.json environment fields that must agree between shards: they decide which items exist and which cases run

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from torchcts.disk import write_atomic, writing
-from torchcts.outcomes import EXECUTED, PROBLEMS, Outcome
+from torchcts.core.outcomes import EXECUTED, PROBLEMS, Outcome
 from torchcts.manifest.templates import render_template
 from torchcts.testing.faulty.bugs import BUGS
 

@@ -72,7 +72,7 @@ def case_condition(path: Path, limits: Any = None) -> tuple[Condition, Any, Any]
     """(the condition of the case file at `path`, the loaded `CorpusCase`, its decoded sample); CaseFileError when
     it cannot be read."""
     from torchcts.cases.files import load_case
-    from torchcts.cases.limits import CaseLimits
+    from torchcts.core.case_limits import CaseLimits
 
     limits = limits or CaseLimits()
     case = load_case(path, limits)

@@ -1,8 +1,8 @@
 """An op's family for grouping failures: one table of name patterns, first match wins.
 
-The oracle's tolerance categories (`torchcts.engine.oracle.category`: linalg, matmul, conv, fft,
-norm, sdpa, loss, reduction) come first, copied here as patterns so triage reads no op database;
-the families after them split what the oracle calls elementwise into what a kernel author would
+The oracle's tolerance categories (`torchcts.core.op_categories`: linalg, matmul, conv, fft,
+norm, sdpa, loss; reduction here is a wider pattern) are families, by the same patterns; the
+families around them split what the oracle calls elementwise into what a kernel author would
 look at (comparison, indexing, views, sort, pooling, ...). A scenario suite's item (`views`,
 `streams`, ...) is in the family of its suite. Elementwise ops are split into unary and binary by
 the number of tensors in their shrunk case.
@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import re
 
+from torchcts.core.op_categories import CATEGORY_PATTERNS
+
+_CATEGORY = dict(CATEGORY_PATTERNS)
 _FAMILIES: tuple[tuple[str, str], ...] = (
     (r"(interpolate|upsample|grid_sample|affine_grid|pixel_(un)?shuffle)", "resampling"),
-    (r"^(linalg\.|norm\.nuc|cholesky|lu|qr|svd|pinverse|inverse|det|logdet|slogdet|triangular_solve)", "linalg"),
-    (r"(^|\.)(_?scaled_mm|mm|bmm|matmul|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|inner|einsum|tensordot|linear|"
-     r"bilinear|chain_matmul|__rmatmul__|addr|kron)", "matmul"),
-    (r"conv", "conv"),
-    (r"^fft\.", "fft"),
+    (_CATEGORY["linalg"], "linalg"),
+    (_CATEGORY["matmul"], "matmul"),
+    (_CATEGORY["conv"], "conv"),
+    (_CATEGORY["fft"], "fft"),
     (r"(^|\.)(\w*_pool\w*|\w*pool[123]d\w*)", "pooling"),
     (r"(^|\.)(\w*rand\w*|normal|bernoulli|multinomial|\w*dropout\w*|uniform|exponential|geometric|cauchy|"
      r"log_normal|poisson)(\.|$)", "random"),
-    (r"(norm|normalize)", "norm"),
-    (r"attention", "sdpa"),
-    (r"loss", "loss"),
+    (_CATEGORY["norm"], "norm"),
+    (_CATEGORY["sdpa"], "sdpa"),
+    (_CATEGORY["loss"], "loss"),
     (r"(^|\.)(sort|argsort|msort|topk|kthvalue|median|nanmedian|mode|unique\w*|searchsorted|bucketize)$", "sort"),
     (r"(^|\.)(sum|nansum|mean|nanmean|prod|std|var|std_mean|var_mean|cumsum|cumprod|logsumexp|logcumsumexp|"
      r"cummax|cummin|trapz|trapezoid|cumulative_trapezoid|softmax|log_softmax|max|min|amax|amin|aminmax|argmax|"

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import attrs
 
-from torchcts.outcomes import PROBLEMS
+from torchcts.core.outcomes import PROBLEMS
 from torchcts.results.files import iter_records, read_summary
 from torchcts.triage.classify import classify
 from torchcts.triage.clusters import Cluster, Failure, group

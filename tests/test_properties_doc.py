@@ -25,6 +25,13 @@ def _table() -> dict[str, tuple[set[str], int]]:
     return rows
 
 
+def test_the_table_is_what_the_registry_and_the_suite_modules_say():
+    from torchcts.plan.properties_table import refreshed
+
+    doc = DOC.read_text()
+    assert doc == refreshed(doc, registry.load(), DOC.parents[1]), "run: python scripts/generate_registry_listings.py"
+
+
 def test_every_property_has_a_row_with_its_capability_and_level():
     specs = registry.load()
     rows = _table()

@@ -31,6 +31,11 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("under `torch.autocast` each op's result dtype and values follow the declared policy (manifest "
+          "`autocast_policy`, else torch's published lists); nesting and `enabled=False`; backward through autocast")
+ITEMS = "scenarios (one per op of the policy table, `nesting`, `backward`)"
+
 DTYPES = ("float16", "bfloat16")
 PROGRAM_SCENARIOS = ("nesting", "backward")
 SCENARIOS = (*AUTOCAST_OPS, *PROGRAM_SCENARIOS)

@@ -15,6 +15,10 @@ from torchcts.engine.gradients import fixed_cotangent
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "gradients vs CPU"
+DOCS = ("docs/strategies.md",)
+
 
 def _leaves(sample):
     return [t for t in tree_leaves([sample.input, list(sample.args), dict(sample.kwargs)])

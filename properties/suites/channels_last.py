@@ -29,6 +29,10 @@ from torchcts.properties.channels_last_cases import (SCENARIO_CASES, SCENARIO_PA
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("conv, pooling, norms, upsampling and elementwise chains on channels_last inputs: values and CPU's output "
+          "memory format")
+
 
 # -- programs: torch-only, module level; each returns what it observes ---------------------------
 

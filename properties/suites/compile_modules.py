@@ -29,6 +29,11 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.suites.training import MODELS, PARAMS as TRAINING_PARAMS, train_steps, training_cases
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("the training workloads with their forward under `torch.compile` (inductor, aot_eager) give eager CPU's "
+          "losses, weights and gradients; graphs and graph breaks counted in the record")
+ITEMS = "scenarios (model x backend)"
+
 DTYPES = ("float32",)
 CATEGORIES = ("compile",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 BACKENDS = ("aot_eager", "inductor")

@@ -38,6 +38,9 @@ from torchcts.strategies.layouts import draw_relayout
 from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import draw_values
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "transfers and `copy_` from and into any layout, dtype-converting copies, `non_blocking`"
+
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
 

@@ -25,6 +25,10 @@ from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`DataLoader` batches (main process, dict samples, worker processes, pinned) moved to the device with "
+          "`non_blocking=True` equal CPU's bit for bit")
+
 DTYPES = ("float32",)
 SCENARIOS = ("batches", "dict_samples", "workers", "pin_memory")
 

@@ -25,6 +25,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("under `use_deterministic_algorithms(True)`, accumulating ops (index_add, scatter_add, index_put/put with "
+          "accumulate, bincount, embedding backward) repeat bit for bit and match CPU")
+
 DTYPES = ("float32",)
 OPS = ("index_add", "scatter_add", "scatter_reduce_sum", "index_put_accumulate", "put_accumulate", "bincount",
        "embedding_backward")

@@ -40,6 +40,11 @@ from torchcts.properties.runtime_checks import invariant_check, observe, require
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("the `torch.<device>` runtime: availability, device count (at least the manifest's, steady across "
+          "switches, as `torch.accelerator` says), current device and guard, synchronize, names and properties, "
+          "memory statistics that move with allocations, peak reset and `empty_cache`")
+
 DTYPES = ("float32",)
 SCENARIOS = ("availability", "set_device", "device_guard", "synchronize", "properties", "memory_stats",
              "peak_and_cache")

@@ -33,6 +33,11 @@ from torchcts.properties.runtime_checks import (claimed, invariant_check, observ
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`torch.Generator(device=...)` is reproducible (`initial_seed`, `get_state`/`set_state`, `clone_state`), "
+          "generators are independent and leave the default generator alone, for rand, randn, randint, normal_, "
+          "bernoulli, randperm, multinomial")
+
 DTYPES = ("float32",)
 SCENARIOS = ("seed_reproducible", "state_round_trip", "independent", "default_untouched")
 OPS = ("rand", "randn", "randint", "normal_", "bernoulli", "randperm", "multinomial")

@@ -32,6 +32,12 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.dispatch_bounds import dispatch_params
 from torchcts.strategies.curated_calls import CURATED_NEEDS
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("relevant aten overloads no OpInfo reaches, called with arguments drawn from their schemas: CPU's result, "
+          "mutated arguments included (dtype and shape only for random ops)")
+ITEMS = "scenarios (one per generated overload)"
+DOCS = ("docs/coverage/generated.md",)
+
 DTYPES = ("float32",)  # the item's dtype; tensor arguments also take int64 and bool where the manifest claims them
 SCENARIOS = generated_scenarios()  # scenario name -> overload name
 PROGRAMS = {scenario: call_overload for scenario in SCENARIOS}

@@ -40,6 +40,9 @@ from torchcts.strategies import Case, broadcastable_shapes, shapes
 from torchcts.properties.dtype_programs import PROGRAMS  # the scenarios' torch-only programs
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "type promotion for dtype pairs and scalar kinds, in-place cast errors, `dtype=` reductions, casts"
+
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16",
           "float32", "float64", "complex32", "complex64", "complex128")
 PARTNERS = tuple(dtype_names.lookup(name) for name in DTYPES)

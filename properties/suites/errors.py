@@ -39,6 +39,10 @@ from torchcts.engine.context import CpuRejects, MissingKernelError
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import OpInfoItems, register_property
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("the device raises where CPU raises, with CPU's exception type, and OpInfo's message where its regex is "
+          "stable")
+
 # words that tie an error message to one backend: such a regex says nothing about another device
 _DEVICE_WORDS = re.compile(r"\b(cpu|cuda|gpu|device|devices|backend|mps|xpu|hip|rocm|meta|mkldnn|cudnn|onednn|"
                            r"triton|jiterator)\b", re.IGNORECASE)

@@ -50,6 +50,11 @@ from torchcts.properties.stream_programs import agrees, chain, chain_bound, devi
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("events complete (`query()` True after synchronize, True only once the work is readable), order streams "
+          "(`wait_event`, `Event.wait`), time in milliseconds bounded by a host sleep and the wall time; "
+          "`elapsed_time` without `enable_timing` raises RuntimeError")
+
 DTYPES = ("float32",)
 SCENARIOS = ("query_after_synchronize", "query_polling", "wait_event", "elapsed_time", "timing_disabled")
 TIMED = ("elapsed_time", "timing_disabled")

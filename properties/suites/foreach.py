@@ -22,6 +22,10 @@ from torchcts.strategies import Case, claimed_dtypes, tensors
 from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import Fill, fill_tensor
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`torch._foreach_*` equals the per-tensor op across list lengths, sizes, dtypes, scalar lists, in-place "
+          "forms")
+
 
 # -- programs: torch only; each returns what the foreach call gives ----------------------------------
 

@@ -10,6 +10,10 @@ from torchcts.engine.oracle import strides_defined
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "values, dtype, shape (strides for elementwise ops) vs CPU"
+DOCS = ("docs/strategies.md", "docs/oracle.md",)
+
 
 @register_property("forward", capability="inference", level=1, items=OpInfoItems(), also_proves=("ieee754",))
 def test_forward(cts):

@@ -24,6 +24,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, claimed_dtypes, relayouts
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("casts to and from every float8 format bit for bit (saturation, rounding to nearest even, NaN), "
+          "`_scaled_mm`")
+
 
 # -- programs: torch only ----------------------------------------------------------------------------
 

@@ -41,6 +41,14 @@ from torchcts.strategies import opinfo_samples
 from torchcts.strategies.opinfo_pool import REFERENCE_INPUTS_LEVEL
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`double_backward`: second-order gradients (through cotangents and inputs, `create_graph=True`) equal "
+          "CPU's; `gradgradcheck` on the device for double-precision samples; `gradcheck`: "
+          "`torch.autograd.gradcheck` on the device: its backward kernels agree with finite differences of its own "
+          "forward (whole Jacobians for small samples, random projections otherwise), gradients of the inputs' "
+          "dtypes")
+ITEMS = "OpInfo (`gradcheck` in float64)"
+
 SLOW_MODE_NUMEL = 64  # input plus output elements up to which gradcheck compares whole Jacobians
 # ... up to which gradcheck runs at all: a failing fast-mode check builds whole Jacobians for its message (a
 # 1M-element reference input would need terabytes); gradgradcheck's also span the cotangents: a lower bound

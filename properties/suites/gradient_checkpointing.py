@@ -32,6 +32,11 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`torch.utils.checkpoint` (reentrant, non-reentrant, `checkpoint_sequential`) on a block with dropout "
+          "equals the device's plain forward/backward (masks replayed, RNG left where a plain run leaves it) and "
+          "CPU's eval-mode output and gradients")
+
 DTYPES = ("float32",)
 CATEGORIES = ("backward",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 MODES = ("reentrant", "non_reentrant", "sequential")

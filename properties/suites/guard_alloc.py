@@ -50,6 +50,10 @@ from torchcts.properties.runtime_checks import Observation, has_attribute, obser
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("an allocation past the device's memory raises `torch.OutOfMemoryError` in a child process (a crash is a "
+          "finding, never the harness's), memory is reusable after it, fragmented allocations keep their values")
+
 DTYPES = ("float32",)
 SCENARIOS = ("oom_raises", "reusable_after_oom", "fragmentation")
 CPU_IMPOSSIBLE = 2**50  # bytes no CPU allocator can give: CPU's documented "can't allocate memory"

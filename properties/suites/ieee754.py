@@ -26,6 +26,11 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("NaN propagation, signed zero, infinities, subnormals (no flush to zero), rounding modes, and the range "
+          "limits (finite inputs that overflow give ±inf, not max; that underflow give the subnormal or signed "
+          "zero, elementwise, exp, casts, sums and matrix products), bit for bit")
+
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _HALF_DTYPES = (torch.float16, torch.bfloat16)
 MAX_ELEMENTS = 8

@@ -10,6 +10,10 @@ from torchcts.engine.context import contiguous_twin
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "a re-laid-out input gives the device's own answer on its contiguous twin"
+DOCS = ("docs/strategies.md",)
+
 
 @register_property("layout", capability="inference", level=2, items=OpInfoItems())  # no special values: no ieee754
 def test_layout(cts):

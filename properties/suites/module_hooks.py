@@ -32,6 +32,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("forward (pre) hooks, full backward (pre) hooks and state-dict / load-state-dict hooks on a device module "
+          "fire in CPU's order, see CPU's values, and their returned replacements take effect")
+
 DTYPES = ("float32",)
 CATEGORIES = ("backward",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 MODELS = ("mlp", "norm", "nested")

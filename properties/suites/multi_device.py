@@ -36,6 +36,10 @@ from torchcts.properties.runtime_checks import (claimed, invariant_check, observ
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("copies across `<type>:0` and `<type>:1` keep bits, ops on device 1 equal CPU's, factories follow the "
+          "guard, mixed-device ops raise RuntimeError; one device: runtime_unavailable")
+
 DTYPES = ("float32",)
 SCENARIOS = ("cross_copy", "second_device_ops", "guard_placement", "mixed_device_error")
 

@@ -47,6 +47,13 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case, same_bits
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("torch quantized tensors on the device (per tensor and per channel, quint8/qint8/qint32) and the "
+          "quantized kernels it registers (add, mul, linear, conv2d) agree with CPU's: exact "
+          "int_repr/qparams/dequantize with power-of-two scales, int_repr within one step otherwise and for "
+          "requantizing ops; a missing quantized kernel is runtime_unavailable, named")
+ITEMS = "quantize_per_tensor, quantize_per_channel, to_host, from_host, add, mul, linear, conv2d"
+
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
 

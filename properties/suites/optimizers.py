@@ -33,6 +33,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`torch.optim` steps with `foreach=True` / `fused=True` equal CPU's single-tensor loop: parameters and "
+          "state")
+
 DTYPES = ("float32",)
 CATEGORIES = ("optimizer",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 FOREACH = ("sgd", "adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta")

@@ -36,6 +36,11 @@ from torchcts.properties.runtime_checks import (invariant_check, observe, on_val
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`pin_memory()` gives a pinned copy with the source's values (non-contiguous and offset sources too; "
+          "views of it pinned; the source not); `non_blocking` copies to and from pinned memory land; DataLoader "
+          "`pin_memory` yields pinned batches")
+
 DTYPES = ("float32",)
 SCENARIOS = ("pin_copy", "pin_views", "to_device", "to_host", "dataloader")
 VIEWS = ("whole", "offset", "transpose", "strided")

@@ -36,6 +36,13 @@ from torchcts.strategies import Case
 from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, containers
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("packed bytes (odd-offset windows, every other byte, padded rows, column-major), scales "
+          "(float32/float16/bfloat16; E8M0/E4M3 bytes as uint8 or float8) and zero points survive device->host, "
+          "host->device (same layout), device->device copies and same-size `view(dtype)` bit for bit, with their "
+          "dtypes and strides, nothing written outside the destination")
+ITEMS = "one per format in `supported_container_formats`, dtype uint8"
+
 
 # -- the program (torch only: exported verbatim into reproduction scripts) ---------------------------
 

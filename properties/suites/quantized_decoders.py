@@ -46,6 +46,12 @@ from torchcts.strategies import Case
 from torchcts.strategies.containers import container_bounds, container_fits, containers
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("a manifest's own container decoders load, keep the decoder contract (a dense tensor of the shape and "
+          "dtype, on the device) and decode drawn containers (every code incl. NaN/inf codes, per-tensor/row/block "
+          "float, E8M0 or E4M3 scales, zero points, packed bytes at a storage offset) as the CPU codec does: same "
+          "value, NaN for NaN, or within one ULP of the output dtype")
+
 DTYPES = ("float32", "bfloat16", "float16")
 CATEGORIES = ("quant_decode",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 LAYOUTS = ("contiguous", "window")  # the contract: 1-D contiguous packed bytes, possibly at a storage offset

@@ -40,6 +40,12 @@ from torchcts.strategies import Case
 from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, container_fits, containers
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("the CPU codec's `decode_container` run on the device (widen to int32, shifts, masks, table gather, zero "
+          "point, scale, one cast) gives CPU's bits; a kernel the device lacks makes the case runtime_unavailable "
+          "with the kernel named")
+ITEMS = "one per format in `supported_container_formats` x float32, bfloat16, float16"
+
 UNPACK_DTYPES = ("float32", "bfloat16", "float16")
 
 

@@ -39,6 +39,11 @@ from torchcts.properties.runtime_checks import (invariant_check, observe, on_val
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("the device's default generators honour `manual_seed` (seeds differing in their low 32 bits draw "
+          "differently), `get_rng_state`/`set_rng_state` and `fork_rng` restore the stream, draws advance, devices "
+          "keep separate streams")
+
 DTYPES = ("float32",)
 SCENARIOS = ("seed_reproducible", "state_round_trip", "advance", "per_device")
 OPS = ("rand", "randn", "randint", "bernoulli_", "normal_", "dropout", "randperm")

@@ -27,6 +27,10 @@ from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("`torch.save`/`torch.load` of views (storage sharing, offsets, strides), state dicts with "
+          "`weights_only=True`, `map_location` to CPU and back, bit for bit")
+
 DTYPES = ("float32", "float16", "bfloat16", "complex64", "int64", "bool")
 SCENARIOS = ("views", "state_dict", "to_cpu", "from_cpu")
 

@@ -24,6 +24,10 @@ from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_tensors
 from torchcts.strategies.sparse_parts import sparse_matrix_parts, sparse_parts
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("COO/CSR/CSC/BSR/BSC construction, round trips, coalescing, sparse-dense ops vs the dense oracle, result "
+          "invariants")
+
 DTYPES = ("float32", "float64", "complex64", "int64", "bool", "float16", "bfloat16")
 _COO, _CSR, _CSC = torch.sparse_coo, torch.sparse_csr, torch.sparse_csc
 MAX_DIMS, MAX_SIDE = 3, 4  # the sparse tensors' (sparse_parts' defaults, the round trip's dense inputs)

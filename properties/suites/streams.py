@@ -46,6 +46,11 @@ from torchcts.properties.stream_programs import agrees, chain, chain_bound, devi
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("work on side streams lands in order; `wait_stream`, stream and device `synchronize` and `record_stream` "
+          "order it (values equal CPU's chain); `query()` True after synchronize; `non_blocking` copies land after "
+          "synchronize")
+
 DTYPES = ("float32",)
 SCENARIOS = ("stream_order", "stream_synchronize", "wait_stream", "synchronize_all", "record_stream",
              "non_blocking_copies")

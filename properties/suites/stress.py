@@ -42,6 +42,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("tensors near `max_tensor_size_mb`, hundreds of small ops with periodic synchronize, long loops: equal to "
+          "CPU (more work at level 8)")
+
 DTYPES = ("float32",)
 SCENARIOS = ("large_tensor", "op_sequence", "long_loop")
 MIB = 2**20

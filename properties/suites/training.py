@@ -26,6 +26,10 @@ from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("small models (MLP, CNN with batch norm, transformer layer, embedding + RNN) trained for 1-3 steps give "
+          "CPU's losses, weights, buffers and gradients")
+
 DTYPES = ("float32",)
 CATEGORIES = ("backward",)  # the manifest's tolerance override the comparison reads (vocabulary.TOLERANCE_READERS)
 MODELS = ("mlp", "cnn", "transformer", "rnn")

@@ -10,6 +10,10 @@ from torch.utils._pytree import tree_leaves, tree_map_only
 from torchcts.plan.registry import OpInfoItems, register_property
 from torchcts.strategies import opinfo_samples
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = "in-place and `out=` forms mutate and return their target with CPU's values and strides"
+DOCS = ("docs/strategies.md",)
+
 
 def _run_inplace(cts, sample, target):
     """(the mutated input, what the in-place form returned)."""

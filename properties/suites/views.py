@@ -35,6 +35,10 @@ from torchcts.strategies.layouts import draw_relayout
 from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import draw_values
 
+# docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
+PROVES = ("aliasing, view metadata, writes through views, `contiguous`/`clone` strides, `resize_`/`set_`, overlap "
+          "rules")
+
 
 # -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
 

@@ -45,6 +45,12 @@ def complete(*words: str, shell: str = "bash") -> tuple[list[str], str]:
     return [line.split(",", 1)[1].split("\t")[0] for line in lines if line], result.stderr
 
 
+def test_the_generated_names_module_is_current():
+    from torchcts.cli.completion_listing import TARGET, render
+
+    assert TARGET.read_text() == render(), "run: python scripts/generate_registry_listings.py"
+
+
 def test_the_static_names_match_their_sources():
     from torchcts.dtypes import claimable_names
     from torchcts.manifest.template_names import TEMPLATE_NAMES
@@ -52,12 +58,13 @@ def test_the_static_names_match_their_sources():
     from torchcts.plan import registry
 
     registry.load()
-    assert completion.PROPERTY_NAMES == registry.names(), "update torchcts/cli/completion.py PROPERTY_NAMES"
-    assert completion.DTYPE_NAMES == tuple(claimable_names()), "update torchcts/cli/completion.py DTYPE_NAMES"
-    assert completion.CAPABILITY_NAMES == tuple(CAPABILITIES), "update torchcts/cli/completion.py CAPABILITY_NAMES"
-    assert completion.TEMPLATE_NAMES == TEMPLATE_NAMES, "update torchcts/cli/completion.py TEMPLATE_NAMES"
+    assert completion.PROPERTY_NAMES == registry.names(), "run: python scripts/generate_registry_listings.py"
+    assert completion.DTYPE_NAMES == tuple(claimable_names()), "run: python scripts/generate_registry_listings.py"
+    assert completion.CAPABILITY_NAMES == tuple(CAPABILITIES), "run: python scripts/generate_registry_listings.py"
+    assert completion.TEMPLATE_NAMES == TEMPLATE_NAMES, "run: python scripts/generate_registry_listings.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("words", "expected"), [
     (("run", "--property", ""), list(completion.PROPERTY_NAMES)),
     (("fuzz", "--property", "la"), ["layout"]),
@@ -77,6 +84,7 @@ def test_a_tab_completes_names_without_importing_torch(words, expected):
     assert "loaded: []" in stderr  # no torch, Hypothesis, pytest, manifest model or property registry
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_zsh_and_fish_complete_the_same_names(shell):
     assert complete("run", "--property", "", shell=shell)[0] == list(completion.PROPERTY_NAMES)

@@ -174,6 +174,10 @@ def _from_fields(data: dict[str, Any]) -> Record:
         values[part_name][name] = value_from_json(field, value, "")
     verdict = values["verdict"]
     verdict["outcome"] = outcomes.Outcome(verdict["outcome"])
-    parts = {part_name: PARTS[part_name](**kwargs) for part_name, kwargs in values.items()
-             if kwargs or part_name not in OPTIONAL_PARTS}
+    parts = {part_name: PARTS[part_name](**kwargs) if kwargs else _EMPTY[part_name]
+             for part_name, kwargs in values.items() if kwargs or part_name not in OPTIONAL_PARTS}
     return Record(**parts, nulls=frozenset(nulls))
+
+
+# the parts a line has no field of, shared (they are frozen): a not-run record builds two parts, not six
+_EMPTY = {part_name: part() for part_name, part in PARTS.items() if part_name not in ("identity", "verdict")}

@@ -147,7 +147,7 @@ class Verdict:
     error: str | None = json_field(c.opt_str, "a string or null")
     error_line: str | None = json_field(c.opt_str, "a string or null", views=(CONSOLE, FAILURE))
     error_kind: str | None = json_field(c.opt_str, "a string or null (missing_kernel, backend, harness, setup, "
-                                                   "case_file)", views=(FAILURE,))
+                                                   "case_file)", views=(CONSOLE, FAILURE))
     error_wrappers: tuple[str, ...] | None = json_field(c.opt_str_list, "a list of strings (torch.compile's "
                                                                          "wrapper types, outermost first)")
     missing_kernel: MissingKernel | None = json_field(_missing_kernel, "null or an object with string overload and "

@@ -1,13 +1,13 @@
 """Foreach: the device's `torch._foreach_*` ops give CPU's results, list by list, tensor by tensor.
 
-Each scenario is a program (`torchcts.engine.programs`) that calls one foreach overload family and
-returns what it gives: the result list (out-of-place) or the mutated input list (in-place). CPU's
-foreach kernels are the slow path, a loop of the per-tensor op over the list, so CPU's result is the
-per-tensor oracle; a multi-tensor (chunked, fused) device kernel must agree with it for lists of
-mixed sizes (0-dim, empty, up to 4-d), non-contiguous members, lengths across the chunk boundaries
-of CUDA-like `multi_tensor_apply` (tensors per launch 24..110, 65536 elements per chunk), scalar
-lists, 0-dim tensor scalars and mixed dtypes. Values, dtypes and the memory order of every tensor
-(dimensions longer than 1) are compared; see docs/suites/foreach.md.
+Each scenario is a program (`torchcts.engine.programs`; `torchcts.properties.foreach_programs`) that
+calls one foreach overload family and returns what it gives: the result list (out-of-place) or the
+mutated input list (in-place). CPU's foreach kernels are the slow path, a loop of the per-tensor op over
+the list, so CPU's result is the per-tensor oracle; a multi-tensor (chunked, fused) device kernel must
+agree with it for lists of mixed sizes (0-dim, empty, up to 4-d), non-contiguous members, lengths across
+the chunk boundaries of CUDA-like `multi_tensor_apply` (tensors per launch 24..110, 65536 elements per
+chunk), scalar lists, 0-dim tensor scalars and mixed dtypes. Values, dtypes and the memory order of
+every tensor (dimensions longer than 1) are compared; see docs/suites/foreach.md.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Dtypes, Either, Flag, Ints, Lists, OneOf, Optional, Tensors, Tuples
 from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.foreach_programs import FLOATING_PROGRAMS, PROGRAMS  # the scenarios' torch-only programs
 from torchcts.strategies import Case, claimed_dtypes, tensors
 from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import Fill, fill_tensor
@@ -26,111 +27,6 @@ from torchcts.strategies.values import Fill, fill_tensor
 PROVES = ("`torch._foreach_*` equals the per-tensor op across list lengths, sizes, dtypes, scalar lists, in-place "
           "forms")
 
-
-# -- programs: torch only; each returns what the foreach call gives ----------------------------------
-
-def foreach_binary(input, other, op, alpha, inplace):
-    """`torch._foreach_<op>(input, other[, alpha=])` or its in-place form; `other` is a tensor list,
-    a Python scalar, a list of scalars or a 0-dim tensor: Python's binding picks the overload."""
-    functions = {
-        "add": (torch._foreach_add, torch._foreach_add_), "sub": (torch._foreach_sub, torch._foreach_sub_),
-        "mul": (torch._foreach_mul, torch._foreach_mul_), "div": (torch._foreach_div, torch._foreach_div_),
-        "maximum": (torch._foreach_maximum, torch._foreach_maximum_),
-        "minimum": (torch._foreach_minimum, torch._foreach_minimum_),
-        "clamp_min": (torch._foreach_clamp_min, torch._foreach_clamp_min_),
-        "clamp_max": (torch._foreach_clamp_max, torch._foreach_clamp_max_),
-        "pow": (torch._foreach_pow, torch._foreach_pow_),
-    }
-    function = functions[op][1 if inplace else 0]
-    result = function(input, other) if alpha is None else function(input, other, alpha=alpha)
-    return input if inplace else result
-
-
-def foreach_pointwise(input, tensor1, tensor2, op, value, inplace):
-    """`torch._foreach_addcmul/addcdiv(input, tensor1, tensor2, value)`: value None (the default 1),
-    a scalar, a list of scalars, or ("tensor", [...]): a 1-d CPU tensor of scalars (the .Tensor overload)."""
-    functions = {"addcmul": (torch._foreach_addcmul, torch._foreach_addcmul_),
-                 "addcdiv": (torch._foreach_addcdiv, torch._foreach_addcdiv_)}
-    function = functions[op][1 if inplace else 0]
-    if value is None:
-        result = function(input, tensor1, tensor2)
-    elif isinstance(value, tuple):
-        result = function(input, tensor1, tensor2, torch.tensor(value[1], dtype=torch.float64))
-    else:
-        result = function(input, tensor1, tensor2, value)
-    return input if inplace else result
-
-
-def foreach_unary(input, op, inplace):
-    """`torch._foreach_<op>(input)` or `torch._foreach_<op>_(input)` for a unary op."""
-    functions = {
-        "abs": (torch._foreach_abs, torch._foreach_abs_), "neg": (torch._foreach_neg, torch._foreach_neg_),
-        "sign": (torch._foreach_sign, torch._foreach_sign_), "ceil": (torch._foreach_ceil, torch._foreach_ceil_),
-        "floor": (torch._foreach_floor, torch._foreach_floor_), "round": (torch._foreach_round, torch._foreach_round_),
-        "trunc": (torch._foreach_trunc, torch._foreach_trunc_), "exp": (torch._foreach_exp, torch._foreach_exp_),
-        "sqrt": (torch._foreach_sqrt, torch._foreach_sqrt_), "log": (torch._foreach_log, torch._foreach_log_),
-        "sin": (torch._foreach_sin, torch._foreach_sin_), "cos": (torch._foreach_cos, torch._foreach_cos_),
-        "tanh": (torch._foreach_tanh, torch._foreach_tanh_),
-        "sigmoid": (torch._foreach_sigmoid, torch._foreach_sigmoid_),
-        "reciprocal": (torch._foreach_reciprocal, torch._foreach_reciprocal_),
-        "expm1": (torch._foreach_expm1, torch._foreach_expm1_), "log1p": (torch._foreach_log1p, torch._foreach_log1p_),
-        "erf": (torch._foreach_erf, torch._foreach_erf_), "rsqrt": (torch._foreach_rsqrt, torch._foreach_rsqrt_),
-        "frac": (torch._foreach_frac, torch._foreach_frac_), "atan": (torch._foreach_atan, torch._foreach_atan_),
-    }
-    function = functions[op][1 if inplace else 0]
-    result = function(input)
-    return input if inplace else result
-
-
-def foreach_lerp(input, end, weight, inplace):
-    """`torch._foreach_lerp(input, end, weight)`: weight a scalar, a list of scalars or a tensor list."""
-    if inplace:
-        torch._foreach_lerp_(input, end, weight)
-        return input
-    return torch._foreach_lerp(input, end, weight)
-
-
-def foreach_norm(input, ord, dtype):
-    """`torch._foreach_norm(input, ord[, dtype=])`: one 0-dim norm per tensor."""
-    if dtype is None:
-        return torch._foreach_norm(input, ord)
-    return torch._foreach_norm(input, ord, dtype=dtype)
-
-
-def foreach_zero(input):
-    """`torch._foreach_zero_(input)`: every tensor of the list zeroed in place."""
-    torch._foreach_zero_(input)
-    return input
-
-
-def foreach_copy(input, src, non_blocking):
-    """`torch._foreach_copy_(input, src)`: each tensor takes its source's values (converting dtypes)."""
-    torch._foreach_copy_(input, src, non_blocking=non_blocking)
-    return input
-
-
-def foreach_long_list(input, other, scalars, op):
-    """One foreach op over a list long enough to span several multi-tensor launches."""
-    if op == "add_list":
-        return torch._foreach_add(input, other, alpha=2)
-    if op == "add_list_inplace":
-        torch._foreach_add_(input, other)
-        return input
-    if op == "mul_scalar_list":
-        return torch._foreach_mul(input, scalars)
-    if op == "addcmul_scalar_list":
-        return torch._foreach_addcmul(input, other, other, scalars)
-    if op == "exp":
-        return torch._foreach_exp(input)
-    return torch._foreach_norm(input)
-
-
-PROGRAMS = {
-    "binary_list": foreach_binary, "binary_scalar": foreach_binary, "binary_scalar_list": foreach_binary,
-    "binary_tensor": foreach_binary, "mixed_dtypes": foreach_binary, "pointwise": foreach_pointwise,
-    "unary": foreach_unary, "zero": foreach_zero, "copy": foreach_copy, "long_lists": foreach_long_list,
-}
-FLOATING_PROGRAMS = {"lerp": foreach_lerp, "norm": foreach_norm}
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 FLOATING_DTYPES = ("float32", "float64", "float16", "bfloat16")
 

@@ -1,7 +1,8 @@
 """Native quantization: torch's quantized tensors and the quantized ops a device registers, against CPU's kernels.
 
-Every scenario is a torch-only program run on CPU (the oracle: CPU's quantized kernels) and on the
-device; it returns plain observables of the quantized result, never the quantized tensor itself:
+Every scenario is a torch-only program (`torchcts.properties.quantization_programs`) run on CPU (the
+oracle: CPU's quantized kernels) and on the device, compared by `quantization_comparison`; it returns
+plain observables of the quantized result, never the quantized tensor itself:
 `int_repr()`, `dequantize()`, `q_scale()`/`q_zero_point()` or the per-channel scales, zero points
 and axis, `str(q.qscheme())` and `str(q.dtype)`.
 
@@ -33,7 +34,6 @@ allowance cannot see a device that is off by exactly one step with a non-power-o
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -44,7 +44,9 @@ from torchcts.engine.context import MissingKernelError
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.strategies import Case, same_bits
+from torchcts.properties.quantization_comparison import compare_quantized, exact_qparams
+from torchcts.properties.quantization_programs import OPS, PROGRAMS  # the scenarios' torch-only programs
+from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
@@ -54,158 +56,8 @@ PROVES = ("torch quantized tensors on the device (per tensor and per channel, qu
           "requantizing ops; a missing quantized kernel is runtime_unavailable, named")
 ITEMS = "quantize_per_tensor, quantize_per_channel, to_host, from_host, add, mul, linear, conv2d"
 
-
-# -- programs (torch only: exported verbatim into reproduction scripts) ---------------------------
-
-def quantize_per_tensor(input, scale, zero_point, dtype, view):
-    """`torch.quantize_per_tensor` of `input`, observed whole and through a view (`view`: none, t, step)."""
-    q = torch.quantize_per_tensor(input, scale, zero_point, getattr(torch, dtype))
-    v = q.transpose(0, -1) if view == "t" else q[..., ::2] if view == "step" else q
-    return {"int_repr": q.int_repr(), "dequantize": q.dequantize(), "scale": q.q_scale(),
-            "zero_point": q.q_zero_point(), "qscheme": str(q.qscheme()), "dtype": str(q.dtype),
-            "view_int_repr": v.int_repr(), "view_dequantize": v.dequantize()}
-
-
-def quantize_per_channel(input, scales, zero_points, axis, dtype):
-    """`torch.quantize_per_channel` of `input` along `axis` (float64 scales, int64 zero points on the device)."""
-    q = torch.quantize_per_channel(input, scales, zero_points, axis, getattr(torch, dtype))
-    return {"int_repr": q.int_repr(), "dequantize": q.dequantize(), "scales": q.q_per_channel_scales(),
-            "zero_points": q.q_per_channel_zero_points(), "axis": q.q_per_channel_axis(),
-            "qscheme": str(q.qscheme()), "dtype": str(q.dtype)}
-
-
-def to_host(input, scale, zero_point, axis, dtype, how):
-    """Quantized on the device (per channel when `scale` is a tensor), then moved to the host by `how`."""
-    if isinstance(scale, torch.Tensor):
-        q = torch.quantize_per_channel(input, scale, zero_point, axis, getattr(torch, dtype))
-    else:
-        q = torch.quantize_per_tensor(input, scale, zero_point, getattr(torch, dtype))
-    host = q.cpu() if how == "cpu" else q.to("cpu")
-    seen = {"on_host": host.device.type == "cpu", "int_repr": host.int_repr(), "dequantize": host.dequantize(),
-            "qscheme": str(host.qscheme()), "dtype": str(host.dtype)}
-    if isinstance(scale, torch.Tensor):
-        seen.update(scales=host.q_per_channel_scales(), zero_points=host.q_per_channel_zero_points(),
-                    axis=host.q_per_channel_axis())
-    else:
-        seen.update(scale=host.q_scale(), zero_point=host.q_zero_point())
-    return seen
-
-
-def from_host(input, scale, zero_point, dtype):
-    """Quantized on the host, moved to `input`'s device (read there) and back."""
-    q = torch.quantize_per_tensor(input.cpu(), scale, zero_point, getattr(torch, dtype))
-    there = q.to(input.device)
-    back = there.to("cpu")
-    return {"int_repr": there.int_repr(), "dequantize": there.dequantize(), "scale": there.q_scale(),
-            "zero_point": there.q_zero_point(), "dtype": str(there.dtype), "back_int_repr": back.int_repr(),
-            "back_scale": back.q_scale(), "back_zero_point": back.q_zero_point()}
-
-
-def binary(input, other, qparams, out_scale, out_zero_point, dtype, op):
-    """`quantized::add` or `quantized::mul` (`op`) of `input` and `other` quantized with `qparams` (scale, zero point
-    of each)."""
-    a = torch.quantize_per_tensor(input, qparams[0], qparams[1], getattr(torch, dtype))
-    b = torch.quantize_per_tensor(other, qparams[2], qparams[3], getattr(torch, dtype))
-    y = getattr(torch.ops.quantized, op)(a, b, out_scale, out_zero_point)
-    return {"int_repr": y.int_repr(), "dequantize": y.dequantize(), "scale": y.q_scale(),
-            "zero_point": y.q_zero_point(), "dtype": str(y.dtype)}
-
-
-def linear(input, weight, bias, x_qparams, w_scale, out_scale, out_zero_point):
-    """`quantized::linear` of quint8 `input` and qint8 `weight` (per channel when `w_scale` is a tensor)."""
-    x = torch.quantize_per_tensor(input, x_qparams[0], x_qparams[1], torch.quint8)
-    if isinstance(w_scale, torch.Tensor):
-        w = torch.quantize_per_channel(weight, w_scale, torch.zeros_like(w_scale, dtype=torch.int64), 0, torch.qint8)
-    else:
-        w = torch.quantize_per_tensor(weight, w_scale, 0, torch.qint8)
-    y = torch.ops.quantized.linear(x, torch.ops.quantized.linear_prepack(w, bias), out_scale, out_zero_point)
-    return {"int_repr": y.int_repr(), "dequantize": y.dequantize(), "scale": y.q_scale(),
-            "zero_point": y.q_zero_point(), "dtype": str(y.dtype)}
-
-
-def conv2d(input, weight, bias, x_qparams, w_scale, out_qparams, geometry):
-    """`quantized::conv2d` of quint8 `input`, qint8 `weight`; `geometry`: stride, padding, dilation, groups."""
-    x = torch.quantize_per_tensor(input, x_qparams[0], x_qparams[1], torch.quint8)
-    w = torch.quantize_per_tensor(weight, w_scale, 0, torch.qint8)
-    stride, padding, dilation, groups = geometry
-    packed = torch.ops.quantized.conv2d_prepack(w, bias, [stride, stride], [padding, padding],
-                                                [dilation, dilation], groups)
-    y = torch.ops.quantized.conv2d(x, packed, out_qparams[0], out_qparams[1])
-    return {"int_repr": y.int_repr(), "dequantize": y.dequantize(), "scale": y.q_scale(),
-            "zero_point": y.q_zero_point(), "dtype": str(y.dtype)}
-
-
-PROGRAMS = {"quantize_per_tensor": quantize_per_tensor, "quantize_per_channel": quantize_per_channel,
-            "to_host": to_host, "from_host": from_host, "add": binary, "mul": binary, "linear": linear,
-            "conv2d": conv2d}
-OPS = frozenset({"add", "mul", "linear", "conv2d"})  # requantizing ops: one step allowed whatever the scale
-
 RANGES = {"quint8": (0, 255), "qint8": (-128, 127), "qint32": (-2**31, 2**31 - 1)}
 ODD_SCALES = (0.1, 0.3, 1 / 3, 0.7, 0.05, 1.7)  # not powers of two (nor float32 numbers)
-
-
-# -- the comparison ---------------------------------------------------------------------------------
-
-def power_of_two(scale: float) -> bool:
-    return math.frexp(scale)[0] == 0.5
-
-
-def exact_qparams(seen: dict[str, Any]) -> bool:
-    """Whether every scale CPU observed is a power of two (quantization then has one right answer)."""
-    found = seen["scales"].tolist() if "scales" in seen else [seen["scale"]]
-    return all(power_of_two(s) for s in found)
-
-
-def _step(seen: dict[str, Any], like: torch.Tensor) -> torch.Tensor:
-    """One quantization step of every element of `like` (the scale, per channel along the axis)."""
-    if "scales" in seen:
-        shape = [1] * like.dim()
-        shape[seen["axis"]] = -1
-        return seen["scales"].to(torch.float64).reshape(shape).expand(like.shape)
-    return torch.full(like.shape, float(seen["scale"]), dtype=torch.float64)
-
-
-def _first_beyond(bad: torch.Tensor) -> list[int]:
-    return [int(i) for i in bad.nonzero()[0]] if bad.dim() else []
-
-
-def compare_quantized(actual: dict[str, Any], expected: dict[str, Any], exact: bool, what: str) -> None:
-    """AssertionError naming the first observable (and multi-index) that differs beyond the allowance:
-    everything exact when `exact`, else int_repr within one step and dequantize within one scale."""
-    assert isinstance(actual, dict) and actual.keys() == expected.keys(), \
-        f"{what}: the device observed {sorted(actual)}, CPU {sorted(expected)}"
-    for name, want in expected.items():
-        got = actual[name]
-        if not isinstance(want, torch.Tensor):
-            assert got == want and type(got) is type(want), f"{what}: {name} = {got!r}, CPU gives {want!r}"
-            continue
-        assert isinstance(got, torch.Tensor) and got.dtype == want.dtype and got.shape == want.shape, \
-            f"{what}: {name} is {_meta(got)}, CPU gives {_meta(want)}"
-        got = got.cpu()
-        if exact or not (name.endswith("int_repr") or name.endswith("dequantize")):
-            if same_bits(got, want):
-                continue
-            bad = got.to(torch.float64) != want.to(torch.float64)
-            if not bad.any():  # same values, other bits (-0.0)
-                bad = torch.ones_like(bad)
-            allowed = "exactly (a power-of-two scale)" if exact else "exactly"
-        elif name.endswith("int_repr"):
-            bad = (got.to(torch.int64) - want.to(torch.int64)).abs() > 1
-            allowed = "within one step"
-        else:
-            # one scale, plus the float result's own rounding (qint32 values past 2**24 steps)
-            slack = _step(expected, want) + 2 * torch.finfo(want.dtype).eps * want.to(torch.float64).abs()
-            bad = (got.to(torch.float64) - want.to(torch.float64)).abs() > slack
-            allowed = "within one scale"
-        if bad.any():
-            where = _first_beyond(bad)
-            raise AssertionError(f"{what}: {name}{where} = {got[tuple(where)].item()!r}, CPU gives "
-                                 f"{want[tuple(where)].item()!r} (must match {allowed}; "
-                                 f"{int(bad.sum())} of {bad.numel()} elements differ)")
-
-
-def _meta(t: Any) -> str:
-    return f"{t.dtype} {list(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
 def quantized_check(cts: Any, scenario: str):

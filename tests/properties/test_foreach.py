@@ -9,7 +9,7 @@ import torch
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
 from torchcts.core.outcomes import Outcome
-from torchcts.properties.suites.foreach import FLOATING_PROGRAMS, PROGRAMS, foreach_binary
+from torchcts.properties.foreach_programs import FLOATING_PROGRAMS, PROGRAMS, foreach_binary
 from torchcts.testing.faulty.suite_bugs.foreach import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

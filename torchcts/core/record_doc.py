@@ -187,7 +187,9 @@ ROWS: tuple[Row, ...] = (
     Row(('device_ops',),
         'executed, faulty with `TORCHCTS_TRACE_DEVICE_OPS=1`',
         'aten overloads the item ran on the device (used by `torchcts selftest`), and `bug:<name>` '
-        'for each seeded bug that fired in it (benchmarks/bench_triage.py, tests/triage)'),
+        'for each seeded bug that fired in it (benchmarks/bench_triage.py, tests/triage); with '
+        '`TORCHCTS_FAULTY_WOULD_FIRE=1` (the selftest\'s clean runs) `would:<name>` for each seeded bug that was off '
+        'and whose condition held in it (docs/faulty-backend.md)'),
     Row(('dispatched',),
         'executed, with `--trace-dispatch` (eager devices only)',
         "the sorted aten overloads (`aten.add.Tensor`) the item's device side dispatched: placing its"

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from torchcts.cases.corpus_default import default_corpus_dir
 from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
-from torchcts.plugin.options import checked_options, corpus_dir
+from torchcts.run_setup.checks import checked_options, corpus_dir
+from torchcts.run_setup.request import RunRequest
 
 
 def test_fuzz_with_an_unreadable_ledger_next_to_the_manifest_is_a_one_line_error(tmp_path):
@@ -26,13 +27,7 @@ def test_fuzz_with_an_unreadable_ledger_next_to_the_manifest_is_a_one_line_error
 
 
 def _options(tmp_path, **given):
-    values = {"torchcts_level": None, "torchcts_dtypes": None, "torchcts_ops": None, "torchcts_properties": None,
-              "torchcts_seed": None, "torchcts_max_examples": None, "torchcts_item_timeout": None,
-              "torchcts_results_dir": str(tmp_path / "results"), "torchcts_corpus_dir": None,
-              "torchcts_replay": None, "torchcts_known_crashes": None, "torchcts_shard": None,
-              "torchcts_capabilities": None, "torchcts_last_failed_from": None}
-    values.update({f"torchcts_{k}": v for k, v in given.items()})
-    return values.__getitem__
+    return RunRequest(**{"results_dir": str(tmp_path / "results"), **given})
 
 
 def test_the_plugins_corpus_dir_defaults_like_the_cli(tmp_path):

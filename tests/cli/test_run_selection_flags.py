@@ -54,6 +54,7 @@ def project(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_last_failed_reruns_only_the_last_failures(project):
     first, run1 = torchcts(project, "run", *ADD, "--property", "forward", "--property", "layout", "--level", "2",
                            bugs="noncontiguous_add")
@@ -95,6 +96,7 @@ def test_last_failed_reruns_only_the_last_failures(project):
     assert "nothing to rerun" in nothing.stderr
 
 
+@pytest.mark.slow
 def test_capability_keeps_the_properties_that_test_it_within_property(project):
     result, folder = torchcts(project, "run", *ADD, "--level", "4", "--capability", "training",
                               "--property", "backward", "--property", "forward")
@@ -172,20 +174,21 @@ def test_an_unreadable_earlier_run_is_one_line_naming_the_file(tmp_path, monkeyp
 
 
 def test_the_plugin_reads_last_failed_from_a_named_folder(tmp_path):
-    from torchcts.plugin.options import SessionError, _last_failed
+    from torchcts.run_setup.checks import last_failed_from
+    from torchcts.run_setup.errors import SessionError
 
     record = {"item": LAYOUT, "property": "layout", "op": "add", "dtype": "float32", "level": 1, "outcome": "timed_out"}
     folder = _earlier_run(tmp_path / "run", "".join(json.dumps({**record, **more}) + "\n" for more in (
         {}, {"item": FORWARD, "outcome": "passed"}, {"item": "x", "outcome": "level_filtered"})))
-    last = _last_failed(str(folder))
+    last = last_failed_from(str(folder))
     assert last.failed == (LAYOUT,)
     assert [last.reason(i) for i in (LAYOUT, FORWARD, "x", "y")] == [
         None, "--last-failed: passed in run", "--last-failed: level_filtered in run", "--last-failed: not in run"]
     passed = _earlier_run(tmp_path / "passed", json.dumps({**record, "outcome": "passed"}) + "\n")
     with pytest.raises(SessionError, match="no item failed, errored, crashed or timed out in passed; nothing to rerun"):
-        _last_failed(str(passed))
+        last_failed_from(str(passed))
     with pytest.raises(SessionError, match="--last-failed-from 'nowhere': no such folder"):
-        _last_failed("nowhere")
+        last_failed_from("nowhere")
 
 
 def test_an_item_a_dead_run_was_running_is_rerun_as_crashed(tmp_path):

@@ -175,6 +175,7 @@ def test_inside_the_guard_ending_the_process_raises_naming_the_caller(call, how)
     assert raised["restored"] and raised["requested"] is None  # nothing was sent; the originals are back
 
 
+@pytest.mark.slow
 @linux_only
 def test_what_does_not_end_the_process_passes_through_the_guard():
     received = []
@@ -467,7 +468,8 @@ def _allocator_sys_exit(func, args, kwargs, result):
 def test_a_backend_exiting_in_the_start_checks_is_one_session_error_naming_where(monkeypatch, perturb, said):
     """The device check and probe before any item allocate on the device; its allocator exits. In a forked child:
     were the guard missing, os._exit(3) would end that child, not the test run."""
-    from torchcts.plugin.options import SessionError, start_checks
+    from torchcts.run_setup.device import start_checks
+    from torchcts.run_setup.errors import SessionError
     from torchcts.testing import faulty
     from torchcts.testing.faulty import bugs
     from torchcts.testing.faulty.bug_model import Bug
@@ -559,6 +561,7 @@ def test_a_probe_that_exits_costs_that_probe_only_and_names_where(monkeypatch, f
 
 # -- a whole run --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @linux_only
 def test_a_run_whose_decoders_exit_keeps_every_item_and_complete_counts(tmp_path):
     formats = {"uint4_msb_first": "exit", "nf4": "os_exit", "int4_symmetric": "keyboard", "uint8": "sigterm",

@@ -24,7 +24,10 @@ from torchcts.cli.main import cli
 from torchcts.manifest import load_manifest
 from torchcts.plan.build import Selection, SelectionError
 from torchcts.plugin.launch import one_line_usage_error
-from torchcts.plugin.options import SessionError, check_device, checked_options, device_name_warning
+from torchcts.run_setup.checks import checked_options
+from torchcts.run_setup.device import check_device, device_name_warning
+from torchcts.run_setup.errors import SessionError
+from torchcts.run_setup.request import RunRequest
 from torchcts.manifest.templates import render_template
 
 # a run that got past its checks stays tiny: one op, one dtype, level 1, one example
@@ -224,14 +227,8 @@ def test_a_selection_compiles_its_regexes_once_and_checks_its_level():
 
 
 def _options(tmp_path, **given):
-    """`config.getoption` for a session with these pytest options (the rest at their defaults)."""
-    values = {"torchcts_level": None, "torchcts_dtypes": None, "torchcts_ops": None, "torchcts_properties": None,
-              "torchcts_seed": None, "torchcts_max_examples": None, "torchcts_item_timeout": None,
-              "torchcts_results_dir": str(tmp_path / "results"), "torchcts_corpus_dir": str(tmp_path / "corpus"),
-              "torchcts_replay": None, "torchcts_known_crashes": None, "torchcts_shard": None,
-              "torchcts_capabilities": None, "torchcts_last_failed_from": None}
-    values.update({f"torchcts_{k}": v for k, v in given.items()})
-    return values.__getitem__
+    """The run-setup input of a session with these pytest options (the rest at their defaults)."""
+    return RunRequest(**{"results_dir": str(tmp_path / "results"), "corpus_dir": str(tmp_path / "corpus"), **given})
 
 
 @pytest.mark.parametrize(("given", "fragment"), [
@@ -308,6 +305,7 @@ def test_a_device_name_that_contradicts_device_warns(tmp_path, device_name, devi
     assert device_name_warning(None, device, validation) is None  # a replay without a manifest
 
 
+@pytest.mark.slow
 def test_a_run_on_another_device_warns_first_and_records_it(tmp_path):
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cuda"))
     result = _torchcts(*_argv([*RUN, "--device", "cpu", "--derandomize"], tmp_path), cwd=tmp_path)

@@ -91,6 +91,7 @@ def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
                           timeout=900, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device_args, target", [(("--device", "meta"), "meta"), (("--validation",), "cpu")])
 def test_a_tiny_run_without_a_manifest_uses_the_shipped_target(device_args, target, tmp_path):
     result = _torchcts(tmp_path, "run", *device_args, "--ops", "^abs$", "--max-examples", "2", "--dtype", "float32",
@@ -108,13 +109,14 @@ def test_a_tiny_run_without_a_manifest_uses_the_shipped_target(device_args, targ
 
 
 def test_plain_pytest_without_a_manifest_uses_the_shipped_target(tmp_path, monkeypatch, capsys):
-    from torchcts.plugin.options import _manifest_path
+    from torchcts.run_setup.manifest_load import manifest_path
+    from torchcts.run_setup.request import RunRequest
 
     monkeypatch.chdir(tmp_path)
-    options = {"torchcts_manifest": None, "torchcts_compile": "inductor"}
-    assert _manifest_path(options.get, "cpu", replaying=False) == shipped_target("cpu", "inductor").path
+    options = RunRequest(compile="inductor")
+    assert manifest_path(options, "cpu", replaying=False) == shipped_target("cpu", "inductor").path
     assert "shipped inductor target manifest" in capsys.readouterr().err
-    assert _manifest_path(options.get, "cpu", replaying=True) == Path("manifest.py")  # replay needs no claims
-    assert _manifest_path({**options, "torchcts_compile": None}.get, "hpu", replaying=False) == Path("manifest.py")
+    assert manifest_path(options, "cpu", replaying=True) == Path("manifest.py")  # replay needs no claims
+    assert manifest_path(RunRequest(), "hpu", replaying=False) == Path("manifest.py")
     (tmp_path / "manifest.py").write_text("manifest = {}\n")
-    assert _manifest_path(options.get, "cpu", replaying=False) == Path("manifest.py")  # a local manifest wins
+    assert manifest_path(options, "cpu", replaying=False) == Path("manifest.py")  # a local manifest wins

@@ -18,6 +18,8 @@ import pytest
 
 from torchcts.manifest.templates import render_template
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 BACKENDS = Path(__file__).resolve().parents[1] / "backends"  # tiny_backend.py: a user-style PrivateUse1 backend
 NAME = "import torch; print(torch._C._get_privateuse1_backend_name())"
 
@@ -36,7 +38,8 @@ def clean_env(**env: str) -> dict[str, str]:
 
 def test_torchcts_leaves_privateuse1_free_unless_asked():
     """Importing TorchCTS's CLI, plugin, engine, fuzz worker, strategies and properties takes nothing."""
-    modules = ("torchcts.cli.main", "torchcts.plugin", "torchcts.plugin.options", "torchcts.engine.run",
+    modules = ("torchcts.cli.main", "torchcts.plugin", "torchcts.plugin.options", "torchcts.run_setup.start",
+               "torchcts.engine.run",
                "torchcts.fuzz.worker", "torchcts.strategies", "torchcts.properties.suites.forward",
                "torchcts.testing.faulty_autoload")
     result = python(f"import {', '.join(modules)}; {NAME}")
@@ -85,7 +88,7 @@ def test_the_switch_with_privateuse1_taken_warns_and_import_torch_survives():
 
 
 def test_device_faulty_registers_it_and_refuses_in_one_line_when_privateuse1_is_taken_or_a_bug_is_unknown():
-    check = "from torchcts.plugin.options import SessionError, check_device; "
+    check = "from torchcts.run_setup.errors import SessionError; from torchcts.run_setup.device import check_device; "
     asked = python(check + f"check_device('faulty'); {NAME}")
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout.strip() == "faulty"

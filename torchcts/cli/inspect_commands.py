@@ -136,7 +136,8 @@ def _probed_draft(template: str, device: str, device_name: str, backend_import: 
     from torchcts.isolation.fork import fork_safe
     from torchcts.manifest.load import BackendImportError, import_backend
     from torchcts.plan.selection import Selection, SelectionError
-    from torchcts.plugin.options import SessionError, check_device, device_kind
+    from torchcts.run_setup.device import check_device, device_kind
+    from torchcts.run_setup.errors import SessionError
     from torchcts.probe.draft import DraftError, make_draft
 
     try:

@@ -171,7 +171,9 @@ def run(device: str | None, validation: bool, manifest_path: Path | None, corpus
     from torchcts.engine.run import HARNESS_THREADS
     from torchcts.pathshapes.memory import MemoryBudget
     from torchcts.pathshapes.runner import RunSettings, Selection, environment, run_corpus
-    from torchcts.plugin.options import SessionError, check_device, device_kind, import_manifest_backend, run_target
+    from torchcts.run_setup.device import check_device, device_kind, run_target
+    from torchcts.run_setup.errors import SessionError
+    from torchcts.run_setup.manifest_load import import_manifest_backend
 
     if device is None and not validation:
         raise click.UsageError("pass --device D, or --validation to run against CPU itself")

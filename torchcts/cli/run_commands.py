@@ -221,9 +221,9 @@ def _open_device(device: str, manifest, compile_backend: str | None = None,  # n
     """Import the manifest's backend, check the compile target and allocate on --device here, before workers
     start; the target (its CompileSpec as the workers build it). Exits 2 when it cannot be used, and warns when
     the manifest names another device type."""
-    from torchcts.plugin.options import (
-        SessionError, check_device, device_name_warning, import_manifest_backend, run_target,
-    )
+    from torchcts.run_setup.device import check_device, device_name_warning, run_target
+    from torchcts.run_setup.errors import SessionError
+    from torchcts.run_setup.manifest_load import import_manifest_backend
 
     try:
         import_manifest_backend(manifest)

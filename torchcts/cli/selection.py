@@ -135,7 +135,7 @@ def claims_beyond_file(manifest: Any, level: int | None, dtypes: tuple[str, ...]
     (the options were checked by `plan_for`)."""
     from torchcts.plan.effective import run_claims
     from torchcts.plan.selection import Selection
-    from torchcts.plugin.options import dtypes_option
+    from torchcts.run_setup.checks import dtypes_option
 
     return run_claims(manifest, Selection(level=level, dtypes=dtypes_option(list(dtypes)))).summary_line()
 
@@ -147,7 +147,8 @@ def plan_for(manifest_path: Path, level: int | None, dtypes: tuple[str, ...], op
     from torchcts.plan.build import build_plan
     from torchcts.plan.registry import RegistryError
     from torchcts.plan.selection import Selection, SelectionError, check_properties
-    from torchcts.plugin.options import SessionError, dtypes_option
+    from torchcts.run_setup.checks import dtypes_option
+    from torchcts.run_setup.errors import SessionError
 
     try:
         manifest, _ = load_manifest(manifest_path)

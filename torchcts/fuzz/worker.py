@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from torchcts.core.record import FAILURE_FIELDS
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions
 from torchcts.fuzz.scheduler import UNAVAILABLE
 from torchcts.isolation.fork import detach_from_run
@@ -53,9 +54,7 @@ def main(options: FuzzOptions, tasks: Any, results: Any) -> None:
 def engine_settings(options: FuzzOptions) -> Any:
     """The engine's settings for every task of this hunt (imports torch, the backend and the properties,
     the manifest's custom suites included)."""
-    from torchcts.cases.replay_items import replay_flags
     from torchcts.engine.compile_target import run_compile_spec
-    from torchcts.engine.run import EngineSettings
     from torchcts.engine.targets import Target
     from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
@@ -63,19 +62,19 @@ def engine_settings(options: FuzzOptions) -> Any:
     from torchcts import dtypes as dtype_names
     from torchcts.plan.effective import run_claims
     from torchcts.plan.selection import Selection
+    from torchcts.run_setup.settings import engine_settings as run_engine_settings
 
     declared, _ = load_manifest(options.manifest)
     chosen = tuple(dtype_names.lookup(part.strip()) for name in options.dtypes for part in name.split(","))
     manifest = run_claims(declared, Selection(level=options.level, dtypes=chosen or None)).effective  # as `run`
     prepare_worker(manifest, options.device)
-    flags = replay_flags(options.device, options.compile_backend, manifest.source)
     target = Target(options.device, run_compile_spec(manifest.compile, options.compile_backend, options.shape_mode))
-    return EngineSettings(target=target, manifest=manifest, level=manifest.semantic_level,
-                          max_examples=options.examples_per_task, deadline_ms=None, corpus_dir=options.corpus_dir,
-                          replay_flags=flags, targeting=True, isolation=oracle_isolation(options, target.device_type),
-                          # no leg blame in a hunt: its legs would spend the visit's --task-timeout, and a slow leg
-                          # would turn a found failure into a hang; the new case's replay under `run` blames it
-                          blame_cases=0)
+    return run_engine_settings(target, manifest, max_examples=options.examples_per_task, corpus_dir=options.corpus_dir,
+                               targeting=True, isolation=oracle_isolation(options, target.device_type),
+                               show_traceback=False,
+                               # no leg blame in a hunt: its legs would spend the visit's --task-timeout, and a slow
+                               # leg would turn a found failure into a hang; the new case's replay under `run` blames it
+                               blame_cases=0)
 
 
 def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:
@@ -121,8 +120,7 @@ def answer_from(task: Task, record: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"item": task.item.id}
     if outcome in PROBLEMS:
         answer.update(status=Outcome.FAILED, outcome=outcome, error=record.get("error"))
-        for key in ("counterexample", "counterexample_error", "counterexample_unwritable", "error_kind", "error_line",
-                    "missing_kernel", "leg"):
+        for key in FAILURE_FIELDS:  # the record's failure view (`core.record`)
             if record.get(key) is not None:
                 answer[key] = record[key]
     elif outcome == Outcome.PASSED:

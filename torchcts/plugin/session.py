@@ -1,8 +1,9 @@
 """One conformance run inside a pytest session: the plan's items, run by the engine, recorded, presented.
 
 The plugin's hooks delegate here. `RunSession.start` checks the options and starts the run
-(`plugin.options`); the session gives each property function its items, runs each item with
-`engine.run.run_item` (which forks it when the isolation policy says so), appends the record,
+(`run_setup.start`, its input read by `plugin.options`); the session gives each property function its
+items, runs each item with `engine.run.run_item` (which forks it when the isolation policy says so),
+appends the record,
 presents it to pytest (a pass returns, a not-run outcome skips with its reason, a finding fails
 with its error line), shows it on the console (`plugin.console`) once pytest has reported it, and
 closes the run as complete or partial; a conformance run that executed no item says why and
@@ -12,7 +13,6 @@ fails (`nothing_ran`). Under `torchcts run` it also writes the report into the r
 from __future__ import annotations
 
 import collections
-import os
 import re
 import time
 from typing import Any
@@ -21,18 +21,17 @@ import pytest
 from _pytest.outcomes import Exit
 
 from torchcts import interrupts
-from torchcts.cases.replay_items import ReplayItem, replay_flags
+from torchcts.cases.replay_items import ReplayItem
 from torchcts.engine import device_findings
 from torchcts.engine.hypothesis_profile import StatisticsTotals
-from torchcts.engine.run import EngineSettings, run_item, versions
+from torchcts.engine.run import run_item
 from torchcts.core.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.disk import WriteError
 from torchcts.plugin.console import Console, PlainPytestScreen, error_line
-from torchcts.plugin.options import (  # noqa: F401 - AuditDone, SessionError: the hooks import them from here
-    AuditDone, RunStart, SessionError, start_run)
-
-TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"
+from torchcts.plugin.options import start_run
+from torchcts.run_setup.errors import AuditDone, SessionError  # noqa: F401 - the hooks import them from here
+from torchcts.run_setup.start import RunStart
 
 
 class RunStopped(Exit):
@@ -65,7 +64,7 @@ class RunSession:
         self.write_report = False  # `torchcts run` writes the report at the end (unless --no-report)
         self.report_line: str | None = None  # where the report went, or why it did not
         self.nothing_ran: str | None = None  # why a conformance run executed no item (it then fails)
-        self.engine = self._engine_settings(start)
+        self.engine = start.engine  # `run_setup.settings.engine_settings`
         self.draw = start.draw
         self.statistics = StatisticsTotals()  # --hypothesis-show-statistics: the summary line's totals
         self.probes: dict[str, Any] | None = None  # their summary (None: none ran)
@@ -78,26 +77,6 @@ class RunSession:
     def start(cls, config: pytest.Config) -> "RunSession":
         """The session of a conformance run; SessionError (bad input) or AuditDone instead."""
         return cls(config, start_run(config))
-
-    def _engine_settings(self, start: RunStart) -> EngineSettings:
-        manifest, target = start.manifest, start.target
-        flags = replay_flags(target.device, target.compile_backend, manifest.source if manifest is not None else None)
-        found = {"run_seed": start.run_seed, "derandomize": start.run_seed is None, "run_id": start.writer.run_id,
-                 "hardware_key": start.writer.environment.get("hardware_key")}
-        return EngineSettings(
-            target=target, manifest=manifest, level=start.level, max_examples=start.max_examples,
-            run_seed=start.run_seed,
-            versions=versions(),
-            deadline_ms=start.draw.deadline_ms if start.draw is not None else None,
-            shrink=not self.config.getoption("torchcts_no_shrink"),
-            corpus_dir=None if start.replaying is not None else start.corpus_dir,  # a replay stores no new cases
-            found=found, replay_flags=flags, isolation=start.isolation,
-            # `torchcts selftest` asks the faulty device which aten overloads each item ran
-            trace_device_ops=os.environ.get(TRACE_ENV) == "1" and target.device_type == "faulty",
-            trace_dispatch=start.trace_dispatch,
-            show_traceback=bool(manifest is not None and manifest.show_traceback), case_limits=start.case_limits,
-            draw=start.draw, replay_shape_mode=self.config.getoption("torchcts_shape_mode"),
-            **_blame_budget(self.config.getoption("torchcts_blame_cases")))
 
     def header(self) -> list[str]:
         seed = "derandomized (seeds from item ids)" if self.run_seed is None else f"seed {self.run_seed} (--seed to repeat)"
@@ -391,7 +370,3 @@ def present(record: dict[str, Any], folder: Any = None) -> None:
                          f"report: torchcts report --from {folder}")
         pytest.fail("\n".join(lines), pytrace=False)
 
-
-def _blame_budget(cases: int | None) -> dict[str, int]:
-    """--blame-cases N as the engine's setting (none given: the engine's default; below 0: none blamed)."""
-    return {} if cases is None else {"blame_cases": max(0, cases)}

@@ -94,10 +94,11 @@ def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> t
     from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
     from torchcts.crashes.versions import torch_minor
     from torchcts.engine.hypothesis_profile import named_profile, register_manifest_profile, resolve
-    from torchcts.engine.run import EngineSettings, versions
+    from torchcts.engine.run import versions
     from torchcts.engine.targets import Target
     from torchcts.isolation.fork import fork_safe
     from torchcts.isolation.policy import IsolationPolicy
+    from torchcts.run_setup.settings import engine_settings as run_engine_settings
 
     target = Target(device, None)
     register_manifest_profile(manifest.hypothesis)
@@ -106,10 +107,7 @@ def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> t
     local = (ledger_folder / LOCAL_NAME) if ledger_folder is not None else None
     isolation = IsolationPolicy(rules=tuple(ledger_rules("isolate", local)), device_type=target.device_type,
                                 torch_version=torch_minor(), can_fork=fork_safe(target.device_type))
-    settings = EngineSettings(target=target, manifest=manifest, level=manifest.semantic_level,
-                              max_examples=draw.max_examples, run_seed=None, versions=versions(),
-                              deadline_ms=draw.deadline_ms, shrink=True, corpus_dir=None, isolation=isolation,
-                              draw=draw)
+    settings = run_engine_settings(target, manifest, max_examples=draw.max_examples, draw=draw, isolation=isolation)
     described = (f"derandomized, max_examples {draw.max_examples} ({draw.max_examples_from}), "
                  f"profile {draw.profile}, {versions().replace(';', ', ')}")
     return settings, described

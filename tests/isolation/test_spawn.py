@@ -22,10 +22,11 @@ import pytest
 from torchcts.cases.replay_items import ReplayItem
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
+from torchcts.engine.spawn_messages import SpawnMessageError, item_from, item_json, settings_json
+from torchcts.engine.spawned_item_worker import settings_from
+from torchcts.engine.spawned_items import items_pool
 from torchcts.isolation import spawn
 from torchcts.isolation.policy import IsolationPolicy
-from torchcts.isolation.spawn_messages import (
-    SpawnMessageError, item_from, item_json, settings_from, settings_json)
 from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import Outcome
@@ -105,13 +106,13 @@ def test_one_pool_records_a_crash_and_a_hang_replaces_its_worker_and_keeps_other
     assert first["isolated"] == "--subprocess-per-test" and first["isolated_by"] == "spawn"
     assert {k: first[k] for k in COMPARED} == {k: here[k] for k in COMPARED}  # derandomized: the same cases
     assert set(first) == set(here) | {"isolated", "isolated_by"}
-    pool = spawn.pool_for(isolated)
+    pool = items_pool(isolated)
     (worker,) = pool.workers
-    assert pool.started == 1 and worker.ready and worker.items == 1
+    assert pool.started == 1 and worker.ready and worker.served == 1
 
     failed = run_item(probe("fails"), isolated)
     assert failed["outcome"] is Outcome.FAILED and "the probe differs from CPU" in failed["error"]
-    assert pool.workers == [worker] and worker.items == 2  # a finding is no reason to replace the worker
+    assert pool.workers == [worker] and worker.served == 2  # a finding is no reason to replace the worker
 
     crashed = run_item(probe("aborts"), isolated)
     assert crashed["outcome"] is Outcome.CRASHED and crashed["signal"] == "SIGABRT"
@@ -172,6 +173,7 @@ with interrupts.handling():
 '''
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_kills_its_worker(manifest_path, tmp_path):
     pid_file = tmp_path / "worker.pid"
     parent = subprocess.Popen([sys.executable, "-c", INTERRUPTED_PARENT, str(manifest_path)], stdout=subprocess.PIPE,
@@ -210,13 +212,14 @@ def test_items_and_settings_travel_as_json(settings):
 
 def test_a_device_that_cannot_fork_isolates_in_spawned_workers_and_refuses_a_forced_fork(tmp_path):
     from torchcts.isolation.policy import SPAWN, start_method
-    from torchcts.plugin.options import SessionError, isolation_policy
+    from torchcts.run_setup.errors import SessionError
+    from torchcts.run_setup.isolation import isolation_policy
+    from torchcts.run_setup.request import RunRequest
 
-    values = {"torchcts_isolation_start": "fork", "torchcts_subprocess_per_test": True,
-              "torchcts_adaptive_isolation": "off", "torchcts_item_timeout": None}
+    request = RunRequest(isolation_start="fork", subprocess_per_test=True, adaptive_isolation="off")
     with pytest.raises(SessionError, match="--isolation-start fork: cuda does not survive a fork once initialised"):
-        isolation_policy(values.__getitem__, (), Target("cuda"), tmp_path, {})
-    values["torchcts_isolation_start"] = "auto"
-    policy = isolation_policy(values.__getitem__, (), Target("cuda"), tmp_path, {})  # no longer refused
+        isolation_policy(request, (), Target("cuda"), tmp_path, {})
+    request = attrs.evolve(request, isolation_start="auto")
+    policy = isolation_policy(request, (), Target("cuda"), tmp_path, {})  # no longer refused
     assert policy.everything and not policy.can_fork and start_method(policy, "cuda") == SPAWN
     assert policy.reason(ABS) == "--subprocess-per-test"

@@ -223,16 +223,29 @@ def leg_timeout_s(settings: Any) -> float:
     return min(getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S, LEG_TIMEOUT_CAP_S)
 
 
+# The engine's own item runner, `engine.run.run_here` and `engine.run.ended_record`: engine.run hands them in when it
+# loads (`use_item_runner`), since it calls `blame_failure` itself (an import back would be a cycle).
+_item_runner: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+
+
+def use_item_runner(run_here: Callable[..., Any], ended_record: Callable[..., Any]) -> None:
+    """Hand blame the engine's runner of one item here and its record of an item whose process ended."""
+    global _item_runner
+    _item_runner = (run_here, ended_record)
+
+
 def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, Any]:
     """The record of the stored case at `path` replayed by the engine on the run's device under `spec`: compiled
     afresh in a process of its own, started as the run starts isolated items (`isolation.policy.start_method`: a
     forked child where the device survives a fork, else or under --isolation-start spawn a spawned worker), killed
     past `leg_timeout_s`; nothing stored (no corpus), so a leg never blames again."""
     from torchcts.cases.replay_items import replay_items
-    from torchcts.engine.run import ended_record, run_here
     from torchcts.isolation.fork import run_forked
     from torchcts.isolation.policy import FORK, start_method
 
+    if _item_runner is None:
+        raise RuntimeError("engine.blame: no item runner; engine.run hands it in when imported")
+    run_here, ended_record = _item_runner
     items = replay_items([path], settings.case_limits)
     if len(items) != 1:
         return {"outcome": "error", "error_kind": "case_file", "error_line": f"{path}: not one case file"}
@@ -245,8 +258,9 @@ def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, 
         result = run_forked(lambda: run_here(item, leg_settings), leg_timeout_s(settings))
         how = "fork"
     else:
-        from torchcts.isolation.spawn import SpawnError, run_spawned
-        from torchcts.isolation.spawn_messages import SpawnMessageError
+        from torchcts.engine.spawn_messages import SpawnMessageError
+        from torchcts.engine.spawned_items import run_spawned
+        from torchcts.isolation.spawn import SpawnError
 
         try:
             result = run_spawned(item, leg_settings, leg_timeout_s(settings))

@@ -5,7 +5,7 @@ Every front end is an adapter over this function: the pytest plugin writes and p
 record, fuzz workers run items with their own seeds and `targeting`, replay runs `ReplayItem`s
 (stored cases instead of draws). An item the isolation policy names runs in a forked child
 (`isolation.fork`), or, where the device does not survive a fork (or `--isolation-start spawn`), in a
-worker of the spawned pool (`isolation.spawn`): either runs it here and sends back its record; a
+worker of the spawned pool (`engine.spawned_items` over `isolation.spawn`): either runs it here and sends back its record; a
 child or worker that dies or overruns is a `crashed` or `timed_out` record with the end of its
 output. Cases of an item a
 CPU-oracle crash rule matches each run in their own child (`CaseContext.case_isolation`).
@@ -27,15 +27,17 @@ from typing import Any, Callable
 import attrs
 
 from torchcts import backend_exits
+from torchcts.core import record as typed_record
 from torchcts import dtypes as dtype_names
 from torchcts.disk import WriteError
 from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
-from torchcts.engine import item_warnings, memory_cleanup
-from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure
+from torchcts.engine import device_ops_trace, item_warnings, memory_cleanup
+from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure, use_item_runner
 from torchcts.engine.context import CaseContext, item_seed
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.replay_manifest import own_capability, replay_manifest
+from torchcts.engine.spawned_items import run_spawned
 from torchcts.engine.targets import Target, reset_compiled
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
@@ -92,9 +94,11 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
     """Run one item (a `PlanItem` or a `ReplayItem`) and return its result record.
 
     `seed` and `max_examples` override the item's derived seed and the settings' example count
-    (fuzz). The record's `outcome` is an `Outcome`. The user's Ctrl-C, SIGTERM and SIGHUP propagate: an
-    interrupted item has no record. Code under test that calls sys.exit, raises KeyboardInterrupt itself, calls
-    os._exit or signals its own process gets its record (`backend_exits`: error or crashed, naming where)."""
+    (fuzz). The record's `outcome` is an `Outcome`; its fields are the typed record's (`core.record`: a field it
+    does not name, or a value of the wrong type, raises RecordError, a TorchCTS defect). The user's Ctrl-C,
+    SIGTERM and SIGHUP propagate: an interrupted item has no record. Code under test that calls sys.exit, raises
+    KeyboardInterrupt itself, calls os._exit or signals its own process gets its record (`backend_exits`: error or
+    crashed, naming where)."""
     record = _run_item(item, settings, seed=seed, max_examples=max_examples)
     if settings.target.compile is not None and not isinstance(item, ReplayItem) \
             and parse(record.get("outcome")) in PROBLEMS:
@@ -102,7 +106,7 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
         # worker returned: the run's budget and the item's timeout are not spent in a child, and a crashed or
         # timed-out item is `not-blamed` with the reason
         record.update(blame_failure(record, settings))
-    return record
+    return typed_record.checked(record)
 
 
 def _run_item(item: Any, settings: EngineSettings, *, seed: int | None,
@@ -180,9 +184,7 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
 
         context.dispatch_trace = DispatchTrace(settings.target.device_type)
     if settings.trace_device_ops and not isinstance(item, ReplayItem):
-        from torchcts.testing import faulty
-
-        faulty.start_trace()
+        device_ops_trace.start()
     started = time.monotonic()
     verdict = _check(item, context, settings)
     record = _record(item, verdict, time.monotonic() - started)
@@ -198,9 +200,7 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
             record.update(counterexample=None,
                           counterexample_error=f"the failing case could not be stored: {first_line(error_text(exc))}")
     if settings.trace_device_ops:
-        from torchcts.testing import faulty
-
-        record["device_ops"] = faulty.take_trace()
+        record["device_ops"] = device_ops_trace.take()
     if context.dispatch_trace is not None:
         record["dispatched"] = context.dispatch_trace.names()
     if context.case_isolation is not None:  # which cases ran forked, and why
@@ -328,8 +328,6 @@ def _run_isolated(item: Any, settings: EngineSettings, reason: str, work: Callab
 def _run_spawned(item: Any, settings: EngineSettings, reason: str, *, seed: int | None,
                  max_examples: int | None) -> dict[str, Any]:
     """The item run by a worker of the spawned pool; its record, or one saying how the worker ended."""
-    from torchcts.isolation.spawn import run_spawned
-
     result = run_spawned(item, settings, _item_timeout(settings), seed=seed, max_examples=max_examples)
     if result.status == "finished":
         result = attrs.evolve(result, answer={**result.answer, "isolated": reason, "isolated_by": "spawn"})
@@ -355,3 +353,6 @@ def ended_record(item: Any, result: ForkResult, reason: str, how: str = "fork") 
     return {**item.as_json(), "outcome": outcome, "reason": result.describe(), "error": result.output_tail,
             "error_line": first_line(result.describe()), "duration_s": round(result.duration_s, 4),
             "signal": result.signal_name or None, "isolated": reason, "isolated_by": how, "counterexample": None}
+
+
+use_item_runner(run_here, ended_record)  # blame replays its legs through this module's runner

@@ -1,15 +1,17 @@
-"""Isolation without fork: a pool of spawned worker interpreters that run isolated items, many each.
+"""Isolation without fork: a pool of spawned worker interpreters, each started with an entry point and a payload.
 
-A device that does not survive a fork once initialised (CUDA, XPU, MPS, HPU, MTIA) cannot isolate an
-item in a forked child, so its isolated items run in a worker interpreter started fresh
-(`python -u -m torchcts.isolation.spawn_worker`): it imports torch, the backend (from the manifest's
-file, as the run did), the suites and the op database once, then runs item after item
-(`spawn_worker`). A worker that dies while it runs an item makes the item's record `crashed` (the
-signal, and the worker's output since the item started: faulthandler's Python stack for a native
-crash); one past the item timeout is killed and the record is `timed_out`; either way the worker is
-replaced when the next item needs one, and the run goes on. The timeout counts from when the worker
-is ready: a slow start (torch's import, the op database) is never a hang. `--isolation-start spawn`
-forces this path where forking works too (tests, the faulty device).
+A device that does not survive a fork once initialised (CUDA, XPU, MPS, HPU, MTIA) cannot isolate work
+in a forked child, so it runs in a worker interpreter started fresh (`python -u -m
+torchcts.isolation.spawn_worker`). What the worker does is its caller's: a `WorkerStart` names an entry
+point (`module:function`) and a JSON payload; the worker calls the function with the payload once (the
+expensive imports happen there) and gets back the handler that answers each request, one JSON line in,
+one JSON line out. The spawned-item worker (`engine.spawned_items`: torch, the backend, the suites and the
+op database once, then item after item) is one user. A worker that dies while it serves a request makes
+the result `crashed` (the signal, and the worker's output since the request: faulthandler's Python stack
+for a native crash); one past the request's timeout is killed and the result is `timed_out`; either way
+the worker is replaced when the next request needs one. The timeout counts from when the worker is ready:
+a slow start (torch's import, the op database) is never a hang. `--isolation-start spawn` forces this path
+where forking works too (tests, the faulty device).
 
 Why a subprocess and not multiprocessing's spawn context: the worker's stdout and stderr are a file
 from its first instruction (a native crash's last words, faulthandler's report), the messages are JSON
@@ -18,7 +20,7 @@ worker's start is asynchronous (it imports while the parent waits on its pipe, w
 
 Signals: the parent blocks Ctrl-C, SIGTERM and SIGHUP while it starts a worker, which ignores them and
 dies with its parent (`fork.detach_from_run`); an interrupted parent kills the worker that was running
-its item and re-raises. `close_pools()` stops every worker: at the end of a run (its session's end),
+its request and re-raises. `close_pools()` stops every worker: at the end of a run (its session's end),
 and at exit as a safety net. Nothing outlives the run.
 """
 
@@ -39,17 +41,45 @@ from typing import Any
 import attrs
 
 from torchcts import interrupts
-from torchcts.isolation.fork import ForkResult, crash_tail, merge_device_trace
-from torchcts.isolation.spawn_messages import WorkerSetup, item_json, settings_json
+from torchcts.isolation.fork import ForkResult, crash_tail
 
 STARTUP_TIMEOUT_S = 600.0  # at least this long to become ready (torch, the backend, the op database); never a hang
-OUTPUT_READ_BYTES = 1 << 20  # of an item's output, at most the last MiB is read for its record
+OUTPUT_READ_BYTES = 1 << 20  # of a request's output, at most the last MiB is read for its result
 POLL_S = 0.5
 STOP_WAIT_S = 5.0
 
 
 class SpawnError(Exception):
-    """A worker that could not start or serve (not an item's crash): the item gets a harness error record."""
+    """A worker that could not start or serve (not a crash of what it served): the caller says so as a harness error."""
+
+
+@attrs.frozen
+class WorkerStart:
+    """What a spawned worker starts from: the entry point its work comes from, the payload it is called with
+    once, the variables its environment adds to the parent's, and the parent's `sys.path` (the entry point and
+    what it imports come from there). Equal starts share a pool (`pool_for`)."""
+
+    entry: str  # "package.module:function": function(payload) returns the handler of each request
+    payload: str  # JSON text (hashable; `of` writes it)
+    environment_changes: tuple[tuple[str, str], ...] = ()
+    sys_path: tuple[str, ...] = attrs.field(factory=lambda: tuple(sys.path))
+
+    @classmethod
+    def of(cls, entry: str, payload: dict[str, Any], environment: dict[str, str] | None = None) -> "WorkerStart":
+        return cls(entry, json.dumps(payload, sort_keys=True), tuple(sorted((environment or {}).items())))
+
+    def first_line(self) -> dict[str, Any]:
+        """The worker's first request line: what `spawn_worker` starts from."""
+        return {"entry": self.entry, "payload": json.loads(self.payload), "sys_path": list(self.sys_path)}
+
+    def environment(self) -> dict[str, str]:
+        """The worker's environment variables: the parent's, with its hash seed (derandomized draws of OpInfo
+        samples that iterate sets depend on it) and the start's own changes."""
+        env = dict(os.environ)
+        if "PYTHONHASHSEED" not in env and not sys.flags.hash_randomization:
+            env["PYTHONHASHSEED"] = "0"
+        env.update(self.environment_changes)
+        return env
 
 
 @attrs.define
@@ -59,11 +89,11 @@ class Worker:
     process: subprocess.Popen
     requests: int  # the parent writes request lines here
     answers: int  # and reads answer lines here
-    output: Any  # the worker's stdout and stderr (O_APPEND), emptied before each item
+    output: Any  # the worker's stdout and stderr (O_APPEND), emptied before each request
     buffer: bytearray = attrs.field(factory=bytearray)
     ready: bool = False
     startup_s: float | None = None
-    items: int = 0
+    served: int = 0  # requests served
 
     @property
     def pid(self) -> int:
@@ -74,20 +104,22 @@ class Worker:
 
 
 class SpawnPool:
-    """A worker interpreter started from `setup` when an item first needs one; replaced after it dies."""
+    """A worker interpreter started from `start` when a request first needs one; replaced after it dies."""
 
-    def __init__(self, setup: WorkerSetup):
-        self.setup = setup
+    def __init__(self, start: WorkerStart):
+        self.start = start
         self.workers: list[Worker] = []
         self.started = 0  # workers started so far (a replacement counts)
         self.owner = os.getpid()  # a forked child of the run inherits the pool; only its owner stops workers
 
     def run(self, request: dict[str, Any], timeout_s: float) -> ForkResult:
-        """Run one request (an item) in a ready worker; the answer, or how the worker ended.
+        """Serve one request in a ready worker; a finished result's answer is the handler's, else how the worker
+        ended.
 
-        SpawnError when no worker could start; KeyboardInterrupt kills the worker and propagates."""
+        SpawnError when no worker could start, or the handler raised; KeyboardInterrupt kills the worker and
+        propagates."""
         worker = self._ready_worker()
-        os.ftruncate(worker.output.fileno(), 0)  # the output since this item started
+        os.ftruncate(worker.output.fileno(), 0)  # the output since this request started
         started = time.monotonic()
         try:
             _write_line(worker.requests, request)
@@ -98,18 +130,17 @@ class SpawnPool:
             self._drop(worker)
             raise
         duration = time.monotonic() - started
-        worker.items += 1
+        worker.served += 1
         if line is not None:
             answer = json.loads(line)
             if "raised" in answer:
                 raise SpawnError(f"the spawned worker raised outside the item's check:\n{answer['raised']}")
-            merge_device_trace(answer.get("device_ops", ()))
-            return ForkResult("finished", answer=answer["record"], exit_code=0, duration_s=duration)
+            return ForkResult("finished", answer=answer, exit_code=0, duration_s=duration)
         timed_out = worker.alive()
-        self._drop(worker)  # killed when still running: replaced when the next item needs a worker
+        self._drop(worker)  # killed when still running: replaced when the next request needs a worker
         tail = _output_tail(worker)
         worker.output.close()
-        interrupts.check()  # a worker that died with the run's interruption is no crash of its item
+        interrupts.check()  # a worker that died with the run's interruption is no crash of what it served
         if timed_out:
             return ForkResult("timed_out", output_tail=tail, duration_s=duration)
         code = worker.process.returncode
@@ -154,7 +185,7 @@ class SpawnPool:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # the worker starts deaf to them
         try:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                       pass_fds=(requests_read, answers_write), env=self.setup.environment())
+                                       pass_fds=(requests_read, answers_write), env=self.start.environment())
         except BaseException:
             for fd in (requests_read, requests_write, answers_read, answers_write):
                 os.close(fd)
@@ -167,7 +198,7 @@ class SpawnPool:
         self.started += 1
         worker = Worker(process, requests_write, answers_read, output)
         try:
-            _write_line(worker.requests, self.setup.as_json())
+            _write_line(worker.requests, self.start.first_line())
         except BrokenPipeError:  # it died at once: waiting for it to be ready says how
             pass
         return worker
@@ -200,25 +231,15 @@ class SpawnPool:
             worker.output.close()
 
 
-def run_spawned(item: Any, settings: Any, timeout_s: float, *, seed: int | None = None,
-                max_examples: int | None = None) -> ForkResult:
-    """Run `item` with `settings` in a worker of the run's pool (`pool_for`); a finished result's answer is
-    the item's record. SpawnError when no worker could start."""
-    request = {"item": item_json(item), "settings": settings_json(settings), "seed": seed,
-               "max_examples": max_examples}
-    return pool_for(settings).run(request, timeout_s)
+_pools: dict[WorkerStart, SpawnPool] = {}
 
 
-_pools: dict[WorkerSetup, SpawnPool] = {}
-
-
-def pool_for(settings: Any) -> SpawnPool:
-    """The pool whose workers start from these settings' setup; a run has one (another setup closes it)."""
-    setup = WorkerSetup.of(settings)
-    pool = _pools.get(setup)
+def pool_for(start: WorkerStart) -> SpawnPool:
+    """The pool whose workers start from `start`; a run has one (another start closes it)."""
+    pool = _pools.get(start)
     if pool is None:
         close_pools()
-        pool = _pools[setup] = SpawnPool(setup)
+        pool = _pools[start] = SpawnPool(start)
     return pool
 
 
@@ -270,7 +291,7 @@ def _signal_name(number: int) -> str:
 
 
 def _output_tail(worker: Worker) -> str:
-    """The end of what the worker wrote since its item started (from faulthandler's report on, if any)."""
+    """The end of what the worker wrote since its request started (from faulthandler's report on, if any)."""
     try:
         fd = worker.output.fileno()
         size = os.fstat(fd).st_size

@@ -1,19 +1,19 @@
-"""What travels between a run and its spawned isolation workers (`isolation.spawn`): JSON only, no pickle.
+"""What travels between a run and its spawned item workers (`engine.spawned_items`): JSON only, no pickle.
 
-A worker is started with a `WorkerSetup` (the manifest's path and fingerprint, the device, the faulty
-device's bugs, the parent's `sys.path`): what it needs to import torch, the backend and the suites
-once. Each item then comes as one request line, `{"item": ..., "settings": ..., "seed": ...,
-"max_examples": ...}`: the item (`item_json`, a `PlanItem` or `ReplayItem`) and the engine's
-settings described field by field (`settings_json`), rebuilt in the worker (`settings_from`) over
-the manifest it loaded itself. Settings travel with every item, so a front end that changes them
-per item (fuzz's seeds and targeting) is served by the same worker. The isolation policy keeps what
-a worker needs for an item's crash-prone cases (the rules, the device, torch's version, whether
-forking is allowed); a worker never isolates a whole item again.
+A worker (`isolation.spawn`, started with the entry point `engine.spawned_item_worker:serve_items`) gets
+a `WorkerSetup` as its payload (the manifest's path and fingerprint, the device, the faulty device's
+bugs): what it needs to import torch, the backend and the suites once. Each item then comes as one
+request line, `{"item": ..., "settings": ..., "seed": ..., "max_examples": ...}`: the item (`item_json`,
+a `PlanItem` or `ReplayItem`) and the engine's settings described field by field (`settings_json`),
+rebuilt in the worker (`settings_values`, `spawned_item_worker.settings_from`) over the manifest it
+loaded itself. Settings travel with every item, so a front end that changes them per item (fuzz's seeds
+and targeting) is served by the same worker. The isolation policy keeps what a worker needs for an
+item's crash-prone cases (the rules, the device, torch's version, whether forking is allowed); a worker
+never isolates a whole item again.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,12 @@ import attrs
 from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem
 from torchcts.crashes.ledger import CrashRule
+from torchcts.engine.compile_target import CompileSpec
+from torchcts.engine.hypothesis_profile import DrawSettings
+from torchcts.engine.targets import Target
 from torchcts.isolation.policy import IsolationPolicy
 from torchcts.plan.items import PlanItem
+from torchcts.testing.faulty_autoload import names_faulty
 
 ITEM_KINDS = {"plan": PlanItem, "replay": ReplayItem}
 # EngineSettings fields that are not plain JSON, each with its describe and rebuild functions (below);
@@ -38,13 +42,12 @@ class SpawnMessageError(Exception):
 
 @attrs.frozen
 class WorkerSetup:
-    """What a spawned worker starts from; equal setups share a pool (`spawn.pool_for`)."""
+    """What a spawned item worker starts from (its payload); equal setups share a pool (`spawn.pool_for`)."""
 
     manifest: str | None  # the manifest file the parent loaded (None: a replay without one)
     manifest_hash: str | None  # its fingerprint then: a worker loading a changed file refuses to serve
     device: str
     faulty_bugs: tuple[str, ...] | None  # the faulty device's bugs the parent has switched on (None: not faulty)
-    sys_path: tuple[str, ...]
     # the run's claims where they differ from the file's (`plan.effective`): its depth and the dtypes it claims for
     # every op; the worker applies them to the file it loads, so `manifest_hash` is the run's effective fingerprint
     level: int | None = None
@@ -60,7 +63,7 @@ class WorkerSetup:
         return cls(manifest=str(source) if source is not None else None,
                    manifest_hash=manifest.fingerprint() if manifest is not None else None,
                    device=settings.target.device, faulty_bugs=_faulty_bugs(settings.target.device),
-                   sys_path=tuple(sys.path), level=manifest.semantic_level if manifest is not None else None,
+                   level=manifest.semantic_level if manifest is not None else None,
                    whole_dtypes=tuple(c.name for c in manifest.dtype_claims if c.claimed and c.op_pattern is None)
                    if manifest is not None else ())
 
@@ -71,26 +74,18 @@ class WorkerSetup:
     def from_json(cls, data: dict[str, Any]) -> "WorkerSetup":
         bugs = data.get("faulty_bugs")
         return cls(manifest=data.get("manifest"), manifest_hash=data.get("manifest_hash"), device=data["device"],
-                   faulty_bugs=tuple(bugs) if bugs is not None else None, sys_path=tuple(data.get("sys_path", ())),
-                   level=data.get("level"), whole_dtypes=tuple(data.get("whole_dtypes", ())))
+                   faulty_bugs=tuple(bugs) if bugs is not None else None, level=data.get("level"), whole_dtypes=tuple(data.get("whole_dtypes", ())))
 
     def environment(self) -> dict[str, str]:
-        """The worker's environment variables: the parent's, with its hash seed (derandomized draws of OpInfo
-        samples that iterate sets depend on it) and the faulty device's bugs as the parent has them."""
-        from torchcts.testing.faulty_autoload import names_faulty
-
-        env = dict(os.environ)
-        if "PYTHONHASHSEED" not in env and not sys.flags.hash_randomization:
-            env["PYTHONHASHSEED"] = "0"
+        """The worker's environment variables over the parent's (`spawn.WorkerStart`): the faulty device's bugs
+        as the parent has them."""
         if self.faulty_bugs is not None and names_faulty(self.device):
-            env["TORCHCTS_FAULTY_BUGS"] = ",".join(self.faulty_bugs)
-        return env
+            return {"TORCHCTS_FAULTY_BUGS": ",".join(self.faulty_bugs)}
+        return {}
 
 
 def _faulty_bugs(device: str) -> tuple[str, ...] | None:
     """The bugs switched on in this process's faulty device (a test may switch them by hand), or None."""
-    from torchcts.testing.faulty_autoload import names_faulty
-
     module = sys.modules.get("torchcts.testing.faulty.bugs")
     if module is None or not names_faulty(device):
         return None
@@ -133,16 +128,14 @@ def settings_json(settings: Any) -> dict[str, Any]:
     return described
 
 
-def settings_from(data: dict[str, Any], manifest: Any) -> Any:
-    """The engine's settings a worker runs an item with: `data` (from `settings_json`) over its own manifest."""
-    from torchcts.engine.run import EngineSettings
-
-    names = {field.name for field in attrs.fields(EngineSettings)}
-    values = {name: value for name, value in data.items() if name in names}
+def settings_values(data: dict[str, Any]) -> dict[str, Any]:
+    """The engine's settings but the manifest, each rebuilt from `settings_json`'s description (the worker's own
+    manifest completes them: `spawned_item_worker.settings_from`)."""
+    values = dict(data)
     for name in _NOT_JSON:
         if name in values:
             values[name] = _REBUILD[name](values[name])
-    return EngineSettings(manifest=manifest, **values)
+    return values
 
 
 def _policy_json(policy: Any) -> dict[str, Any] | None:
@@ -163,8 +156,6 @@ def _policy_from(data: dict[str, Any] | None) -> IsolationPolicy | None:
 
 
 def _draw_from(data: dict[str, Any] | None) -> Any:
-    from torchcts.engine.hypothesis_profile import DrawSettings
-
     return None if data is None else DrawSettings(**_tuples(data))
 
 
@@ -184,9 +175,6 @@ _DESCRIBE = {
 
 
 def _target_from(data: dict[str, Any]) -> Any:
-    from torchcts.engine.compile_target import CompileSpec
-    from torchcts.engine.targets import Target
-
     return Target(data["device"], None if data["compile"] is None else CompileSpec.from_json(data["compile"]))
 
 

@@ -162,7 +162,7 @@ def render(stats: SiteStats) -> str:
         "",
         f"**{stats.properties}** registered properties ({stats.opinfo_properties} over OpInfo items, "
         f"{stats.scenario_properties} over scenarios a suite defines) in **{stats.suite_modules}** suite modules "
-        "of `torchcts.properties`.",
+        "of `torchcts.properties.suites`.",
         "",
         "| capability | properties | suites | levels | property names |",
         "| --- | --- | --- | --- | --- |",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchcts.engine import compile_target
+from torchcts.engine import case_loop, compile_target
 from torchcts.engine.compile_target import CompileSpec, compiles_so_far
 from torchcts.engine.context import CaseContext
 from torchcts.engine.targets import Target, reset_compiled
@@ -70,4 +70,4 @@ def test_an_eager_target_has_no_compile_budget():
     context.run(opinfo_samples(context.op, context.dtype, level=2),
                 lambda case: context.assert_matches(context.on_device(case.sample), context.on_cpu(case.sample),
                                                     inputs=case.sample))
-    assert context.compiles_at_failure is None and not context._compile_budget_spent()
+    assert context.compiles_at_failure is None and not case_loop.compile_budget_spent(context)

@@ -52,7 +52,7 @@ def test_every_path_and_module_the_architecture_doc_names_exists():
 
     top = "torchcts|strategies|properties|manifests|corpus|docs|tests"
     path = rf"(?<![\w/.<-])((?:{top})/[\w./-]*[\w/])(?![\w/<-]|\.\w)"
-    paths = set(re.findall(path, ARCHITECTURE))  # not placeholders (`properties/test_<area>.py`, `torchcts/*.py`)
+    paths = set(re.findall(path, ARCHITECTURE))  # not placeholders (`properties/suites/<area>.py`, `torchcts/*.py`)
     assert len(paths) > 30
     assert sorted(p for p in paths if not (ROOT / p).exists()) == []
     modules = set(re.findall(r"`(torchcts(?:\.\w+)+)`", ARCHITECTURE))

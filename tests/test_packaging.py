@@ -70,6 +70,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     for init in (REPO / "torchcts").rglob("__init__.py"):  # every subpackage, however deep, is packaged
         assert init.relative_to(REPO).as_posix() in names
     assert any(name.startswith("torchcts/corpus/") and name.endswith(".json") for name in names)
+    suites = sorted(path.name for path in (REPO / "properties" / "suites").glob("*.py"))
+    assert len(suites) > 30 and all(f"torchcts/properties/suites/{name}" in names for name in suites)
     assert not any(n.startswith(("strategies/", "properties/", "tests/")) for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "torchcts = torchcts.plugin" in entry_points and "torchcts = torchcts.cli:main" in entry_points
@@ -81,6 +83,8 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
         "import torchcts, torchcts.strategies, torchcts.properties, torchcts.corpus\n"
         "from torchcts.testing.faulty.bugs import BUGS\n"  # the seeded bugs, suite_bugs' modules included
         "assert any(bug.suite == 'serialization' for bug in BUGS.values())\n"
+        "from torchcts.plan.suites import suite_modules\n"  # the suites the registry and the plugin find
+        f"assert len(suite_modules()) == {len(suites) - 1}, suite_modules()\n"
         "from torchcts.manifest.templates import render_template\n"
         "assert render_template('complete').startswith('# complete: ')\n"
         "print(torchcts.__file__)\n"

@@ -3,7 +3,8 @@
 Every key is checked for type and range; every problem is collected with its key path, the bad
 value, what is allowed and, where one fits, the nearest valid name. Which keys exist, which are
 required or removed, and the rules of the scalar ones come from `torchcts.manifest.schema`; the
-dict-shaped keys (dtypes, capabilities, tolerances, ...) have their own functions here. Claims
+dict-shaped keys (dtypes, capabilities, tolerances, ...) have their own functions here, on the checks of
+single values (a bool, a regex, a dtype: `torchcts.manifest.value_reader`). Claims
 that cannot all be tested are warnings (`torchcts.manifest.cross_checks`).
 """
 
@@ -19,21 +20,17 @@ from torchcts import dtypes
 from torchcts.manifest import schema
 from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.cross_checks import cross_check
-from torchcts.manifest.kinds import DECODER_PATH, NAME_MAX_CHARS, Invalid, is_int, is_number, name_like
+from torchcts.manifest.kinds import DECODER_PATH, NAME_MAX_CHARS, is_int, is_number, name_like
 from torchcts.manifest.model import (
     CompileSettings, DtypeClaim, Hardware, HypothesisSettings, Manifest, ResourceLimits, Tolerance,
 )
 from torchcts.manifest.plain import exception_text, to_plain, value_type
 from torchcts.manifest.problems import KeyPath, ManifestError, Problem, ProblemLog, allowed_list, suggest
+from torchcts.manifest.value_reader import ValueReader, key_label
 
-REGEX_MAX_CHARS = 100_000  # every OpInfo name spelt out takes ~10,000; compiling 1 MB takes seconds
 REASON_MAX_CHARS = 2000  # a skip reason is copied into every record of the op
 _SECTION_MODELS = {"hardware": Hardware, "resource_limits": ResourceLimits, "hypothesis": HypothesisSettings,
                    "compile": CompileSettings}
-_NON_CLAIMABLE_REASON = (
-    "bit-packed, sub-byte and quantized dtypes cannot be claimed here; quantized tensors are "
-    "claimed with the native_quantization capability and supported_container_formats"
-)
 
 
 def parse_manifest(raw: object, source: Path | None = None) -> tuple[Manifest, tuple[Problem, ...]]:
@@ -73,13 +70,11 @@ def _related(path: KeyPath, other: KeyPath) -> bool:
     return path[:common] == other[:common]
 
 
-class _Fields:
+class _Fields(ValueReader):
     """Parses each top-level key in turn (in the schema's order) into the keyword arguments of `Manifest`."""
 
     def __init__(self, raw: Mapping, log: ProblemLog, base_dir: Path):
-        self.raw = raw
-        self.log = log
-        self.base_dir = base_dir
+        super().__init__(raw, log, base_dir)
         self.fields: dict[str, object] = {}
 
     def parse(self) -> dict[str, object]:
@@ -121,21 +116,7 @@ class _Fields:
             if name not in self.raw:
                 self.log.error((name,), "missing required key", allowed=schema.KEYS[name].allowed)
 
-    # -- scalar helpers ---------------------------------------------------------------------------
-
-    def _bool(self, path: KeyPath, value: object) -> bool:
-        if not isinstance(value, bool):
-            self.log.error(path, "must be a bool", value, allowed="True or False")
-            return False
-        return value
-
-    def _checked(self, path: KeyPath, key: schema.Key, value: object) -> tuple[bool, object]:
-        """Whether `value` is what the key's kind accepts, and its normal form (logging why not)."""
-        try:
-            return True, key.kind.parse(value, key.allowed)
-        except Invalid as invalid:
-            self.log.error(path, invalid.message, value, allowed=invalid.allowed, hint=invalid.hint)
-            return False, None
+    # -- keys of the schema's kinds and sections ----------------------------------------------------
 
     def _scalar(self, key: schema.Key) -> object:
         """A key its schema kind checks; absent, its default (a missing required key is reported already)."""
@@ -162,44 +143,6 @@ class _Fields:
                 values[known[name].attribute] = parsed
         return _SECTION_MODELS[section.name](**values)
 
-    def _mapping(self, key: str) -> Mapping:
-        value = self.raw.get(key, {})
-        if not isinstance(value, Mapping):
-            self.log.error((key,), "must be a dict", value, allowed=schema.KEYS[key].allowed)
-            return {}
-        return value
-
-    def _regex(self, path: KeyPath, value: object) -> re.Pattern[str] | None:
-        if not isinstance(value, str):
-            self.log.error(path, "must be a regex string", value)
-            return None
-        if not value:
-            self.log.error(path, "empty regex; use True to claim every op", value)
-            return None
-        if len(value) > REGEX_MAX_CHARS:
-            self.log.error(path, f"regex longer than {REGEX_MAX_CHARS:,} characters", value)
-            return None
-        try:
-            return re.compile(value)
-        except re.error as exc:
-            self.log.error(path, f"invalid regex: {exc}", value)
-        except (RecursionError, MemoryError, OverflowError) as exc:
-            self.log.error(path, f"regex too deeply nested to compile ({type(exc).__name__})", value)
-        return None
-
-    def _dtype(self, path: KeyPath, key: object) -> torch.dtype | None:
-        """The claimable dtype a key names, or None after logging why it is not one."""
-        dtype = dtypes.lookup(key)
-        if dtype is None:
-            spelling = key.removeprefix("torch.") if isinstance(key, str) else None
-            self.log.error(path, "unsupported dtype", key, allowed=allowed_list(dtypes.claimable_names(), 8),
-                           hint=suggest(spelling, dtypes.spellings()))
-            return None
-        if dtype not in dtypes.CLAIMABLE_DTYPES:
-            self.log.error(path, f"dtype {dtypes.canonical_name(dtype)} cannot be claimed: {_NON_CLAIMABLE_REASON}")
-            return None
-        return dtype
-
     # -- top-level keys ---------------------------------------------------------------------------
 
     def _manifest_version(self) -> int:
@@ -213,7 +156,7 @@ class _Fields:
         claims: dict[torch.dtype, DtypeClaim] = {}
         spelled: dict[torch.dtype, object] = {}
         for key, value in self._mapping("supported_dtypes").items():
-            path = ("supported_dtypes", _key_label(key))
+            path = ("supported_dtypes", key_label(key))
             dtype = self._dtype(path, key)
             if dtype is None:
                 continue
@@ -291,7 +234,7 @@ class _Fields:
     def _tolerance_overrides(self) -> dict[tuple[str, str], Tolerance]:
         overrides: dict[tuple[str, str], Tolerance] = {}
         for key, value in self._mapping("tolerance_overrides").items():
-            path = ("tolerance_overrides", _key_label(key))
+            path = ("tolerance_overrides", key_label(key))
             target = self._tolerance_key(path, key)
             tolerance = self._tolerance_value(path, value)
             if target is None or tolerance is None:
@@ -414,8 +357,3 @@ class _Fields:
                 self.log.warn(path, f"folder not found: {shown}; it will not be collected", entry)
             folders.append(folder)
         return tuple(folders)
-
-
-def _key_label(key: object) -> object:
-    """A dict key as it should appear in a key path (dtypes by name)."""
-    return dtypes.canonical_name(key) if isinstance(key, torch.dtype) else key

@@ -59,6 +59,11 @@ class Record:
         """The record of one parsed line of records.jsonl (either version); RecordError names the first problem."""
         return _from_fields(upgrade(data))
 
+    @classmethod
+    def from_checked(cls, data: dict[str, Any]) -> "Record":
+        """The record of a line the reader has checked and upgraded (`results.files.iter_typed_records`)."""
+        return _from_fields(data, checked=True)
+
     def to_json(self) -> dict[str, Any]:
         """The record's line as a JSON-ready dict (`outcome` an `Outcome`, which JSON writes as its value)."""
         line: dict[str, Any] = {}
@@ -161,23 +166,32 @@ def problem(data: Any) -> str | None:
     return None
 
 
-def _from_fields(data: dict[str, Any]) -> Record:
-    check(data)
-    values: dict[str, dict[str, Any]] = {part_name: {} for part_name in PARTS}
-    nulls = set()
+def _from_fields(data: dict[str, Any], checked: bool = False) -> Record:
+    """The record of a version-2 line (`checked`: the reader already checked it)."""
+    if not checked:
+        check(data)
+    values: dict[str, dict[str, Any]] = {}
+    nulls = []
     for name, value in data.items():
-        if name == VERSION_FIELD:
+        where = _WHERE.get(name)
+        if where is None:  # record_version
             continue
-        part_name, field = FIELDS[name]
+        part_name, field, plain = where
         if value is None:
-            nulls.add(name)
-        values[part_name][name] = value_from_json(field, value, "")
+            nulls.append(name)
+        elif not (plain and type(value) is not list):
+            value = value_from_json(field, value, "")
+        values.setdefault(part_name, {})[name] = value
     verdict = values["verdict"]
     verdict["outcome"] = outcomes.Outcome(verdict["outcome"])
-    parts = {part_name: PARTS[part_name](**kwargs) if kwargs else _EMPTY[part_name]
-             for part_name, kwargs in values.items() if kwargs or part_name not in OPTIONAL_PARTS}
+    parts = {part_name: part(**values[part_name]) if part_name in values else _EMPTY.get(part_name)
+             for part_name, part in PARTS.items()}
     return Record(**parts, nulls=frozenset(nulls))
 
 
+# each field's part, attribute, and whether its value is kept as parsed (no nested object to type, no list to freeze)
+_WHERE = {name: (part_name, field, field.metadata["nested"] is None and field.metadata["nested_list"] is None)
+          for name, (part_name, field) in FIELDS.items()}
 # the parts a line has no field of, shared (they are frozen): a not-run record builds two parts, not six
-_EMPTY = {part_name: part() for part_name, part in PARTS.items() if part_name not in ("identity", "verdict")}
+_EMPTY = {part_name: part() for part_name, part in PARTS.items()
+          if part_name not in ("identity", "verdict") and part_name not in OPTIONAL_PARTS}

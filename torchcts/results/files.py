@@ -65,7 +65,7 @@ def read_records(folder: Path | str) -> list[dict[str, Any]]:
 
 def iter_typed_records(folder: Path | str) -> Iterator[Record]:
     """A run's records as typed `Record`s, streamed."""
-    return (Record.from_json(line) for line in iter_lines(Path(folder) / "records.jsonl", record_problem))
+    return (Record.from_checked(line) for line in iter_records(folder))
 
 
 def iter_started(folder: Path | str) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,8 @@ Runs `torchcts selftest` with the options given after `--` (e.g. `-- --phase opi
 the whole selftest), or reads the results folder of one already run (`--from DIR`), and prints, per phase, the
 items its clean run executed and, per bug, the items the selftest reran for it before this pruning (every item of
 an op or scenario that reached one of its overloads) and after (the items of the properties x ops its run
-selects: those where its condition held, `torchcts/testing/selftest_reach.py`), with the items its run executed.
+selects: those where its condition held, `torchcts/testing/selftest_reach.py`), and what the bug runs (some shared
+by several bugs) executed.
 Also the wall time and the load average around it: the machine may be shared, so say under which load you measured.
 
     python benchmarks/selftest_speed.py --workers 2 -- --phase opinfo --dtype float32
@@ -42,24 +43,25 @@ def report(results_dir: Path) -> None:
     for phase_dir in sorted(p for p in results_dir.iterdir() if p.is_dir() and p.name in every):
         clean = [r for folder in run_folders(phase_dir / "clean") for r in executed(read_records(folder))]
         print(f"\n## {phase_dir.name}: clean run executed {len(clean)} items\n")
-        print("| bug | reached ops | items before | items after | would fire | items its run executed (-: no run) |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| bug | reached ops | items before | items after | would fire |")
+        print("| --- | --- | --- | --- | --- |")
         for bug in BUGS.values():
             if not bug.in_all or not every[phase_dir.name].runs(bug, owned) or not _reached(clean, bug):
                 continue
             reach = bug_reach(clean, bug, every[phase_dir.name].properties)
             before, after = len(reached_items(clean, reach)), len(selected_items(clean, reach))
-            folders = run_folders(phase_dir / bug.name)
-            ran = sum(len(executed(read_records(f))) for f in folders)
-            print(f"| {bug.name} | {len(reach.reached_ops)} | {before} | {after} | {len(reach.firing_items)} | "
-                  f"{ran if folders else '-'} |")
+            print(f"| {bug.name} | {len(reach.reached_ops)} | {before} | {after} | {len(reach.firing_items)} |")
             totals["bugs"] += 1
-            totals["runs"] += bool(folders)
             totals["before"] += before
             totals["after"] += after
-            totals["ran"] += ran
-    print(f"\nbugs reached: {totals['bugs']}, bug runs: {totals['runs']}; items rerun before the pruning: "
-          f"{totals['before']}, after: {totals['after']} (executed: {totals['ran']})")
+        runs = [f for d in phase_dir.iterdir() if d.is_dir() and d.name not in ("clean", "corpus") for f in run_folders(d)]
+        ran = sum(len(executed(read_records(folder))) for folder in runs)
+        print(f"\n{phase_dir.name}: {len(runs)} bug runs (shared ones: "
+              f"{sum(f.parent.name.startswith('group-') for f in runs)}) executed {ran} items")
+        totals["runs"] += len(runs)
+        totals["ran"] += ran
+    print(f"\nbugs reached: {totals['bugs']}, bug runs: {totals['runs']}; items a run per bug would rerun before the "
+          f"pruning: {totals['before']}, after: {totals['after']}; items the bug runs executed: {totals['ran']}")
 
 
 def _reached(clean: list[dict], bug) -> bool:

@@ -14,7 +14,9 @@ from torchcts.strategies import place, same_bits
 from torchcts.testing import faulty
 from torchcts.testing.faulty import bug_model, would_fire
 from torchcts.testing.faulty.bugs import BUGS, CORE_BUGS
-from torchcts.testing.selftest_reach import bug_reach, reached_items, selected_items
+from torchcts.testing.selftest_reach import (
+    BugReach, bug_reach, fired_bugs, group_reaches, reached_items, selected_items,
+)
 
 
 
@@ -130,3 +132,30 @@ def test_a_bug_counting_across_calls_reruns_every_item_of_the_ops_that_reached_i
     reach = bug_reach(clean, bug, ("stress", "streams"))
     assert (reach.properties, reach.ops) == (("streams", "stress"), ("sync_loop", "tanh_queue"))
     assert not bug_reach(clean[2:], bug, ("stress",)).runs
+
+
+def reach(bug: str, items: tuple[str, ...]) -> BugReach:
+    return BugReach(bug, tuple(sorted({i.split("::")[1] for i in items})), items,
+                    tuple(sorted({i.split("::")[0] for i in items})), tuple(sorted({i.split("::")[1] for i in items})))
+
+
+def test_bugs_that_share_no_firing_item_share_a_run_and_each_item_has_one_owner():
+    clean = [record(f"{prop}::{op}::function::float32", "passed", ()) for prop in ("forward", "layout")
+             for op in ("add", "mul", "sum")]
+    a = reach("a", ("forward::add::function::float32",))
+    b = reach("b", ("forward::mul::function::float32", "layout::mul::function::float32"))
+    c = reach("c", ("forward::add::function::float32", "layout::sum::function::float32"))  # shares an item with a
+    groups = group_reaches([a, b, c], clean)
+    assert [group.names for group in groups] == [("b", "c"), ("a",)]  # most firing items first
+    assert groups[0].owners == {"forward::mul::function::float32": "b", "layout::mul::function::float32": "b",
+                                "forward::add::function::float32": "c", "layout::sum::function::float32": "c"}
+    assert groups[0].ops_pattern() == "^(add|mul|sum)$" and groups[0].properties == ("forward", "layout")
+
+
+def test_a_bug_that_would_add_too_many_items_to_a_group_runs_apart():
+    clean = [record(f"forward::op{n}::function::float32", "passed", ()) for n in range(40)]
+    clean += [record(f"layout::op{n}::function::float32", "passed", ()) for n in range(40)]
+    wide = reach("wide", tuple(f"forward::op{n}::function::float32" for n in range(30)))
+    other = reach("other", ("layout::op39::function::float32",))  # layout x 31 ops: 30 items no bug fires
+    assert [group.names for group in group_reaches([wide, other], clean)] == [("wide",), ("other",)]
+    assert fired_bugs(["aten.add.Tensor", "bug:a", "would:b"]) == {"a"}

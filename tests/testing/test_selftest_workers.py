@@ -1,5 +1,6 @@
-"""The selftest in several worker processes gives the verdicts of one (the same bugs caught by the same items, the
-same clean findings), and SIGTERM stops it with a partial report that says so."""
+"""The selftest in several worker processes, with bugs sharing runs, gives the verdicts of one process running each
+bug alone (the same bugs caught by the same items, the same clean findings), and SIGTERM stops it with a partial
+report that says so."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import time
 
 import pytest
 
+from torchcts.testing import selftest_reach
 from torchcts.testing.selftest import run_selftest
 
-# Three OpInfo bugs on three ops, in one dtype: a small selftest (one caught by layout, one by
-# forward and layout, one whose condition no drawn sum meets)
-SMALL = dict(level=2, dtypes=("float32",), max_examples=10, only_bugs=("noncontiguous_add", "expanded_mul", "tile_sum"),
-             only_phases=("opinfo",), ops=("^(add|mul|sum)$",))
+# Five bugs on three ops, in one dtype: a small selftest (one caught by layout, one by forward and layout, one by
+# forward, two whose conditions hold where no failure shows; three of them share a run)
+SMALL = dict(level=2, dtypes=("float32",), max_examples=10, only_phases=("opinfo",), ops=("^(add|mul|sum)$",),
+             only_bugs=("noncontiguous_add", "expanded_mul", "tile_sum", "add_round_toward_zero", "sum_saturates_float32"))
 
 
 def verdicts(report) -> dict:
@@ -25,15 +27,19 @@ def verdicts(report) -> dict:
 
 
 @pytest.mark.slow
-def test_two_workers_give_the_verdicts_of_one(tmp_path, monkeypatch):
+def test_two_workers_and_shared_runs_give_the_verdicts_of_one_worker_and_a_run_per_bug(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the runs start here: no project's pytest configuration around them
     lines: list[str] = []
-    serial = run_selftest(results_dir=tmp_path / "serial", workers=1, progress=lines.append, **SMALL)
+    with monkeypatch.context() as alone:
+        alone.setattr(selftest_reach, "GROUP_SIZE", 1)
+        serial = run_selftest(results_dir=tmp_path / "serial", workers=1, progress=lines.append, **SMALL)
+    assert not any("+" in line for line in lines)
     parallel = run_selftest(results_dir=tmp_path / "parallel", workers=2, progress=lines.append, **SMALL)
     assert verdicts(serial) == verdicts(parallel)
     assert verdicts(serial)["bugs"]["noncontiguous_add"][0] and not verdicts(serial)["bugs"]["tile_sum"][0]
     assert not serial.clean_failures and not serial.incomplete_runs and serial.interrupted is None
     assert any("(shard 2/2)" in line for line in lines)  # the parallel clean run was split
+    assert any("bugs no item meets two conditions of" in line for line in lines)  # and bugs shared a run
     assert (tmp_path / "parallel" / "opinfo" / "noncontiguous_add" / "run.log").is_file()
 
 

@@ -82,7 +82,7 @@ class SelftestReport:
         """Whether a stop left the bug's verdict open: undetected, and its run (or its phase's clean run) unfinished."""
         unfinished = {name.split(" ")[0] for name in (*self.incomplete_runs, *self.not_started)}
         return (self.interrupted is not None and not bug.detected
-                and (any(name.endswith("/" + bug.name) for name in unfinished)
+                and (any(bug.name in name.split("/")[-1].split("+") for name in unfinished)
                      or any(name.endswith("/clean") for name in unfinished)))
 
 

@@ -26,7 +26,8 @@ from torchcts.testing.faulty.would_fire import ENV_VAR as WOULD_FIRE_ENV
 
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"  # "1": records name the aten overloads the faulty device ran
 PROBES_ENV = "TORCHCTS_PROBES"  # "off": no capability probes before the first item (they change no outcome)
-STOP_WAIT_S = 120.0  # a run told to stop and still going this long after is killed (its own watchdog ends it first)
+STOP_WAIT_S = 50.0  # a run told to stop and still going this long after is killed (its own watchdog ends it first;
+# the selftest's own gives it interrupts.FINISH_GRACE_S, 60 s, to write its report)
 POLL_S = 0.2
 
 
@@ -40,7 +41,7 @@ def usable_cores() -> int:
 
 @attrs.frozen
 class RunRequest:
-    """One `torchcts run` of a phase: clean (`bug` empty) or with one seeded bug on, over these properties and
+    """One `torchcts run` of a phase: clean (`bug` empty) or with seeded bugs on ("a" or "a,b"), over these properties and
     `--ops` regexes (empty: the phase's own), one shard ("K/N") of it or the whole."""
 
     phase: str
@@ -52,11 +53,13 @@ class RunRequest:
     bug: str = ""
     shard: str | None = None
     detail: str = ""  # said in the progress line
+    label: str = ""  # several bugs on ("a+b"): the name of the run
 
     @property
     def name(self) -> str:
-        """"opinfo/clean", "opinfo/clean 2/4", "suites/tile_sum": how progress lines and the report name it."""
-        return f"{self.phase}/{self.bug or 'clean'}" + (f" {self.shard}" if self.shard else "")
+        """"opinfo/clean", "opinfo/clean 2/4", "suites/tile_sum", "suites/a+b": how progress lines and the report
+        name it."""
+        return f"{self.phase}/{self.label or self.bug or 'clean'}" + (f" {self.shard}" if self.shard else "")
 
     def command(self, manifest: Path, max_examples: int) -> list[str]:
         args = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),

@@ -12,6 +12,10 @@ B's condition holds (derandomized: the same draws; the bug changes nothing befor
   a free) is rerun, as before this pruning, on every item of the ops or scenarios whose items reached
   one of its overloads, in the order the run gives them.
 
+Precise bugs no item would fire two of share a run (`group_reaches`), all on at once: an item where only
+its own bug fired (`bug:<name>` in its trace) ran as with that bug alone, since every other bug's condition
+was false at each of its calls; an item where another bug of the run fired too is rerun with its own alone.
+
 A run is selected with `run`'s own options (`--property`, `--ops`), never `--dtype` (which would
 claim dtypes the manifest does not: other items, other verdicts), so it may run a few items more
 than those named: the cross product of their properties and ops in the phase's dtypes.
@@ -19,13 +23,14 @@ than those named: the cross product of their properties and ops in the phase's d
 
 from __future__ import annotations
 
+import collections
 import re
 from typing import Any, Iterable
 
 import attrs
 
+from torchcts.testing.faulty.bugs import FIRED_PREFIX
 from torchcts.testing.faulty.would_fire import bugs_noted
-
 PASSED = "passed"
 
 
@@ -88,3 +93,67 @@ def reached_items(records: Iterable[dict[str, Any]], reach: BugReach) -> list[st
 def _ran(record: dict[str, Any]) -> bool:
     """Whether the item ran in a traced run: its record has a device trace (records of items not run have none)."""
     return "device_ops" in record
+
+
+# -- several bugs in one run ------------------------------------------------------------------------
+
+EXTRA_ITEMS = 24  # items a bug may add to a group's run beyond its own and the group's (its properties x ops)
+GROUP_SIZE = 8  # bugs in one run at most: the more, the likelier two act in one item (then one reruns alone)
+
+
+@attrs.frozen
+class BugGroup:
+    """Precise bugs run together: no item would fire two of them, so an item where only its own bug fired runs as
+    with that bug alone (every other bug's condition was false at each of its calls); `owners`: item -> bug."""
+
+    reaches: tuple[BugReach, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(reach.bug for reach in self.reaches)
+
+    @property
+    def owners(self) -> dict[str, str]:
+        return {item: reach.bug for reach in self.reaches for item in reach.firing_items}
+
+    @property
+    def properties(self) -> tuple[str, ...]:
+        return tuple(sorted({p for reach in self.reaches for p in reach.properties}))
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(sorted({op for reach in self.reaches for op in reach.ops}))
+
+    def ops_pattern(self) -> str:
+        return "^(" + "|".join(re.escape(op) for op in self.ops) + ")$"
+
+
+def group_reaches(reaches: Iterable[BugReach], records: Iterable[dict[str, Any]]) -> list[BugGroup]:
+    """The runs of these precise bugs' reaches (each `runs`): greedily, each joins the first group none of whose
+    firing items it shares, if that adds at most EXTRA_ITEMS items to the group's run (the cross product of
+    properties and ops selects items no bug of the group fires, which run as they ran clean)."""
+    counts = collections.Counter((r["property"], r["op"]) for r in records if _ran(r))
+
+    def size(properties: Iterable[str], ops: Iterable[str]) -> int:
+        ops = tuple(ops)
+        return sum(counts.get((p, o), 0) for p in properties for o in ops)
+
+    groups: list[list[BugReach]] = []
+    for reach in sorted(reaches, key=lambda r: (-len(r.firing_items), r.bug)):
+        mine = set(reach.firing_items)
+        for group in groups:
+            current = BugGroup(tuple(group))
+            joined = BugGroup((*group, reach))
+            if (len(group) < GROUP_SIZE and mine.isdisjoint(current.owners)
+                    and size(joined.properties, joined.ops)
+                    <= size(current.properties, current.ops) + size(reach.properties, reach.ops) + EXTRA_ITEMS):
+                group.append(reach)
+                break
+        else:
+            groups.append([reach])
+    return [BugGroup(tuple(group)) for group in groups]
+
+
+def fired_bugs(trace: Iterable[str]) -> set[str]:
+    """The seeded bugs a device trace (a record's `device_ops`) says fired (`bug:<name>`)."""
+    return {entry[len(FIRED_PREFIX):] for entry in trace if entry.startswith(FIRED_PREFIX)}

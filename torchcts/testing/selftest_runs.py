@@ -5,13 +5,14 @@ can act (`selftest_reach`), all through one `selftest_pool.RunPool`."""
 from __future__ import annotations
 
 import collections
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import attrs
 
 from torchcts.testing.selftest_pool import RunPool, RunRequest, RunResult
-from torchcts.testing.selftest_reach import BugReach, bug_reach
+from torchcts.testing.selftest_reach import BugReach, bug_reach, fired_bugs, group_reaches
 
 DETECTS = ("failed", "error")  # a seeded bug is detected by an item failing or erroring with it on
 PROBLEMS = ("failed", "error", "crashed", "timed_out")  # an item the clean backend fails shows no bug
@@ -50,6 +51,7 @@ class Schedule:
     reached: dict[str, set[str]] = attrs.Factory(dict)  # bug -> ops or scenarios that reach it
     reaches: list[tuple[str, BugReach]] = attrs.Factory(list)  # (phase, reach) of every bug of every phase
     incomplete: list[str] = attrs.Factory(list)
+    owners: dict[str, dict[str, str]] = attrs.Factory(dict)  # group run's name -> item -> the bug that fires in it
     done: int = 0
 
     def __attrs_post_init__(self) -> None:
@@ -88,10 +90,30 @@ class Schedule:
         if not request.bug:
             self._take_clean(result)
             return
-        bug = next(bug for bug in self.chosen if bug.name == request.bug)
         failed = self.failed_clean[request.phase]  # only items the clean backend passes can show a bug
-        self.failing[bug.name] += [r["item"] for r in result.records if r["outcome"] in DETECTS
-                                   and r["item"] not in failed and detects(bug, r)]
+        if request.name not in self.owners:
+            bug = self._bug(request.bug)
+            self.failing[bug.name] += [r["item"] for r in result.records if r["outcome"] in DETECTS
+                                       and r["item"] not in failed and detects(bug, r)]
+            return
+        owners, members, alone = self.owners.pop(request.name), set(request.bug.split(",")), {}
+        for record in result.records:
+            owner = owners.get(record["item"])
+            if owner is None or "device_ops" not in record:  # an item no bug of the run fires: it ran as clean
+                continue
+            if fired_bugs(record["device_ops"]) & members - {owner}:  # another bug acted too: rerun with its own
+                alone.setdefault(owner, []).append(record)
+            elif record["outcome"] in DETECTS and record["item"] not in failed and detects(self._bug(owner), record):
+                self.failing[owner].append(record["item"])
+        for owner, records in alone.items():
+            self.queue.append(RunRequest(
+                request.phase, self.results_dir / request.phase / owner, request.level,
+                tuple(sorted({r["property"] for r in records})), request.dtypes,
+                (_pattern(sorted({r["op"] for r in records})),), bug=owner,
+                detail=f"alone: {len(records)} items where another bug of its run acted too"))
+
+    def _bug(self, name: str) -> Any:
+        return next(bug for bug in self.chosen if bug.name == name)
 
     def not_started(self) -> list[str]:
         """The runs still queued (a signal stopped the selftest before they started)."""
@@ -108,26 +130,46 @@ class Schedule:
             self._queue_bug_runs(state)
 
     def _queue_bug_runs(self, state: _PhaseState) -> None:
-        phase = state.phase
+        """The runs of the phase's bugs: precise ones grouped (`selftest_reach.group_reaches`), the others alone."""
+        phase, precise = state.phase, []
         for bug in (bug for bug in self.chosen if phase.runs(bug, self.owned)):
             reach = bug_reach(state.records, bug, phase.properties)
             self.reaches.append((phase.name, reach))
             self.reached[bug.name].update(reach.reached_ops)
-            if reach.runs:
-                detail = f"{len(reach.reached_ops)} ops or scenarios reach it" + (
-                    f", {len(reach.firing_items)} items meet its condition" if bug.precise else "")
+            if reach.runs and bug.precise:
+                precise.append(reach)
+            elif reach.runs:
                 self.queue.append(RunRequest(phase.name, self.results_dir / phase.name / bug.name, phase.level,
                                              reach.properties, phase.dtypes, (reach.ops_pattern(),), bug=bug.name,
-                                             detail=detail))
+                                             detail=f"{len(reach.reached_ops)} ops or scenarios reach it"))
             elif reach.reached_ops:
                 self.progress(f"selftest: {phase.name}: {bug.name}: {len(reach.reached_ops)} ops or scenarios reach "
                               f"it, no item the clean backend passes meets its condition ({bug.condition}): not rerun")
+        for number, group in enumerate(group_reaches(precise, state.records), 1):
+            items = sum(len(reach.firing_items) for reach in group.reaches)
+            if len(group.reaches) == 1:
+                (reach,) = group.reaches
+                self.queue.append(RunRequest(
+                    phase.name, self.results_dir / phase.name / reach.bug, phase.level, reach.properties,
+                    phase.dtypes, (reach.ops_pattern(),), bug=reach.bug,
+                    detail=f"{len(reach.reached_ops)} ops or scenarios reach it, {items} items meet its condition"))
+                continue
+            request = RunRequest(phase.name, self.results_dir / phase.name / f"group-{number}", phase.level,
+                                 group.properties, phase.dtypes, (group.ops_pattern(),), bug=",".join(group.names),
+                                 label="+".join(group.names),
+                                 detail=f"{len(group.names)} bugs no item meets two conditions of, {items} items")
+            self.owners[request.name] = group.owners
+            self.queue.append(request)
 
     def _starting(self, request: RunRequest) -> str:
         if request.bug:
-            return f"selftest: {request.phase}: {request.bug} ({request.detail}) ..."
+            return f"selftest: {request.phase}: {request.label or request.bug} ({request.detail}) ..."
         shard = f" (shard {request.shard})" if request.shard else ""
         return f"selftest: clean run of the {request.phase} phase against the faulty device{shard} ..."
+
+
+def _pattern(ops: Iterable[str]) -> str:
+    return "^(" + "|".join(re.escape(op) for op in ops) + ")$"
 
 
 def detects(bug: Any, record: dict[str, Any]) -> bool:

@@ -62,7 +62,7 @@ def engine_settings(options: FuzzOptions) -> Any:
     from torchcts import dtypes as dtype_names
     from torchcts.plan.effective import run_claims
     from torchcts.plan.selection import Selection
-    from torchcts.run_setup.settings import engine_settings as run_engine_settings
+    from torchcts.run_setup.settings import engine_settings as run_engine_settings  # imports torch and the engine
 
     declared, _ = load_manifest(options.manifest)
     chosen = tuple(dtype_names.lookup(part.strip()) for name in options.dtypes for part in name.split(","))

@@ -98,7 +98,7 @@ def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> t
     from torchcts.engine.targets import Target
     from torchcts.isolation.fork import fork_safe
     from torchcts.isolation.policy import IsolationPolicy
-    from torchcts.run_setup.settings import engine_settings as run_engine_settings
+    from torchcts.run_setup.settings import engine_settings as run_engine_settings  # imports torch and the engine
 
     target = Target(device, None)
     register_manifest_profile(manifest.hypothesis)

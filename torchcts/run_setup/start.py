@@ -62,10 +62,10 @@ class RunStart:
     isolation: IsolationPolicy
     corpus_dir: Path
     case_limits: CaseLimits
+    engine: EngineSettings  # what every item of the run shares (`settings.engine_settings`)
     draw: Any = None  # `hypothesis_profile.DrawSettings` (None when replaying: no draws)
     trace_dispatch: bool = False  # records carry `dispatched` (--trace-dispatch or TORCHCTS_TRACE_DISPATCH=1)
     role: str = "single"  # "controller" or "worker" of a pytest-xdist run (`plugin.distributed`)
-    engine: EngineSettings | None = None  # what every item of the run shares
 
 
 def start_run(request: RunRequest) -> RunStart:
@@ -177,4 +177,4 @@ def start_run(request: RunRequest) -> RunStart:
         trace_dispatch=trace_dispatch, case_limits=limits, replay_shape_mode=request.shape_mode,
         blame_cases=request.blame_cases)
     return RunStart(effective, target, plan, writer, seed_used, max_examples, level, replaying, isolation, folder, limits,
-                    draw=draw_used, trace_dispatch=trace_dispatch, role=role, engine=engine)
+                    engine, draw=draw_used, trace_dispatch=trace_dispatch, role=role)

@@ -11,6 +11,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from torchcts.dtypes import claimable_names
+from torchcts.manifest.template_names import TEMPLATE_NAMES
+from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts.plan import registry
+
 TARGET = Path(__file__).resolve().with_name("completion_names.py")
 HEADER = '''"""The names a Tab completes (`torchcts.cli.completion`): written by scripts/generate_registry_listings.py from
 their sources (`torchcts.cli.completion_listing`); do not edit. tests/cli/test_completion.py fails when stale."""
@@ -27,11 +32,6 @@ def _tuple(name: str, what: str, values: tuple[str, ...]) -> str:
 
 def render() -> str:
     """The text of `completion_names.py` for this checkout."""
-    from torchcts.dtypes import claimable_names
-    from torchcts.manifest.template_names import TEMPLATE_NAMES
-    from torchcts.manifest.vocabulary import CAPABILITIES
-    from torchcts.plan import registry
-
     registry.load()
     return HEADER + "".join([
         _tuple("PROPERTY_NAMES", "registry.names() of the installed suites (by level, then name)", registry.names()),

@@ -14,6 +14,8 @@ import importlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from torchcts.plan.suites import SUITES_PACKAGE
+
 START = "<!-- properties-table:start (scripts/generate_registry_listings.py writes this table) -->"
 END = "<!-- properties-table:end -->"
 HEADER = ("| property | capability | level | items | what it proves | doc |", "| --- | --- | --- | --- | --- | --- |")
@@ -68,8 +70,6 @@ def rows(specs: Iterable[Any], root: Path | None = None) -> list[str]:
 
 def table(specs: Iterable[Any], root: Path | None = None) -> str:
     """The whole table (header and rows) of the installed suites; custom suites are left out."""
-    from torchcts.plan.suites import SUITES_PACKAGE
-
     installed = [spec for spec in specs if spec.module.startswith(SUITES_PACKAGE + ".")]
     return "\n".join([*HEADER, *rows(installed, root)]) + "\n"
 

@@ -21,6 +21,7 @@ import torch
 
 from torchcts.testing.faulty import would_fire
 from torchcts.testing.faulty.bug_model import Bug
+from torchcts.testing.faulty.trace import note_step
 
 ENV_VAR = "TORCHCTS_FAULTY_BUGS"
 
@@ -383,6 +384,4 @@ FIRED_PREFIX = "bug:"
 def _note_fired(bug: Bug) -> None:
     """Put `bug:<name>` in the device trace (`device.start_trace`) when a bug fires: a test attributes a failing
     item to the seeded bugs that acted in it (tests/triage checks clusters against them)."""
-    from torchcts.testing.faulty.device import note_step  # device imports this module
-
     note_step(FIRED_PREFIX + bug.name)

@@ -10,6 +10,8 @@ data are CPU views of the same storage, so writes through a view reach the base;
 Ops reach the path two ways: `__torch_dispatch__` for ops with a device tensor argument, and a
 boxed fallback on the PrivateUse1 dispatch key for factories (`torch.ones(2, device="faulty")`).
 
+The device's trace of what ran is `trace`; what an overload's schema says it writes, `schema_effects`.
+
 Needs torch >= 2.5 (`torch.library.Library.fallback`, `_setup_privateuseone_for_python_backend`).
 """
 
@@ -25,6 +27,9 @@ from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
 from torchcts.testing.faulty import bugs, memory, pinned, runtime, streams
 from torchcts.testing.faulty.bug_model import SAVE_STEP, argument
+from torchcts.testing.faulty.schema_effects import mutated_outputs, written_tensors
+from torchcts.testing.faulty.trace import (note_overload, note_step, start_trace, take_trace,  # noqa: F401
+                                          tracing)  # (re-exported: the run and fork read the trace here)
 
 DEVICE_NAME = "faulty"
 
@@ -134,39 +139,10 @@ def _targets_device(kwargs: dict) -> bool:
     return torch.device(device).type == DEVICE_NAME
 
 
-_traced: set[str] | None = None
-
-
-def start_trace() -> None:
-    """Start (or restart) recording which aten overloads run on the device."""
-    global _traced
-    _traced = set()
-
-
-def tracing() -> bool:
-    """Whether the trace is recording (`start_trace`)."""
-    return _traced is not None
-
-
-def take_trace() -> list[str]:
-    """The overloads run since `start_trace` (sorted), and restart the record."""
-    global _traced
-    found, _traced = sorted(_traced or ()), set()
-    return found
-
-
-def note_step(name: str) -> None:
-    """Record a step of the device that is no aten overload (`bug_model.SAVE_STEP`, ...) in the trace, as
-    `run_on_cpu` records overloads: the selftest learns from the trace which items reach which bugs."""
-    if _traced is not None:
-        _traced.add(name)
-
-
 def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     """The generic path: run `func` on the CPU data of the device it is called on (its current stream, its
     generator, its memory), apply active bugs, wrap the results."""
-    if _traced is not None:
-        _traced.add(str(func))
+    note_overload(func)
     on_device = _device_tensors(args, kwargs)
     index = _device_index(func, args, kwargs, on_device)
     _op.devices = (index, tuple(t.device.index for t in on_device))  # indices only: never keep tensors alive
@@ -193,10 +169,10 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     result = bugs.after(func, cpu_args, cpu_kwargs, result)
     if side is not None:
         landing.defer(side, result)
-    for tensor in _written_tensors(func, args, kwargs):  # resized by the kernel: also those no return aliases
+    for tensor in written_tensors(func, args, kwargs):  # resized by the kernel: also those no return aliases
         if isinstance(tensor, FaultyTensor) and tensor._data.layout == torch.strided:
             _sync_metadata(tensor)
-    mutated = _mutated_outputs(func, args, kwargs)
+    mutated = mutated_outputs(func, args, kwargs)
     if mutated is not None:
         return mutated
     if not _targets_device(kwargs):
@@ -245,7 +221,7 @@ def _device_index(func, args: tuple, kwargs: dict, on_device: list[FaultyTensor]
             found = sorted({t.device.index for t in on_device})
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{DEVICE_NAME}:{found[0]} and {DEVICE_NAME}:{found[1]}!")
-        written = [t for t in _written_tensors(func, args, kwargs) if isinstance(t, FaultyTensor)]
+        written = [t for t in written_tensors(func, args, kwargs) if isinstance(t, FaultyTensor)]
         return written[0].device.index if written else first
     return first
 
@@ -280,8 +256,8 @@ class _Landing:
     def __init__(self, func, args: tuple, kwargs: dict, cpu_args: tuple, cpu_kwargs: dict):
         self.blocking_to_host = not argument(func, args, kwargs, "non_blocking", False) and (
             not _targets_device(kwargs) or any(isinstance(t, torch.Tensor) and not isinstance(t, FaultyTensor)
-                                               for t in _written_tensors(func, args, kwargs)))
-        self.written = [t for t in _written_tensors(func, cpu_args, cpu_kwargs)
+                                               for t in written_tensors(func, args, kwargs)))
+        self.written = [t for t in written_tensors(func, cpu_args, cpu_kwargs)
                         if isinstance(t, torch.Tensor) and t.layout == torch.strided]
         self.before = [t.clone() for t in self.written]
         self.inputs = {leaf.untyped_storage().data_ptr() for leaf in tree_leaves((cpu_args, cpu_kwargs))
@@ -324,38 +300,6 @@ def _with_requires_grad(cpu: Any, arg: Any) -> Any:
     if isinstance(arg, FaultyTensor) and arg.requires_grad and not cpu.requires_grad:
         return cpu.detach().requires_grad_(True)
     return cpu
-
-
-def _written_tensors(func, args: tuple, kwargs: dict) -> list[Any]:
-    """Every tensor the schema writes (`Tensor(a!) self`, `out=`, and each of a `Tensor(a!)[] out` list)."""
-    found = []
-    for position, argument in enumerate(func._schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        value = kwargs[argument.name] if argument.name in kwargs else (
-            args[position] if position < len(args) else None)
-        found += list(value) if isinstance(value, (list, tuple)) else [value]
-    return found
-
-
-def _mutated_outputs(func, args: tuple, kwargs: dict) -> Any:
-    """For in-place and out= overloads, the argument tensors they return; otherwise None."""
-    schema = func._schema
-    written = [r.alias_info for r in schema.returns]
-    if not written or not all(a is not None and a.is_write for a in written):
-        return None
-    by_alias = {}
-    for position, argument in enumerate(schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        value = kwargs[argument.name] if argument.name in kwargs else (
-            args[position] if position < len(args) else None)
-        for alias in argument.alias_info.after_set:
-            by_alias[alias] = value
-    outputs = tuple(by_alias.get(next(iter(a.after_set)), None) for a in written)
-    if any(o is None for o in outputs):
-        return None
-    return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _sync_metadata(wrapper: FaultyTensor) -> None:

@@ -21,7 +21,9 @@ from typing import Any
 
 import torch
 
+from torchcts.testing.faulty import bugs
 from torchcts.testing.faulty.bug_model import IS_PINNED_STEP, PIN_STEP
+from torchcts.testing.faulty.trace import note_step
 
 _lock = threading.Lock()
 _pinned: dict[int, int] = {}  # start of a pinned storage -> its bytes
@@ -29,9 +31,6 @@ _libraries: list[torch.library.Library] = []
 
 
 def _step(name: str, args: tuple, value: Any) -> Any:
-    from torchcts.testing.faulty import bugs
-    from torchcts.testing.faulty.device import note_step
-
     note_step(name)
     return bugs.after(name, args, {}, value)
 

@@ -29,7 +29,9 @@ from typing import Any, Callable
 
 import torch
 
+from torchcts.testing.faulty import bugs
 from torchcts.testing.faulty.bug_model import ELAPSED_STEP, EVENT_QUERY_STEP, STREAM_WAIT_STEP, SYNCHRONIZE_STEP
+from torchcts.testing.faulty.trace import note_step
 
 _ids = itertools.count(1)
 _local = threading.local()  # per thread, as CUDA's current streams are: device index -> current stream
@@ -40,9 +42,6 @@ _side_current = 0  # how many threads x devices have a side stream current: 0 ke
 
 
 def _step(name: str, args: tuple, value: Any) -> Any:
-    from torchcts.testing.faulty import bugs
-    from torchcts.testing.faulty.device import note_step
-
     note_step(name)
     return bugs.after(name, args, {}, value)
 

@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine (see README.md):
 #   make run   - the main job on the embedded default
-#   make test  - the project's test suite
+#   make test  - the project's test suite (what CI runs)
+#   make test-fast - its fast tier while working: the tests not marked slow (no program started)
 # Both create .venv when it is missing and install TorchCTS into it with torch pinned: an
 # unpinned torch resolves to a multi-GB CUDA build. constraints.txt pins the versions the tests were
 # verified with (a Hypothesis release can change what a derandomized run draws).
@@ -16,7 +17,7 @@ PYTEST_ARGS ?=
 # database, ~1-2 GiB); TEST_WORKERS=0 runs the suite in one process
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(min(4, n))')
 
-.PHONY: run test venv clean
+.PHONY: run test test-fast venv clean
 
 venv: $(STAMP)
 
@@ -36,6 +37,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The fast tier: unit and contract tests, in-process. A test that starts a program (the CLI, a spawned
+# worker; a fork is none) or runs long is marked slow and left out; tests/conftest.py fails an unmarked test that starts one.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info results/make-run

@@ -1,6 +1,9 @@
 """Settings and fixtures for TorchCTS's own tests: Hypothesis derandomized, no database, no deadline."""
 
+import multiprocessing.util
 import os
+import platform
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -53,3 +56,74 @@ def write_manifest(tmp_path: Path):
         return path
 
     return write
+
+
+# Test tiers. A test that starts a program (the CLI or a probe in a subprocess, a spawned multiprocessing worker: each
+# a new interpreter importing torch, seconds apiece) or runs long is marked `slow`; `make test-fast` runs the others
+# (`-m "not slow"`), `make test` all. A fork is no program start: TorchCTS itself forks to load a manifest or isolate
+# a case, in milliseconds. A test not marked slow that starts a program fails, in either tier, so the fast tier
+# cannot drift into running programs.
+_PROGRAM_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.system", "os.exec"})
+
+
+class ProgramInFastTest(BaseException):
+    """A fast-tier test started a program (a BaseException: code under test that catches Exception does not hide it)."""
+
+
+class _ProgramGuard:
+    """While a fast-tier test runs: refuse and remember every program it starts (in this process, not in children)."""
+
+    def __init__(self) -> None:
+        self.nodeid: str | None = None
+        self.pid = os.getpid()
+        self.started: list[str] = []
+
+    def check(self, event: str, args: tuple) -> None:
+        if self.nodeid is None or os.getpid() != self.pid:
+            return
+        command = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+        what = " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in command) or event
+        self.started.append(f"{event}: {what[:200]}")
+        raise ProgramInFastTest(self.message())
+
+    def message(self) -> str:
+        return (f"{self.nodeid} starts a program ({self.started[0]}) but is not marked slow: mark it "
+                "@pytest.mark.slow (the fast tier, `make test-fast`, starts no programs)")
+
+
+_GUARD = _ProgramGuard()
+platform.uname().processor  # runs `uname -p` once, here, and caches it: no test is blamed for the first call
+sys.addaudithook(lambda event, args: _GUARD.check(event, args) if event in _PROGRAM_EVENTS else None)
+_spawnv_passfds = multiprocessing.util.spawnv_passfds  # multiprocessing's spawn and forkserver: no audit event
+
+
+def _guarded_spawnv_passfds(path, args, passfds):
+    _GUARD.check("multiprocessing.spawn", (path, args))
+    return _spawnv_passfds(path, args, passfds)
+
+
+multiprocessing.util.spawnv_passfds = _guarded_spawnv_passfds
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _GUARD.nodeid = None if item.get_closest_marker("slow") else item.nodeid
+    _GUARD.pid = os.getpid()
+    try:
+        return (yield)
+    finally:
+        _GUARD.nodeid = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A program start that the code under test caught still fails the test."""
+    report = yield
+    if _GUARD.started and _GUARD.nodeid == item.nodeid:
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = _GUARD.message()
+        else:
+            report.sections.append(("program started in a fast test", _GUARD.message()))
+        _GUARD.started = []
+    return report

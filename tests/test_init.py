@@ -112,6 +112,7 @@ def test_init_without_template_and_without_a_terminal_does_not_hang(tmp_path):
     assert "stdin is not a terminal" in result.output
 
 
+@pytest.mark.slow
 def test_init_without_template_prompts_on_a_terminal(tmp_path):
     """Run the real CLI on a pseudo-terminal and answer its prompts."""
     out = tmp_path / "manifest.py"

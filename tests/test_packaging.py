@@ -19,6 +19,7 @@ NAMESPACED = {"strategies": "torchcts.strategies", "properties": "torchcts.prope
               "manifests": "torchcts.manifests", "corpus": "torchcts.corpus"}
 
 
+@pytest.mark.slow
 def test_editable_install_maps_top_level_folders_into_the_namespace(tmp_path):
     """Run outside the checkout, so only the installed package can answer the imports."""
     probe = (
@@ -35,6 +36,7 @@ def test_editable_install_maps_top_level_folders_into_the_namespace(tmp_path):
     assert not any(top_level.values()), top_level
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_console_script_run_the_cli():
     result = subprocess.run([sys.executable, "-m", "torchcts", "--help"], capture_output=True, text=True, check=True)
     assert "check-manifest" in result.stdout and "init" in result.stdout

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
+import pytest
+
 from torchcts.manifest.templates import render_template
 
 
@@ -12,6 +14,7 @@ def test_plugin_is_registered_as_a_pytest11_entry_point():
     assert plugins.get("torchcts") == "torchcts.plugin"
 
 
+@pytest.mark.slow
 def test_plugin_is_inert_without_options(pytester):
     """A project that merely has TorchCTS installed: no header, no torch import, its tests unaffected."""
     pytester.makepyfile(
@@ -28,6 +31,7 @@ def test_plugin_is_inert_without_options(pytester):
     assert "torchcts:" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_plugin_loads_a_valid_manifest_and_shows_it(pytester):
     (pytester.path / "manifest.py").write_text(render_template("minimal", device_name="meta"))
     pytester.makepyfile(
@@ -45,6 +49,7 @@ def test_plugin_loads_a_valid_manifest_and_shows_it(pytester):
     result.stdout.fnmatch_lines(["torchcts: manifest *manifest.py (fingerprint *), device meta, semantic level 2"])
 
 
+@pytest.mark.slow
 def test_plugin_stops_the_session_on_an_invalid_manifest(pytester):
     (pytester.path / "manifest.py").write_text(
         'manifest = {"manifest_version": 1, "device_name": "cpu", "supported_dtypes": {"float32": True},\n'

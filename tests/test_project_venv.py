@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 
 @pytest.fixture
 def project_with_fake_venv(tmp_path):

@@ -35,6 +35,7 @@ def generated(tmp_path_factory) -> tuple[str, dict]:
     return output.read_text(), json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_the_page_has_every_section_and_the_versions(generated):
     import torch
 
@@ -48,6 +49,7 @@ def test_the_page_has_every_section_and_the_versions(generated):
     assert f"Python {stats['versions']['python']}" in text
 
 
+@pytest.mark.slow
 def test_the_counts_are_the_registry_s_and_the_op_database_s(generated):
     from torchcts.manifest.targets import TARGETS
     from torchcts.manifest.vocabulary import CAPABILITIES
@@ -89,6 +91,7 @@ def test_a_bad_output_is_exit_2(tmp_path):
 REGENERATE = "python scripts/generate_site_stats.py"
 
 
+@pytest.mark.slow
 def test_the_committed_page_is_what_the_generator_writes(generated):
     text, stats = generated
     committed = (ROOT / "docs" / "site-stats.md").read_text(encoding="utf-8")

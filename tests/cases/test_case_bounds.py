@@ -147,6 +147,7 @@ def _hostile(params: CaseParams):
         yield "inputs.input", SampleInput(bad, args=tuple(baseline))
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("prop", [spec.name for spec in SPECS])
 def test_every_stored_value_of_every_scenario_out_of_bounds_is_refused_naming_it(prop):
     spec = registry.get(prop)
@@ -196,6 +197,7 @@ def _first_count(params: CaseParams) -> int | None:
     return max(counts)[1] if counts else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop", ["rng_distributions", "device_api", "guard_alloc", "events"])
 def test_replay_of_a_tiny_case_asking_for_a_huge_count_exits_2_before_running(prop, tmp_path):
     """The issue's examples: a case file under 900 bytes whose count asks for billions; replay refuses it at once."""
@@ -307,6 +309,7 @@ def _replay(path: Path, tmp_path: Path) -> subprocess.CompletedProcess:
                           env=dict(os.environ, TORCHCTS_FAULTY="1"), cwd=tmp_path, timeout=600)
 
 
+@pytest.mark.slow
 def test_replay_of_a_case_with_an_int_too_large_for_a_float_bound_is_one_unreadable_line(tmp_path):
     """The reviewer's case: an optimizer step size of 10**400 raised OverflowError inside the bounds check, and
     pytest printed 43 INTERNALERROR lines. Now it is one unreadable line naming the field, exit 2."""

@@ -69,6 +69,7 @@ def export(folder, case, *args):
     return path
 
 
+@pytest.mark.slow
 def test_a_stored_case_records_the_manifests_backend_import(found, tmp_path):
     _, cases = found
     assert {load_case(path).backend_import for path in cases.values()} == {MODULE}
@@ -78,6 +79,7 @@ def test_a_stored_case_records_the_manifests_backend_import(found, tmp_path):
     assert load_case(tmp_path / "old.json").backend_import is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("item", BUGS)
 def test_the_script_imports_the_backend_and_reproduces_only_with_the_bug(found, item):
     folder, cases = found
@@ -94,6 +96,7 @@ def test_the_script_imports_the_backend_and_reproduces_only_with_the_bug(found, 
         assert "it raises where CPU does not: NotImplementedError" in on[1]
 
 
+@pytest.mark.slow
 def test_a_script_that_cannot_run_says_so_in_one_line_with_exit_2(found, tmp_path):
     folder, cases = found
     data = json.loads(cases["forward::add::function::float32"].read_text())
@@ -108,6 +111,7 @@ def test_a_script_that_cannot_run_says_so_in_one_line_with_exit_2(found, tmp_pat
     assert unknown[1].startswith("could not run on nosuch: the device is not available: RuntimeError: Expected one of")
 
 
+@pytest.mark.slow
 def test_the_users_manifest_wins_over_the_module_a_case_names(found, tmp_path):
     folder, cases = found
     data = json.loads(cases["forward::add::function::float32"].read_text())
@@ -117,6 +121,7 @@ def test_the_users_manifest_wins_over_the_module_a_case_names(found, tmp_path):
     assert "torchcts.testing.faulty" in script and "no_such_backend" not in script
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))
 def test_a_module_name_that_is_not_a_dotted_identifier_is_refused_at_load(found, tmp_path, name):
     _, cases = found
@@ -130,6 +135,7 @@ def test_a_module_name_that_is_not_a_dotted_identifier_is_refused_at_load(found,
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_replay_refuses_a_bogus_module_name_naming_the_field(found, tmp_path):
     folder, cases = found
     data = json.loads(cases["forward::add::function::float32"].read_text())
@@ -143,6 +149,7 @@ def test_replay_refuses_a_bogus_module_name_naming_the_field(found, tmp_path):
     assert replayed.returncode == 2 and "unreadable" in replayed.stdout and "backend_import" in replayed.stdout
 
 
+@pytest.mark.slow
 def test_an_older_case_takes_the_module_from_the_manifest(found, tmp_path):
     folder, cases = found
     data = json.loads(cases["forward::add::function::float32"].read_text())

@@ -20,6 +20,8 @@ from torchcts.manifest.templates import render_template
 from torchcts.plan.build import PlanItem
 from torchcts.testing import compile_backends as backends
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):

@@ -55,6 +55,7 @@ def run_script(path: Path, tmp_path: Path, backend: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_compile_failure_reproduces_and_the_same_case_through_aot_eager_conforms(manifest, tmp_path):
     # index_add's error input: CPU raises RuntimeError when it runs; dynamo traces it, so the backend compiles the
     # graph: torchcts_test_compile_raises fails (BackendCompilerFailed, a RuntimeError), aot_eager refuses as CPU
@@ -101,6 +102,7 @@ def overlap_case(tmp_path: Path, kind: str, backend: str) -> Path:
     return write_case(tmp_path / "corpus", case)[0]
 
 
+@pytest.mark.slow
 def test_a_scenario_script_tells_cpus_own_refusal_from_a_compile_failure(tmp_path):
     from torchcts.engine.error_cause import find_cause
     from torchcts.engine.programs import cpu_refusal

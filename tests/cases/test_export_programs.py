@@ -181,6 +181,7 @@ def run_scripts(*runs: tuple) -> list[tuple[int, str]]:
     return [tuple(ended) for ended in json.loads(done.stdout.splitlines()[-1])]
 
 
+@pytest.mark.slow
 def test_a_failing_scenario_case_exports_a_script_that_reproduces(probe_property, tmp_path):
     record = _run_suite_item()(tmp_path, "export_probe", "add_transposed", device="faulty", bugs=(BUG,),
                                max_examples=10, corpus_dir=tmp_path / "corpus")
@@ -193,6 +194,7 @@ def test_a_failing_scenario_case_exports_a_script_that_reproduces(probe_property
     assert clean[0] == 0 and "not reproduced on faulty" in clean[1], clean
 
 
+@pytest.mark.slow
 def test_a_bit_exact_suite_exports_a_script_that_compares_bit_for_bit(tmp_path):
     """ieee754 compares bits: a float16 product flushed from a subnormal to 0.0 is inside float16's tolerance,
     so the script must compare bits too, or it would call the failure "not reproduced"."""
@@ -240,6 +242,7 @@ def test_a_scenario_name_that_is_not_registered_is_refused(probe_property, tmp_p
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_code_like_values_reach_the_script_as_data(probe_property, tmp_path):
     """Strings from the case (arguments, keyword values, keys, the description) stay string constants."""
     x = torch.arange(6.0).view(2, 3)
@@ -284,6 +287,7 @@ def test_the_scenario_script_allows_only_its_own_and_the_programs_vocabulary(pro
                                     backend="inductor'); import os; ('"))
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_every_registered_program_is_exportable():
     """Each built-in suite's programs pass the exporter's checks (torch-only, no imports), so their cases export."""
     from torchcts.cases.export_program import program_source

@@ -109,6 +109,7 @@ def said(record: dict[str, Any]) -> str:
     return f"{record['outcome']} [{record.get('error_kind')}]: {record.get('error_line') or record.get('reason')}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop", PROPERTIES)
 def test_a_stored_case_of_every_suite_replays_on_faulty_and_cpu(prop, plans, tmp_path):
     drawn_on, path = store_one_case(prop, plans, tmp_path / "corpus")

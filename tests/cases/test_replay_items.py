@@ -7,9 +7,12 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from torchcts.cases.replay_items import replay_flags
 
 
+@pytest.mark.slow
 def test_the_engine_and_the_exporter_import_no_front_end():
     code = ("import sys, torchcts.engine.run, torchcts.cases.replay_items, torchcts.cases.export; "
             "print(sorted(m for m in sys.modules if m.startswith(('torchcts.plugin', 'torchcts.cli', "

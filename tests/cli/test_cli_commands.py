@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from click.testing import CliRunner
+import pytest
 
 import torchcts.cli
 from torchcts.cli.main import cli
@@ -33,6 +34,7 @@ def test_every_cli_module_stays_small():
     assert all(lines <= 400 for lines in sizes.values()), sizes
 
 
+@pytest.mark.slow
 def test_importing_the_cli_imports_neither_torch_nor_the_properties():
     modules = ", ".join(f"torchcts.cli.{p.stem}" for p in sorted(CLI_FOLDER.glob("*.py")) if p.stem != "__init__")
     code = (f"import sys, {modules}; from torchcts.cli.main import cli; "
@@ -91,6 +93,7 @@ def test_init_template_choice_is_checked_without_importing_it_at_startup(tmp_pat
     assert isinstance(cli.commands["init"].params[0].type, click.Choice)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_nothing_imports_the_cli():
     """Imports run one way (docs/architecture.md): the CLI is the face; only `python -m torchcts` enters it."""
     import ast

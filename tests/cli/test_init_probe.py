@@ -67,6 +67,7 @@ def _manifest(text: str) -> dict:
     return namespace["manifest"]
 
 
+@pytest.mark.slow
 def test_the_draft_is_marked_as_a_draft_with_what_was_probed(probed):
     header = probed["text"].split("manifest = {")[0]
     assert header.startswith("# DRAFT MANIFEST -- REVIEW BEFORE USE.")
@@ -78,6 +79,7 @@ def test_the_draft_is_marked_as_a_draft_with_what_was_probed(probed):
     assert "valid manifest" in probed["check"].stdout
 
 
+@pytest.mark.slow
 def test_the_draft_claims_what_works_and_drops_what_failed(probed):
     manifest = _manifest(probed["text"])
     assert manifest["device_name"] == "tiny" and manifest["backend_import"] == "tiny_backend"
@@ -88,6 +90,7 @@ def test_the_draft_claims_what_works_and_drops_what_failed(probed):
     assert "dropped device_api: torch.tiny.synchronize() fails" in probed["init"].stderr
 
 
+@pytest.mark.slow
 def test_skip_ops_name_kernels_the_backend_really_lacks(probed):
     skip_ops = _manifest(probed["text"])["skip_ops"]
     assert {"sum", "zeros_like", "exp"} <= set(skip_ops), skip_ops
@@ -103,6 +106,7 @@ def test_skip_ops_name_kernels_the_backend_really_lacks(probed):
     assert skip_ops["zeros_like"] == "no kernel for aten::zero_"
 
 
+@pytest.mark.slow
 def test_a_run_with_the_draft_has_no_missing_kernel(probed):
     records = read_records(probed["folder"])
     summary = json.loads((probed["folder"] / "run.json").read_text())
@@ -115,6 +119,7 @@ def test_a_run_with_the_draft_has_no_missing_kernel(probed):
     assert probed["run"].returncode == 0, probed["run"].stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_the_report_of_a_draft_run_shows_the_probes_missing_kernels_and_the_claimed_share(probed, tmp_path):
     report = _torchcts(probed["cwd"], "report", "--from", str(probed["folder"]), "--output", str(tmp_path))
     assert report.returncode == 0, report.stderr
@@ -134,6 +139,7 @@ def test_the_report_of_a_draft_run_shows_the_probes_missing_kernels_and_the_clai
     assert 'id="probe-missing-kernels"' in html and "Not supported:" in html
 
 
+@pytest.mark.slow
 def test_a_probe_drafted_faulty_device_report_lists_its_missing_kernel(tmp_path):
     env = dict(_env(), TORCHCTS_FAULTY_BUGS="missing_kernel")  # aten::trunc has no kernel on the faulty device
     ops = "^(trunc|abs|add)$"
@@ -189,6 +195,7 @@ def test_init_probe_checks_its_options_before_probing(tmp_path):
     assert not (tmp_path / "m.py").exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_probe_writes_nothing(tmp_path):
     output = tmp_path / "draft.py"
     process = subprocess.Popen([sys.executable, "-m", "torchcts", "init", "--probe", "--device", "tiny",

@@ -49,6 +49,7 @@ def test_run_help_says_pytest_arguments_go_after_the_double_dash():
     assert "--corpus " not in result.output.replace("--corpus-dir", "")
 
 
+@pytest.mark.slow
 def test_plain_pytest_names_the_new_flags_for_corpus(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--corpus", "cases"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
@@ -80,6 +81,7 @@ def _nothing_ran(result: subprocess.CompletedProcess) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_ops_matching_nothing_exits_3_and_still_writes_the_report(project):
     result, folder = _run(project, "--ops", "^no_such_op$")
     assert "--ops '^no_such_op$' matches none of the" in _nothing_ran(result)
@@ -87,6 +89,7 @@ def test_ops_matching_nothing_exits_3_and_still_writes_the_report(project):
     assert json.loads((folder / "run.json").read_text())["run_kind"] == "run"
 
 
+@pytest.mark.slow
 def test_a_selection_the_manifest_does_not_claim_exits_3_naming_the_reason(project):
     # --dtype claims its dtype for the run (docs/harness.md): a property whose capability is not declared cannot run
     result, folder = _run(project, "--ops", "^abs$", "--property", "backward", "--dtype", "float32", "--no-report")
@@ -96,11 +99,13 @@ def test_a_selection_the_manifest_does_not_claim_exits_3_naming_the_reason(proje
     assert not (folder / "report").exists()
 
 
+@pytest.mark.slow
 def test_pytest_deselecting_every_item_exits_3(project):
     result, _ = _run(project, "--ops", "^abs$", "--no-report", "--", "-k", "no_such_item")
     assert "pytest deselected or did not collect them" in _nothing_ran(result)
 
 
+@pytest.mark.slow
 def test_plain_pytest_fails_a_session_that_ran_nothing(project):
     result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
                              "--manifest", "manifest.py", "--validation", "--ops", "^no_such_op$", "--level", "1",
@@ -109,6 +114,7 @@ def test_plain_pytest_fails_a_session_that_ran_nothing(project):
     assert "torchcts: nothing ran: --ops '^no_such_op$' matches none of the" in result.stdout
 
 
+@pytest.mark.slow
 def test_collect_only_is_recorded_as_such_and_is_not_failed(project):
     result, folder = _run(project, "--ops", "^abs$", "--", "--collect-only")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -117,6 +123,7 @@ def test_collect_only_is_recorded_as_such_and_is_not_failed(project):
     assert not (folder / "report").exists()  # nothing ran: nothing to report
 
 
+@pytest.mark.slow
 def test_a_replay_is_recorded_as_such(project, tmp_path):
     (tmp_path / "empty").mkdir()
     result = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(tmp_path / "empty"), "--device", "cpu",

@@ -171,6 +171,7 @@ def test_a_missing_audit_exits_2(project, monkeypatch):
     assert checked.exit_code == 2 and "audit.json" in checked.output
 
 
+@pytest.mark.slow
 def test_reading_an_audit_imports_no_torch():
     """`coverage report` and check's reading work from audit.json alone: the shared name regex, the value
     formatting and the atomic writer must not pull torch in."""

@@ -215,6 +215,7 @@ def test_a_real_traced_run_is_collected(tmp_path):
     assert collected.run["device"] == "faulty" and collected.run["run_id"] == "run-real"
 
 
+@pytest.mark.slow
 def test_torchcts_run_trace_dispatch_then_collect(tmp_path):
     """The whole path a user takes: `torchcts run --trace-dispatch` (the flag reaches the session through
     pytest), then `collect-backend-evidence` on the latest run."""

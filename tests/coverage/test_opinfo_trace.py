@@ -16,6 +16,7 @@ from torchcts.plan import catalog, registry
 FRESHNESS_SAMPLE = ("nn.functional.conv2d", "fft.fft", "nn.functional.avg_pool3d", "nn.functional.cross_entropy")
 
 
+@pytest.mark.slow
 def test_the_packaged_trace_is_fresh_for_a_sample_of_opinfos():
     """Re-traces a few OpInfos: their phases must equal the packaged ones (refresh:
     python -m torchcts.coverage.opinfo_trace --refresh). In a child process: running their kernels and

@@ -168,6 +168,7 @@ def test_audit_lines_cover_both_kinds(tmp_path):
     assert not ok and f"{oracle.name}: matches no item" in lines[0]
 
 
+@pytest.mark.slow
 def test_the_crash_modules_import_no_plan_module():
     import subprocess
     import sys

@@ -95,16 +95,19 @@ def in_fresh_process(manifest_path, rows, first=""):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_an_oracle_crash_on_every_case_is_cpu_contract_with_the_rules_reason(manifest_path):
     answer = in_fresh_process(manifest_path, [0])
     assert answer.get("outcome") == Outcome.CPU_CONTRACT.value and REASON in answer["reason"], answer
 
 
+@pytest.mark.slow
 def test_the_item_goes_on_past_a_crashing_case(manifest_path):
     answer = in_fresh_process(manifest_path, [0, 4])
     assert answer == {"examples": 2, "cpu_contract_cases": 1}, answer
 
 
+@pytest.mark.slow
 def test_a_process_whose_autograd_threads_started_does_not_run_the_crash_prone_cases(manifest_path):
     """After a backward on a non-CPU device (autograd's device threads started), torch refuses autograd in forked
     children: the isolated cases are not run (cpu_contract with the rule's reason), never CPU's rejection."""
@@ -115,6 +118,7 @@ def test_a_process_whose_autograd_threads_started_does_not_run_the_crash_prone_c
     assert REASON in answer["reason"] and "rejected" not in answer["reason"], answer
 
 
+@pytest.mark.slow
 def test_a_run_draws_the_crashing_cases_and_completes(tmp_path):
     """`torchcts run` with the packaged ledger: empty inputs are drawn for pdist again (no name list
     keeps them out); the oracle's crashes are cpu_contract cases, never a crashed item or a dead run.

@@ -185,6 +185,7 @@ def test_a_stuck_leg_compile_is_a_timed_out_leg_not_a_hung_run(wrong_add_case):
     assert "fails differently: timed_out" in found.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_isolated_items_are_blamed_in_the_run_s_process_within_one_budget(tmp_path, start):
     """Under --subprocess-per-test each item runs in a forked child or a spawned worker (and so do the legs); the

@@ -56,6 +56,7 @@ def test_shrinking_a_compiled_failure_stops_at_the_compile_budget_and_keeps_a_ca
     _run_forward(fresh)  # the kept case fails alone, in a fresh compile
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_without_the_budget_the_same_item_goes_on_shrinking(monkeypatch):
     monkeypatch.setattr(compile_target, "SHRINK_COMPILE_BUDGET", 10_000)
     reset_compiled()

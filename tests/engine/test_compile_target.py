@@ -168,6 +168,7 @@ def test_settings_torch_compile_refuses_are_refused_at_the_start():
     assert settings_problem({"backend": "inductor", "mode": "default", "options": {"a": 1}}) is not None
 
 
+@pytest.mark.slow
 def test_run_refuses_an_unknown_backend_in_one_line_exit_2(tmp_path):
     import subprocess
     import sys

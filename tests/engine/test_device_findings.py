@@ -35,6 +35,7 @@ def test_devices_without_an_index_by_design_are_no_finding(device):
     assert device_findings.active() == ()
 
 
+@pytest.mark.slow
 def test_the_probe_finds_the_missing_index_and_the_engine_names_the_assert_as_its_symptom():
     done = python("""
 import json
@@ -77,6 +78,7 @@ print(json.dumps({"finding": finding.as_json(), "sort": device_findings.explaini
     assert answer["other"] is None and answer["abs_device"] == "newdev"
 
 
+@pytest.mark.slow
 def test_a_device_with_an_index_is_no_finding():
     done = python("import tiny_backend\nfrom torchcts.engine import device_findings\n"
                   "print(device_findings.probe('tiny'), device_findings.probe('tiny:0'))")
@@ -84,6 +86,7 @@ def test_a_device_with_an_index_is_no_finding():
     assert done.stdout.split() == ["()", "()"]
 
 
+@pytest.mark.slow
 def test_a_run_reports_one_finding_and_groups_the_items_it_causes(tmp_path):
     manifest = tmp_path / "manifest.py"
     manifest.write_text(render_template("complete", device_name="newdev", backend_import="indexless_backend"))

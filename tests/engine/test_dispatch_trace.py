@@ -155,6 +155,7 @@ def test_the_results_reader_bounds_the_field():
     assert "dispatched" in record_problem({**base, "dispatched": ["x"] * (MAX_DISPATCHED + 1)})
 
 
+@pytest.mark.slow
 def test_run_refuses_trace_dispatch_with_compile(manifests, tmp_path):
     command = [sys.executable, "-m", "torchcts", "run", "--validation", "--trace-dispatch", "--compile", "eager",
                "--manifest", str(manifests["cpu"]), "--ops", "^abs$", "--property", "forward", "--dtype", "float32",

@@ -56,6 +56,7 @@ class OracleCrashPolicy:
         return CaseIsolation(self.timeout_s, "known CPU crash: the test's rule", rule="test#0", fork=self.fork)
 
 
+@pytest.mark.slow
 def test_run_item_gives_the_record_torchcts_run_writes(tmp_path, manifest_path, settings):
     record = run_item(ABS, settings)
     assert record["outcome"] is Outcome.PASSED and record["examples"] == 2 and len(record["fingerprints"]) == 2

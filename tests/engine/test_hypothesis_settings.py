@@ -68,6 +68,7 @@ def output(result) -> str:
 # -- what a run uses, end to end ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_named_profile_goes_over_the_manifest_and_the_command_line_over_both(project):
     cwd, manifest = project  # the manifest says max_examples 5
     result, summary, records = run(cwd, manifest, *SMALL, "--hypothesis-profile", "cts-three", results="profile")
@@ -93,6 +94,7 @@ def test_a_named_profile_goes_over_the_manifest_and_the_command_line_over_both(p
     assert used["phases"] == ["explicit", "generate"]  # --no-shrink: TorchCTS's phases, whatever the profile
 
 
+@pytest.mark.slow
 def test_a_profile_that_is_not_registered_is_one_line_naming_the_registered_ones(project):
     cwd, manifest = project
     for args, env, named in (((("--hypothesis-profile", "nightly")), None, "--hypothesis-profile 'nightly'"),
@@ -107,6 +109,7 @@ def test_a_profile_that_is_not_registered_is_one_line_naming_the_registered_ones
     assert clash.returncode == 2 and "--hypothesis-seed) and --derandomize exclude each other" in output(clash)
 
 
+@pytest.mark.slow
 def test_hypothesis_seed_is_the_runs_seed(project):
     cwd, manifest = project
     first, summary, records = run(cwd, manifest, *SMALL, "--max-examples", "3", "--hypothesis-seed", "11",
@@ -118,6 +121,7 @@ def test_hypothesis_seed_is_the_runs_seed(project):
     assert records[ITEM]["fingerprints"] == records_again[ITEM]["fingerprints"] and records[ITEM]["fingerprints"]
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_derandomized_item_draws_and_shrinks_the_same_cases_whatever_profile_is_loaded(tmp_path):
     """The release guarantee: a profile may change what Hypothesis prints, never which cases run or how
     they shrink. The faulty device's noncontiguous_add bug makes the item fail, so shrinking is compared too.
@@ -147,6 +151,7 @@ def test_a_derandomized_item_draws_and_shrinks_the_same_cases_whatever_profile_i
     assert loud["counterexample"]["fingerprint"] == plain["counterexample"]["fingerprint"]
 
 
+@pytest.mark.slow
 def test_a_derandomized_run_draws_the_same_cases_under_any_profile_and_shows_statistics(project):
     cwd, manifest = project
     result, summary, records = run(cwd, manifest, *SMALL, results="derandomized",

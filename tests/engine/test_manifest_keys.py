@@ -7,9 +7,13 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+
 from torchcts.plan import registry
 from torchcts.report.data import build_report, load_run
 from torchcts.results.writer import read_records
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
 SMALL = ["--validation", "--level", "1", "--dtype", "float32", "--ops", "^abs$", "--property", "forward",
          "--max-examples", "1"]

@@ -328,6 +328,7 @@ def trunc(self):
 '''
 
 
+@pytest.mark.slow
 def test_a_user_privateuse1_backend_groups_missing_kernels(tmp_path):
     (tmp_path / "tiny_plus.py").write_text(textwrap.dedent(TINY_PLUS))
     manifest = tmp_path / "manifest.py"

@@ -8,8 +8,12 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
 FAILING = "layout::add::function::float32"  # the faulty device's noncontiguous_add bug
 

@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from torchcts.manifest.templates import render_template
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
 SUITE = '''
 """Clones on the device, as scenarios: one drawn, one a fixed list of cases (draws=False)."""

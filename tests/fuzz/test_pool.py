@@ -19,6 +19,8 @@ from torchcts.fuzz.worker import Task
 from torchcts.core.outcomes import Outcome
 from torchcts.plan.items import PlanItem
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 SAFETY_S = 300.0  # a hang detector for the test itself, never reached when the pool works
 
 

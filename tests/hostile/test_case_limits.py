@@ -302,6 +302,7 @@ def hostile_folder(tmp_path):
                     "deep.json": "(file): JSON nested deeper than 100 levels"}
 
 
+@pytest.mark.slow
 def test_replay_runs_the_good_case_and_lists_each_bad_file_once(tmp_path):
     folder, expected = hostile_folder(tmp_path)
     result = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(folder), "--device", "cpu",
@@ -323,6 +324,7 @@ def test_replay_runs_the_good_case_and_lists_each_bad_file_once(tmp_path):
     assert bad["expand.json"]["case"]["unreadable"].startswith("inputs.input.sizes: ")
 
 
+@pytest.mark.slow
 def test_pytest_front_end_records_unreadable_files_without_tracebacks(tmp_path):
     folder, expected = hostile_folder(tmp_path)
     (folder / "medium.json").write_text(json.dumps(mutated(view(sizes=[1000], strides=[0]))))  # 4 kB of view

@@ -211,6 +211,7 @@ def test_crash_evidence_skips_each_corrupt_run_with_one_warning(tmp_path):
         assert f"{results / name / file}" in warning and "\n" not in warning
 
 
+@pytest.mark.slow
 def test_run_in_a_folder_of_corrupt_runs_succeeds_with_one_warning_per_file(tmp_path):
     expected = corrupt_results(tmp_path / "R")
     (tmp_path / "manifest.py").write_text(render_template("smoke", device_name="cpu"))

@@ -155,6 +155,7 @@ def _hash_seeds_that_reorder_sets() -> tuple[str, str]:
     raise AssertionError("no hash seed reorders a two-element set")
 
 
+@pytest.mark.slow
 def test_the_command_runs_with_a_fixed_hash_seed():
     _, other = _hash_seeds_that_reorder_sets()
     code = ("import os; from torchcts.hash_seed import run_with_fixed_hash_seed; run_with_fixed_hash_seed(); "

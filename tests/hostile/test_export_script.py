@@ -189,6 +189,7 @@ def honest_vocabulary(tmp_path_factory):
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", INERT)
 def test_text_from_the_case_is_exported_as_data(inert_runs, honest_vocabulary, name):
     script, ended, files = inert_runs[name]
@@ -198,6 +199,7 @@ def test_text_from_the_case_is_exported_as_data(inert_runs, honest_vocabulary, n
     assert files == ["repro.py"] and ended in INERT[name][3]
 
 
+@pytest.mark.slow
 def test_a_hostile_description_runs_as_a_plain_script(tmp_path):
     data = changed(honest_case(), ("description",), EVERYTHING)
     result = run_script(export_script(write(tmp_path, data)), tmp_path / "run")
@@ -302,6 +304,7 @@ def test_a_device_that_is_not_a_device_name_is_refused(honest, tmp_path, device)
 
 # -- honest cases still export as before ------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_honest_case_exports_a_script_that_runs(honest, tmp_path):
     data, script = honest
     result = run_script(script, tmp_path / "run")
@@ -331,6 +334,7 @@ def test_honest_cases_of_every_property_and_input_kind_export(tmp_path, prop, op
         compile(script, f"{i}.py", "exec")
 
 
+@pytest.mark.slow
 def test_an_in_place_variant_that_is_not_a_tensor_method_runs(tmp_path):
     """elu's in-place variant is a lambda: the script takes it from torch's OpInfo (the op_db import is slow)."""
     sample = SampleInput(torch.tensor([[1.0, -2.0], [3.0, 4.0]]))

@@ -110,6 +110,7 @@ def measured(tmp_path_factory) -> dict:
 
 # -- the run folder --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @linux_only
 @pytest.mark.parametrize("runner", ["torchcts", "pytest"])
 def test_a_run_whose_first_run_json_cannot_be_written_is_one_line_and_leaves_no_folder(project, runner):
@@ -125,6 +126,7 @@ def test_a_run_whose_first_run_json_cannot_be_written_is_one_line_and_leaves_no_
     assert list((project / "R").iterdir()) == []  # the empty run folder was removed again
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_run_stopped_in_its_accounting_records_keeps_whole_lines_and_reads_as_partial(project):
     result = limited(project, 3_000_000, *RUN, "--results-dir", "R")
@@ -139,6 +141,7 @@ def test_a_run_stopped_in_its_accounting_records_keeps_whole_lines_and_reads_as_
     assert report.returncode == 0 and (folder / "report" / "scorecard.md").is_file(), report.stderr
 
 
+@pytest.mark.slow
 @linux_only
 @pytest.mark.parametrize("workers", [None, "2"])
 def test_a_run_stopped_at_an_executed_record_keeps_what_it_wrote_and_its_report_works(project, measured, workers):
@@ -161,6 +164,7 @@ def test_a_run_stopped_at_an_executed_record_keeps_what_it_wrote_and_its_report_
 
 # -- the corpus ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @linux_only
 def test_a_case_file_that_cannot_be_written_is_one_line_and_the_cases_before_it_stay(tmp_path):
     kept = tmp_path / "cases" / "0123456789abcdef01234567.json"  # a case written earlier (never read here)
@@ -208,6 +212,7 @@ MISSING_TRUNC = ["--device", "faulty", "--manifest", "manifest.py", "--derandomi
 TRUNC_CASE = "missing-kernel-faulty-PrivateUse1-aten.trunc.json"
 
 
+@pytest.mark.slow
 def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops(project, small_filesystem):
     fill(small_filesystem)
     corpus = small_filesystem / "corpus"
@@ -240,6 +245,7 @@ def test_replay_update_status_on_a_full_disk_leaves_the_case_file_as_it_was(proj
 
 # -- the report, merged shards, coverage artifacts, probes -----------------------------------------
 
+@pytest.mark.slow
 @linux_only
 def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measured, tmp_path):
     folder = tmp_path / "run"
@@ -252,6 +258,7 @@ def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measure
     assert {p.name: p.read_bytes() for p in (folder / "report").iterdir()} == before  # no half file, no temporary
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_report_printed_onto_a_full_disk_is_one_line(measured):
     with open("/dev/full", "w") as full:
@@ -262,6 +269,7 @@ def test_a_report_printed_onto_a_full_disk_is_one_line(measured):
     assert the_line(result, "standard output", NO_SPACE) == f"standard output: cannot be written: {NO_SPACE}"
 
 
+@pytest.mark.slow
 @linux_only
 def test_output_onto_a_file_at_its_size_limit_is_one_line_about_standard_output(project):
     with open(project / "printed.txt", "w") as printed:  # `torchcts check-manifest > printed.txt`
@@ -273,6 +281,7 @@ def test_output_onto_a_file_at_its_size_limit_is_one_line_about_standard_output(
     assert the_line(result, "standard output") == f"standard output: cannot be written: {TOO_LARGE}"
 
 
+@pytest.mark.slow
 def test_a_failed_write_of_some_other_file_is_not_blamed_on_a_healthy_standard_output():
     script = ("import errno; from torchcts.disk import output_failure; "
               "print(output_failure(OSError(errno.EFBIG, 'File too large')))")  # a close() flushing a file names none
@@ -280,6 +289,7 @@ def test_a_failed_write_of_some_other_file_is_not_blamed_on_a_healthy_standard_o
     assert done.stdout == "None\n", done.stderr
 
 
+@pytest.mark.slow
 @linux_only
 def test_selftest_whose_manifest_cannot_be_written_is_one_line_naming_it_and_leaves_no_half_file(tmp_path):
     result = limited(tmp_path, 100, "selftest", "--results-dir", "st", "--max-examples", "2")
@@ -316,6 +326,7 @@ def test_a_rewritten_file_keeps_its_mode_and_a_symbolic_link_stays_one(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.md", "real.md"]
 
 
+@pytest.mark.slow
 def test_lines_appended_by_several_processes_at_once_stay_whole(tmp_path):
     records = tmp_path / "records.jsonl"
     script = ("import os, sys; from torchcts import disk\n"
@@ -327,6 +338,7 @@ def test_lines_appended_by_several_processes_at_once_stay_whole(tmp_path):
     assert len(lines) == 1200 and all(len(set(line)) == 1 for line in lines)
 
 
+@pytest.mark.slow
 @linux_only
 def test_merged_shards_that_cannot_be_written_leave_no_half_folder_and_the_shard_as_it_was(measured, tmp_path):
     shard = measured["folder"]
@@ -338,6 +350,7 @@ def test_merged_shards_that_cannot_be_written_leave_no_half_folder_and_the_shard
     assert read_summary(shard)["status"] == "complete"
 
 
+@pytest.mark.slow
 @linux_only
 def test_coverage_artifacts_that_cannot_be_written_keep_the_old_ones(tmp_path, monkeypatch):
     from torchcts.coverage import audit
@@ -357,6 +370,7 @@ def test_coverage_artifacts_that_cannot_be_written_keep_the_old_ones(tmp_path, m
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
+@pytest.mark.slow
 @linux_only
 def test_probes_that_cannot_write_their_results_are_one_line_and_no_probe_is_blamed(project):
     result = limited(project, 100, "init", "--probe", "--device", "cpu", "--ops", "^add$", "--output", "drafted.py")
@@ -364,6 +378,7 @@ def test_probes_that_cannot_write_their_results_are_one_line_and_no_probe_is_bla
     assert "failed" not in result.stdout + result.stderr and not (project / "drafted.py").exists()
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_probed_draft_that_cannot_be_written_leaves_the_old_manifest(project):
     before = (project / "manifest.py").read_bytes()

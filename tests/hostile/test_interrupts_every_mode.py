@@ -67,6 +67,7 @@ def _watchdog_process(how: str, tmp_path: Path) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["masked", "swallow"])
 def test_a_process_stuck_past_a_signal_is_ended_by_the_watchdog_with_its_last_write(how, tmp_path):
     process = _watchdog_process(how, tmp_path)
@@ -79,6 +80,7 @@ def test_a_process_stuck_past_a_signal_is_ended_by_the_watchdog_with_its_last_wr
     assert f"{STUCK_LINE} {interrupts.STOP_GRACE_S:.0f} s after SIGTERM" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_second_signal_ends_a_stuck_process_sooner_and_the_main_threads_write_is_not_doubled(tmp_path):
     process = _watchdog_process("main-thread-writing", tmp_path)
     process.send_signal(signal.SIGINT)
@@ -116,6 +118,7 @@ FINISHING_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_process_finishing_its_results_after_a_signal_is_not_cut_short_by_the_watchdog(tmp_path):
     started = tmp_path / "started"
     process = subprocess.Popen([sys.executable, "-c", FINISHING_SCRIPT, str(started)], cwd=tmp_path,
@@ -151,6 +154,7 @@ EXIT_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @linux_only
 def test_an_exit_handler_waiting_on_a_stuck_child_does_not_keep_a_stopped_command_running(tmp_path):
     script = tmp_path / "exits.py"

@@ -95,6 +95,7 @@ def test_run_reports_a_manifest_that_ends_its_process_and_runs_nothing(tmp_path,
     assert not list(tmp_path.glob("results/*/run.json"))
 
 
+@pytest.mark.slow
 def test_a_real_torchcts_process_exits_2_on_os_exit_0(tmp_path):
     """Not CliRunner: the exit status CI reads, from `python -m torchcts run`."""
     path = write(tmp_path, "manifest.py", "import os\nos._exit(0)\n")
@@ -229,6 +230,7 @@ def test_run_reports_a_backend_module_that_ends_its_process(tmp_path, monkeypatc
     assert not list(tmp_path.glob("results/*/run.json"))
 
 
+@pytest.mark.slow
 def test_a_real_torchcts_process_exits_2_when_the_backend_module_calls_os_exit(tmp_path):
     write(tmp_path, "exiting_backend.py", "import os\nos._exit(0)\n")
     path = write(tmp_path, "manifest.py", VALID + "manifest['backend_import'] = 'exiting_backend'\n")
@@ -396,6 +398,7 @@ def test_plain_values_survive_json_exactly():
             from_json(malformed)
 
 
+@pytest.mark.slow
 def test_a_fresh_interpreter_child_reads_the_same_manifest(tmp_path):
     """The child used where a fork is unsafe (macOS, CUDA initialised) answers as the fork does."""
     path = write(tmp_path, "manifest.py", "import torch\n" + VALID.replace('"float32"', "torch.float32"))

@@ -137,6 +137,7 @@ def _torchcts(args: list[str], cwd: Path | str, home: Path) -> "subprocess.Compl
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["triage", "report"])
 def test_started_in_slash_or_home_no_case_path_reaches_them(tmp_path, command):
     """Started in `/` (a container's default) with the run folder in the home folder, neither the working folder
@@ -350,6 +351,7 @@ def test_integer_and_number_options_refuse_other_digits(tmp_path, args):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, value", [("--seed", FULL_WIDTH), ("--max-examples", "\u0663"),
                                            ("--level", "\uff12"), ("--item-timeout", "\uff11\uff10"),
                                            ("--blame-cases", "1_0")])

@@ -88,6 +88,7 @@ def replay_cli(case: Path, device: str, cwd: Path, manifest: Path | None) -> sub
                           env=dict(os.environ, TORCHCTS_FAULTY="1"))
 
 
+@pytest.mark.slow
 def test_a_harness_error_on_replay_is_a_harness_error_not_still_failing(suite, tmp_path):
     case = stored(tmp_path / "corpus", "replay_cannot_start", "harness_bug", ())
     replay = replay_cli(case, "cpu", tmp_path, suite)
@@ -98,6 +99,7 @@ def test_a_harness_error_on_replay_is_a_harness_error_not_still_failing(suite, t
     assert "0 still failing" in out and "1 harness errors" in out, out
 
 
+@pytest.mark.slow
 def test_stored_values_cpu_refuses_make_the_case_unreadable_on_cpu(suite, tmp_path):
     case = stored(tmp_path / "corpus", "replay_cannot_start", "cpu_refuses", (-3,))
     replay = replay_cli(case, "cpu", tmp_path, suite)

@@ -256,6 +256,7 @@ def _started(folder: Path) -> list[str]:
     return [json.loads(line)["item"] for line in (folder / "started.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_run_cleanly_and_the_next_run_does_not_isolate_the_item(cwd):
     process = _start_run(cwd)
     folder = _wait_for_an_executed_record(process, cwd / "results")
@@ -279,6 +280,7 @@ def test_sigterm_stops_the_run_cleanly_and_the_next_run_does_not_isolate_the_ite
     assert "evidence" not in json.loads((latest / "run.json").read_text())["environment"]["isolation"]
 
 
+@pytest.mark.slow
 @linux_only
 def test_ctrl_c_with_isolated_items_kills_the_child_and_leaves_no_evidence(cwd):
     process = _start_run(cwd, "--subprocess-per-test")
@@ -292,6 +294,7 @@ def test_ctrl_c_with_isolated_items_kills_the_child_and_leaves_no_evidence(cwd):
     assert not crash_evidence(cwd / "results", summary["environment"])
 
 
+@pytest.mark.slow
 def test_a_second_sigterm_during_cleanup_still_leaves_a_partial_run(cwd):
     process = _start_run(cwd)
     folder = _wait_for_an_executed_record(process, cwd / "results")
@@ -303,6 +306,7 @@ def test_a_second_sigterm_during_cleanup_still_leaves_a_partial_run(cwd):
     assert not crash_evidence(cwd / "results", summary["environment"])
 
 
+@pytest.mark.slow
 @linux_only
 def test_sigterm_ends_a_fuzz_hunt_and_its_workers(cwd):
     process = _start(cwd, "fuzz", "--device", "faulty", "--ops", "^add$", "--dtype", "float32", "--budget", "1h",

@@ -87,6 +87,7 @@ def without_clock(summary):
     return kept
 
 
+@pytest.mark.slow
 def test_a_visit_budget_hunt_repeats_exactly_and_a_time_budget_it_does_not_reach_changes_nothing(tmp_path):
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     selection = ("--ops", "^(abs|neg|exp|sin)$", "--max-visits", "9", "--seed", "7")
@@ -97,6 +98,7 @@ def test_a_visit_budget_hunt_repeats_exactly_and_a_time_budget_it_does_not_reach
     assert without_clock(first) == without_clock(second)
 
 
+@pytest.mark.slow
 def test_a_time_budget_alone_still_ends_the_hunt(tmp_path):
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     summary = hunt(tmp_path, "timed", "--ops", "^abs$", "--budget", "1s")

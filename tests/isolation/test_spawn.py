@@ -99,6 +99,7 @@ def spawned(settings, **policy):
     return attrs.evolve(settings, isolation=IsolationPolicy(everything=True, start="spawn", **policy))
 
 
+@pytest.mark.slow
 def test_one_pool_records_a_crash_and_a_hang_replaces_its_worker_and_keeps_other_outcomes(settings):
     isolated = spawned(settings)
     here = run_item(ABS, settings)
@@ -138,6 +139,7 @@ def test_one_pool_records_a_crash_and_a_hang_replaces_its_worker_and_keeps_other
     assert last.process.returncode is not None and not spawn._pools  # stopped at the run's end
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_gives_the_item_a_harness_error(tmp_path):
     path = tmp_path / "manifest.py"
     path.write_text(render_template("minimal", device_name="cpu"))
@@ -194,6 +196,7 @@ def test_an_interrupted_run_kills_its_worker(manifest_path, tmp_path):
         os.kill(worker, 0)
 
 
+@pytest.mark.slow
 def test_items_and_settings_travel_as_json(settings):
     replay = ReplayItem("corpus/x.json", "forward", "abs", "function", "float32", 1, fingerprint="ab", crash=True,
                         problem=("inputs", "bad"))
@@ -210,6 +213,7 @@ def test_items_and_settings_travel_as_json(settings):
     assert not rebuilt.isolation.everything  # a worker never isolates a whole item again
 
 
+@pytest.mark.slow
 def test_a_device_that_cannot_fork_isolates_in_spawned_workers_and_refuses_a_forced_fork(tmp_path):
     from torchcts.isolation.policy import SPAWN, start_method
     from torchcts.run_setup.errors import SessionError

@@ -18,6 +18,8 @@ from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import EXECUTED
 from torchcts.results.writer import read_records
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 CRASH, HANG, ABS = ("forward::hypot::function::float32", "forward::logaddexp::function::float32",
                     "forward::abs::function::float32")
 HANG_TIMEOUT_S = 4

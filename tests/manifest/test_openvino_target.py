@@ -36,6 +36,7 @@ def test_the_target_is_picked_by_compile_openvino_and_names_its_package():
     assert install_hint("openvino.torch") == "pip install openvino" and install_hint("torch") is None
 
 
+@pytest.mark.slow
 def test_a_missing_openvino_is_one_line_saying_what_to_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # /work/ovsite-style installs are left out
     probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('openvino'))"],

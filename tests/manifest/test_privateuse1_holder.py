@@ -17,6 +17,8 @@ import pytest
 
 from torchcts.manifest.templates import render_template
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "backends"
 TORCH_MESSAGE = "RuntimeError: torch.register_privateuse1_backend() has already been set! Current backend: otherdev"

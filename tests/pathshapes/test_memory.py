@@ -77,6 +77,7 @@ manifest = dict(BASE, semantic_level=8, capabilities={**BASE["capabilities"], "t
 '''
 
 
+@pytest.mark.slow
 def test_a_large_tier_case_validate_accepts_is_left_out_by_default_before_anything_is_allocated(tmp_path, kit,
                                                                                                  write_manifest):
     corpus_dir = _hostile_large(kit, tmp_path / "c")
@@ -101,6 +102,7 @@ def test_a_large_tier_case_validate_accepts_is_left_out_by_default_before_anythi
     assert memory["budget_bytes"] == (memory["available_bytes"] or 4 << 30) + memory["process_resident_bytes"]
 
 
+@pytest.mark.slow
 def test_an_opted_in_tier_still_refuses_an_item_past_the_memory_before_allocating(tmp_path, kit, write_manifest):
     corpus_dir = _hostile_large(kit, tmp_path / "c")
     manifest = write_manifest('''
@@ -296,6 +298,7 @@ def test_the_cgroup_is_the_process_own_and_its_ancestors(tmp_path):
     assert available_host_bytes(root, own, meminfo) == (512_000_000, "/proc/meminfo MemAvailable")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, args, kwargs, tier", [
     # a 2-byte dtype: its comparison widens to float64
     ("add", [{"shape": [4096, 2048], "dtype": "float16"}] * 2, {}, "medium"),

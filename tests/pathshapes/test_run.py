@@ -210,6 +210,7 @@ def _faulty_run(tmp_path: Path, corpus_dir: Path, *args: str, bugs: str = "group
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_seeded_bug_fails_its_case_and_a_waiver_only_marks_it_known(tmp_path, kit):
     plain = _faulty_run(tmp_path, kit.write_corpus(tmp_path / "plain", kit.good_family()))
     assert plain.returncode == 1, plain.stdout + plain.stderr
@@ -234,6 +235,7 @@ def test_a_seeded_bug_fails_its_case_and_a_waiver_only_marks_it_known(tmp_path, 
     assert _records(_run_folder(tmp_path / "e" / "r"))["toy.depthwise.channels_last"]["waiver"] is None
 
 
+@pytest.mark.slow
 def test_a_gradient_bug_fails_the_backward_item_only(tmp_path, kit):
     """embedding_backward_overwrites_repeats: a repeated index keeps one row's gradient; the forward is right."""
     lookup = kit.case("toy.embedding", "embedding", [kit.tensor(64, dtype="int64", values="index", high=10),

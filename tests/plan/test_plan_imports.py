@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def test_importing_the_plan_imports_no_later_stage():
     code = ("import json, sys, torchcts.plan.build, torchcts.plan.skips; "
@@ -60,6 +62,7 @@ for name in [*walk("torchcts"), *walk("torchcts.strategies"), *walk("torchcts.pr
 """
 
 
+@pytest.mark.slow
 def test_nothing_imports_the_command_line():
     loaded = _loaded_after(WALK_ALL_BUT_CLI)
     assert {"torchcts.plugin", "torchcts.fuzz.hunt", "torchcts.report.render", "torchcts.strategies.dtype_claims",

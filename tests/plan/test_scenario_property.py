@@ -146,6 +146,7 @@ RUN_ITEMS = [f"view_round_trip::{s}::scenario::{d}"
              for s in ("view_clone", "transpose_clone") for d in ("float32", "int64")]
 
 
+@pytest.mark.slow
 def test_a_run_records_it_and_the_report_shows_it_under_its_capability(scenario_run, tmp_path):
     _, folder, records = scenario_run
     assert sorted(records) == sorted(RUN_ITEMS + [f"view_round_trip::{s}::scenario::float16"
@@ -162,6 +163,7 @@ def test_a_run_records_it_and_the_report_shows_it_under_its_capability(scenario_
     assert PROPERTY in inference and "forward" in inference
 
 
+@pytest.mark.slow
 def test_its_cases_pass_against_cpu_itself(scenario_run):
     result, _, records = scenario_run
     ran = {item: (records[item]["outcome"], records[item]["examples"]) for item in RUN_ITEMS}

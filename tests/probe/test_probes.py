@@ -205,6 +205,7 @@ def _run_folder(results: Path) -> Path:
     return run_json.parent
 
 
+@pytest.mark.slow
 def test_a_validation_run_writes_probes_that_all_pass(tmp_path):
     manifest = tmp_path / "manifest.py"
     text = render_template("training", device_name="cpu")
@@ -225,6 +226,7 @@ def test_a_validation_run_writes_probes_that_all_pass(tmp_path):
     assert "torchcts: probes: " in done.stdout
 
 
+@pytest.mark.slow
 def test_collect_only_runs_no_probe(tmp_path):
     manifest = tmp_path / "manifest.py"
     manifest.write_text(render_template("smoke", device_name="cpu"))
@@ -255,6 +257,7 @@ def tiny_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_the_tiny_backend_probes_name_its_failures(tiny_runs):
     run = tiny_runs["default"]
     probes = {p["name"]: p for p in map(json.loads, (run["folder"] / FILE_NAME).read_text().splitlines())}
@@ -268,6 +271,7 @@ def test_the_tiny_backend_probes_name_its_failures(tiny_runs):
     assert tiny_runs["in-process"]["run"]["probes"] == run["run"]["probes"]
 
 
+@pytest.mark.slow
 def test_failing_probes_change_neither_the_plan_nor_the_outcomes(tiny_runs):
     def outcomes(run):
         return {r["item"]: (r["outcome"], r.get("reason"), tuple(r.get("fingerprints") or ()), r.get("error_kind"))
@@ -283,6 +287,7 @@ def test_failing_probes_change_neither_the_plan_nor_the_outcomes(tiny_runs):
         assert tiny_runs[mode]["done"].returncode == off["done"].returncode == 1  # the missing kernels
 
 
+@pytest.mark.slow
 def test_a_probe_that_fails_only_because_it_was_forked_runs_again_in_process():
     """After a backward on a second device type in the parent, torch refuses autograd in forked children
     (a limit of fork, not of the device): the training probe must still say ok, not failed."""

@@ -59,6 +59,7 @@ def _train(device, model, bugs=(), backend=None):
         device_module.disable_bugs()
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, model", [("compiled_addmm_drops_bias", "mlp"),
                                         ("compiled_batch_norm_biased_running_var", "cnn")])
 def test_a_compile_bug_fires_only_in_compiled_code(bug, model):

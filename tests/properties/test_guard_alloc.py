@@ -139,6 +139,7 @@ def test_the_fill_bug_fires_only_among_32_live_blocks():
 
 
 
+@pytest.mark.slow
 def test_a_case_stores_the_factor_so_no_stored_case_names_a_grantable_request(tmp_path):
     """A hostile case naming bytes (8 GiB: grantable on CPU) is unreadable, naming the field, exit 2; a stored
     factor replays as a request past the replaying device's memory (2**50 bytes on CPU: refused, passed)."""

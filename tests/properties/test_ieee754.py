@@ -119,6 +119,7 @@ def test_the_comparison_is_exact_about_nan_signed_zero_and_values():
         assert_exactly_equal(torch.zeros(2), torch.zeros(2, dtype=torch.float64), call="p(x)", what="dev")
 
 
+@pytest.mark.slow
 def test_a_failure_is_small_lands_in_the_corpus_and_replays(run_suite, tmp_path):
     record = run_suite("ieee754", "nan_minmax", "bfloat16", device="faulty", bugs=("nan_dropped_min",),
                        max_examples=40, corpus_dir=tmp_path)

@@ -63,6 +63,7 @@ def test_the_tensor_budget_follows_the_manifests_limits():
     assert tensor_budget_bytes(ResourceLimits(max_tensor_size_mb=256), 8, replay=True) == 256 * MIB
 
 
+@pytest.mark.slow
 def test_the_memory_limits_divide_by_the_programs_measured_peak():
     """DEVICE_PEAK covers the program's own peak (measured 4.0x its tensor): a device limit of DEVICE_PEAK times
     the tensor budget holds it. Measured in a fresh process on CPU with one thread and a 64 MiB tensor: its peak

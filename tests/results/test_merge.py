@@ -53,6 +53,7 @@ def _by_item(folder: Path) -> dict[str, dict]:
     return {record["item"]: record for record in read_records(folder)}
 
 
+@pytest.mark.slow
 def test_each_shard_is_a_complete_run_folder_of_its_own_items(runs):
     whole = _by_item(runs["whole"])
     executed = {item for item, record in whole.items() if record["outcome"] == "passed"}
@@ -66,6 +67,7 @@ def test_each_shard_is_a_complete_run_folder_of_its_own_items(runs):
     assert read_summary(runs["whole"])["environment"]["shard"] is None
 
 
+@pytest.mark.slow
 def test_three_shards_merged_equal_the_unsharded_run(runs, tmp_path):
     code, out, err = _merge(*_merge_args(runs[3], runs[1], runs[2]), "--output", tmp_path / "merged")
     assert code == 0, out + err
@@ -94,6 +96,7 @@ def test_three_shards_merged_equal_the_unsharded_run(runs, tmp_path):
     assert (merged / "report" / "junit.xml").is_file() and (merged / "report" / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_a_missing_shard_makes_the_merged_run_partial_and_names_it(runs, tmp_path):
     code, out, err = _merge(*_merge_args(runs[1], runs[3]), "--output", tmp_path / "merged")
     assert code == 0, out + err
@@ -119,6 +122,7 @@ def _copy(folder: Path, to: Path, **environment: object) -> Path:
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("field", "value"), [
     ("torch", "2.12.0"), ("manifest_hash", "0" * 64), ("seed", 7), ("device", "meta"), ("torchcts", "0.0.1"),
     ("level", 2), ("max_examples", 100), ("derandomize", False),
@@ -132,6 +136,7 @@ def test_shards_of_different_runs_are_refused_naming_the_folder_and_field(runs, 
     assert not (tmp_path / "merged").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_other_folders_that_are_not_shards_of_one_run_are_refused(runs, tmp_path):
     cases = [
         (_merge_args(runs[1], runs["whole"]), f"shard {runs['whole']}: not a shard"),
@@ -152,6 +157,7 @@ def test_other_folders_that_are_not_shards_of_one_run_are_refused(runs, tmp_path
     assert code == 2 and "--from and --merge exclude each other" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("content", "problem"), [
     ("{not json", "unreadable: not JSON"), ('{"status": "complete", "counts": {}}', "has no field 'environment'"),
     ('{"status": "complete", "counts": {}, "environment": {"shard": 3}}', "field 'environment.shard' must be"),

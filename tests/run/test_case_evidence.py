@@ -62,6 +62,7 @@ def case_properties(junit):
             for case in junit.iter("testcase")}
 
 
+@pytest.mark.slow
 def test_records_count_distinct_cases_next_to_the_example_budget(validation):
     _, folder = validation
     records = executed(folder)
@@ -75,6 +76,7 @@ def test_records_count_distinct_cases_next_to_the_example_budget(validation):
     assert short, "some level-1 item draws a case twice"  # 46 of 62 on abs, add, mul, neg, sin (torch 2.x)
 
 
+@pytest.mark.slow
 def test_reports_name_the_passed_items_with_fewer_distinct_cases(validation):
     cwd, folder = validation
     records = executed(folder)
@@ -101,6 +103,7 @@ def test_reports_name_the_passed_items_with_fewer_distinct_cases(validation):
     assert suite["passed_items_fewer_distinct_cases_than_budget"] == str(len(short))
 
 
+@pytest.mark.slow
 def test_a_failure_shows_its_distinct_cases_and_budget(faulty):
     cwd, folder = faulty
     records = {r["item"]: r for r in executed(folder)}
@@ -117,6 +120,7 @@ def test_a_failure_shows_its_distinct_cases_and_budget(faulty):
     assert case_properties(out["junit"])[failed["item"]]["distinct_cases"] == str(failed["distinct_cases"])
 
 
+@pytest.mark.slow
 def test_records_without_the_fields_are_read_and_reported_as_unknown(validation, tmp_path):
     _, folder = validation
     old = tmp_path / "old-run"
@@ -141,6 +145,7 @@ def test_records_without_the_fields_are_read_and_reported_as_unknown(validation,
     assert suite["passed_items_fewer_distinct_cases_than_budget"] == "unknown"
 
 
+@pytest.mark.slow
 def test_a_malformed_distinct_cases_is_refused_naming_the_field(validation, tmp_path):
     cwd, folder = validation
     bad = tmp_path / "bad-run"

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
 
@@ -24,6 +26,7 @@ def run_wrong_add(cwd, ops, *flags, dtype="float32"):
     return sorted((cwd / "results").glob("*/run.json"))[-1].parent
 
 
+@pytest.mark.slow
 def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report_and_triage(tmp_path):
     folder = run_wrong_add(tmp_path, "^(add|mul)$")
     records = {r["item"]: r for r in read_records(folder)}
@@ -50,6 +53,7 @@ def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report
     assert "- leg: backend" in (folder / "triage" / "triage.md").read_text()
 
 
+@pytest.mark.slow
 def test_blame_cases_0_blames_nothing_and_says_so(tmp_path):
     folder = run_wrong_add(tmp_path, "^add$", "--blame-cases", "0")
     record = next(r for r in read_records(folder) if r["item"] == "forward::add::function::float32")
@@ -57,6 +61,7 @@ def test_blame_cases_0_blames_nothing_and_says_so(tmp_path):
     assert "budget of 0 blamed cases" in record["leg_reason"]
 
 
+@pytest.mark.slow
 def test_isolated_items_are_blamed_in_the_run_within_its_budget_and_replay_elsewhere_fixes_nothing(tmp_path):
     """--subprocess-per-test runs each item in a forked child; blame runs in the run's process, so --blame-cases
     holds across children. The stored case, replayed eagerly (no --compile) or under another backend, passes there:

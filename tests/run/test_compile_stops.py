@@ -21,6 +21,8 @@ import pytest
 from torchcts.manifest.targets import shipped_target
 from torchcts.testing.compile_backends import COMPILE_SLEEPS, SLEEP_S, STARTED_ENV
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 SAFETY_NET_S = 300
 assert SAFETY_NET_S * 4 < SLEEP_S  # a run that ends within the safety net did not wait for the compile
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks isolated items")

@@ -161,6 +161,7 @@ def _torchcts(cwd: Path, *args: str, bugs: str = BUG) -> subprocess.CompletedPro
                           env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs), timeout=900)
 
 
+@pytest.mark.slow
 def test_a_failing_run_prints_one_line_per_failure_and_writes_the_report(faulty_manifest):
     cwd = faulty_manifest
     result = _torchcts(cwd, *RUN, "--results-dir", "quiet")
@@ -181,6 +182,7 @@ def test_a_failing_run_prints_one_line_per_failure_and_writes_the_report(faulty_
     assert summary["run_kind"] == "run" and summary["missing_kernels"] == {"distinct": 0, "overloads": []}
 
 
+@pytest.mark.slow
 def test_pytest_output_comes_back_when_asked_for(faulty_manifest):
     result = _torchcts(faulty_manifest, *RUN, "--results-dir", "asked", "--no-report", "--", "-v", "--tb=short")
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
@@ -189,6 +191,7 @@ def test_pytest_output_comes_back_when_asked_for(faulty_manifest):
     assert not any((faulty_manifest / "asked").glob("*/report"))
 
 
+@pytest.mark.slow
 def test_on_a_terminal_the_progress_line_rewrites_itself(faulty_manifest):
     """A real terminal (a pseudo-terminal): the progress line is rewritten with a carriage return."""
     main, child = pty.openpty()
@@ -211,6 +214,7 @@ def test_on_a_terminal_the_progress_line_rewrites_itself(faulty_manifest):
     assert re.search(r"\rtorchcts: 1/1 items, 0 failed or errored", text), text[-3000:]
 
 
+@pytest.mark.slow
 def test_plain_pytest_keeps_its_output_with_short_failure_text(faulty_manifest):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",

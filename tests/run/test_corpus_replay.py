@@ -37,6 +37,7 @@ def found(tmp_path_factory):
     return folder, {r["item"]: r for r in records}
 
 
+@pytest.mark.slow
 def test_failing_items_reference_small_shrunk_cases(found):
     folder, records = found
     record = records["forward::abs::function::float32"]
@@ -51,6 +52,7 @@ def test_failing_items_reference_small_shrunk_cases(found):
     assert records["forward::add::function::float32"]["counterexample"] is None  # passed: nothing stored
 
 
+@pytest.mark.slow
 def test_replay_reports_still_failing_then_fixed_then_regression(found, tmp_path):
     folder, records = found
     case_path = folder / records["forward::abs::function::float32"]["counterexample"]["path"]
@@ -70,6 +72,7 @@ def test_replay_reports_still_failing_then_fixed_then_regression(found, tmp_path
     assert again.returncode == 1 and "REGRESSION" in again.stdout, again.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_path):
     folder, _ = found
     corpus = tmp_path / "cases"
@@ -91,6 +94,7 @@ def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_pa
     assert all(r["outcome"] == "failed" for r in replayed)
 
 
+@pytest.mark.slow
 def test_exported_script_reproduces_with_torch_alone(found, tmp_path):
     folder, records = found
     case_path = folder / records["forward::abs::function::float32"]["counterexample"]["path"]
@@ -117,6 +121,7 @@ def test_every_curated_case_is_reviewed():
     assert files and all(f"`{path.name[:12]}`" in readme for path in files), [p.name for p in files]
 
 
+@pytest.mark.slow
 def test_builtin_corpus_still_fails_on_meta_and_passes_on_cpu(tmp_path):
     on_meta = cli(tmp_path, "replay", "--builtin", "--device", "meta")
     assert on_meta.returncode == 0, on_meta.stdout[-2000:]
@@ -126,6 +131,7 @@ def test_builtin_corpus_still_fails_on_meta_and_passes_on_cpu(tmp_path):
     assert on_cpu.returncode == 0 and "0 still failing" in on_cpu.stdout
 
 
+@pytest.mark.slow
 def test_builtin_inductor_cases_still_fail_under_inductor_only(tmp_path):
     """The curated cases found under torch.compile(backend="inductor") replay there (and only there: the eager
     replays above never take them)."""
@@ -140,6 +146,7 @@ def test_builtin_inductor_cases_still_fail_under_inductor_only(tmp_path):
         under_inductor.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_fuzz_finds_a_bug_within_a_visit_budget(tmp_path):
     """Visits, not seconds, bound the hunt: seed 2's first visit finds the bug on any machine.
     (Fuzz past a crash: tests/run/test_isolation.py.)"""
@@ -159,6 +166,7 @@ def test_fuzz_finds_a_bug_within_a_visit_budget(tmp_path):
     assert "torchcts replay" in result.stdout
 
 
+@pytest.mark.slow
 def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
@@ -177,6 +185,7 @@ def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
     assert list((tmp_path / "corpus").glob("*.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, value", [("--budget", "0s"), ("--budget", "ten minutes"), ("--budget", "9" * 400),
                                            ("--max-visits", "0"), ("--max-visits", "-3"), ("--max-visits", "ten"),
                                            ("--task-timeout", "nan")])
@@ -200,6 +209,7 @@ def test_clone_scenario(cts):
 '''
 
 
+@pytest.mark.slow
 def test_a_custom_scenario_case_replays_from_another_folder_with_its_manifest(tmp_path):
     """The replay command a failure prints names the manifest: a custom suite's case replays from anywhere."""
     import torch

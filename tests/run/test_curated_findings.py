@@ -71,6 +71,7 @@ def test_the_scripts_are_what_export_writes_today():
         assert script.read_text() == export_script(path), f"{script.name} is not the current export: {REGENERATE}"
 
 
+@pytest.mark.slow
 def test_the_eager_scripts_reproduce_with_torch_alone():
     """Each meta finding's script, run with plain Python, exits 1 REPRODUCED (a script gap exits 0, as documented)."""
     eager = [SCRIPTS / f"{path.stem}.py" for path in builtin_cases(None)]
@@ -85,6 +86,7 @@ def test_the_eager_scripts_reproduce_with_torch_alone():
             assert result.returncode == 1 and "REPRODUCED" in result.stdout, (script.name, result.stdout + result.stderr)
 
 
+@pytest.mark.slow
 def test_a_third_party_backends_script_says_it_cannot_run_without_its_package():
     """Exit 2, one line naming the module, where the backend's package is not installed (CI's case)."""
     openvino = [p for p in curated() if load_case(p).backend == "openvino"]

@@ -8,7 +8,11 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
+import pytest
+
 from torchcts.results.writer import read_records
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
 MANIFEST = '''manifest = {"manifest_version": 1, "device_name": "faulty", "backend_import": "torchcts.testing.faulty",
     "semantic_level": 2, "supported_dtypes": {"float32": True, "bfloat16": False, "float16": "^sub"},

@@ -96,6 +96,7 @@ def _report_file(folder: Path, name: str) -> str:
     return found[0].read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_missing_kernels_are_errors_that_name_the_overload(first_run):
     records = first_run["smoke"]["records"]
     missing = _missing(records)
@@ -109,6 +110,7 @@ def test_missing_kernels_are_errors_that_name_the_overload(first_run):
     assert max(_items_per_overload(records).values()) >= 2
 
 
+@pytest.mark.slow
 def test_the_corpus_holds_one_case_per_missing_overload(first_run):
     smoke = first_run["smoke"]
     missing = _missing(smoke["records"])
@@ -122,6 +124,7 @@ def test_the_corpus_holds_one_case_per_missing_overload(first_run):
     assert {str(p) for p in smoke["corpus"].rglob("*.json")} == cases | others
 
 
+@pytest.mark.slow
 def test_the_wrong_value_bug_is_a_failure_not_buried(first_run):
     smoke = first_run["smoke"]
     neg = next(r for r in smoke["records"] if r["item"] == NEG_ITEM)
@@ -133,6 +136,7 @@ def test_the_wrong_value_bug_is_a_failure_not_buried(first_run):
     assert NEG_ITEM in _report_file(smoke["folder"], "scorecard.md")
 
 
+@pytest.mark.slow
 def test_the_console_stays_short(first_run):
     console = first_run["smoke"]["console"]
     lines = console.splitlines()
@@ -143,6 +147,7 @@ def test_the_console_stays_short(first_run):
     assert summary, console[-3000:]  # a run summary line says how many distinct kernels are missing
 
 
+@pytest.mark.slow
 def test_run_json_counts_the_distinct_missing_kernels(first_run):
     smoke = first_run["smoke"]
     per_overload = _items_per_overload(smoke["records"])
@@ -153,6 +158,7 @@ def test_run_json_counts_the_distinct_missing_kernels(first_run):
     assert all(o["dispatch_key"] == "PrivateUse1" for o in summary["overloads"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("report", ["scorecard.md", "report.html", "junit.xml"])
 def test_the_reports_group_missing_kernels_by_overload_most_items_first(first_run, report):
     smoke = first_run["smoke"]
@@ -170,6 +176,7 @@ def test_the_reports_group_missing_kernels_by_overload_most_items_first(first_ru
     assert [per_overload[o] for o in in_order] == sorted(per_overload.values(), reverse=True)
 
 
+@pytest.mark.slow
 def test_a_probed_draft_manifest_runs_without_missing_kernels(first_run):
     probe = first_run["probe"]
     assert probe.returncode == 0, probe.stdout[-3000:]

@@ -62,6 +62,7 @@ def first_runs(tmp_path_factory):
     return folder, run(folder), run_hang(folder)
 
 
+@pytest.mark.slow
 def test_known_crashes_are_isolated_and_the_run_completes(first_runs):
     cwd, (result, folder, items), _ = first_runs
     assert result.returncode == 1, result.stdout[-3000:]
@@ -85,6 +86,7 @@ def test_known_crashes_are_isolated_and_the_run_completes(first_runs):
     assert data["coverage"]["complete"] and {f["outcome"] for f in data["failures"]} == {"crashed"}
 
 
+@pytest.mark.slow
 def test_a_known_hang_is_timed_out_on_any_machine_and_the_run_completes(first_runs):
     cwd, _, (result, folder, items) = first_runs
     assert result.returncode == 1, result.stdout[-3000:]
@@ -100,6 +102,7 @@ def test_a_known_hang_is_timed_out_on_any_machine_and_the_run_completes(first_ru
     assert data["coverage"]["complete"] and {f["outcome"] for f in data["failures"]} == {"timed_out"}
 
 
+@pytest.mark.slow
 def test_a_second_run_isolates_them_from_evidence_alone(first_runs, tmp_path):
     cwd = tmp_path / "again"
     shutil.copytree(first_runs[0], cwd)  # the crash and the hang of the first runs are the evidence
@@ -115,6 +118,7 @@ def test_a_second_run_isolates_them_from_evidence_alone(first_runs, tmp_path):
     assert "isolated" not in items[ABS]
 
 
+@pytest.mark.slow
 def test_a_run_killed_by_a_crash_leaves_evidence_for_the_next(cwd):
     """forward only: layout reaches the same crash, and one crashing item is what this test is about."""
     died, folder, items = run(cwd, "--property", "forward", "--known-segfault-policy", "off",
@@ -127,6 +131,7 @@ def test_a_run_killed_by_a_crash_leaves_evidence_for_the_next(cwd):
     assert "died while it ran" in items[CRASH]["isolated"]
 
 
+@pytest.mark.slow
 def test_subprocess_per_test_keeps_every_outcome(cwd):
     plain = run(cwd, "--known-segfault-policy", "off", "--adaptive-isolation", "off", "--max-examples", "15",
                 bugs="storage_offset_ignored", results="plain")[2]
@@ -142,6 +147,7 @@ def test_subprocess_per_test_keeps_every_outcome(cwd):
     assert failed and all(r["counterexample"]["path"] for r in failed)
 
 
+@pytest.mark.slow
 def test_known_crash_audit_and_bad_ledgers(cwd):
     def torchcts_run(*args):
         return subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", *args],
@@ -159,6 +165,7 @@ def test_known_crash_audit_and_bad_ledgers(cwd):
     assert "unknown field(s) dtype" in bad.stderr + bad.stdout
 
 
+@pytest.mark.slow
 def test_fuzz_keeps_going_past_a_crash_and_shrinks_it_into_a_replayable_crash_case(cwd):
     """A visit budget, not seconds: seed 11 visits hypot first (it crashes, and its visit is replayed
     case by case to shrink the crash), then abs, whose third visit of the run finds the storage-offset bug."""

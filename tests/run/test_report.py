@@ -86,6 +86,7 @@ def check_html(text):
     assert "<script" not in text
 
 
+@pytest.mark.slow
 def test_complete_run_report_matches_its_records(runs):
     cwd, clean, _, _ = runs
     records = read_records(clean)
@@ -125,6 +126,7 @@ def test_complete_run_report_matches_its_records(runs):
     assert 'id="heatmap"' in out["html"] and 'id="level-chart"' in out["html"] and 'id="partial"' not in out["html"]
 
 
+@pytest.mark.slow
 def test_failures_show_counterexample_and_replay(runs):
     cwd, _, buggy, _ = runs
     records = read_records(buggy)
@@ -143,6 +145,7 @@ def test_failures_show_counterexample_and_replay(runs):
     check_html(out["html"])
 
 
+@pytest.mark.slow
 def test_baseline_lists_regressions(runs):
     cwd, clean, buggy, _ = runs
     out = report(cwd, buggy)  # auto: the clean run has the same hardware key, device and torch
@@ -157,6 +160,7 @@ def test_baseline_lists_regressions(runs):
     assert report(cwd, clean)["json"]["baseline"] is None  # nothing earlier
 
 
+@pytest.mark.slow
 def test_partial_run_is_marked_and_gets_no_percentage(runs):
     cwd, _, _, partial = runs
     assert json.loads((partial / "run.json").read_text())["status"] == "partial"
@@ -167,6 +171,7 @@ def test_partial_run_is_marked_and_gets_no_percentage(runs):
     check_html(out["html"])
 
 
+@pytest.mark.slow
 def test_report_needs_a_run_folder(tmp_path):
     result = cli(tmp_path, "report")
     assert result.returncode == 2 and "no run folder" in result.stderr
@@ -176,6 +181,7 @@ def test_report_needs_a_run_folder(tmp_path):
     assert broken.returncode == 2 and "run.json: unreadable" in broken.stderr
 
 
+@pytest.mark.slow
 def test_show_skips_lists_reasons_without_running(tmp_path):
     (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="faulty"))
     result = cli(tmp_path, "show-skips", "--device", "faulty", "--level", "1", "--ops", "^(add|abs)$")
@@ -188,6 +194,7 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
     assert bad.returncode == 2 and "float33" in bad.stderr
 
 
+@pytest.mark.slow
 def test_report_path_imports_no_torch():
     code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data, torchcts.core.outcomes; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
@@ -197,6 +204,7 @@ def test_report_path_imports_no_torch():
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it where it can)")
 def test_html_report_opens_in_headless_chromium(runs, tmp_path):
     cwd, _, buggy, _ = runs
@@ -213,6 +221,7 @@ def test_html_report_opens_in_headless_chromium(runs, tmp_path):
     assert not page_errors, page_errors
 
 
+@pytest.mark.slow
 def test_the_html_report_shows_a_coverage_audit_found_beside_the_runs(runs, tmp_path):
     """A coverage audit in <results dir>/coverage/audit.json becomes a section of report.html; a damaged one is
     left out with a warning naming it, and the report is still written."""

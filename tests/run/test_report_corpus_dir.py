@@ -12,6 +12,8 @@ import pytest
 
 from torchcts.manifest.templates import render_template
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 SAFETY_NET_S = 600
 CASE = "missing-kernel-faulty-PrivateUse1-aten.trunc.json"
 

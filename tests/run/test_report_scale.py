@@ -394,6 +394,7 @@ def chromium(tmp_path, *args):
          "--window-size=1366,768", *args], capture_output=True, text=True, timeout=600)  # a safety net only
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it where it can)")
 def test_html_report_fits_a_laptop_screen_in_headless_chromium(synthetic, tmp_path):
     """The done-when check of issue 15: 500 failures at 1366x768, no horizontal overflow of the page,

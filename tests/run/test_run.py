@@ -40,6 +40,7 @@ def by_item(records):
     return {r["item"]: r for r in records}
 
 
+@pytest.mark.slow
 def test_validation_run_passes_and_accounts_for_everything(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--validation", "--level", "3", "--derandomize")
     assert result.returncode == 0, result.stdout[-3000:]
@@ -61,6 +62,7 @@ def test_validation_run_passes_and_accounts_for_everything(tmp_path, manifest):
     assert all(r["reason"] for r in records if r["outcome"] not in ("passed",))
 
 
+@pytest.mark.slow
 def test_a_seeded_bug_fails_the_run_and_its_record_says_why(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--device", "faulty", "--level", "2", "--derandomize",
                          bugs="noncontiguous_add")
@@ -72,6 +74,7 @@ def test_a_seeded_bug_fails_the_run_and_its_record_says_why(tmp_path, manifest):
     assert items["forward::abs::function::float32"]["outcome"] == "passed"
 
 
+@pytest.mark.slow
 def test_device_errors_are_errors_not_skips(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--device", "faulty", "--level", "1", "--derandomize",
                          "--ops", "^hypot$", bugs="")
@@ -80,6 +83,7 @@ def test_device_errors_are_errors_not_skips(tmp_path, manifest):
     assert by_item(records)["forward::hypot::function::float32"]["outcome"] == "passed"
 
 
+@pytest.mark.slow
 def test_derandomized_runs_execute_identical_cases(tmp_path, manifest):
     _, first = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="a")
     _, second = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="b")
@@ -88,6 +92,7 @@ def test_derandomized_runs_execute_identical_cases(tmp_path, manifest):
     assert prints[0] == prints[1] and any(prints[0].values())
 
 
+@pytest.mark.slow
 def test_seeded_runs_repeat_with_the_printed_seed(tmp_path, manifest):
     result, first = run(tmp_path, manifest, "--validation", "--level", "1", "--seed", "1234", results="a")
     _, second = run(tmp_path, manifest, "--validation", "--level", "1", "--seed", "1234", results="b")
@@ -97,6 +102,7 @@ def test_seeded_runs_repeat_with_the_printed_seed(tmp_path, manifest):
     assert prints[0] == prints[1]
 
 
+@pytest.mark.slow
 def test_interrupted_run_keeps_its_records_and_is_partial(tmp_path, manifest):
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--validation", "--dtype",
                "float32", "--level", "2", "--max-examples", "20", "--results-dir", str(tmp_path / "results")]
@@ -125,6 +131,7 @@ def test_bad_run_arguments_exit_2():
 
 # -- targets and the backward property ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_meta_compares_metadata_and_calls_data_dependent_cases_unavailable(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--device", "meta", "--level", "3", "--derandomize",
                          "--ops", "^(add|nonzero|masked_select|mm|tensor_split|gather)$")
@@ -146,6 +153,7 @@ def test_meta_compares_metadata_and_calls_data_dependent_cases_unavailable(tmp_p
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_compiled_ops_are_compared_with_eager_cpu(tmp_path, manifest):
     result, folder = run(tmp_path, manifest, "--device", "cpu", "--compile", "aot_eager", "--level", "1",
                          "--derandomize", "--ops", "^(add|sum)$", "--max-examples", "3")
@@ -156,6 +164,7 @@ def test_compiled_ops_are_compared_with_eager_cpu(tmp_path, manifest):
     assert items["forward::add::function::float32"]["examples"] == 3
 
 
+@pytest.mark.slow
 def test_backward_gradients_match_on_cpu_and_a_bug_in_backward_is_caught(tmp_path, manifest):
     args = ("--level", "4", "--derandomize", "--property", "backward", "--ops", "^(mul|abs|sort)$")
     result, folder = run(tmp_path, manifest, "--validation", *args, results="clean")

@@ -54,6 +54,7 @@ def test_every_layout_keeps_the_bytes_in_order_and_fills_around_them(data):
     assert int((storage == 0xA5).sum()) >= storage.numel() - packed.numel()
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_shrunk_container_is_the_simplest():
     from hypothesis import find
 

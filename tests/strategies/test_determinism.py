@@ -5,6 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 DRAW_FINGERPRINTS = r'''
 import json, sys
 import torch

@@ -4,6 +4,7 @@ import math
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from torchcts.strategies import fingerprint
@@ -44,6 +45,7 @@ def test_sparse_and_nested_are_fingerprinted_by_content():
                                                                          layout=torch.jagged))
 
 
+@pytest.mark.slow
 def test_fingerprint_is_the_same_in_another_process():
     code = "import torch; from torchcts.strategies import fingerprint; print(fingerprint(torch.arange(5.0).t(), {'k': (1, 2.5)}))"
     outputs = {

@@ -11,6 +11,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 DRAW = r'''
 import importlib, json, sys
 sys.path.insert(0, sys.argv[1])

@@ -44,6 +44,7 @@ def _near_limit(case) -> bool:
     return any("near-limit" in note for note in case.transforms)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_level_two_half_precision_cases_get_near_limit_values_that_shrink_to_one():
     mul = find_op("mul")
     found = find(opinfo_samples(mul, torch.float16, level=2), _near_limit,

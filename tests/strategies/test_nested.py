@@ -82,6 +82,7 @@ def test_nested_tensors_respect_their_limits(dtype, data):
     assert dtype not in JAGGED_ONLY or nt.layout == torch.jagged
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("layout", [torch.jagged, torch.strided], ids=str)
 def test_zero_length_components_are_reachable(layout):
     some = small_find(nested_tensors(torch.float32, layouts=(layout,)),
@@ -99,6 +100,7 @@ def test_each_jagged_form_is_reachable():
     assert small_find(strategy, lambda nt: nt._lengths is None and nt.is_contiguous()).layout == torch.jagged
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_simplest_is_one_jagged_component_of_length_one():
     nt = small_find(nested_tensors(torch.float32), lambda nt: True)
     assert nt.layout == torch.jagged and [tuple(c.shape) for c in nt.unbind()] == [(1,)]

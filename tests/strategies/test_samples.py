@@ -87,11 +87,13 @@ def test_integer_arguments_keep_their_values(name):
     check()
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_shrinks_to_the_first_sample_unchanged():
     case = find(opinfo_samples(find_op("add"), torch.float32), lambda c: True)
     assert case.sample_index == 0 and case.transforms == ()
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_non_contiguous_failure_shrinks_to_one_relayout_of_the_first_sample():
     op = find_op("add")
     case = find(opinfo_samples(op, torch.float32), lambda c: not c.sample.input.is_contiguous())
@@ -101,6 +103,7 @@ def test_non_contiguous_failure_shrinks_to_one_relayout_of_the_first_sample():
     assert len(case.transforms) == 1 and case.transforms[0].startswith("input: ")
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_nan_failure_shrinks_to_a_single_nan():
     case = find(opinfo_samples(find_op("abs"), torch.float32), lambda c: bool(c.sample.input.isnan().any()))
     assert int(case.sample.input.isnan().sum()) == 1
@@ -122,6 +125,7 @@ def test_cases_that_cpu_rejects_fall_back_to_the_sample_layout():
     assert any(c.transforms and "dropped" not in c.transforms[0] for c in cases)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_manifest_caps_the_pool_and_decides_special_values():
     base = {"manifest_version": 1, "device_name": "cpu", "supported_dtypes": {"float32": True},
             "capabilities": {"inference": True}}

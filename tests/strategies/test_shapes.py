@@ -60,6 +60,7 @@ def test_invalid_arguments_are_rejected_eagerly():
         shapes(max_side=0)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_shapes_for_follows_level_and_resource_limits():
     from torchcts.manifest import parse_manifest
     from torchcts.strategies import shapes_for

@@ -174,6 +174,7 @@ def test_each_form_is_reachable(name):
     assert same_bits(s.to_dense(), dense)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_simplest_forms_are_coalesced_coo_without_hybrid_dims():
     assert small_find(sparse_tensors(torch.float32), lambda s: True).shape == ()
     s = small_find(sparse_forms(torch.ones(2, 3, 4)), lambda s: True)
@@ -184,6 +185,7 @@ def test_simplest_forms_are_coalesced_coo_without_hybrid_dims():
     assert s.layout == torch.sparse_coo and s.shape == (1, 1) and s._nnz() == 0
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_shape_no_layout_fits_falls_back_to_coo():
     s = small_find(sparse_forms(torch.arange(3.0), layouts=(torch.sparse_csr,)), lambda s: True)
     assert s.layout == torch.sparse_coo

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from hypothesis import find, settings
 from hypothesis import strategies as st
+import pytest
 
 from torchcts.strategies.values import (Fill, apply_special_table, draw_special_values, fill_tensor,
                                         special_table_mask, special_values)
@@ -49,6 +50,7 @@ def test_the_table_mask_draws_a_fixed_number_of_choices_shrinking_to_left_out():
     assert find(special_table_mask(6), lambda mask: True) == (0,) * 6
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_table_case_shrinks_to_the_one_special_value_that_matters(dtype=torch.float32):
     # only table-mode cases ("special values ..." notes) count: the shrinker must thin out the table
     table_case = find(_large_with_specials(dtype),

@@ -31,6 +31,7 @@ def test_no_overlap_when_the_tensor_may_be_written(t):
     t.add_(1)  # writable in place
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_overlapping_sliding_windows_are_reachable():
     t = find(tensors(torch.float32, min_dims=2), lambda t: is_overlapping(t) and not any(s == 0 for s in t.stride()))
     assert t.stride()[-2:] == (1, 1)

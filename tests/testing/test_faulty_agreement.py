@@ -7,6 +7,8 @@ import torch
 
 from torchcts.testing.faulty.agreement import EXPLAINED, check_agreement
 
+pytestmark = pytest.mark.slow  # runs long in-process (minutes on a busy machine; see tests/conftest.py, test tiers)
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_every_float32_opinfo_sample_agrees_with_cpu_or_is_explained():

@@ -119,12 +119,14 @@ def run_python(code: str, bugs: str, timeout: float = 600) -> subprocess.Complet
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_bugs_switch_on_from_the_environment_in_a_fresh_process():
     code = "import torch; print(torch.arange(1025.0, device='faulty').sum().item())"
     assert run_python(code, "").stdout.split() == [str(float(sum(range(1025))))]
     assert run_python(code, "tile_sum").stdout.split() == [str(float(sum(range(1024))))]
 
 
+@pytest.mark.slow
 def test_crash_bug_aborts_the_process_only_under_its_condition():
     code = "import torch; x = torch.ones({n}, device='faulty'); print(torch.hypot(x, x).cpu().sum().item())"
     assert run_python(code.format(n=3), "crash_hypot").returncode == 0
@@ -133,6 +135,7 @@ def test_crash_bug_aborts_the_process_only_under_its_condition():
     assert crashed.returncode == -signal.SIGABRT
 
 
+@pytest.mark.slow
 def test_hang_bug_sleeps_past_any_timeout_only_under_its_condition():
     """Timed from the call, not from the start: a slow torch import proves nothing about the op."""
     code = ("import torch; x = torch.ones({n}, device='faulty'); print('calling', flush=True); "

@@ -10,6 +10,7 @@ import sys
 
 import torch
 from hypothesis import given, settings
+import pytest
 
 from torchcts.strategies import place, relayouts, same_bits, tensors
 from torchcts.testing import faulty
@@ -104,6 +105,7 @@ def _prints_ok_in_a_child(program: str) -> None:
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
     """sparse.mm's amax/amin kernel keeps the argmax its backward reads only for inputs that require grad; the
     device's CPU data never does, so the device mirrors the flag (else the backward indexed an empty tensor and
@@ -122,6 +124,7 @@ def test_kernels_that_read_requires_grad_see_the_device_tensors_flag():
     _prints_ok_in_a_child(program)
 
 
+@pytest.mark.slow
 def test_autograds_zero_gradients_are_dense_zeros_on_the_device():
     """sgn's gradient is autograd's storage-less ZeroTensor on CPU; the device makes dense zeros (the device's
     kernels run below the ZeroTensor key, and reading it as data crashed the process). Run in a child."""

@@ -1,0 +1,78 @@
+"""The test tiers hold: a test outside `slow` that starts a program fails naming it; forks and slow tests pass.
+
+Runs tests/conftest.py's guard in an inner pytest session. Marked slow itself: the inner tests do try to start
+programs, and the guard of this (outer) session would blame this test for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+
+INNER_TESTS = '''
+import multiprocessing
+import os
+import subprocess
+
+import pytest
+
+
+def test_starts_a_subprocess():
+    subprocess.run(["true"], check=True)
+
+
+def test_hides_the_start_it_made():
+    try:
+        subprocess.run(["true"], check=True)
+    except BaseException:
+        pass
+
+
+def test_spawns_a_multiprocessing_worker():
+    worker = multiprocessing.get_context("spawn").Process(target=print)
+    worker.start()
+    worker.join()
+
+
+def test_forks():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+@pytest.mark.slow
+def test_marked_slow_starts_a_subprocess():
+    subprocess.run(["true"], check=True)
+
+
+def test_starts_nothing():
+    assert True
+'''
+
+
+@pytest.mark.slow
+def test_a_fast_test_that_starts_a_program_fails_naming_it(pytester):
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=3)
+    outcomes = {report.nodeid.split("::")[-1]: report.outcome
+                for report in result.reprec.getreports("pytest_runtest_logreport") if report.when == "call"}
+    assert outcomes == {"test_starts_a_subprocess": "failed", "test_hides_the_start_it_made": "failed",
+                        "test_spawns_a_multiprocessing_worker": "failed", "test_forks": "passed",
+                        "test_marked_slow_starts_a_subprocess": "passed", "test_starts_nothing": "passed"}
+    result.stdout.fnmatch_lines(["*test_inner.py::test_starts_a_subprocess starts a program (subprocess.Popen: true)"
+                                 " but is not marked slow*"])
+    result.stdout.fnmatch_lines(["*test_hides_the_start_it_made starts a program*"])
+    result.stdout.fnmatch_lines(["*test_spawns_a_multiprocessing_worker starts a program (multiprocessing.spawn*"])
+
+
+def test_the_fast_tier_leaves_out_exactly_the_slow_tests(pytester):
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-m", "not slow")
+    result.stdout.fnmatch_lines(["*5/6 tests collected (1 deselected)*"])

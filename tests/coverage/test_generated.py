@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis.errors import InvalidArgument
 
 from torchcts.cli.main import cli
-from torchcts.coverage import generated
+from torchcts.coverage import generated, generated_compute
 from torchcts.coverage.generated import GENERATED, generated_overloads, packaged_metadata
 from torchcts.strategies.schema_args import mutated_arguments, schema_arguments, unsupported
 
@@ -76,7 +76,7 @@ def test_the_packaged_list_is_fresh_for_the_installed_torch():
     """Recomputes the target set (relevant, no OpInfo reach by name) and the reasons known without running
     a kernel: they must equal the packaged list's (refresh: python -m torchcts.coverage.generated --refresh)."""
     assert packaged_metadata()["torch"] == torch.__version__
-    recomputed = generated.targets()
+    recomputed = generated_compute.targets()
     packaged = generated._packaged()[1]
     assert set(recomputed) == set(packaged), sorted(set(recomputed) ^ set(packaged))[:10]
     for name, status in recomputed.items():
@@ -85,8 +85,9 @@ def test_the_packaged_list_is_fresh_for_the_installed_torch():
 
 
 def test_a_probe_refuses_an_overload_cpu_never_accepts():
-    assert generated.probe("aten.detach_.default", tries=5).startswith("cannot generate: CPU's kernel rejected all 5")
-    assert generated.probe("aten.lift_fresh_copy.default", tries=5) is None
+    assert generated_compute.probe("aten.detach_.default", tries=5).startswith(
+        "cannot generate: CPU's kernel rejected all 5")
+    assert generated_compute.probe("aten.lift_fresh_copy.default", tries=5) is None
 
 
 def test_materialize_writes_deterministic_cases_that_replay(tmp_path, monkeypatch):

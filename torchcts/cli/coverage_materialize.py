@@ -10,6 +10,9 @@ command. Exit codes: 0 written, 2 bad input (an option, an --ops regex that matc
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import re
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,8 @@ def materialize(output: Path, per_overload: int, ops: str | None = None) -> dict
 
     import torchcts
     from torchcts.cases.files import new_case, write_case
-    from torchcts.coverage.generated import overload_seed, draw_accepted, generated_scenarios
+    from torchcts.coverage.generated import generated_scenarios
+    from torchcts.coverage.generated_compute import draw_accepted, overload_seed
     from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases
 
     pattern = re.compile(ops) if ops else None

@@ -32,7 +32,6 @@ import time
 from typing import Any, Callable, Protocol
 
 import pytest
-from _pytest import timing
 from pytest import TerminalReporter
 
 from torchcts.core.outcomes import PROBLEMS
@@ -45,6 +44,29 @@ TOP_MISSING = 10  # missing overloads named in the summary (all of them are in r
 ERROR_LINE_CHARS = 300
 DEFAULT_REPORT_CHARS = "fE"  # pytest's default -r: a different value was asked for
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # terminal colours and cursor moves an error text may carry
+
+
+# pytest >= 8.4 times the session with a clock object (`_session_start.elapsed().seconds`), older ones with a float
+_PYTEST_TIMES_WITH_CLOCK = pytest.version_tuple[:2] >= (8, 4)
+
+
+class _Elapsed:
+    """A span of the session: its `seconds`, as pytest's summary reads them."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+
+class SessionClock:
+    """When the session began, in the shape pytest's terminal summary reads (`elapsed().seconds`): pytest's own
+    clock lives in its private modules, which TorchCTS does not import."""
+
+    def __init__(self) -> None:
+        self.time = time.time()
+        self.perf_count = time.perf_counter()
+
+    def elapsed(self) -> _Elapsed:
+        return _Elapsed(time.perf_counter() - self.perf_count)
 
 
 class Screen(Protocol):
@@ -260,8 +282,8 @@ class QuietReporter(TerminalReporter):
 
     def _start(self, session: pytest.Session) -> None:
         self._session = session
-        instant = getattr(timing, "Instant", None)  # pytest >= 8.4 times the session with an Instant, older ones a float
-        self._session_start = instant() if instant is not None else timing.time()
+        # what pytest's own sessionstart (skipped when quiet) sets: its summary line times the session from it
+        self._session_start = SessionClock() if _PYTEST_TIMES_WITH_CLOCK else time.time()
 
     def pytest_collection(self) -> None:
         if not self.quiet:

@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import pytest
-from _pytest.outcomes import Exit
 
 from torchcts import interrupts
 from torchcts.cases.replay_items import ReplayItem
@@ -34,7 +33,7 @@ from torchcts.run_setup.errors import AuditDone, SessionError  # noqa: F401 - th
 from torchcts.run_setup.start import RunStart
 
 
-class RunStopped(Exit):
+class RunStopped(pytest.exit.Exception):  # pytest.exit's exception: pytest stops the session
     """A file of the run could not be written: pytest stops the session (the quiet console shows no banner
     for it; the summary's last line is the WriteError's)."""
 

@@ -77,9 +77,15 @@ class _ProgramGuard:
         self.nodeid: str | None = None
         self.pid = os.getpid()
         self.started: list[str] = []
+        self.fixture: tuple[str, str] | None = None  # the module- or session-wide fixture being set up, if one is
+        self.program_fixtures: set[tuple[str, str]] = set()  # such fixtures that started a program
 
     def check(self, event: str, args: tuple) -> None:
-        if self.nodeid is None or os.getpid() != self.pid:
+        if os.getpid() != self.pid:
+            return
+        if self.fixture is not None:
+            self.program_fixtures.add(self.fixture)
+        if self.nodeid is None:
             return
         command = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
         what = " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in command) or event
@@ -113,6 +119,34 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
     finally:
         _GUARD.nodeid = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Remember the wider-scoped fixtures that start a program, whichever test sets them up."""
+    if fixturedef.scope == "function":
+        return (yield)
+    outer, _GUARD.fixture = _GUARD.fixture, (fixturedef.baseid, fixturedef.argname)
+    try:
+        return (yield)
+    finally:
+        _GUARD.fixture = outer
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A fast test that uses a fixture which started a program fails even when a slow test set it up first: the
+    order of the tests must not decide whether the fast tier starts programs."""
+    result = yield
+    info = getattr(item, "_fixtureinfo", None)
+    if _GUARD.nodeid == item.nodeid and info is not None:
+        used = {(d.baseid, d.argname) for defs in info.name2fixturedefs.values() for d in defs}
+        starting = sorted(name for _, name in used & _GUARD.program_fixtures)
+        if starting:
+            raise ProgramInFastTest(f"{item.nodeid} uses {', '.join(starting)}, a fixture that starts a program, but "
+                                    "is not marked slow: mark it @pytest.mark.slow (the fast tier, `make test-fast`, "
+                                    "starts no programs)")
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

@@ -53,6 +53,26 @@ def test_starts_nothing():
     assert True
 '''
 
+SHARED_FIXTURE_TESTS = '''
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def cli_run():
+    return subprocess.run(["true"]).returncode
+
+
+@pytest.mark.slow
+def test_slow_sets_up_the_shared_run(cli_run):
+    assert cli_run == 0
+
+
+def test_fast_uses_the_shared_run(cli_run):
+    assert cli_run == 0
+'''
+
 
 @pytest.mark.slow
 def test_a_fast_test_that_starts_a_program_fails_naming_it(pytester):
@@ -69,6 +89,18 @@ def test_a_fast_test_that_starts_a_program_fails_naming_it(pytester):
                                  " but is not marked slow*"])
     result.stdout.fnmatch_lines(["*test_hides_the_start_it_made starts a program*"])
     result.stdout.fnmatch_lines(["*test_spawns_a_multiprocessing_worker starts a program (multiprocessing.spawn*"])
+
+
+@pytest.mark.slow
+def test_a_fast_test_using_a_fixture_that_started_a_program_fails_in_any_order(pytester):
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_shared=SHARED_FIXTURE_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")  # the slow test sets the fixture up first
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*test_fast_uses_the_shared_run uses cli_run, a fixture that starts a program*"])
+    fast_only = pytester.runpytest("-p", "no:cacheprovider", "-m", "not slow")  # the fast test sets it up
+    fast_only.assert_outcomes(errors=1, deselected=1)
+    fast_only.stdout.fnmatch_lines(["*test_fast_uses_the_shared_run starts a program (subprocess.Popen: true)*"])
 
 
 def test_the_fast_tier_leaves_out_exactly_the_slow_tests(pytester):

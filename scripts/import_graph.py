@@ -4,7 +4,7 @@ Every `import` and `from ... import` between torchcts modules is an edge: those 
 inside functions alike (a function-level import still ties the two modules together, it only hides the tie
 from a start-up cycle), but not those under `if TYPE_CHECKING:` (they never run). An import of
 `torchcts.a.b` from outside the package `torchcts.a` also runs `torchcts/a/__init__.py`, so it is an edge to
-`torchcts.a` too. The modules come from disk on every call, through the `package-dir` map of
+`torchcts.a` too, unless that `__init__` imports no torchcts module (then it ties nothing together). The modules come from disk on every call, through the `package-dir` map of
 pyproject.toml (`strategies/` is `torchcts.strategies`), so the graph follows moved and split modules.
 
 The layer contract (`tests/test_layers.py`, docs/architecture.md) is checked over this graph by
@@ -110,20 +110,34 @@ def _reason(lines: list[str], node: ast.stmt) -> str:
     return above[1:].strip() if above.startswith("#") else ""
 
 
+MODULE_REASON = "# imports inside functions:"  # a module-level comment giving the reason of all of a module's ones
+
+
+def _module_reason(lines: list[str]) -> str:
+    """The reason a module gives once for its function-level imports (`MODULE_REASON` at column 0), or ""."""
+    found = next((line for line in lines if line.startswith(MODULE_REASON)), "")
+    return found[len(MODULE_REASON):].strip()
+
+
 def read_imports(modules: Mapping[str, Path]) -> list[Import]:
     """Every import edge between the modules (module level and function level; TYPE_CHECKING left out)."""
+    trees = {module: ast.parse(path.read_text(), str(path)) for module, path in modules.items()}
+    # a package whose __init__ imports no torchcts module ties nothing together: no edge to it is implied
+    inert = {module for module, path in modules.items() if path.name == "__init__.py" and not any(
+        _resolve(node, module, True, modules) for node, _ in _statements(trees[module]))}
     edges: list[Import] = []
     for module, path in modules.items():
         source = path.read_text()
         lines = source.splitlines()
         is_package = path.name == "__init__.py"
         own_packages = {module.rsplit(".", depth)[0] for depth in range(module.count(".") + 1)}
-        for node, in_function in _statements(ast.parse(source, str(path))):
-            reason = _reason(lines, node) if in_function else ""
+        for node, in_function in _statements(trees[module]):
+            reason = (_reason(lines, node) or _module_reason(lines)) if in_function else ""
             for target in _resolve(node, module, is_package, modules):
                 # importing torchcts.a.b runs the __init__ of each package above it that the importer is not in
                 parts = target.split(".")
                 implied = [".".join(parts[:depth]) for depth in range(1, len(parts))]
+                implied = [name for name in implied if name not in inert]
                 for name in [*implied, target]:
                     if name in modules and name != module and name not in own_packages:
                         edges.append(Import(module, name, node.lineno, in_function, reason))
@@ -199,8 +213,9 @@ def external_imports(modules: Mapping[str, Path]) -> dict[str, set[str]]:
 
 def unit_of(module: str, units: Iterable[str]) -> str | None:
     """The declared unit (package or module) a module belongs to: the longest declared name it is, or is under
-    (the root package `torchcts` names only its own `__init__`)."""
-    matches = [unit for unit in units if module == unit or ("." in unit and module.startswith(unit + "."))]
+    (the root package `torchcts` names only its own `__init__`; `name*` names every module whose name starts so)."""
+    matches = [unit for unit in units if module == unit or ("." in unit and module.startswith(unit + "."))
+               or (unit.endswith("*") and module.startswith(unit[:-1]))]
     return max(matches, key=len) if matches else None
 
 
@@ -239,6 +254,14 @@ def layer_violations(table: LayerTable, modules: Mapping[str, Path], edges: Iter
     problems += [f"exception {source} -> {target} no longer occurs: remove it from the layer table"
                  for source, target in sorted(set(table.exceptions) - used)]
     return list(dict.fromkeys(problems))
+
+
+def render_layers(table: LayerTable, prefix: str = "torchcts.") -> str:
+    """The layer table as docs/architecture.md shows it: highest layer first, one line each."""
+    width = max(len(name) for name, _ in table.layers)
+    lines = [f"{name:<{width}}  " + ", ".join(unit.removeprefix(prefix) for unit in units)
+             for name, units in reversed(table.layers)]
+    return "\n".join(lines)
 
 
 def mutual_pairs(edges: Iterable[Import], units: Iterable[str]) -> list[tuple[str, str]]:

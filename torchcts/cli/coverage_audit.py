@@ -7,6 +7,9 @@ import torch inside the command. Exit codes: 0 done, 1 what `check`'s flags make
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import json
 import time
 from pathlib import Path
@@ -59,7 +62,7 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     from torchcts.coverage.evidence import EvidenceError
     from torchcts.coverage.exclusions import ExclusionsError
     from torchcts.coverage.generated import GeneratedListError
-    from torchcts.coverage.inventory import inventory_document
+    from torchcts.coverage.exclusions import inventory_document
     from torchcts.coverage.opinfo_trace import TraceFileError
     from torchcts.coverage.summary import render_markdown
     from torchcts.manifest import ManifestError

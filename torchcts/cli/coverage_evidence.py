@@ -5,6 +5,9 @@ Parses its options, calls `torchcts.coverage.evidence.collect_run`, and prints w
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 from pathlib import Path
 
 import click

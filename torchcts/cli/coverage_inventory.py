@@ -7,6 +7,9 @@ names are warnings), 2 bad input (a malformed exclusions file, named with its en
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import json
 import time
 from pathlib import Path
@@ -20,8 +23,8 @@ DEFAULT_OUTPUT = Path("results") / "coverage" / "inventory.json"
 
 
 def build_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """inventory.json's content and the exclusion warnings (`torchcts.coverage.inventory.inventory_document`)."""
-    from torchcts.coverage.inventory import inventory_document
+    """inventory.json's content and the exclusion warnings (`torchcts.coverage.exclusions.inventory_document`)."""
+    from torchcts.coverage.exclusions import inventory_document
 
     return inventory_document(project_dir)
 

@@ -3,6 +3,9 @@ pytest's own cache options refused with a pointer to it (`torchcts run` keeps no
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import sys
 from pathlib import Path
 

@@ -7,6 +7,9 @@ torch, the manifest model and the property registry load inside the commands tha
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import os
 import sys
 

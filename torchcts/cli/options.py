@@ -6,6 +6,9 @@ Nothing here imports torch: `torchcts --help` and `torchcts report` start withou
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence

@@ -6,6 +6,9 @@ device against the CPU oracle into a run folder that `torchcts report --from` re
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import collections
 import datetime
 import sys

@@ -5,6 +5,9 @@ options, calls one function of the library, and exits with its status.
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 import sys
 from pathlib import Path
 

@@ -8,6 +8,9 @@ this module is imported (`torchcts --help` and `torchcts report` stay fast).
 
 from __future__ import annotations
 
+# imports inside functions: each command loads what it runs, so `torchcts --help` and the torch-free commands
+# (report, triage's reading, completion) start without torch or the op database
+
 from pathlib import Path
 from typing import Any, Callable, Iterable
 

@@ -161,7 +161,7 @@ ARTIFACTS = ("inventory.json", "audit.json", "unknowns.json", "unmapped-tests.js
 
 def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str, str]], summary: str,
                     inventory: dict[str, Any]) -> list[Path]:
-    """Write the `ARTIFACTS` into `folder` (`inventory`: `inventory.inventory_document`'s content, the same file
+    """Write the `ARTIFACTS` into `folder` (`inventory`: `exclusions.inventory_document`'s content, the same file
     `coverage inventory` writes), each atomically (a CI step reading one sees the old file or the new one);
     their paths."""
     from torchcts.coverage.atomic import write_atomic

@@ -28,6 +28,9 @@ from typing import Any, Iterable
 import attrs
 
 from torchcts.core.overload_names import IDENT, OVERLOAD_NAME
+from torchcts.coverage.inventory import SCHEMA_VERSION as INVENTORY_SCHEMA_VERSION
+from torchcts.coverage.inventory import inventory_metadata, inventory_names, load_inventory
+from torchcts.coverage.relevance import RULES
 
 PACKAGED = Path(__file__).with_name("exclusions.json")
 PACKAGED_SOURCE = "torchcts/coverage/exclusions.json"  # how a packaged entry's source is spelled
@@ -208,12 +211,6 @@ def _installed_torch() -> str:
     return torch.__version__
 
 
-def _installed_names() -> frozenset[str]:
-    from torchcts.coverage.inventory import inventory_names
-
-    return inventory_names()
-
-
 def _active(entry: Exclusion, torch_version: str) -> bool:
     if entry.torch is None:
         return True
@@ -264,5 +261,31 @@ def load_exclusions(project_dir: Path | str | None = None, *, packaged: Path | N
     torch_version = torch_version or _installed_torch()
     active = tuple(entry for entry in entries if _active(entry, torch_version))
     inactive = tuple(entry for entry in entries if not _active(entry, torch_version))
-    names = _installed_names() if names is None else names
+    names = inventory_names() if names is None else names
     return Exclusions(active, tuple(_stale(active, names, torch_version)), tuple(_repeats(entries)), inactive)
+
+
+def inventory_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """inventory.json's content (every overload with the exclusion that applies to it, the rules, the counts) and
+    the exclusion warnings; ExclusionsError for a malformed exclusions file. `coverage inventory` and
+    `coverage audit` both write it."""
+    entries = load_inventory()
+    exclusions = load_exclusions(project_dir)
+    overloads = []
+    for entry in entries:
+        hit = exclusions.match(entry.name)
+        excluded = None if hit is None else {"reason": hit.reason, "source": hit.source}
+        overloads.append(entry.to_json() | {"excluded": excluded})
+    metadata = inventory_metadata()
+    metadata["counts"]["excluded"] = sum(o["excluded"] is not None for o in overloads)
+    metadata["counts"]["relevant_excluded"] = sum(o["excluded"] is not None and o["relevant"] for o in overloads)
+    warnings = list(exclusions.problems) + list(exclusions.repeats)
+    document = {
+        "schema_version": INVENTORY_SCHEMA_VERSION,
+        "metadata": metadata,
+        "rules": [{"id": r.id, "relevant": r.relevant, "why": r.why, "capability": r.capability}
+                  for r in RULES],
+        "exclusion_warnings": warnings,
+        "overloads": overloads,
+    }
+    return document, warnings

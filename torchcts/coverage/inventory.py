@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import platform
 from collections import Counter
-from pathlib import Path
 from typing import Any, Callable
 
 import attrs
@@ -228,31 +227,3 @@ def inventory_metadata() -> dict[str, Any]:
             "per_rule": {rule.id: rules.get(rule.id, 0) for rule in relevance.RULES},
         },
     }
-
-
-def inventory_document(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """inventory.json's content (every overload with the exclusion that applies to it, the rules, the counts) and
-    the exclusion warnings; ExclusionsError for a malformed exclusions file. `coverage inventory` and
-    `coverage audit` both write it."""
-    from torchcts.coverage.exclusions import load_exclusions
-
-    entries = load_inventory()
-    exclusions = load_exclusions(project_dir)
-    overloads = []
-    for entry in entries:
-        hit = exclusions.match(entry.name)
-        excluded = None if hit is None else {"reason": hit.reason, "source": hit.source}
-        overloads.append(entry.to_json() | {"excluded": excluded})
-    metadata = inventory_metadata()
-    metadata["counts"]["excluded"] = sum(o["excluded"] is not None for o in overloads)
-    metadata["counts"]["relevant_excluded"] = sum(o["excluded"] is not None and o["relevant"] for o in overloads)
-    warnings = list(exclusions.problems) + list(exclusions.repeats)
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "metadata": metadata,
-        "rules": [{"id": r.id, "relevant": r.relevant, "why": r.why, "capability": r.capability}
-                  for r in relevance.RULES],
-        "exclusion_warnings": warnings,
-        "overloads": overloads,
-    }
-    return document, warnings

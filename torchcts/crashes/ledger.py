@@ -148,7 +148,7 @@ def _check_property(where: str, name: Any) -> None:
 def _dtypes(where: str, dtypes: Any) -> tuple[str, ...] | None:
     if dtypes is None:
         return None
-    from torchcts import dtypes as dtype_names
+    from torchcts import dtypes as dtype_names  # torch: only a rule that names dtypes needs it
 
     if not isinstance(dtypes, list) or not dtypes or not all(isinstance(d, str) and dtype_names.lookup(d)
                                                              for d in dtypes):
@@ -159,7 +159,7 @@ def _dtypes(where: str, dtypes: Any) -> tuple[str, ...] | None:
 def _cases(where: str, kind: str, raw: dict) -> tuple[str, ...] | None:
     if "cases" not in raw:
         return None
-    from torchcts.crashes.traits import TRAITS
+    from torchcts.crashes.traits import TRAITS  # torch: only an oracle rule that names case traits needs it
 
     value = raw["cases"]
     if kind != ORACLE:

@@ -53,3 +53,15 @@ def first_line(exc: BaseException) -> str:
     """The first line of an exception's message ("" for none): what a one-line finding quotes."""
     text = str(exc)
     return text.splitlines()[0] if text else ""
+
+
+ORACLE_PHASE, DEVICE_PHASE = 1, 0  # the shared phase byte of a case's child: whose code it ran when it died
+
+
+class CaseError(RuntimeError):
+    """A case's child raised an exception the engine does not classify by type (a TypeError in the
+    check): the parent's stand-in for it, `<Type>: <message>`, classified as a harness error."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message = type_name, message

@@ -14,24 +14,18 @@ An oracle death is remembered per case: a rerun of that case gets the same verdi
 from __future__ import annotations
 
 import mmap
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from torchcts.engine import item_warnings
-from torchcts.engine.context import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseContext, CaseCrashed,
-                                     CpuRejects, MissingKernelError, case_fingerprint)
+from torchcts.engine.case_errors import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseCrashed, CaseError,
+                                         CpuRejects, MissingKernelError)
+from torchcts.engine.case_samples import case_fingerprint
 from torchcts.engine.missing_kernels import MissingKernel
 from torchcts.engine.targets import CaseUnavailable
-from torchcts.isolation.fork import run_forked
-from torchcts.probe.runner import AUTOGRAD_AFTER_FORK
+from torchcts.isolation.fork import AUTOGRAD_AFTER_FORK, run_forked
 
-
-class CaseError(RuntimeError):
-    """A case's child raised an exception the engine does not classify by type (a TypeError in the
-    check): the parent's stand-in for it, `<Type>: <message>`, classified as a harness error."""
-
-    def __init__(self, type_name: str, message: str):
-        super().__init__(f"{type_name}: {message}")
-        self.type_name, self.message = type_name, message
+if TYPE_CHECKING:
+    from torchcts.engine.context import CaseContext
 
 
 def check_forked(context: CaseContext, check: Callable[[Any], None], case: Any, timeout_s: float) -> None:

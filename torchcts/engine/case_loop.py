@@ -18,6 +18,7 @@ from torchcts.cases.reduce import reduce_case
 from torchcts.cases.replay_items import stored_values_problem
 from torchcts.engine.case_errors import (CompileBudgetSpent, CpuRejects, HarnessDefect, MissingKernelError,
                                          MissingKernelFound)
+from torchcts.engine.case_fork import check_forked
 from torchcts.engine.case_samples import case_fingerprint
 from torchcts.engine import compile_target  # its SHRINK_COMPILE_BUDGET read when used (tests set it)
 from torchcts.engine.hypothesis_profile import collecting_statistics, item_settings, merge_statistics
@@ -176,7 +177,6 @@ def call_case(cts: CaseContext, check: Callable[[Any], None], case: Any, fingerp
         if timeout is None:
             check(case)
         else:
-            from torchcts.engine.case_fork import check_forked  # lazy: case_fork imports context, which imports this
 
             check_forked(cts, check, case, timeout)
 

@@ -21,8 +21,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.engine import case_compare, case_loop, cpu_rejection, error_cause, missing_kernels, oracle, ulp_oracle
-from torchcts.engine.case_errors import (BackendError, CaseCrashed, CpuRejects, HarnessDefect,  # noqa: F401
-                                         MissingKernelError, first_line)  # (re-exported: suites import them here)
+from torchcts.engine.case_errors import (DEVICE_PHASE, ORACLE_PHASE, BackendError, CaseCrashed,  # noqa: F401
+                                         CpuRejects, HarnessDefect, MissingKernelError,
+                                         first_line)  # (re-exported: suites import them here)
 from torchcts.engine.case_samples import case_fingerprint, contiguous_twin, filled_twin  # noqa: F401  (re-exported)
 from torchcts.engine.dispatch_trace import traced
 from torchcts.plan.build import PlanItem
@@ -31,9 +32,6 @@ from torchcts.strategies import Case, Placement, place
 from torchcts.strategies.samples import cpu_pinned_paths
 from torchcts.strategies.opinfo_inputs import error_inputs
 from torchcts.strategies.seeding import seeded_globals
-
-
-ORACLE_PHASE, DEVICE_PHASE = 1, 0  # the shared phase byte of a case's child
 
 
 def item_seed(item_id: str, run_seed: int | None, versions: str) -> int:

@@ -29,6 +29,7 @@ import attrs
 
 from torchcts.cases.files import CaseFileError
 from torchcts.engine import device_findings
+from torchcts.engine.case_errors import BackendError, CaseCrashed, CaseError, HarnessDefect, MissingKernelError
 from torchcts.core.outcomes import NOT_RUN, Outcome
 
 ERROR_CHARS = 4000  # an error summary or traceback in a record is at most this long
@@ -107,8 +108,6 @@ def compile_wrappers(exc: BaseException) -> tuple[str, ...]:
 
 
 def _classify(exc: BaseException, show_traceback: bool, device_type: str) -> Verdict:
-    from torchcts.engine.context import BackendError, CaseCrashed, MissingKernelError
-
     if isinstance(exc, NotRun):
         return Verdict(exc.outcome, exc.reason)
     error = error_text(exc, show_traceback)
@@ -140,7 +139,6 @@ def certainly_torchcts(exc: BaseException, device_type: str) -> bool:
     the standard library's frames on the way (`backend_exits.only_own_frames`) that is no RuntimeError (what torch's
     C++ raises for a device's failure, from whichever Python frame called it) nor a case child's stand-in."""
     from torchcts import backend_exits
-    from torchcts.engine.context import HarnessDefect
 
     if isinstance(exc, HarnessDefect) or device_type.partition(":")[0] == "cpu":
         return True
@@ -159,8 +157,6 @@ def error_text(exc: BaseException, show_traceback: bool = False) -> str:
     """`Type: message` and the exception's notes, or with `show_traceback` its whole traceback (its last
     ERROR_CHARS characters: the exception itself is at the end). A case child's `CaseError` names the
     child's exception type, as the same exception raised in one process would."""
-    from torchcts.engine.case_fork import CaseError
-
     if show_traceback:
         return "".join(traceback.format_exception(exc))[-ERROR_CHARS:]
     text = str(exc) if isinstance(exc, CaseError) else f"{type(exc).__name__}: {exc}"

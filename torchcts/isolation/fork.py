@@ -33,6 +33,9 @@ from torchcts.parent_death import die_with_parent
 
 OUTPUT_TAIL_CHARS = 4000
 FORK_UNSAFE_DEVICE_TYPES = ("cuda", "xpu", "mps", "hpu", "mtia")
+# torch's refusal to run autograd in a child forked after the parent started autograd's device threads (its error
+# text): a limit of forking, not of the device or the oracle
+AUTOGRAD_AFTER_FORK = "autograd's threading in combination with fork"
 
 
 @attrs.frozen

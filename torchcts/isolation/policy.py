@@ -21,7 +21,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.crashes.ledger import BACKEND, ORACLE, CrashRule, matching_rule
-from torchcts.isolation.fork import fork_safe
+from torchcts.isolation.fork import fork_safe, run_forked
 
 DEFAULT_ITEM_TIMEOUT_S = 900.0
 AUTO, FORK, SPAWN = "auto", "fork", "spawn"
@@ -45,7 +45,7 @@ class CaseIsolation:
         forked child (or, without forking, not at all)."""
         if self.cases is None:
             return True
-        from torchcts.crashes.traits import has_any
+        from torchcts.crashes.traits import has_any  # torch: only a rule that names case traits reads a case
 
         return has_any(getattr(sample, "sample", sample), self.cases)
 
@@ -55,7 +55,6 @@ class CaseIsolation:
         of a crash-prone sample runs in a forked child under the per-case limit (without forking, not at
         all). None: the child died or hung, or the probe was not run (the case is kept; its check
         accounts it)."""
-        from torchcts.isolation.fork import run_forked
 
         def runner(work: Callable[[], None], sample: Any) -> bool | None:
             if not self.isolates(sample):

@@ -54,7 +54,7 @@ def timeout_s() -> float:
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT_S
-    from torchcts.ascii_numbers import NotAsciiNumber, ascii_float
+    from torchcts.ascii_numbers import NotAsciiNumber, ascii_float  # only when the variable is set
 
     try:
         value = ascii_float(text)  # not float(): it takes full-width digits and `1_0`

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 import attrs
 import torch
 
+from torchcts.pathshapes.inputs import DTYPES, TensorSpec, build_arguments
 from torchcts.pathshapes.ops import OPS
 
 SCHEMA_VERSION = 1
@@ -36,8 +37,6 @@ MAX_TEXT = 300
 LEVELS = range(1, 9)
 # Tiers by the bytes a case holds (operands and results), each the smallest that fits.
 TIERS: dict[str, int] = {"tiny": 1 << 20, "small": 16 << 20, "medium": 256 << 20, "large": 4 << 30}
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                                  "float64": torch.float64, "int64": torch.int64, "int32": torch.int32}
 LAYOUTS = ("contiguous", "channels_last", "transposed")
 VALUES = ("normal", "uniform", "positive", "index")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")
@@ -53,25 +52,6 @@ class CorpusError(Exception):
     def __init__(self, problems: list[str]):
         super().__init__(problems[0] if len(problems) == 1 else f"{len(problems)} problems, first: {problems[0]}")
         self.problems = problems
-
-
-@attrs.frozen
-class TensorSpec:
-    """How to build one operand: shape, dtype, memory layout and value distribution (`high` for indices)."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    layout: str = "contiguous"
-    values: str = "normal"
-    high: int | None = None
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.torch_dtype.itemsize
 
 
 @attrs.frozen
@@ -367,8 +347,6 @@ def _waiver(raw: Any, field: str) -> Waiver:
 
 def _meta_bytes(case: Case) -> tuple[int, int]:
     """(bytes of operands and results, bytes of the largest tensor), from one call on meta tensors."""
-    from torchcts.pathshapes.inputs import build_arguments
-
     operands = sum(s.nbytes for s in tensor_specs(case))
     largest = max(s.nbytes for s in tensor_specs(case))
     if operands > 64 * TIERS["large"]:

@@ -1,4 +1,5 @@
-"""Building a case's operands: deterministic values seeded from the case id and draw number.
+"""Building a case's operands (each described by a `TensorSpec`): deterministic values seeded from the case id and
+draw number.
 
 Values are drawn on CPU with a generator seeded by sha256(case id, draw), so every run of a case on
 every machine sees the same operands. The device copy is made with the same strides (a channels_last
@@ -8,11 +9,36 @@ or transposed operand stays one on the device), then filled from the CPU tensor.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import torch
 
-from torchcts.pathshapes.corpus import Case, TensorSpec
+if TYPE_CHECKING:
+    from torchcts.pathshapes.corpus import Case
+
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+                                  "float64": torch.float64, "int64": torch.int64, "int32": torch.int32}
+
+
+@attrs.frozen
+class TensorSpec:
+    """How to build one operand: shape, dtype, memory layout and value distribution (`high` for indices)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str = "contiguous"
+    values: str = "normal"
+    high: int | None = None
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.torch_dtype.itemsize
 
 
 def draw_seed(case_id: str, draw: int) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 import sys
 import time
@@ -31,10 +32,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import attrs
 import torch
 
 from torchcts import dtypes as dtype_names
+from torchcts.plan.op_metadata_file import OpMetadataFileError, read_catalog, safe_part, write_catalog
+from torchcts.plan.op_metadata_model import OpCatalog, OpMetadata
 
 CACHE_DIR_VARIABLE = "TORCHCTS_CACHE_DIR"
 
@@ -43,43 +45,13 @@ class OpMetadataWarning(UserWarning):
     """The OpInfo metadata cache was stale, corrupt or not writable: rebuilt, or planning read the op database."""
 
 
-@attrs.frozen
-class OpMetadata:
-    """One OpInfo as planning and the coverage audit see it: its names and what each item source says of it.
-
-    Quacks like an OpInfo where they read one (`name`, `variant_test_name`, `aten_name`; `aliases` are
-    names here, `alias_names` reads either). `answers`: item source key -> the claimable dtype names it
-    gives (in `torchcts.dtypes.CLAIMABLE_DTYPES` order), or None where the source does not apply."""
-
-    name: str
-    variant_test_name: str
-    aten_name: str
-    aliases: tuple[str, ...]
-    answers: Mapping[str, tuple[str, ...] | None] = attrs.field(hash=False)
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}.{self.variant_test_name}" if self.variant_test_name else self.name
-
-
-@attrs.frozen
-class OpCatalog:
-    """The cache's content: the environment it was built in, the item sources it answers, every OpInfo."""
-
-    environment: Mapping[str, str] = attrs.field(hash=False)
-    sources: Mapping[str, str] = attrs.field(hash=False)  # source key -> fingerprint
-    ops: tuple[OpMetadata, ...]
-    seconds: float = attrs.field(default=0.0, eq=False)  # how long building it took (informational)
-
-
 # -- item sources ----------------------------------------------------------------------------------------------
 
 
 @functools.cache
 def _properties_folders() -> tuple[Path, ...]:
-    import torchcts.properties
-
-    return tuple(Path(folder).resolve() for folder in torchcts.properties.__path__)
+    spec = importlib.util.find_spec("torchcts.properties")  # its folders only: planning loads no suite here
+    return tuple(Path(folder).resolve() for folder in spec.submodule_search_locations or ())
 
 
 @functools.cache
@@ -220,8 +192,6 @@ def cache_dir() -> Path:
 
 def cache_path(env: Mapping[str, str] | None = None) -> Path:
     """The cache file of this torch and TorchCTS version (several versions side by side keep their own)."""
-    from torchcts.plan.op_metadata_file import safe_part
-
     env = environment() if env is None else env
     return cache_dir() / f"opinfo-torch-{safe_part(env['torch'])}-torchcts-{safe_part(env['torchcts'])}.json"
 
@@ -241,8 +211,6 @@ def stale_reason(catalog: OpCatalog, env: Mapping[str, str], sources: Mapping[st
 
 def _usable(path: Path, env: Mapping[str, str], sources: Mapping[str, Any]) -> tuple[OpCatalog | None, str]:
     """(the catalog at `path` if fresh, else None; and why not: "missing", or a one-line problem)."""
-    from torchcts.plan.op_metadata_file import OpMetadataFileError, read_catalog
-
     try:
         catalog = read_catalog(path)
     except FileNotFoundError:
@@ -260,8 +228,6 @@ def current() -> OpCatalog:
     """The cached catalog, read from disk, or built and written when it is missing (a line on stderr says so),
     stale or corrupt (an `OpMetadataWarning` says which file and why). A cache folder that cannot be written
     gives the built catalog with a warning: planning works, only slower next time."""
-    from torchcts.plan.op_metadata_file import write_catalog
-
     env, sources = environment(), installed_sources()
     path = cache_path(env)
     try:
@@ -305,8 +271,6 @@ def planning_ops(item_sources: Iterable[Any]) -> Sequence[Any]:
 
 def sync() -> tuple[Path, OpCatalog]:
     """Rebuild the cache file from the op database, whatever is there now (`torchcts sync-opinfo`)."""
-    from torchcts.plan.op_metadata_file import write_catalog
-
     env = environment()
     path = cache_path(env)
     catalog = build()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts import dtypes as dtype_names
-from torchcts.plan.op_metadata import OpCatalog, OpMetadata
+from torchcts.plan.op_metadata_model import OpCatalog, OpMetadata
 
 FORMAT = "torchcts-opinfo-metadata"
 SCHEMA_VERSION = 1

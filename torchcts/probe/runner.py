@@ -23,6 +23,7 @@ from torchcts import backend_exits
 from torchcts import disk
 from torchcts.disk import WriteError, writing
 from torchcts import dtypes as dtype_names
+from torchcts.isolation.fork import AUTOGRAD_AFTER_FORK
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.probe.capabilities import CAPABILITY_PROBES, ProbeEnv
 from torchcts.probe.dtypes import probe_dtype
@@ -30,9 +31,6 @@ from torchcts.probe.result import (FAILED, NO_PROBE, OK, NoProbe, ProbeResult, S
                                    error_line)
 
 BATCH_TIMEOUT_S = 120.0  # probes take milliseconds; a batch still running after this has a hung probe
-# torch's refusal to run autograd in a child forked after the parent started autograd's device threads: a
-# limit of forking, not of the device; such a probe runs again in this process
-AUTOGRAD_AFTER_FORK = "autograd's threading in combination with fork"
 
 Probe = tuple[str, str]  # (kind, name): ("dtype", "bfloat16"), ("capability", "training")
 

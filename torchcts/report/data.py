@@ -21,6 +21,7 @@ from torchcts.core.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
 from torchcts.report import grouping
 from torchcts.results.files import RUN_KINDS, ResultFileError, read_json_file, read_records, read_summary
 from torchcts.results.history import Warn, comparable_runs, warn_on_stderr
+from torchcts.untrusted_paths import OutsideFolders, case_folders, resolve_inside
 
 
 def _coverage_groups() -> dict[str, tuple[Outcome, ...]]:
@@ -269,8 +270,6 @@ def _failures(records: list[dict[str, Any]], folder: Path, warn: Warn, regressed
               corpus_dir: Path | str | None = None) -> list[dict[str, Any]]:
     """Every failing item, with its counterexample described (each case file read once; a missing
     kernel's items share one case) and whether it regressed from the baseline."""
-    from torchcts.untrusted_paths import case_folders
-
     cases: dict[str, dict[str, Any] | None] = {}
     roots = case_folders(folder, corpus_dir)
     refused: list[str] = []
@@ -316,8 +315,6 @@ def _case_details(path: str | None, folder: Path, warn: Warn, roots: tuple[tuple
 
     A missing case says so; a malformed one says why (and warns); a path leading out of `roots` is added to
     `refused`: the rest of the report stands."""
-    from torchcts.untrusted_paths import OutsideFolders, resolve_inside
-
     if not path:
         return None
     try:  # only inside the run folder, its results folder, the default corpus folders and --corpus-dir

@@ -33,6 +33,7 @@ from torchcts.disk import WriteError
 from torchcts.core.outcomes import EXECUTED, Outcome
 # run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
 from torchcts.results.files import RUN_KINDS, missing_kernel_summary
+from torchcts.results.files import read_records as read_validated
 
 SCHEMA_VERSION = 1
 RECORDS_PER_WRITE = 1000  # accounting records per write
@@ -260,6 +261,4 @@ def missing_kernels(path: Path) -> dict[str, Any]:
 def read_records(folder: Path) -> list[dict[str, Any]]:
     """Every whole record of a run (a torn last line from a killed run is skipped), validated by
     `torchcts.results.files`: a malformed file raises its ResultFileError naming file and line."""
-    from torchcts.results.files import read_records as read_validated
-
     return read_validated(folder)

@@ -11,6 +11,7 @@ affects, the condition it needs, what it does. docs/faulty-backend.md explains i
 
 from __future__ import annotations
 
+from torchcts.engine import device_ops_trace
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR, Bug, active_bugs, disable_bugs, enable_bugs
 from torchcts.testing.faulty.device import DEVICE_NAME, FaultyTensor, is_registered, start_trace, take_trace
 
@@ -37,6 +38,7 @@ def enable() -> None:
     if not device.is_registered():
         bugs.load_from_environment()
     device.register()
+    device_ops_trace.provide(start_trace, take_trace)  # the engine records each traced item's device ops
 
 
 _ready = True  # the package is fully imported (torchcts.testing.faulty_autoload waits for this)

@@ -19,11 +19,10 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Ints, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("under `use_deterministic_algorithms(True)`, accumulating ops (index_add, scatter_add, index_put/put with "
@@ -101,28 +100,18 @@ def deterministic_cases(op: str) -> st.SearchStrategy[Case]:
         seeds = draw(st.tuples(SEED.strategy(), SEED.strategy()), label="seeds")
         input = torch.randn((rows, width), generator=torch.Generator().manual_seed(seeds[0]))
         source = torch.randn((len(index), width), generator=torch.Generator().manual_seed(seeds[1]))
-        sample = sample_input(input, args=(torch.tensor(index, dtype=torch.int64), source, op))
         repeats = len(index) - len(set(index))
         what = f"{op}: [{rows}, {width}] at {len(index)} indices ({repeats} repeated)"
-        return Case(op, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(op, torch.float32, PARAMS[op], {
+            "input": input, "index": torch.tensor(index, dtype=torch.int64), "source": source, "op": op}, what)
 
     return draw_case()
 
 
-def deterministic_check(cts):
-    """The device's three runs are bitwise equal (CPU's flag is true) and its result matches CPU's."""
-    run = run_program(repeated_deterministic)
+# The device's three runs are bitwise equal (CPU's flag is true) and its result matches CPU's (the op's tolerance).
+COMPARISON = Tolerance(outputs="result, runs bitwise equal")
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        cts.assert_matches(actual, expected, what=f"{case.transforms[0]} [result, runs bitwise equal]",
-                           inputs=case.sample)
-
-    return check
-
-
-@register_property("deterministic", capability="deterministic", level=3,
-                   items=ScenarioItems(OPS, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_deterministic(cts):
-    cts.run(deterministic_cases(cts.item.op), deterministic_check(cts))
+test_deterministic = scenario_suite(
+    "deterministic", capability="deterministic", level=3, dtypes=DTYPES,
+    scenarios=[Scenario(op, PARAMS[op], repeated_deterministic, COMPARISON,
+                        cases=lambda cts: deterministic_cases(cts.item.op)) for op in OPS])

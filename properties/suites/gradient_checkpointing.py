@@ -26,11 +26,10 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("`torch.utils.checkpoint` (reentrant, non-reentrant, `checkpoint_sequential`) on a block with dropout "
@@ -121,29 +120,21 @@ def checkpoint_cases(mode: str) -> st.SearchStrategy[Case]:
             reentrant = draw(st.booleans(), label="reentrant")
         weights = draw(SEED.strategy(), label="seed of the weights")
         rng_seed = draw(SEED.strategy(), label="seed of the dropout masks")
-        sample = sample_input(input, args=(mode, sizes, weights, p, segments, reentrant, rng_seed))
         how = f"{segments} segments, {'reentrant' if reentrant else 'non-reentrant'}" if mode == "sequential" else mode
         what = f"block{sizes} on {list(input.shape)}, dropout {p}, {how}"
-        return Case(mode, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(mode, torch.float32, PARAMS[mode], {
+            "input": input, "mode": mode, "sizes": sizes, "seed": weights, "p": p, "segments": segments,
+            "reentrant": reentrant, "rng_seed": rng_seed}, what)
 
     return draw_case()
 
 
-def checkpoint_check(cts):
-    """The device's checkpointed run equals its plain run (zero differences, the same draw after backward) and
-    its eval-mode checkpointed output and gradients match CPU's."""
-    run = run_program(checkpointed_block)
+# The device's checkpointed run equals its plain run (zero differences, the same draw after backward) and its
+# eval-mode checkpointed output and gradients match CPU's (the backward tolerance, norm-wise).
+COMPARISON = Tolerance(categories=CATEGORIES, normwise=True,
+                       outputs="differences from the plain run, of the draw after backward, eval-mode results")
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        cts.assert_matches(actual, expected, inputs=case.sample, normwise=True, categories=CATEGORIES, what=(
-            f"{case.transforms[0]} [differences from the plain run, of the draw after backward, eval-mode results]"))
-
-    return check
-
-
-@register_property("gradient_checkpointing", capability="gradient_checkpointing", level=4,
-                   items=ScenarioItems(MODES, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_gradient_checkpointing(cts):
-    cts.run(checkpoint_cases(cts.item.op), checkpoint_check(cts))
+test_gradient_checkpointing = scenario_suite(
+    "gradient_checkpointing", capability="gradient_checkpointing", level=4, dtypes=DTYPES,
+    scenarios=[Scenario(mode, PARAMS[mode], checkpointed_block, COMPARISON,
+                        cases=lambda cts: checkpoint_cases(cts.item.op)) for mode in MODES])

@@ -26,11 +26,10 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("forward (pre) hooks, full backward (pre) hooks and state-dict / load-state-dict hooks on a device module "
@@ -167,29 +166,21 @@ def hook_cases(model: str) -> st.SearchStrategy[Case]:
         scales = [draw(st.sampled_from(list(SCALES)), label=label)
                   for label in ("shift", "output scale", "grad_output scale", "grad_input scale")]
         weights = draw(SEED.strategy(), label="seed of the weights")
-        sample = sample_input(input, args=(model, sizes, weights, targets, scales))
         what = (f"{model}{sizes} on {'transposed ' if transposed else ''}{list(input.shape)}, "
                 f"replacing hooks at modules {targets} by {scales}")
-        return Case(model, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(model, torch.float32, PARAMS[model], {
+            "input": input, "model": model, "sizes": sizes, "seed": weights, "targets": targets, "scales": scales},
+            what)
 
     return draw_case()
 
 
-def hooks_check(cts):
-    """The device's event log equals CPU's, and the tensors its hooks saw, its output, gradients and loaded
-    parameters match CPU's."""
-    run = run_program(hooked_module)
+# The device's event log equals CPU's, and the tensors its hooks saw, its output, gradients and loaded parameters
+# match CPU's (plain values exactly, tensors within the backward tolerance, norm-wise).
+COMPARISON = Tolerance(categories=CATEGORIES, normwise=True,
+                       outputs="events, tensors seen, output, input grad, grads, state-dict keys, loaded")
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        cts.assert_matches(actual, expected, inputs=case.sample, normwise=True, categories=CATEGORIES, what=(
-            f"{case.transforms[0]} [events, tensors seen, output, input grad, grads, state-dict keys, loaded]"))
-
-    return check
-
-
-@register_property("module_hooks", capability="module_hooks", level=4,
-                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_module_hooks(cts):
-    cts.run(hook_cases(cts.item.op), hooks_check(cts))
+test_module_hooks = scenario_suite(
+    "module_hooks", capability="module_hooks", level=4, dtypes=DTYPES,
+    scenarios=[Scenario(model, PARAMS[model], hooked_module, COMPARISON, cases=lambda cts: hook_cases(cts.item.op))
+               for model in MODELS])

@@ -22,10 +22,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag, Ints, OneOf, Tensors, Tuples
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.exact_check import exact_program_check
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Exact, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("`torch.save`/`torch.load` of views (storage sharing, offsets, strides), state dicts with "
@@ -137,17 +136,17 @@ def serialization_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy[
         offset = draw(st.integers(0, n - rows * columns), label="offset of the window")
         weights_only = draw(st.booleans(), label="weights_only")
         seed = draw(SEED.strategy(), label="seed of the values")
-        sample = sample_input(_values(n, dtype, seed), args=(scenario, start, step, length, [offset, rows, columns],
-                                                            weights_only))
         what = (f"{scenario}: base [{n}], slice [{start}::{step}][:{length}], window at {offset} viewed "
                 f"[{rows}, {columns}].t(), weights_only={weights_only}")
-        return Case(scenario, "scenario", dtype, sample, 0, transforms=(what,))
+        return scenario_case(scenario, dtype, PARAMS[scenario], {
+            "input": _values(n, dtype, seed), "scenario": scenario, "start": start, "step": step, "length": length,
+            "window": [offset, rows, columns], "weights_only": weights_only}, what)
 
     return draw_case()
 
 
-@register_property("serialization", capability="serialization", level=3,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits",
-                                       params=PARAMS))
-def test_serialization(cts):
-    cts.run(serialization_cases(cts.item.op, cts.dtype), exact_program_check(cts, save_and_load))
+# A tensor saved and loaded back holds the device's bits, strides, sharing and device: compared bit for bit.
+test_serialization = scenario_suite(
+    "serialization", capability="serialization", level=3, dtypes=DTYPES,
+    scenarios=[Scenario(scenario, PARAMS[scenario], save_and_load, Exact(),
+                        cases=lambda cts: serialization_cases(cts.item.op, cts.dtype)) for scenario in SCENARIOS])

@@ -20,11 +20,10 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Ints, OneOf, Tensors, Tuples
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("small models (MLP, CNN with batch norm, transformer layer, embedding + RNN) trained for 1-3 steps give "
@@ -178,28 +177,19 @@ def training_cases(model: str) -> st.SearchStrategy[Case]:
         steps = _size(draw, "steps", STEPS)
         lr = draw(st.sampled_from(list(RATES)), label="lr")
         weights = draw(SEED.strategy(), label="seed of the weights")
-        sample = sample_input(input, args=(target, model, sizes, weights, steps, lr))
         what = f"{model}{sizes} on {list(input.shape)}, {steps} steps, lr={lr}"
-        return Case(model, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(model, torch.float32, PARAMS[model], {
+            "input": input, "target": target, "model": model, "sizes": sizes, "seed": weights, "steps": steps,
+            "lr": lr}, what)
 
     return draw_case()
 
 
-def training_check(cts, model: str):
-    """The device's losses, parameters, buffers and gradients equal CPU's after the same steps."""
-    run = run_program(train_steps)
+# The device's losses, parameters, buffers and gradients equal CPU's after the same steps: the backward tolerance,
+# norm-wise, widened twice per step (each step's rounding feeds the next).
+COMPARISON = Tolerance(categories=CATEGORIES, normwise=True, widen=lambda values: 2.0 * values["steps"])
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        steps = case.sample.args[4]
-        cts.assert_matches(actual, expected, what=case.transforms[0], widen=2.0 * steps, inputs=case.sample,
-                           normwise=True, categories=CATEGORIES)
-
-    return check
-
-
-@register_property("training", capability="training", level=3,
-                   items=ScenarioItems(MODELS, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_training(cts):
-    cts.run(training_cases(cts.item.op), training_check(cts, cts.item.op))
+test_training = scenario_suite(
+    "training", capability="training", level=3, dtypes=DTYPES,
+    scenarios=[Scenario(model, PARAMS[model], train_steps, COMPARISON, cases=lambda cts: training_cases(cts.item.op))
+               for model in MODELS])

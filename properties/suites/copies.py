@@ -31,11 +31,10 @@ from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
 from torchcts.cases.bounds import CaseParams, Dtypes, Flag, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.exact_check import exact_program_check
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Exact, Scenario, scenario_suite
 from torchcts.strategies import Case, describe_layout, shapes, tensors
 from torchcts.strategies.layouts import draw_relayout
-from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import draw_values
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
@@ -100,9 +99,10 @@ _TARGETS = tuple(dtype_names.lookup(name) for name in COPY_DTYPES)
 
 # -- cases ------------------------------------------------------------------------------------------
 
-def _case(cts, input, args, *what) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=args), 0,
-                transforms=(describe_layout(input), *what))
+def _case(cts, values, *what) -> Case:
+    """The item's scenario case of named `values`, described by its input's layout, then `what`."""
+    return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], values,
+                         (describe_layout(values["input"]), *what))
 
 
 def conversion_targets(source: torch.dtype) -> tuple[torch.dtype, ...]:
@@ -144,7 +144,7 @@ def transfer_cases(cts):
     def draw(draw_):
         t = draw_(inputs, label="input")
         non_blocking = draw_(st.booleans(), label="non_blocking")
-        return _case(cts, t, (non_blocking,), f"non_blocking={non_blocking}")
+        return _case(cts, {"input": t, "non_blocking": non_blocking}, f"non_blocking={non_blocking}")
 
     return draw()
 
@@ -172,7 +172,7 @@ def copy_into_cases(cts):
         src = _source(draw_, cts.dtype, _broadcast_source_shape(draw_, dst_shape), dst_dtype)
         where = draw_(st.sampled_from(DIRECTIONS), label="direction")
         non_blocking = draw_(st.booleans(), label="non_blocking")
-        return _case(cts, src, (dst, where, non_blocking), f"into {describe_layout(dst)} {dst_dtype}", where,
+        return _case(cts, {"input": src, "dst": dst, "where": where, "non_blocking": non_blocking}, f"into {describe_layout(dst)} {dst_dtype}", where,
                      f"non_blocking={non_blocking}")
 
     return draw()
@@ -187,7 +187,7 @@ def converting_cases(cts):
         target = draw_(targets, label="target dtype")
         src = _source(draw_, cts.dtype, draw_(source_shapes, label="shape"), target)
         how = draw_(st.sampled_from(HOWS), label="how")
-        return _case(cts, src, (target, how), f"to {target} by {how}")
+        return _case(cts, {"input": src, "dtype": target, "how": how}, f"to {target} by {how}")
 
     return draw()
 
@@ -202,9 +202,7 @@ _OVERLOADS = (
 )
 
 
-@register_property("copies", capability="inference", level=2,
-                   items=ScenarioItems(tuple(PROGRAMS), COPY_DTYPES, programs=PROGRAMS, comparison="bits",
-                                       params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_copies(cts):
-    cts.run(_CASES[cts.item.op](cts), exact_program_check(cts, PROGRAMS[cts.item.op]))
+# A copy moves bits: the device's result holds CPU's, bit for bit.
+test_copies = scenario_suite(
+    "copies", capability="inference", level=2, dtypes=COPY_DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, Exact(), cases=_CASES[name]) for name, program in PROGRAMS.items()])

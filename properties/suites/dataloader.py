@@ -20,10 +20,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.exact_check import exact_program_check
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Exact, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("`DataLoader` batches (main process, dict samples, worker processes, pinned) moved to the device with "
@@ -95,17 +94,18 @@ def dataloader_cases(scenario: str) -> st.SearchStrategy[Case]:
         generator = torch.Generator().manual_seed(seed)
         input = torch.randn((samples, *features), generator=generator)
         labels = torch.randint(0, 10, (samples,), generator=generator)
-        sample = sample_input(input, args=(labels, batch_size, drop_last, seed, workers, scenario == "pin_memory",
-                                          scenario == "dict_samples"))
         what = (f"{scenario}: {samples} samples of {features}, batch_size={batch_size}, drop_last={drop_last}, "
                 f"workers={workers}")
-        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(scenario, torch.float32, PARAMS[scenario], {
+            "input": input, "labels": labels, "batch_size": batch_size, "drop_last": drop_last, "seed": seed,
+            "workers": workers, "pin": scenario == "pin_memory", "as_dicts": scenario == "dict_samples"}, what)
 
     return draw_case()
 
 
-@register_property("dataloader", capability="dataloader", level=4,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, comparison="bits",
-                                       needs={"pin_memory": "pinned_memory"}, params=PARAMS))
-def test_dataloader(cts):
-    cts.run(dataloader_cases(cts.item.op), exact_program_check(cts, load_batches))
+# The batches a DataLoader yields on the device hold CPU's bits: compared bit for bit.
+test_dataloader = scenario_suite(
+    "dataloader", capability="dataloader", level=4, dtypes=DTYPES,
+    scenarios=[Scenario(scenario, PARAMS[scenario], load_batches, Exact(),
+                        cases=lambda cts: dataloader_cases(cts.item.op),
+                        needs="pinned_memory" if scenario == "pin_memory" else "") for scenario in SCENARIOS])

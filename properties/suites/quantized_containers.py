@@ -30,11 +30,9 @@ from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.exact_check import exact_program_check
-from torchcts.strategies import Case
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Exact, Scenario, scenario_suite
 from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, containers
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("packed bytes (odd-offset windows, every other byte, padded rows, column-major), scales "
@@ -101,9 +99,9 @@ def transfer_cases(cts):
     def draw(draw_):
         container = draw_(drawn, label="container")
         non_blocking = draw_(st.booleans(), label="non_blocking")
-        sample = sample_input(container.packed, args=(container.scale, container.zero_point, non_blocking))
-        return Case(cts.item.op, "scenario", cts.dtype, sample, 0,
-                    transforms=(container.describe(), f"non_blocking={non_blocking}"))
+        return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], {
+            "input": container.packed, "scale": container.scale, "zero_point": container.zero_point,
+            "non_blocking": non_blocking}, (container.describe(), f"non_blocking={non_blocking}"))
 
     return draw()
 
@@ -124,9 +122,10 @@ _OVERLOADS = ("aten._to_copy.default", "aten.copy_.default", "aten.clone.default
               "aten.empty.memory_format", "aten.fill_.Scalar", "aten.view.dtype", "aten.as_strided.default")
 
 
-@register_property("quantized_containers", capability="quantized_container_plumbing", level=6,
-                   items=ScenarioItems(CONTAINER_FORMATS, ("uint8",), programs=PROGRAMS, comparison="bits",
-                                       formats="supported_container_formats", params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_quantized_containers(cts):
-    cts.run(transfer_cases(cts), exact_program_check(cts, container_transfer))
+# A container moved to the device and back holds its bytes, scale and zero point bit for bit; one scenario per
+# container format a manifest claims (`supported_container_formats`).
+test_quantized_containers = scenario_suite(
+    "quantized_containers", capability="quantized_container_plumbing", level=6, dtypes=("uint8",),
+    formats="supported_container_formats", overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], container_transfer, Exact(), cases=transfer_cases)
+               for name in CONTAINER_FORMATS])

@@ -34,7 +34,7 @@ from torchcts.containers.codec import decode_container, program_arguments
 from torchcts.engine.context import MissingKernelError
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.properties.exact_check import exact_program_check
 from torchcts.strategies import Case
 from torchcts.strategies.containers import PACKED_LAYOUTS, container_bounds, container_fits, containers
@@ -66,7 +66,7 @@ def unpack_cases(cts):
     return draw()
 
 
-def unpack_check(cts):
+def unpack_check(cts, row=None):
     """exact_program_check of `decode_container`, with a kernel the device lacks making the case unavailable."""
     exact = exact_program_check(cts, decode_container)
 
@@ -110,9 +110,10 @@ _OVERLOADS = ("aten._to_copy.default", "aten.__lshift__.Scalar", "aten.__rshift_
               "aten.view.dtype", "aten.zero_.default", "aten.select.int", "aten.slice.Tensor")
 
 
-@register_property("quantized_unpack", capability="quantized_container_plumbing", level=6,
-                   items=ScenarioItems(CONTAINER_FORMATS, UNPACK_DTYPES, programs=PROGRAMS, comparison="bits",
-                                       formats="supported_container_formats", params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_quantized_unpack(cts):
-    cts.run(unpack_cases(cts), unpack_check(cts))
+# A container unpacked on the device gives CPU's values bit for bit (`unpack_check`); one scenario per container
+# format a manifest claims (`supported_container_formats`).
+test_quantized_unpack = scenario_suite(
+    "quantized_unpack", capability="quantized_container_plumbing", level=6, dtypes=UNPACK_DTYPES,
+    formats="supported_container_formats", overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], decode_container, Custom(unpack_check, bits=True), cases=unpack_cases)
+               for name in CONTAINER_FORMATS])

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Dtypes, Ints, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -416,15 +416,10 @@ _OVERLOADS = (
 )
 
 
-@register_property("ieee754", capability="ieee754", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), FLOAT_DTYPES, programs=PROGRAMS, comparison="bits",
-                                       params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_ieee754(cts):
+def bits_check(cts, row):
     """The device gives CPU's result bit for bit: NaN where NaN, every zero's sign, infinities, subnormals."""
-    scenario = cts.item.op
-    program = PROGRAMS[scenario]
-    run = run_program(program)
+    scenario = row.name
+    run = run_program(row.program)
 
     def check(case: Case) -> None:
         expected = cts.on_cpu_call(run, case.sample)
@@ -434,7 +429,13 @@ def test_ieee754(cts):
             return
         assert_exactly_equal(actual, expected, call=_call_text(scenario, case.sample), what=cts.target.describe())
 
-    cts.run(scenario_cases(scenario, cts.dtype), check)
+    return check
+
+
+test_ieee754 = scenario_suite(
+    "ieee754", capability="ieee754", level=3, dtypes=FLOAT_DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, Custom(bits_check, bits=True),
+                        cases=lambda cts: scenario_cases(cts.item.op, cts.dtype)) for name, program in PROGRAMS.items()])
 
 
 def assert_exactly_equal(actual, expected, *, call: str, what: str) -> None:

@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Flag, Lists, Mapping, OneOf, Tensors, Tuples
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -161,19 +162,22 @@ def optimizer_cases(scenario: str) -> st.SearchStrategy[Case]:
         steps = draw(st.integers(1, MAX_STEPS), label="steps")
         grads = [[_values(draw, s, f"grad {k}.{i}") for i, s in enumerate(shapes)] for k in range(steps)]
         options = _options(draw, name)
-        sample = sample_input(params, args=(grads, name, implementation, options))
         what = f"{_CLASSES[name]}({implementation}, {len(params)} tensors, {steps} steps, {options})"
-        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(what,))
+        return scenario_case(scenario, torch.float32, PARAMS[scenario], {
+            "input": params, "grads": grads, "name": name, "implementation": implementation, "options": options},
+            what)
 
     return draw_case()
 
 
-def optimizer_check(cts):
-    """The device's steps (its implementation) equal CPU's single-tensor loop: parameters and state."""
+def optimizer_check(cts, row):
+    """The device's steps (its implementation) equal CPU's single-tensor loop: parameters and state, within the
+    optimizer tolerance widened twice per step."""
     run = run_program(optimizer_steps)
 
     def check(case):
-        grads, name, _, options = case.sample.args
+        values = row.values(case)
+        grads, name, options = values["grads"], values["name"], values["options"]
         oracle = sample_input(case.sample.input, args=(grads, name, "single", options))
         expected = cts.on_cpu_call(run, oracle)
         actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
@@ -193,16 +197,12 @@ _FUSED_OVERLOADS = ("aten._fused_sgd_.default", "aten._fused_adam_.default", "at
                     "aten._fused_adagrad_.default")
 
 
-@register_property("foreach_optimizer", capability="foreach", level=3,
-                   items=ScenarioItems(FOREACH_SCENARIOS, DTYPES, programs={s: PROGRAMS[s] for s in FOREACH_SCENARIOS},
-                                       params={s: PARAMS[s] for s in FOREACH_SCENARIOS}))
-def test_foreach_optimizer(cts):
-    cts.run(optimizer_cases(cts.item.op), optimizer_check(cts))
+def _rows(scenarios: tuple[str, ...]) -> list[Scenario]:
+    return [Scenario(scenario, PARAMS[scenario], PROGRAMS[scenario], Custom(optimizer_check),
+                     cases=lambda cts: optimizer_cases(cts.item.op)) for scenario in scenarios]
 
 
-@register_property("fused_optimizer", capability="fused_optimizer", level=3,
-                   items=ScenarioItems(FUSED_SCENARIOS, DTYPES, programs={s: PROGRAMS[s] for s in FUSED_SCENARIOS},
-                                       params={s: PARAMS[s] for s in FUSED_SCENARIOS}),
-                   overloads=_FUSED_OVERLOADS)
-def test_fused_optimizer(cts):
-    cts.run(optimizer_cases(cts.item.op), optimizer_check(cts))
+test_foreach_optimizer = scenario_suite("foreach_optimizer", capability="foreach", level=3, dtypes=DTYPES,
+                                        scenarios=_rows(FOREACH_SCENARIOS))
+test_fused_optimizer = scenario_suite("fused_optimizer", capability="fused_optimizer", level=3, dtypes=DTYPES,
+                                      overloads=_FUSED_OVERLOADS, scenarios=_rows(FUSED_SCENARIOS))

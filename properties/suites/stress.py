@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from torchcts.engine.programs import program_check
 from torchcts.engine.targets import CaseUnavailable
 from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -156,20 +156,31 @@ def stress_cases(scenario, dtype, level, budget):
     return draw_case()
 
 
-@register_property("stress", capability="device_api", level=7,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_stress(cts):
-    budget = tensor_budget_bytes(cts.manifest.resource_limits, cts.level, replay=cts.replay is not None)
+def _budget(cts) -> int:
+    return tensor_budget_bytes(cts.manifest.resource_limits, cts.level, replay=cts.replay is not None)
+
+
+def budget_check(cts, row):
+    """The program's result on the device equals CPU's (`program_check`), for a case within this run's budget."""
+    budget = _budget(cts)
     check = program_check(cts, stress, strides=False)
 
     def within_budget(case):
         """A stored large_tensor case (corpus files travel between teams) runs only within this run's tensor budget
         (the other sizes are bounded by PARAMS)."""
-        scenario, size = case.sample.args[:2]
+        values = row.values(case)
+        scenario, size = values["scenario"], values["size"]
         if scenario == "large_tensor" and size > budget:
             raise CaseUnavailable(f"the case asks for a tensor of {size} bytes, past this run's budget for one "
                                   f"({budget} bytes; a manifest's resource_limits.max_tensor_size_mb sets it): "
                                   "not run")
         check(case)
 
-    cts.run(stress_cases(cts.item.op, cts.dtype, cts.level, budget), within_budget)
+    return within_budget
+
+
+test_stress = scenario_suite(
+    "stress", capability="device_api", level=7, dtypes=DTYPES,
+    scenarios=[Scenario(scenario, PARAMS[scenario], stress, Custom(budget_check),
+                        cases=lambda cts: stress_cases(cts.item.op, cts.dtype, cts.level, _budget(cts)))
+               for scenario in SCENARIOS])

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
-from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.exact_check import exact_program_check
+from torchcts.properties.scenario_table import Custom, Exact, Scenario, scenario_suite
 from torchcts.properties.view_steps import (FAMILIES, apply_steps, chain_bound, chain_fits, draw_view_chain,
                                             most_elements)
 from torchcts.strategies import Case, describe_layout, is_overlapping, shapes, tensors
@@ -282,7 +282,7 @@ def storage_cases(cts):
     return draw()
 
 
-def _storage_check(cts):
+def _storage_check(cts, row=None):
     """Exact comparison, except that a device without data pointers cannot show storage sharing (unavailable)."""
     exact = exact_program_check(cts, storage_shared)
     run = run_program(storage_shared)
@@ -313,15 +313,19 @@ _OVERLOADS = (
 )
 
 
-@register_property("views", capability="inference", level=3,
-                   items=ScenarioItems(tuple(PROGRAMS), VIEW_DTYPES, programs=PROGRAMS, comparison="bits",
-                                       params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_views(cts):
-    scenario = cts.item.op
+def _cases_of(scenario: str):
+    """A scenario's strategy: a chain family's view chains, or the scenario's own draws."""
     if scenario in _CHAIN_FAMILIES:
-        cases = chain_cases(cts, _CHAIN_FAMILIES[scenario])
-    else:
-        cases = _CASES[scenario](cts)
-    check = _storage_check(cts) if scenario == "storage_shared" else exact_program_check(cts, PROGRAMS[scenario])
-    cts.run(cases, check)
+        return lambda cts: chain_cases(cts, _CHAIN_FAMILIES[scenario])
+    return _CASES[scenario]
+
+
+def _comparison(scenario: str):
+    """Bit for bit; storage sharing also needs data pointers the device may not have (`_storage_check`)."""
+    return Custom(_storage_check, bits=True) if scenario == "storage_shared" else Exact()
+
+
+test_views = scenario_suite(
+    "views", capability="inference", level=3, dtypes=VIEW_DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, _comparison(name), cases=_cases_of(name))
+               for name, program in PROGRAMS.items()])

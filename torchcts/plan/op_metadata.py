@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import torch
 
 from torchcts import dtypes as dtype_names
+from torchcts.plan import registry
 from torchcts.plan.op_metadata_file import OpMetadataFileError, read_catalog, safe_part, write_catalog
 from torchcts.plan.op_metadata_model import OpCatalog, OpMetadata
 
@@ -110,8 +111,6 @@ def source_fingerprint(items: Any) -> str:
 def installed_sources() -> dict[str, Any]:
     """key -> item source, for the installed suites' OpInfo properties and the default `OpInfoItems()` (what a
     custom suite that names no callables uses)."""
-    from torchcts.plan import registry
-
     found = {}
     for items in [registry.OpInfoItems()] + [spec.items for spec in registry.load() if not spec.scenario]:
         key = source_key(items)
@@ -169,7 +168,7 @@ def describe(op: Any, sources: Mapping[str, Any]) -> OpMetadata:
 
 def build(sources: Mapping[str, Any] | None = None) -> OpCatalog:
     """Compute the catalog from the op database (imports it: seconds) for `sources` (the installed ones)."""
-    from torchcts.plan.catalog import all_ops
+    from torchcts.plan.catalog import all_ops  # the op database: only when the cache is built
 
     sources = installed_sources() if sources is None else dict(sources)
     start = time.perf_counter()
@@ -261,7 +260,7 @@ def current() -> OpCatalog:
 def planning_ops(item_sources: Iterable[Any]) -> Sequence[Any]:
     """The OpInfos to plan over: the cached metadata when the cache answers every one of `item_sources`
     (the installed suites' and the default ones), else the op database's OpInfos themselves."""
-    from torchcts.plan.catalog import all_ops
+    from torchcts.plan.catalog import all_ops  # the op database: only when the cache is built
 
     installed = installed_sources()
     if any(source_key(items) not in installed for items in item_sources):

@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from torchcts.core.overload_names import IDENT, OVERLOAD_NAME  # noqa: F401  (OVERLOAD_NAME: re-exported)
-from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts import dtypes as dtype_names
+from torchcts.manifest.vocabulary import CAPABILITIES, CONTAINER_FORMATS
 from torchcts.plan.suites import SUITES_PACKAGE, suite_modules  # noqa: F401  (SUITES_PACKAGE: re-exported)
 
 CUSTOM_MODULE_PREFIX = "torchcts_custom_properties"
@@ -115,8 +116,6 @@ class ScenarioItems:
 
     @dtypes.validator
     def _check_dtypes(self, _: Any, value: tuple[str, ...]) -> None:
-        from torchcts import dtypes as dtype_names
-
         found = [dtype_names.lookup(d) if isinstance(d, str) else None for d in value]
         if not value or any(d not in dtype_names.CLAIMABLE_DTYPES for d in found) or len(set(found)) != len(found):
             raise RegistryError(f"ScenarioItems.dtypes: distinct names of dtypes a manifest can claim (float32, "
@@ -129,16 +128,12 @@ class ScenarioItems:
 
     @needs.validator
     def _check_needs(self, _: Any, value: dict[str, Any]) -> None:
-        from torchcts.manifest.vocabulary import CAPABILITIES
-
         bad = {name: need for name, need in value.items() if name not in self.scenarios or need not in CAPABILITIES}
         if bad:
             raise RegistryError(f"ScenarioItems.needs: scenario name -> a capability name; not valid: {bad}")
 
     @formats.validator
     def _check_formats(self, _: Any, value: str) -> None:
-        from torchcts.manifest.vocabulary import CONTAINER_FORMATS
-
         if value and value not in FORMAT_CLAIMS:
             raise RegistryError(f"ScenarioItems.formats: '' or one of {', '.join(FORMAT_CLAIMS)}, got {value!r}")
         stray = [name for name in self.scenarios if value and name not in CONTAINER_FORMATS]
@@ -147,7 +142,7 @@ class ScenarioItems:
 
     @params.validator
     def _check_params(self, _: Any, value: Any) -> None:
-        from torchcts.cases.bounds import CaseParams, params_for
+        from torchcts.cases.bounds import CaseParams, params_for  # the plan stage loads no cases package until then
 
         try:
             table = params_for(self.scenarios, value)
@@ -161,7 +156,7 @@ class ScenarioItems:
 
     def case_params(self, scenario: str) -> Any:
         """The declared bounds of `scenario`'s stored values (`cases.bounds.CaseParams`), or None."""
-        from torchcts.cases.bounds import params_for
+        from torchcts.cases.bounds import params_for  # the plan stage loads no cases package until then
 
         return params_for(self.scenarios, self.params).get(scenario)
 

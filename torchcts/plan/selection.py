@@ -12,6 +12,7 @@ import torch
 
 from torchcts.arguments import shown
 from torchcts.core.shards import FORM, MAX_SHARDS, ShardError, parse_shard
+from torchcts.manifest.vocabulary import CAPABILITIES
 
 
 class SelectionError(ValueError):
@@ -98,8 +99,6 @@ def check_shard(text: str | None) -> tuple[int, int] | None:
 def check_capabilities(names: Any) -> tuple[str, ...] | None:
     """`--capability` names, each a capability a manifest may claim; None when none are given. An unknown one is a
     SelectionError with the closest names."""
-    from torchcts.manifest.vocabulary import CAPABILITIES
-
     if not names:
         return None
     for name in names:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from torchcts.core.case_limits import CaseLimits
+from torchcts.core.case_schema import CONTAINERS, INPUT_PARTS, NAMED_INPUTS, TENSOR
 from torchcts.core.outcomes import EXECUTED, GROUPS, PROBLEMS, Group, Outcome
 from torchcts.report import grouping
 from torchcts.results.files import RUN_KINDS, ResultFileError, read_json_file, read_records, read_summary
@@ -352,19 +353,19 @@ def _case_fields(data: Any) -> dict[str, Any]:
 
     def walk(value: Any, where: str) -> None:
         nonlocal more
-        if isinstance(value, dict) and "tensor" in value:
+        if isinstance(value, dict) and TENSOR in value:
             if len(tensors) >= MAX_CASE_TENSORS:
                 more += 1
                 return
             tensors.append(_tensor_fields(value, where))
         elif isinstance(value, dict):
             for key, item in value.items():
-                walk(item, f"{where}.{key}" if key not in ("dict", "tuple") else where)
+                walk(item, f"{where}.{key}" if key not in CONTAINERS else where)
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 walk(item, f"{where}[{index}]")
 
-    for name in ("input", "args", "kwargs"):
+    for name in (*INPUT_PARTS, NAMED_INPUTS):  # a scenario case's tensors are among its named parameters
         walk(inputs.get(name), name)  # nesting is bounded by result_files.MAX_DEPTH
     return {"description": description[:2000], "tensors": tensors, "more_tensors": more,
             "difference": difference.splitlines()[0][:300] if difference else ""}
@@ -380,7 +381,7 @@ def _tensor_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
             raise ValueError(f"{where}.{name} must be a list of at most {MAX_DIMS} integers")
         return found
 
-    kind, dtype, offset = value.get("tensor"), value.get("dtype"), value.get("storage_offset")
+    kind, dtype, offset = value.get(TENSOR), value.get("dtype"), value.get("storage_offset")
     if not isinstance(kind, str) or not (dtype is None or isinstance(dtype, str)):
         raise ValueError(f"{where}: tensor and dtype must be strings")
     if not (offset is None or (isinstance(offset, int) and not isinstance(offset, bool) and abs(offset) < 2**63)):

@@ -104,18 +104,21 @@ CLEAN = [
     record("forward::mean::function::float32", "failed", ("aten.sum.default", "would:tile_sum")),  # fails clean
     record("forward::abs::function::float32", "passed", ("aten.abs.default",)),
     record("forward::abs::function::int8", "deselected", None),
+    record("layout::nansum::function::float32", "runtime_unavailable", ("aten.sum.default", "would:tile_sum")),
 ]
 
 
-def test_a_precise_bug_reruns_only_the_items_that_would_fire_it_that_pass_clean():
+def test_a_precise_bug_reruns_only_the_items_that_would_fire_it_that_do_not_fail_clean():
     reach = bug_reach(CLEAN, BUGS["tile_sum"], ("forward", "layout"))
     assert reach.reached_ops == ("mean", "nansum", "sum")
-    assert reach.firing_items == ("forward::nansum::function::float32", "forward::sum::function::float32")
-    assert (reach.properties, reach.ops) == (("forward",), ("nansum", "sum"))
+    assert reach.firing_items == ("forward::nansum::function::float32", "forward::sum::function::float32",
+                                  "layout::nansum::function::float32")  # runtime_unavailable clean: may error
+    assert (reach.properties, reach.ops) == (("forward", "layout"), ("nansum", "sum"))
     assert reach.ops_pattern() == "^(nansum|sum)$"
     assert selected_items(CLEAN, reach) == ["forward::sum::function::float32", "forward::sum::function::float64",
-                                            "forward::nansum::function::float32"]
-    assert len(reached_items(CLEAN, reach)) == 5  # before pruning: every item of a reached op
+                                            "layout::sum::function::float32", "forward::nansum::function::float32",
+                                            "layout::nansum::function::float32"]
+    assert len(reached_items(CLEAN, reach)) == 6  # before pruning: every item of a reached op
 
 
 def test_a_precise_bug_no_item_would_fire_is_not_rerun():

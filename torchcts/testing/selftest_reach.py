@@ -6,8 +6,8 @@ and, with `would_fire` on, the seeded bugs whose condition held on one of those 
 B's condition holds (derandomized: the same draws; the bug changes nothing before it fires). So:
 
 - a precise bug (`Bug.precise`: its condition reads only the call) is rerun on the items whose clean
-  trace says it would fire, and only those the clean backend passes (an item that fails clean shows
-  no bug); none: nothing to rerun, the bug is missed as the full rerun would miss it;
+  trace says it would fire, but those the clean backend fails (they show no bug); none: nothing to
+  rerun, the bug is missed as the full rerun would miss it;
 - a bug whose condition counts across calls (`precise=False`: the 256th queued op, the reading after
   a free) is rerun, as before this pruning, on every item of the ops or scenarios whose items reached
   one of its overloads, in the order the run gives them.
@@ -31,7 +31,7 @@ import attrs
 
 from torchcts.testing.faulty.bugs import FIRED_PREFIX
 from torchcts.testing.faulty.would_fire import bugs_noted
-PASSED = "passed"
+PROBLEMS = ("failed", "error", "crashed", "timed_out")  # an item the clean backend fails shows no bug
 
 
 @attrs.frozen
@@ -61,8 +61,9 @@ def reached_ops(records: Iterable[dict[str, Any]], bug: Any) -> set[str]:
 
 
 def firing_records(records: Iterable[dict[str, Any]], bug: Any) -> list[dict[str, Any]]:
-    """The records of items the clean backend passes whose trace says `bug` would have fired in them."""
-    return [r for r in records if r["outcome"] == PASSED and bug.name in bugs_noted(r.get("device_ops") or ())]
+    """The records of items the clean backend does not fail (passed, or found their runtime unavailable, ...) whose
+    trace says `bug` would have fired in them: with the bug on, such an item may fail or error."""
+    return [r for r in records if r["outcome"] not in PROBLEMS and bug.name in bugs_noted(r.get("device_ops") or ())]
 
 
 def bug_reach(records: list[dict[str, Any]], bug: Any, phase_properties: Iterable[str]) -> BugReach:

@@ -12,10 +12,9 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from torchcts.testing.selftest_pool import RunPool, RunRequest, RunResult
-from torchcts.testing.selftest_reach import BugReach, bug_reach, fired_bugs, group_reaches
+from torchcts.testing.selftest_reach import PROBLEMS, BugReach, bug_reach, fired_bugs, group_reaches
 
 DETECTS = ("failed", "error")  # a seeded bug is detected by an item failing or erroring with it on
-PROBLEMS = ("failed", "error", "crashed", "timed_out")  # an item the clean backend fails shows no bug
 LONG_FIRST = ("compile",)  # phases whose clean run starts first: few items, each minutes long
 
 
@@ -121,7 +120,8 @@ class Schedule:
 
     def _take_clean(self, result: RunResult) -> None:
         state = self.states[result.request.phase]
-        executed = [r for r in result.records if r["outcome"] == "passed" or r["outcome"] in PROBLEMS]
+        # the items that ran (a trace: passed, failed, or found their runtime unavailable ...) or failed without one
+        executed = [r for r in result.records if "device_ops" in r or r["outcome"] in PROBLEMS]
         state.records += executed
         self.clean_records += executed
         self.failed_clean[state.phase.name].update(r["item"] for r in executed if r["outcome"] in PROBLEMS)

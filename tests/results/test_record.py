@@ -109,10 +109,42 @@ def test_a_version_1_line_is_still_checked_field_by_field(tmp_path):
         read_records(folder)
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", True, None, 2.0])
-def test_an_unknown_record_version_is_refused(version):
-    assert typed.problem({**IDENTITY, "outcome": "passed", "record_version": version}).startswith(
-        "field 'record_version' must be 1 or 2")
+def test_a_version_1_line_drops_the_nested_keys_version_1_readers_ignored(tmp_path):
+    old = {**IDENTITY, "outcome": "failed",
+           "counterexample": {"path": "x.json", "replay": "r", "fingerprint": "f", "elements": 3, "shrunk": True},
+           "warnings": {"count": 1, "messages": ["m"], "categories": ["UserWarning"]},
+           "legs": [{"backend": "b", "shape_mode": "s", "outcome": "o", "extra": 1}]}
+    [record] = read_records(_write(tmp_path / "old", [old]))
+    assert record["counterexample"] == {"path": "x.json", "replay": "r", "fingerprint": "f", "elements": 3}
+    assert record["warnings"] == {"count": 1, "messages": ["m"]}
+    assert record["legs"] == [{"backend": "b", "shape_mode": "s", "outcome": "o"}]
+    assert typed.problem({**old, "record_version": RECORD_VERSION}).startswith(  # version 2 stays strict
+        "a record has an unknown field ")
+
+
+def test_a_version_1_line_drops_values_version_1_never_checked_with_one_warning(tmp_path, capsys):
+    lines = [{**IDENTITY, "outcome": "passed", "isolated": True, "compile": "inductor"},
+             {**IDENTITY, "outcome": "crashed", "signal": 11, "isolated_by": "forkserver"},
+             {**IDENTITY, "outcome": "passed", "isolated": "--forked"}]
+    records = read_records(_write(tmp_path / "old", lines))
+    assert [set(r) - set(IDENTITY) for r in records] == [
+        {"outcome", "record_version"}, {"outcome", "record_version"}, {"outcome", "record_version", "isolated"}]
+    warning = capsys.readouterr().err.strip()
+    assert "\n" not in warning and "dropped 4 value(s)" in warning
+    assert "fields: compile, isolated, isolated_by, signal" in warning
+    with pytest.raises(ResultFileError, match="field 'signal' must be a string"):  # version 2 stays strict
+        read_records(_write(tmp_path / "new", [{**lines[1], "record_version": RECORD_VERSION}]))
+
+
+def test_a_newer_record_version_is_refused_as_newer():
+    assert "a newer TorchCTS wrote this record" in typed.problem(
+        {**IDENTITY, "outcome": "passed", "record_version": 3})
+
+
+@pytest.mark.parametrize("version", [0, -1, "2", True, None, 2.0])
+def test_an_invalid_record_version_is_refused_as_invalid(version):
+    problem = typed.problem({**IDENTITY, "outcome": "passed", "record_version": version})
+    assert problem.startswith("field 'record_version' must be the integer 1 or 2") and "newer" not in problem
 
 
 HUGE = "x" * 1_000_000

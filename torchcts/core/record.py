@@ -10,8 +10,9 @@ table (`core.record_doc`). Adding a field is one `json_field` in its part, the c
 
 Versions (docs/results.md, "Record versions"): a line written since the typed record carries
 `record_version` 2. A line without it is version 1 (every run folder before): version-1 readers ignored
-fields they did not know, so its upgrade drops the fields this record does not name and checks the rest as
-version 2. A version this TorchCTS does not know is refused (a newer TorchCTS wrote it).
+fields they did not know, so its upgrade drops the fields and nested keys this record does not name, and the values of the
+fields version 1 never checked that version 2 refuses (the reader warns once, with their count), and checks the
+rest as version 2. A version this TorchCTS does not know is refused (an integer above 2: a newer TorchCTS wrote it).
 """
 
 from __future__ import annotations
@@ -110,19 +111,58 @@ def field_names() -> Iterator[str]:
     yield VERSION_FIELD
 
 
-def upgrade(data: Any) -> dict[str, Any]:
-    """A parsed line as version 2: a version-1 line (no `record_version`) without the fields version 2 does not
-    name, and marked version 2; a version-2 line as it is. RecordError for a line that is not an object or names
-    another version."""
+# the fields version-1 readers checked (`results.files` before the typed record); they ignored every other field and
+# the unknown keys of nested objects, so a version-1 line may hold anything there
+V1_CHECKED = frozenset((
+    "item", "property", "op", "dtype", "level", "outcome", "variant", "reason", "error", "counterexample_error",
+    "duration_s", "examples", "distinct_cases", "max_examples", "max_abs_error", "max_rel_error", "max_ulp",
+    "ulp_error", "fingerprints", "counterexample", "case", "error_kind", "error_line", "missing_kernel",
+    "error_wrappers", "warnings", "dispatched", "leg", "legs", "leg_reason"))
+
+
+def upgrade(data: Any, dropped: list[str] | None = None) -> dict[str, Any]:
+    """A parsed line as version 2: a version-1 line (no `record_version`) without what version-1 readers ignored
+    (the fields and nested keys version 2 does not name, and the values of fields they never checked that version 2
+    refuses: each such field's name appended to `dropped`), marked version 2; a version-2 line as it is.
+    RecordError for a line that is not an object or names another version."""
     if not isinstance(data, dict):
         raise RecordError(f"a record must be a JSON object, got {json_kind(data)}")
     version = data.get(VERSION_FIELD, 1)
-    if version == RECORD_VERSION and type(version) is int:
+    if type(version) is int and version == RECORD_VERSION:
         return data
-    if version == 1 and type(version) is int:
-        return {**{name: value for name, value in data.items() if name in FIELDS}, VERSION_FIELD: RECORD_VERSION}
-    raise RecordError(f"field {VERSION_FIELD!r} must be 1 or {RECORD_VERSION} (absent: 1), got {show(version)}: "
-                      "a newer TorchCTS wrote this record")
+    if type(version) is int and version == 1:
+        return _upgraded_v1(data, dropped)
+    if type(version) is int and version > RECORD_VERSION:
+        raise RecordError(f"field {VERSION_FIELD!r} is {version}: a newer TorchCTS wrote this record (this one "
+                          f"reads versions 1 and {RECORD_VERSION})")
+    raise RecordError(f"field {VERSION_FIELD!r} must be the integer 1 or {RECORD_VERSION} (absent: 1), "
+                      f"got {show(version)}")
+
+
+def _upgraded_v1(data: dict[str, Any], dropped: list[str] | None) -> dict[str, Any]:
+    line: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in FIELDS:
+            continue
+        if name in _NESTED_KEYS:
+            value = _known_nested_keys(name, value)
+        if name not in V1_CHECKED and not _CHECKS[name][0](value):
+            if dropped is not None:
+                dropped.append(name)
+            continue
+        line[name] = value
+    line[VERSION_FIELD] = RECORD_VERSION
+    return line
+
+
+def _known_nested_keys(name: str, value: Any) -> Any:
+    """A nested value without the keys version 2 does not name (a value of another shape as it is: refused later)."""
+    keys, is_list = _NESTED_KEYS[name]
+    if is_list and isinstance(value, list):
+        return [{k: v for k, v in item.items() if k in keys} if isinstance(item, dict) else item for item in value]
+    if not is_list and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k in keys}
+    return value
 
 
 def check(data: Mapping[str, Any]) -> None:
@@ -157,10 +197,10 @@ def checked(line: dict[str, Any]) -> dict[str, Any]:
     return line
 
 
-def problem(data: Any) -> str | None:
-    """What is wrong with one parsed line of records.jsonl (either version), or None."""
+def problem(data: Any, dropped: list[str] | None = None) -> str | None:
+    """What is wrong with one parsed line of records.jsonl (either version), or None (`dropped`: `upgrade`'s)."""
     try:
-        check(upgrade(data))
+        check(upgrade(data, dropped))
     except RecordError as exc:
         return str(exc)
     return None

@@ -12,6 +12,7 @@ this. docs/results.md documents it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -54,8 +55,16 @@ def read_summary(folder: Path | str) -> dict[str, Any]:
 
 def iter_records(folder: Path | str) -> Iterator[dict[str, Any]]:
     """A run's validated records, streamed from `records.jsonl`, each as a version-2 line (`core.record.upgrade`:
-    a version-1 line without the fields version 2 does not name)."""
-    return (typed_record.upgrade(line) for line in iter_lines(Path(folder) / "records.jsonl", record_problem))
+    a version-1 line without what version-1 readers ignored). Values of fields version 1 never checked that
+    version 2 refuses are dropped with one warning line for the file, once it is read through."""
+    path = Path(folder) / "records.jsonl"
+    dropped: list[str] = []
+    for line in iter_lines(path, lambda data: typed_record.problem(data, dropped)):
+        yield typed_record.upgrade(line)
+    if dropped:
+        names = ", ".join(sorted(set(dropped)))
+        print(f"torchcts: warning: {path}: dropped {len(dropped)} value(s) of version-1 records that version 1 never "
+              f"checked and version 2 refuses (fields: {names})", file=sys.stderr)
 
 
 def read_records(folder: Path | str) -> list[dict[str, Any]]:

@@ -69,6 +69,7 @@ def test_a_compile_failure_reproduces_and_the_same_case_through_aot_eager_confor
     assert status == 0 and "rejects the input as CPU does" in output, output[-2000:]
 
 
+@pytest.mark.slow
 def test_a_refusal_torch_compile_wraps_conforms_as_the_engine_says(manifest, tmp_path):
     # adaptive_avg_pool2d's first error input: CPU raises ValueError; compiled, its reference raises it while dynamo
     # traces, wrapped in TorchRuntimeError: the engine compares the ValueError, which conforms

@@ -128,6 +128,7 @@ def test_a_stored_case_of_every_suite_replays_on_faulty_and_cpu(prop, plans, tmp
             assert record.get("reason"), f"{prop}: {said(record)}"
 
 
+@pytest.mark.slow
 def test_a_seeded_bugs_device_api_case_still_fails_on_replay_without_a_manifest(plans, tmp_path):
     """The issue's case: a device_api case found with a seeded bug, replayed by `torchcts replay --device faulty` with
     no manifest, still fails (an AssertionError naming the device count), and passes with the bug off."""

@@ -91,6 +91,7 @@ def test_zsh_and_fish_complete_the_same_names(shell):
     assert complete("fuzz", "--dtype", "float32,bf", shell=shell)[0] == ["float32,bfloat16"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shell", "fragment"), [
     ("bash", "complete -o nosort -F _torchcts_completion torchcts"),
     ("zsh", "#compdef torchcts"),

@@ -146,6 +146,7 @@ def _torchcts(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("extra", "fragment"), [
     (["--ops", "("], "ERROR: --ops '(' is not a valid regular expression"),
     (["--", "--bogus-flag"], "ERROR: pytest arguments after --: unrecognized arguments: --bogus-flag"),

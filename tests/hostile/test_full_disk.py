@@ -229,6 +229,7 @@ def test_a_run_whose_corpus_is_on_a_full_disk_keeps_the_failing_record_and_stops
     assert not corpus.exists() or list(corpus.iterdir()) == []  # no half case file, no temporary one
 
 
+@pytest.mark.slow
 def test_replay_update_status_on_a_full_disk_leaves_the_case_file_as_it_was(project, small_filesystem):
     found = limited(project, None, "run", *MISSING_TRUNC, "--results-dir", "R", "--corpus-dir", "C", "--no-report",
                     env={"TORCHCTS_FAULTY_BUGS": "missing_kernel"})

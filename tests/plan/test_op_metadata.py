@@ -220,6 +220,7 @@ def test_concurrent_builders_leave_a_whole_file(cache, built):
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_show_skips_on_a_warm_cache_does_not_import_the_op_database(cache, tmp_path, built):
     write_catalog(op_metadata.cache_path(), built)
     manifest = tmp_path / "manifest.py"

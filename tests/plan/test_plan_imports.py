@@ -12,6 +12,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow
 def test_importing_the_plan_imports_no_later_stage():
     code = ("import json, sys, torchcts.plan.build, torchcts.plan.skips; "
             "print(json.dumps(sorted({m.split('.')[1] for m in sys.modules if m.startswith('torchcts.')})))")
@@ -33,6 +34,7 @@ def _under(modules: list[str], *packages: str) -> list[str]:
     return [m for m in modules if any(m == p or m.startswith(p + ".") for p in packages)]
 
 
+@pytest.mark.slow
 def test_the_manifest_is_a_leaf():
     loaded = _loaded_after("import torchcts.manifest")
     later = ("torchcts.plan", "torchcts.engine", "torchcts.plugin", "torchcts.strategies", "torchcts.properties",
@@ -40,6 +42,7 @@ def test_the_manifest_is_a_leaf():
     assert not _under(loaded, *later)
 
 
+@pytest.mark.slow
 def test_the_report_needs_no_torch_no_plugin_and_no_op_database():
     loaded = _loaded_after("import torchcts.report.render, torchcts.report.data, torchcts.results.merge")
     assert not _under(loaded, "torch", "torchcts.plugin", "torchcts.plan.catalog")

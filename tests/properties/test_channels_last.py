@@ -130,6 +130,7 @@ def test_the_output_format_is_left_open_only_where_cpu_drops_channels_last():
     assert not stored_channels_last(_cl(2, 1, 3, 3)) and not stored_channels_last(torch.randn(2, 4, 3, 3))
 
 
+@pytest.mark.slow
 def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "upsample_reads_nchw"
     record = run_suite("channels_last", "upsample_bicubic", "float32", device="faulty", bugs=(bug,), max_examples=20,

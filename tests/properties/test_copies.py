@@ -50,6 +50,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not BUG["float_to_int_rounds"].fires(COPY_, (torch.zeros(2), fractional), {})
 
 
+@pytest.mark.slow
 def test_a_dropped_offset_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "transfer_drops_offset"
     record = run_suite("copies", "transfers", "float32", device="faulty", bugs=(bug,), max_examples=20,

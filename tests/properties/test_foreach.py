@@ -69,6 +69,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not large.fires(aten._foreach_neg.default, ([torch.ones(65536)],), {})
 
 
+@pytest.mark.slow
 def test_a_scalar_list_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "foreach_scalar_list_first"
     record = run_suite("foreach", "binary_scalar_list", "float32", device="faulty", bugs=(bug,), max_examples=20,

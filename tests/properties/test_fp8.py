@@ -81,6 +81,7 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert not BUG["fp8_scaled_mm_rowwise_first"].fires(SCALED_MM, (a, b, torch.tensor(2.0), torch.tensor(1.0)), {})
 
 
+@pytest.mark.slow
 def test_a_truncating_cast_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "fp8_cast_truncates"
     record = run_suite("fp8", "cast_to_float8", "float8_e4m3fn", device="faulty", bugs=(bug,), max_examples=20,

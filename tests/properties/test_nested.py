@@ -59,6 +59,7 @@ def test_the_construct_program_reads_through_offsets_and_lengths():
     assert view_contiguous and not holey_contiguous
 
 
+@pytest.mark.slow
 def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "jagged_padding_drops_last"
     record = run_suite("nested", "jagged_padded", "float32", device="faulty", bugs=(bug,), max_examples=20,

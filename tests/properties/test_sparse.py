@@ -70,6 +70,7 @@ def test_programs_build_from_parts_and_report_invariants():
         construct(torch.tensor([[5]]), None, torch.tensor([1.0]), (2,), torch.sparse_coo)
 
 
+@pytest.mark.slow
 def test_a_failure_is_stored_small_and_replays(run_suite, tmp_path, replays_failing):
     bug = "sparse_sum_drops_duplicates"
     record = run_suite("sparse", "sparse_sum", "float32", device="faulty", bugs=(bug,), max_examples=20,

@@ -27,6 +27,8 @@ from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
 from torchcts.triage.run import triage_run
 
+pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
+
 BUGS = "noncontiguous_add,crash_hypot,missing_kernel"
 CRASH = "forward::hypot::function::float32"
 

@@ -349,6 +349,7 @@ def test_replay_of_a_meta_tensor_is_unreadable_not_a_cpu_contract_skip(tmp_path)
     assert item.problem == ("inputs.input", "a tensor on the 'meta' device; a stored tensor is on cpu"), item.problem
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_failure_cut_smaller_stays_within_its_bounds_so_every_stored_case_is_readable(tmp_path):
     """After a failure the engine cuts the case's dimensions (`cases.reduce`); a cut that leaves the declared bounds
     does not count. The reviewer's run (serialization on faulty with save_drops_storage_offset) stored 18 cases, 7

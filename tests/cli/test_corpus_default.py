@@ -52,6 +52,7 @@ def test_run_fuzz_and_replay_share_the_default_and_say_it(tmp_path, monkeypatch)
     assert replay.exit_code == 2 and f"no corpus at {tmp_path / 'r' / 'corpus'}" in replay.stderr, replay.output
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_failing_run_beside_the_shipped_corpus_writes_its_case_under_results(tmp_path, monkeypatch):
     """A real run on the faulty device, in a folder whose ./corpus stands in for the shipped corpus."""
     shipped = tmp_path / "corpus"

@@ -71,6 +71,7 @@ def test_a_backend_that_raises_while_compiling_is_blamed_on_the_backend(manifest
     assert "torchcts_test_compile_raises" in found.legs[-1].error_line
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("shape_mode", ["dynamic", "automatic"])
 def test_a_backend_wrong_only_with_symbolic_sizes_is_blamed_on_its_dynamic_shapes(manifest, tmp_path, shape_mode):
     """The automatic run fails after a recompile made the sizes symbolic; a fresh static compile of the case passes."""

@@ -187,6 +187,7 @@ def test_the_ulp_bugs_stay_silent_without_their_condition():
     assert torch.equal(BUGS["bfloat16_div_truncates"].perturb(div, (bf16, bf16), {}, div(bf16, bf16)), bf16)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_ulp_failure_shrinks_to_a_small_case_that_replays(run_forward, tmp_path):
     record = run_forward("sqrt", "float32", device="faulty", bug="sqrt_via_rsqrt", shrink=True,
                          corpus_dir=tmp_path / "corpus")

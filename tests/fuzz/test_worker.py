@@ -33,6 +33,7 @@ def test_the_engine_settings_follow_the_options(faulty_options):
     assert settings.replay_flags == f"--device faulty --manifest {faulty_options.manifest.resolve()}"
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_visit_that_finds_a_bug_stores_its_case_with_the_visits_seed(faulty_options):
     """The visit `torchcts fuzz --seed 2` makes first (tests/run/test_corpus_replay.py) finds the bug here too."""
     seed = random.Random(2).randrange(2**63)

@@ -331,6 +331,7 @@ def test_a_vendor_package_installed_inside_the_standard_librarys_folder_is_blame
 
 # -- items: custom decoders, in the run's process and isolated ---------------------------------------------
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @linux_only
 @pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "forked"])
 @pytest.mark.parametrize("mode", list(EXITS))
@@ -382,6 +383,7 @@ def _inside(function_name: str):
     return fires
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @linux_only
 @pytest.mark.parametrize("prop, scenario, op, caller, perturb, outcome, line", [
     ("module_hooks", "mlp", "aten.add.Tensor", "forward_pre", _exit_in_op, Outcome.ERROR,

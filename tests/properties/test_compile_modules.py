@@ -34,6 +34,7 @@ def test_an_item_passes_on_cpu_and_records_dynamo_counts(run_suite):
     assert record["compile_stats"] == {"graph_breaks": 0, "graphs": 2}  # one graph per case: each starts afresh
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_training_bug_is_caught_through_compile(run_suite):
     record = run_suite("compile_modules", "cnn_aot_eager", device="faulty", bugs=("batch_norm_keeps_running_var",),
                        max_examples=2, shrink=False)
@@ -70,6 +71,7 @@ def test_a_compile_bug_fires_only_in_compiled_code(bug, model):
         torch.testing.assert_close(_train("faulty", model, (bug,), "aot_eager"), expected)
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, scenario", [("compiled_addmm_drops_bias", "mlp_aot_eager"),
                                            ("compiled_batch_norm_biased_running_var", "cnn_aot_eager")])
 def test_the_suite_catches_its_compile_bugs(run_suite, bug, scenario):

@@ -37,6 +37,7 @@ def test_a_scenario_passes_on_cpu_and_clean_faulty(run_suite, scenario):
     assert run_suite("dataloader", scenario, device="faulty", max_examples=3)["outcome"] is Outcome.PASSED
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_the_seeded_bug_is_caught_with_workers_only(run_suite, tmp_path):
     bug = ("shared_memory_copy_drops_tail",)
     record = run_suite("dataloader", "workers", device="faulty", bugs=bug, max_examples=10, corpus_dir=tmp_path)

@@ -35,6 +35,7 @@ def test_a_scenario_passes_on_cpu_and_clean_faulty(run_suite, op):
     assert run_suite("deterministic", op, device="faulty", max_examples=6)["outcome"] is Outcome.PASSED
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("op", ["index_add", "scatter_add", "index_put_accumulate"])
 def test_the_seeded_bug_is_detected(run_suite, tmp_path, op):
     record = run_suite("deterministic", op, device="faulty", bugs=("accumulation_ignores_determinism",),

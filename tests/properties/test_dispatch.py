@@ -44,6 +44,7 @@ def test_a_generated_overload_passes_on_cpu_and_clean_faulty(run_suite, name):
     assert record["outcome"] is Outcome.PASSED, record
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, name, shrink", [
     ("lift_fresh_copy_strided_tail", "aten.lift_fresh_copy.default", True),
     ("hardshrink_backward_default_lambd", "aten.hardshrink_backward.grad_input", False),

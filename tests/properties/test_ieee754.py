@@ -96,6 +96,7 @@ def test_range_limit_inputs_reach_overflow_and_underflow_in_every_dtype():
         assert bool(((result > 0) & (result < info.smallest_normal)).any())  # a subnormal exp
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_forward_finds_a_half_precision_overflow_that_saturates_through_near_limit_values(run_suite, tmp_path):
     """`overflow_saturate_half` found by `forward` on mul's float16 OpInfo samples (from level 2 half-precision
     samples get values near max: docs/strategies.md); the stored case holds one of them, finite, overflowing."""

@@ -62,6 +62,7 @@ def test_a_model_passes_on_cpu_and_clean_faulty(run_suite, model):
 
 
 # one shrunk, one not (shrinking a hooked model takes seconds per step); a failing case is stored either way
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, model, shrink", [("hook_alias_ignores_strides", "norm", True),
                                                 ("backward_hook_scales_twice", "mlp", False)])
 def test_each_seeded_bug_is_detected(run_suite, tmp_path, bug, model, shrink):

@@ -45,6 +45,7 @@ def test_a_scenario_passes_on_cpu_and_clean_faulty(run_suite, prop, scenario):
     assert record["outcome"] is Outcome.PASSED, record
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, scenario", [("fused_adam_repeats_past_four", "fused_adam"),
                                            ("fused_adam_repeats_past_four", "fused_adamw"),
                                            ("fused_sgd_forgets_momentum", "fused_sgd")])

@@ -65,6 +65,7 @@ def test_each_seeded_bug_is_detected(run_suite, bug):
     assert record["outcome"] in (Outcome.FAILED, Outcome.ERROR), record
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_a_counterexample_with_float8_scales_is_stored_and_replays(run_suite, replay_case, tmp_path):
     """A shrunk case holding a float8_e8m0fnu scale (and no zero point) goes to the corpus and replays failing with
     the bug on, passing without it."""

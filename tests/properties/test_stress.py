@@ -103,6 +103,7 @@ def test_a_scenario_passes_on_cpu_and_clean_faulty(run_stress, scenario):
     assert run_stress(scenario)["outcome"] is Outcome.PASSED
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_each_seeded_bug_is_detected(run_stress):
     record = run_stress("large_tensor", bugs=("large_grid_tail_skipped",), max_examples=2, tensor_mb=40)
     assert record["outcome"] is Outcome.FAILED and "8388608" in str(record), record  # the first element past 2**23

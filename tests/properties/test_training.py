@@ -42,6 +42,7 @@ def test_a_model_trains_alike_on_cpu_and_clean_faulty(run_suite, model):
     assert record["outcome"] is Outcome.PASSED, record
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 @pytest.mark.parametrize("bug, model", [("batch_norm_keeps_running_var", "cnn"),
                                         ("embedding_backward_overwrites_repeats", "rnn")])
 def test_each_seeded_bug_is_detected(run_suite, tmp_path, bug, model):

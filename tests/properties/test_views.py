@@ -140,6 +140,7 @@ def test_under_torch_compile_overlap_rules_copy_is_not_compared_where_both_refus
     assert record["unavailable_cases"] >= 1  # the cases whose expanded view overlaps; a 1-column one passes
 
 
+@pytest.mark.slow  # runs long in-process (tens of seconds to minutes)
 def test_under_torch_compile_an_overlap_cpu_refuses_and_the_compiled_program_accepts_fails(run_suite):
     # float32 add_ into an expanded view: aot_eager's functionalized graph does not refuse where CPU does
     accepted = run_suite("views", "overlap_rules", "float32", max_examples=4, compile_backend="aot_eager")

@@ -169,7 +169,8 @@ def test_a_child_that_dies_after_the_first_poll_is_crashed_by_its_signal_and_rea
 def test_a_partial_run_counts_what_is_on_disk_and_names_the_item_it_stopped_in(tmp_path):
     writer = RunWriter(tmp_path, {"device": "cpu"})
     writer.mark_started("forward::abs::function::float32")
-    writer.record({"item": "forward::abs::function::float32", "outcome": "passed"})
+    writer.record({"item": "forward::abs::function::float32", "property": "forward", "op": "abs",
+                   "variant": "function", "dtype": "float32", "level": 1, "outcome": "passed"})
     writer.mark_started("forward::add::function::float32")  # an isolated child wrote this record ...
     with open(writer.folder / "records.jsonl", "a") as records:
         records.write(json.dumps({"item": "forward::add::function::float32", "outcome": "failed"}) + "\n")

@@ -9,10 +9,15 @@ from torchcts.core.outcomes import Outcome
 from torchcts.results.writer import RECORDS_PER_WRITE, RunWriter
 
 
+def _item(op: str) -> dict:
+    """A whole record's identity (the writer checks every line against the typed record)."""
+    return {"item": f"forward::{op}::float32", "property": "forward", "op": op, "variant": None, "dtype": "float32",
+            "level": 1}
+
+
 def _records(n: int) -> list[dict]:
     outcomes = (Outcome.DTYPE_NOT_SUPPORTED, Outcome.LEVEL_FILTERED, Outcome.CAPABILITY_NOT_DECLARED)
-    return [{"item": f"forward::op{i}::float32", "outcome": outcomes[i % 3], "reason": f"reason {i}"}
-            for i in range(n)]
+    return [{**_item(f"op{i}"), "outcome": outcomes[i % 3], "reason": f"reason {i}"} for i in range(n)]
 
 
 def test_batched_records_are_the_lines_and_counts_of_single_ones(tmp_path):
@@ -22,7 +27,7 @@ def test_batched_records_are_the_lines_and_counts_of_single_ones(tmp_path):
         one_by_one.record(record)
     batched = RunWriter(tmp_path / "batched", {"device": "cpu"})
     batched.record_many(iter(records))
-    batched.record({"item": "forward::abs::float32", "outcome": Outcome.PASSED})  # later records follow whole
+    batched.record({**_item("abs"), "outcome": Outcome.PASSED})  # later records follow whole
     for writer in (one_by_one, batched):
         writer.close("complete")
     single_lines = (one_by_one.folder / "records.jsonl").read_text().splitlines()
@@ -38,9 +43,9 @@ def test_missing_kernels_are_found_among_many_accounting_records(tmp_path):
     writer.record_many(_records(1500))
     missing = {"overload": "aten::hypot.out", "dispatch_key": "PrivateUse1"}
     for op in ("hypot", "atan2"):
-        writer.record({"item": f"forward::{op}::float32", "outcome": Outcome.ERROR, "error_kind": "missing_kernel",
+        writer.record({**_item(op), "outcome": Outcome.ERROR, "error_kind": "missing_kernel",
                        "missing_kernel": missing})
-    writer.record({"item": "forward::add::float32", "outcome": Outcome.ERROR, "error_kind": "harness",
+    writer.record({**_item("add"), "outcome": Outcome.ERROR, "error_kind": "harness",
                    "reason": "mentions missing_kernel in its text only"})
     writer.close("complete")
     summary = json.loads((writer.folder / "run.json").read_text())

@@ -20,17 +20,22 @@ def _summary(folder):
     return json.loads((folder / "run.json").read_text())
 
 
+def _identity(item: str) -> dict:
+    """A whole record's identity fields (the writer checks every line against the typed record)."""
+    return {"item": item, "property": "forward", "op": "x", "variant": None, "dtype": "float32", "level": 1}
+
+
 def test_workers_append_to_the_controllers_run_and_write_no_summary(tmp_path):
     controller = RunWriter(tmp_path, {"device": "cpu"}, role="controller")
     before = (controller.folder / "run.json").read_text()
     workers = [RunWriter(tmp_path, {"device": "cpu"}, run_id=controller.run_id, role="worker") for _ in range(2)]
     for n, worker in enumerate(workers):
         worker.mark_started(f"item{n}")
-        worker.record({"item": f"item{n}", "outcome": Outcome.PASSED})
+        worker.record({**_identity(f"item{n}"), "outcome": Outcome.PASSED})
         worker.set_probes({"total": 1})  # a worker never rewrites the controller's summary
         worker.close("complete")
     assert (controller.folder / "run.json").read_text() == before
-    controller.record({"item": "skipped", "outcome": Outcome.DESELECTED, "reason": "--ops leaves it out"})
+    controller.record({**_identity("skipped"), "outcome": Outcome.DESELECTED, "reason": "--ops leaves it out"})
     controller.close("complete")
     summary = _summary(controller.folder)
     assert summary["status"] == "complete" and summary["counts"] == {"deselected": 1, "passed": 2}
@@ -41,7 +46,7 @@ def test_an_interrupted_controller_names_the_item_a_worker_left_without_a_record
     controller = RunWriter(tmp_path, {}, role="controller")
     worker = RunWriter(tmp_path, {}, run_id=controller.run_id, role="worker")
     worker.mark_started("done")
-    worker.record({"item": "done", "outcome": "failed"})
+    worker.record({**_identity("done"), "outcome": "failed"})
     worker.mark_started("running")
     with open(controller.folder / "started.jsonl", "ab") as started:
         started.write(b'{"item": "torn')  # a worker killed mid-write

@@ -54,7 +54,9 @@ class Clock:
 
 
 def missing(item: str, overload: str) -> dict:
-    return {"item": item, "outcome": "error", "reason": "the backend raised", "error_kind": "missing_kernel",
+    return {"item": item, "property": "forward", "op": "x", "variant": None, "dtype": "float32", "level": 1,
+            "outcome": "error", "reason": "the backend raised",
+            "error_kind": "missing_kernel",
             "missing_kernel": {"overload": overload, "dispatch_key": "PrivateUse1"},
             "error": f"NotImplementedError: Could not run '{overload}' with arguments from the 'tiny' backend.\n"
                      + "CPU: registered at /pytorch/build/aten/src/ATen/RegisterCPU.cpp:1 [kernel]\n" * 40,
@@ -63,7 +65,9 @@ def missing(item: str, overload: str) -> dict:
 
 
 def failed(item: str) -> dict:
-    return {"item": item, "outcome": "failed", "reason": "the backend's result differs from the CPU oracle's",
+    return {"item": item, "property": "forward", "op": "x", "variant": None, "dtype": "float32", "level": 1,
+            "outcome": "failed",
+            "reason": "the backend's result differs from the CPU oracle's",
             "error": "faulty differs from CPU: output: nan at flat index 1\nsecond line\nthird line",
             "counterexample": {"replay": f"torchcts replay corpus/{item}.json --device faulty", "new": True}}
 

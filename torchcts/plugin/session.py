@@ -141,9 +141,7 @@ class RunSession:
         item = next((i for i in self.plan.items if i.id == item_id), None) if item_id else None
         if item is None:  # not a plan item (another test, a replayed case): pytest-xdist reports it
             return
-        reason = "the pytest-xdist worker running it died"
-        record = {**item.as_json(), "outcome": Outcome.CRASHED, "reason": reason, "error": what,
-                  "error_line": reason, "duration_s": None, "signal": None, "isolated": None, "counterexample": None}
+        record = worker_died_record(item, what)
         self.writer.record(record)
         self._count(record)
         self.reported()
@@ -195,7 +193,7 @@ class RunSession:
                 reporter.write_line(line)
 
     def record_deselected(self, item: PlanItem | ReplayItem, reason: str) -> None:
-        self.writer.record({**item.as_json(), "outcome": Outcome.DESELECTED, "reason": reason})
+        self.writer.record(deselected_record(item, reason))
         self.console.total -= 1
 
     # -- end -----------------------------------------------------------------------------------
@@ -369,3 +367,14 @@ def present(record: dict[str, Any], folder: Any = None) -> None:
                          f"report: torchcts report --from {folder}")
         pytest.fail("\n".join(lines), pytrace=False)
 
+
+def worker_died_record(item: PlanItem, what: str) -> dict[str, Any]:
+    """The `crashed` record of an item whose pytest-xdist worker died running it (`what`: pytest-xdist's words)."""
+    reason = "the pytest-xdist worker running it died"
+    return {**item.as_json(), "outcome": Outcome.CRASHED, "reason": reason, "error": what, "error_line": reason,
+            "duration_s": None, "signal": None, "isolated": None, "counterexample": None}
+
+
+def deselected_record(item: PlanItem | ReplayItem, reason: str) -> dict[str, Any]:
+    """The record of an item pytest deselected (-k, -m, --deselect) or a shard leaves to another."""
+    return {**item.as_json(), "outcome": Outcome.DESELECTED, "reason": reason}

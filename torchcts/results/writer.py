@@ -29,6 +29,8 @@ import torch
 
 from torchcts import disk, interrupts
 from torchcts.core.record import RECORD_VERSION, VERSION_FIELD
+from torchcts.core.record import check as check_record
+from torchcts.core.typed_json import RecordError
 from torchcts.disk import WriteError
 from torchcts.core.outcomes import EXECUTED, Outcome
 # run.json `run_kind`: "run" (a conformance run drawing cases), "replay" (a corpus replay), "collect_only"
@@ -229,9 +231,15 @@ class RunWriter:
 
 
 def _line(record: dict[str, Any]) -> str:
-    """A record's line of records.jsonl, marked with the record version it was written as (`core.record`; the
-    engine checked an executed item's record as one, `engine.run.run_item`)."""
-    return json.dumps({**record, VERSION_FIELD: RECORD_VERSION}, sort_keys=True, default=str) + "\n"
+    """A record's line of records.jsonl, marked with the record version it was written as and checked as one
+    (`core.record.check`): a field the record does not name, or a value of the wrong type, is a defect of the
+    code that filled it and raises RecordError naming the item and the field here, not in a later reader."""
+    line = {**record, VERSION_FIELD: RECORD_VERSION}
+    try:
+        check_record(line)
+    except RecordError as exc:
+        raise RecordError(f"record of {record.get('item')!r} not written: {exc} (a TorchCTS defect)") from None
+    return json.dumps(line, sort_keys=True, default=str) + "\n"
 
 
 def _remove_empty_run_folder(folder: Path) -> None:

@@ -9,7 +9,6 @@ import pytest
 from torchcts.core import record as typed
 from torchcts.core.outcomes import Outcome
 from torchcts.core.record import RECORD_VERSION, Record
-from torchcts.core.typed_json import RecordError
 from torchcts.engine import item_warnings
 from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
@@ -42,10 +41,13 @@ def test_every_record_the_engine_returns_is_a_valid_typed_record(settings, item,
         assert record.measures.examples >= 1 and record.measures.fingerprints
 
 
-def test_a_misspelt_field_a_producer_writes_fails_the_run_of_the_item(settings, monkeypatch):
+def test_a_misspelt_field_a_producer_writes_gives_the_item_a_harness_error_naming_it(settings, monkeypatch):
     def misspelt(self):
         return {"warnigns": self.as_json()}
 
     monkeypatch.setattr(item_warnings.WarningLog, "record_fields", misspelt)
-    with pytest.raises(RecordError, match=r"unknown field 'warnigns' \(did you mean 'warnings'\?\)"):
-        run_item(ABS, settings)
+    line = run_item(ABS, settings)
+    assert typed.problem(line) is None  # a valid record, not a hole in the run
+    assert line["item"] == ABS.id and line["outcome"] is Outcome.ERROR and line["error_kind"] == "harness"
+    assert "unknown field 'warnigns' (did you mean 'warnings'?)" in line["reason"]
+    assert "TorchCTS defect" in line["reason"] and "\n" not in line["error_line"]

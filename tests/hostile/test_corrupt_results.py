@@ -68,6 +68,8 @@ BAD_SUMMARIES = {
         "[" * 500 + "]" * 500)})).encode(), "nested deeper than 100 levels"),
     "huge integer": (b'{"status": "complete", "counts": {"passed": ' + b"9" * 5000 + b"}}",
                      "an integer of 5000 digits, over the limit of 100"),
+    "a repeated key": (b'{"status": "complete", "counts": {"passed": 1}, "status": "partial"}',
+                       "run.json: unreadable: an object repeats the key 'status'"),
     "environment a list": (summary(environment=[]), "field 'environment' must be an object, got a list"),
     "status a number": (summary(status=5), "field 'status' must be a string"),
     "counts a list": (summary(counts=[1]), "field 'counts' must be an object"),
@@ -102,6 +104,13 @@ BAD_RECORDS = {
     "counterexample path a number": (line(counterexample={"path": 3}), 1, "field 'counterexample'"),
     "not UTF-8": (line() + b'{"item": "\xff"}\n', 2, "unreadable: not UTF-8"),
     "nesting bomb": (b"[" * 200_000 + b"]" * 200_000 + b"\n", 1, "nested deeper"),
+    "a repeated key": (line().replace(b'"level": 1', b'"level": 1, "outcome": "failed"'), 1,
+                       "unreadable: an object repeats the key 'outcome'"),
+    "a repeated nested key": (line(counterexample={"path": "a"}).replace(b'"path": "a"', b'"path": "a", "path": "b"'),
+                              1, "unreadable: an object repeats the key 'path'"),
+    **{f"{field} nested deep": (line(**{field: {"a": json.loads("[" * 150 + "]" * 150)}}), 1,
+                                "unreadable: JSON nested deeper than 100 levels")
+       for field in ("ulp_error", "hypothesis_statistics", "compile", "compile_stats", "path_shape", "waiver")},
 }
 
 

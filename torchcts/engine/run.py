@@ -28,6 +28,7 @@ import attrs
 
 from torchcts import backend_exits
 from torchcts.core import record as typed_record
+from torchcts.core.typed_json import RecordError
 from torchcts import dtypes as dtype_names
 from torchcts.disk import WriteError
 from torchcts.core.case_limits import CaseLimits
@@ -95,10 +96,12 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
 
     `seed` and `max_examples` override the item's derived seed and the settings' example count
     (fuzz). The record's `outcome` is an `Outcome`; its fields are the typed record's (`core.record`: a field it
-    does not name, or a value of the wrong type, raises RecordError, a TorchCTS defect). The user's Ctrl-C,
+    does not name, or a value of the wrong type, is a TorchCTS defect: the item's record is then a harness error
+    naming the field). The user's Ctrl-C,
     SIGTERM and SIGHUP propagate: an interrupted item has no record. Code under test that calls sys.exit, raises
     KeyboardInterrupt itself, calls os._exit or signals its own process gets its record (`backend_exits`: error or
     crashed, naming where)."""
+    started = time.monotonic()
     record = _run_item(item, settings, seed=seed, max_examples=max_examples)
     if settings.target.compile is not None and not isinstance(item, ReplayItem) \
             and parse(record.get("outcome")) in PROBLEMS:
@@ -106,7 +109,12 @@ def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,
         # worker returned: the run's budget and the item's timeout are not spent in a child, and a crashed or
         # timed-out item is `not-blamed` with the reason
         record.update(blame_failure(record, settings))
-    return typed_record.checked(record)
+    try:
+        return typed_record.checked(record)
+    except RecordError as exc:  # a producer filled a field the record does not allow: the item keeps a record
+        reason = f"harness: the item's record is invalid, a TorchCTS defect: {exc}"
+        verdict = Verdict(Outcome.ERROR, reason, reason, "harness", first_line(reason))
+        return typed_record.checked(_record(item, verdict, time.monotonic() - started))
 
 
 def _run_item(item: Any, settings: EngineSettings, *, seed: int | None,

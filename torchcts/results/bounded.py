@@ -42,8 +42,22 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are unique: Python's json keeps the last of a repeated key, silently, so a line
+    could say one thing to a reader that keeps the first and another to this one."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = key if len(key) <= 60 else key[:57] + "..."
+                raise ValueError(f"an object repeats the key {shown!r}")
+            seen.add(key)
+    return value
+
+
 # one decoder: json.loads with hooks would build one per call
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_bounded_int)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys)
 
 
 def parse_json(text: str, max_depth: int | None = MAX_DEPTH) -> Any:
@@ -146,7 +160,13 @@ def iter_lines(path: Path | str, check: Callable[[Any], str | None]) -> Iterator
                 continue
             torn = not raw.endswith(b"\n")
             try:
-                value = parse_json(_decode(raw), max_depth=None)  # records are read field by field, never walked
+                # a line's fields are checked one by one, not walked: only its object values can hold free-form
+                # JSON (`ulp_error`, `compile`, `path_shape`, ...) that a report or baseline walks, so only they
+                # are held to the nesting limit (a list field's check refuses anything but flat items)
+                value = parse_json(_decode(raw), max_depth=None)
+                if isinstance(value, dict) and any(isinstance(field, dict) and _too_deep(field, MAX_DEPTH - 1)
+                                                   for field in value.values()):
+                    raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
             except ValueError as exc:
                 if torn:
                     return  # a killed run's last, partial write

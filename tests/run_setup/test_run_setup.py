@@ -82,6 +82,8 @@ def test_a_kernel_probe_draws_as_a_derandomized_run_does(manifest_path, tmp_path
             assert getattr(probe, field.name) == getattr(run.engine, field.name), field.name
     assert probe.run_seed is None and probe.corpus_dir is None and probe.found == {}
     assert probe.isolation.rules == run.engine.isolation.rules
+    shown, _ = probe_settings(attrs.evolve(run.manifest, show_traceback=True), "cpu", None)
+    assert shown.show_traceback is False  # a probe's records keep first lines, whatever the manifest says
 
 
 @pytest.mark.slow  # loading a manifest forks (its code runs in a child first)

@@ -13,7 +13,7 @@ import attrs
 
 from torchcts.core import outcomes
 from torchcts.core import json_checks as c
-from torchcts.core.typed_json import json_field
+from torchcts.core.typed_json import json_field, nulls_field
 
 # the smaller copies of a record that carry some of its fields (`views=` of a field; `core.record.view_fields`):
 # CONSOLE: what a console line and the progress need, carried from a pytest-xdist worker to its controller
@@ -78,6 +78,7 @@ class MissingKernel:
     """The overload a device has no kernel for, as the dispatcher names it, and the dispatch key."""
     overload: str = json_field(c.is_str, "a string", required=True)
     dispatch_key: str | None = json_field(c.opt_str, "a string or null")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +86,7 @@ class Warnings:
     """Python warnings raised while the item ran: how many, and the distinct messages."""
     count: int = json_field(c.is_count, "a non-negative integer", required=True)
     messages: tuple[str, ...] | None = json_field(c.opt_str_list, "a list of strings")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 @attrs.frozen(kw_only=True)
@@ -95,6 +97,7 @@ class StoredCase:
     new: bool | None = json_field(c.opt_bool, "true or false")
     elements: int | None = json_field(c.opt_int, "an integer")
     replay: str | None = json_field(c.opt_str, "a string")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 @attrs.frozen(kw_only=True)
@@ -102,6 +105,7 @@ class Unwritable:
     """A case file the corpus could not take, and the system's reason."""
     path: str | None = json_field(c.opt_str, "a string")
     reason: str | None = json_field(c.opt_str, "a string")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 @attrs.frozen(kw_only=True)
@@ -111,6 +115,7 @@ class ReplayedCase:
     fingerprint: str | None = json_field(c.opt_str, "a string")
     status: str | None = json_field(c.opt_str, "a string")
     unreadable: str | None = json_field(c.opt_str, "a string or null")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +125,7 @@ class Leg:
     shape_mode: str = json_field(c.is_str, "a string", required=True)
     outcome: str = json_field(c.is_str, "a string", required=True)
     error_line: str | None = json_field(c.opt_str, "a string or null")
+    nulls: frozenset[str] = nulls_field()  # the fields its JSON held as null
 
 
 # -- the parts ----------------------------------------------------------------------------------

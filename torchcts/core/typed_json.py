@@ -93,9 +93,18 @@ def object_from_json(cls: type[T], data: Any, what: str, prefix: str = "") -> T:
         raise RecordError(f"{what} must be a JSON object, got {json_kind(data)}")
     fields = json_fields(cls)
     check_fields(what, data, fields, prefix)
-    return cls(**{name: value_from_json(fields[name], value, prefix) for name, value in data.items()})
+    values = {name: value_from_json(fields[name], value, prefix) for name, value in data.items()}
+    return cls(**values, nulls=frozenset(name for name, value in data.items() if value is None))
 
 
 def object_to_json(obj: Any) -> dict[str, Any]:
-    """A nested typed object as JSON: every field, null where unset (nested objects are written whole)."""
-    return {name: value_to_json(getattr(obj, name)) for name in json_fields(type(obj))}
+    """A nested typed object as JSON: the fields it holds, and null for those its object held as null (`nulls`), so
+    an object read and written again is the same JSON."""
+    nulls = obj.nulls
+    return {name: value_to_json(value) for name in json_fields(type(obj))
+            if (value := getattr(obj, name)) is not None or name in nulls}
+
+
+def nulls_field() -> Any:
+    """The attrs field of a nested typed object that names the fields its JSON held as null (not a JSON field)."""
+    return attrs.field(kw_only=True, default=frozenset(), repr=False)

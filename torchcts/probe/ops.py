@@ -107,7 +107,8 @@ def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> t
     local = (ledger_folder / LOCAL_NAME) if ledger_folder is not None else None
     isolation = IsolationPolicy(rules=tuple(ledger_rules("isolate", local)), device_type=target.device_type,
                                 torch_version=torch_minor(), can_fork=fork_safe(target.device_type))
-    settings = run_engine_settings(target, manifest, max_examples=draw.max_examples, draw=draw, isolation=isolation)
+    settings = run_engine_settings(target, manifest, max_examples=draw.max_examples, draw=draw, isolation=isolation,
+                                   show_traceback=False)  # a probe keeps first lines, whatever the manifest says
     described = (f"derandomized, max_examples {draw.max_examples} ({draw.max_examples_from}), "
                  f"profile {draw.profile}, {versions().replace(';', ', ')}")
     return settings, described

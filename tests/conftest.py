@@ -98,6 +98,7 @@ class _ProgramGuard:
 
 
 _GUARD = _ProgramGuard()
+_TESTS_FOLDER = Path(__file__).resolve().parent
 platform.uname().processor  # runs `uname -p` once, here, and caches it: no test is blamed for the first call
 sys.addaudithook(lambda event, args: _GUARD.check(event, args) if event in _PROGRAM_EVENTS else None)
 _spawnv_passfds = multiprocessing.util.spawnv_passfds  # multiprocessing's spawn and forkserver: no audit event
@@ -113,7 +114,10 @@ multiprocessing.util.spawnv_passfds = _guarded_spawnv_passfds
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _GUARD.nodeid = None if item.get_closest_marker("slow") else item.nodeid
+    # only this folder's tests: a `torchcts run` started in the checkout loads this conftest too, and its items (the
+    # suites, which may spawn isolated workers) are no tests of ours
+    ours = Path(str(item.path)).resolve().is_relative_to(_TESTS_FOLDER)
+    _GUARD.nodeid = None if item.get_closest_marker("slow") or not ours else item.nodeid
     _GUARD.pid = os.getpid()
     try:
         return (yield)

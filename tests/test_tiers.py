@@ -108,3 +108,20 @@ def test_the_fast_tier_leaves_out_exactly_the_slow_tests(pytester):
     pytester.makepyfile(test_inner=INNER_TESTS)
     result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-m", "not slow")
     result.stdout.fnmatch_lines(["*5/6 tests collected (1 deselected)*"])
+
+
+@pytest.mark.slow
+def test_a_torchcts_run_started_in_the_checkout_is_not_guarded(tmp_path):
+    """`torchcts run` in the checkout (as `make run` starts it) loads tests/conftest.py; the guard leaves its items
+    alone: an item isolated in a spawned worker interpreter passes instead of failing as a fast test would."""
+    import subprocess
+    import sys
+
+    repo = CONFTEST.parent.parent
+    completed = subprocess.run(
+        [sys.executable, "-m", "torchcts", "run", "--validation", "--ops", "^add$", "--level", "1", "--dtype", "float32",
+         "--max-examples", "2", "--subprocess-per-test", "--isolation-start", "spawn",
+         "--results-dir", str(tmp_path / "results"), "--corpus-dir", str(tmp_path / "corpus")],
+        cwd=repo, capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert "passed 1" in completed.stdout, completed.stdout[-2000:]

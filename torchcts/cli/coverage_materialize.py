@@ -35,7 +35,8 @@ def materialize(output: Path, per_overload: int, ops: str | None = None) -> dict
 
     import torchcts
     from torchcts.cases.files import new_case, write_case
-    from torchcts.coverage.generated import overload_seed, draw_accepted, generated_scenarios
+    from torchcts.coverage.generated import generated_scenarios
+    from torchcts.coverage.generated_compute import draw_accepted, overload_seed
     from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases
 
     pattern = re.compile(ops) if ops else None

@@ -22,6 +22,7 @@ import pytest
 
 from torchcts.cases.replay_items import replay_items
 from torchcts.cases.store import store_failure
+from torchcts.engine import case_loop
 from torchcts.engine.context import CaseContext
 from torchcts.engine.run import EngineSettings, build_context, property_check, run_item, versions
 from torchcts.engine.targets import Target
@@ -49,11 +50,17 @@ class KeepsFirstCompared(CaseContext):
 
     kept: Any = None
 
-    def _check(self, check: Any, case: Any, fingerprint: str | None = None) -> None:
-        before = (self.cpu_contract_cases, self.unavailable_cases)
-        CaseContext._check(self, check, case, fingerprint)
-        if self.kept is None and (self.cpu_contract_cases, self.unavailable_cases) == before:
-            self.kept = case
+
+_check_case = case_loop.check_case
+
+
+def keeping_first_compared(cts: Any, check: Any, case: Any, fingerprint: str | None = None) -> None:
+    """The engine's check of one case; a `KeepsFirstCompared` context keeps the first case it compared."""
+    before = (cts.cpu_contract_cases, cts.unavailable_cases)
+    _check_case(cts, check, case, fingerprint)
+    if isinstance(cts, KeepsFirstCompared) and cts.kept is None and \
+            (cts.cpu_contract_cases, cts.unavailable_cases) == before:
+        cts.kept = case
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +118,8 @@ def said(record: dict[str, Any]) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("prop", PROPERTIES)
-def test_a_stored_case_of_every_suite_replays_on_faulty_and_cpu(prop, plans, tmp_path):
+def test_a_stored_case_of_every_suite_replays_on_faulty_and_cpu(prop, plans, tmp_path, monkeypatch):
+    monkeypatch.setattr(case_loop, "check_case", keeping_first_compared)  # the case loop checks each case through it
     drawn_on, path = store_one_case(prop, plans, tmp_path / "corpus")
     on_faulty, on_cpu = replay(path, "faulty"), replay(path, "cpu")
     for record in (on_faulty, on_cpu):

@@ -27,7 +27,8 @@ from torch.utils._pytree import tree_leaves
 from torchcts import dtypes as dtype_names
 from torchcts.cases.bounds import (Bound, CaseParams, Dtypes, Either, Floats, Ints, Lists, Mapping, OneOf, Optional,
                                    Tensors, Tuples)
-from torchcts.coverage.generated import resolve, split_name
+from torchcts.core.overload_names import split_name
+from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import STRING_CHOICES
 
 INT_MOST = 2**8  # integers: dims, counts, indices, quantization ranges (0..255), ignore_index (-100)

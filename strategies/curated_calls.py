@@ -27,6 +27,7 @@ from torchcts.strategies import curated_nn as nn
 from torchcts.strategies.curated_builders import Builder, family_adder, functional, itself
 from torchcts.strategies.curated_layouts import SPARSE_KEY, nested_table, sparse_table
 from torchcts.strategies.curated_quantized import quantized_table
+from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import Drawn
 
 
@@ -126,8 +127,6 @@ def curated(name: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _donor(name: str) -> Any:
-    from torchcts.coverage.generated import resolve
-
     return resolve(name)
 
 

@@ -5,7 +5,7 @@ argument's gradient, or holding valid indices. Where no draw from the schema alo
 kernel (`torchcts.coverage.generated`'s probe), a sibling overload often was called by an OpInfo's
 samples with exactly such arguments: `avg_pool3d_backward.grad_input` has no OpInfo, but
 `nn.functional.avg_pool3d`'s gradient called `avg_pool3d_backward.default`. The packaged trace
-(`torchcts.coverage.opinfo_trace`) names such calls: OpInfo, dtype, sample index, phase. Here a
+(`torchcts.strategies.opinfo_trace`) names such calls: OpInfo, dtype, sample index, phase. Here a
 donor call is replayed on CPU under a dispatch mode that captures the sibling's arguments, and the
 arguments are rebound by name to the target's schema: an out= tensor the sibling did not take is an
 empty tensor of the matching result's dtype (for the kernel to resize), an argument with a default
@@ -32,6 +32,8 @@ from hypothesis.errors import InvalidArgument
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.strategies.layouts import relayouts
+from torchcts.strategies.opinfo_trace import packaged, run_phase
+from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import CallBuilder, Drawn, argument_kind, writes_to
 
 MAX_DONOR_CALLS = 6  # calls kept per target overload
@@ -40,6 +42,12 @@ MAX_DONOR_CALLS = 6  # calls kept per target overload
 LAYOUT_CRASHES = frozenset({"adaptive_max_pool3d_backward"})
 MAX_KIN_PACKETS = 3  # other packets whose calls a target may borrow (each costs the probe a capture)
 MIN_KIN_SIMILARITY = 0.6  # how alike two packets' names must be for one's calls to be tried on the other
+# Packets whose CPU kernel trusts its arguments' sizes, found by a clean faulty run of the drawn calls (out-of-bounds
+# reads that answer one call two ways, aborts, segfaults): their cases come only from traced calls of their own
+# family, whose shapes an OpInfo sample chose (`torchcts.coverage.generated.traced_only`); no kin calls.
+TRACED_ONLY_PACKETS = ("_log_softmax_backward_data", "_logcumsumexp", "_pdist_forward", "_stack",
+                      # a kin call (`replication_pad2d_backward`'s, padding wider than the input) aborted CPU
+                      "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward")
 
 
 def family(packet: str) -> tuple[str, ...]:
@@ -82,8 +90,6 @@ def _other_rank(packet: str, other: str) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _offered(name: str) -> frozenset[tuple[str, str]]:
     """(name, type) of every argument of overload `name` (empty when this torch lacks it)."""
-    from torchcts.coverage.generated import resolve
-
     op = resolve(name)
     return frozenset() if op is None else frozenset((arg.name, argument_kind(arg)[0]) for arg in op._schema.arguments)
 
@@ -94,8 +100,6 @@ def kin(name: str, donors: dict[str, Any]) -> list[str]:
     in the name: `_other_rank`): those of the `MAX_KIN_PACKETS` most similar packets, most similar first. `upsample_bilinear2d.default`'s calls rebind to
     `_upsample_lanczos2d_aa.default`, `select.int`'s to `select_copy.int`. None for the packets whose CPU kernel
     trusts sizes (`TRACED_ONLY_PACKETS`): only their own family's calls have the sizes they need."""
-    from torchcts.coverage.generated import TRACED_ONLY_PACKETS, resolve
-
     _, packet, _ = name.split(".", 2)
     target = resolve(name)
     if target is None or packet in TRACED_ONLY_PACKETS:
@@ -124,7 +128,6 @@ def capture(op_id: str, dtype_name: str, index: int, phase: str, overload: str) 
     copied), or None when the sample no longer makes it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from torchcts.coverage.opinfo_trace import run_phase
     from torchcts.plan.catalog import find_op
     from torchcts.strategies.opinfo_pool import sample_pool
 
@@ -217,9 +220,6 @@ def rebind(target: Any, donor: Any, args: tuple, kwargs: dict,
 def donor_calls(name: str) -> tuple[Drawn, ...]:
     """Up to `MAX_DONOR_CALLS` calls of overload `name` ("aten.x.y") rebound from its siblings' donor calls
     (the packaged trace), or from its kin's when no sibling's call rebinds; () when it has none."""
-    from torchcts.coverage.generated import resolve
-    from torchcts.coverage.opinfo_trace import packaged
-
     target = resolve(name)
     if target is None:
         return ()

@@ -57,9 +57,6 @@ LAYERS = import_graph.LayerTable(
     ),
     # Still open, each to be removed (the test fails when one no longer occurs):
     exceptions={
-        (T + "strategies", T + "coverage"):
-            "strategies.curated_calls and traced_calls read coverage.generated's overload resolution and "
-            "coverage.opinfo_trace's packaged trace (inside functions); the shared piece is to move down",
         (T + "engine", T + "testing.faulty_autoload"):
             "a spawned worker registers the faulty device by name (engine.spawn_messages, engine.worker_process); "
             "to go with the generic spawn's setup entry point",
@@ -68,8 +65,6 @@ LAYERS = import_graph.LayerTable(
 
 # Import cycles still open (modules being split by another part of issue 42); the test fails when one is gone.
 OPEN_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset(T + name for name in ("coverage.dispatch_calls", "coverage.generated", "coverage.generated_compute",
-                                    "strategies.curated_calls", "strategies.traced_calls")),
     frozenset(T + "testing.faulty." + name for name in ("autocast", "bugs", "device", "memory", "pinned", "runtime",
                                                          "streams", "would_fire")),
 )

@@ -24,13 +24,14 @@ from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchcts.coverage.dispatch_calls import call_overload, metadata_only, overload_cases, run_call
-from torchcts.coverage.generated import generated_scenarios, resolve
+from torchcts.coverage.generated import generated_scenarios
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.outcome import NotRun
 from torchcts.core.outcomes import Outcome
 from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.dispatch_bounds import dispatch_params
 from torchcts.strategies.curated_calls import CURATED_NEEDS
+from torchcts.strategies.overloads import resolve
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("relevant aten overloads no OpInfo reaches, called with arguments drawn from their schemas: CPU's result, "

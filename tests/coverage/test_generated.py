@@ -74,7 +74,7 @@ def test_every_target_is_generated_or_carries_a_reason():
 
 def test_the_packaged_list_is_fresh_for_the_installed_torch():
     """Recomputes the target set (relevant, no OpInfo reach by name) and the reasons known without running
-    a kernel: they must equal the packaged list's (refresh: python -m torchcts.coverage.generated --refresh)."""
+    a kernel: they must equal the packaged list's (refresh: python -m torchcts.coverage.generated_compute --refresh)."""
     assert packaged_metadata()["torch"] == torch.__version__
     recomputed = generated_compute.targets()
     packaged = generated._packaged()[1]

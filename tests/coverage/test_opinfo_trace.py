@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from torchcts.coverage import mapping, opinfo_trace
+from torchcts.coverage import mapping
+from torchcts.strategies import opinfo_trace
 from torchcts.coverage.inventory import load_inventory
 from torchcts.plan import catalog, registry
 
@@ -19,9 +20,9 @@ FRESHNESS_SAMPLE = ("nn.functional.conv2d", "fft.fft", "nn.functional.avg_pool3d
 @pytest.mark.slow
 def test_the_packaged_trace_is_fresh_for_a_sample_of_opinfos():
     """Re-traces a few OpInfos: their phases must equal the packaged ones (refresh:
-    python -m torchcts.coverage.opinfo_trace --refresh). In a child process: running their kernels and
+    python -m torchcts.strategies.opinfo_trace --refresh). In a child process: running their kernels and
     gradients here would leave this process's thread pools in another state for later tests that fork."""
-    code = ("import json, sys; from torchcts.coverage import opinfo_trace; from torchcts.plan import catalog; "
+    code = ("import json, sys; from torchcts.strategies import opinfo_trace; from torchcts.plan import catalog; "
             "ops = [catalog.find_op(n) for n in sys.argv[1:]]; print(json.dumps(opinfo_trace.compute(ops)['opinfos']))")
     child = subprocess.run([sys.executable, "-c", code, *FRESHNESS_SAMPLE], capture_output=True, text=True,
                            timeout=600)

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from torchcts.coverage.generated import generated_overloads, resolve
+from torchcts.coverage.generated import generated_overloads
+from torchcts.strategies.overloads import resolve
 from torchcts.strategies.curated_calls import CURATED, curated, curated_arguments
 
 aten = torch.ops.aten

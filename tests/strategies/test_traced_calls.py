@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import InvalidArgument
 
-from torchcts.coverage.opinfo_trace import packaged
+from torchcts.strategies.opinfo_trace import packaged
 from torchcts.strategies.traced_calls import donor_calls, family, kin, rebind, siblings, traced_arguments
 
 aten = torch.ops.aten

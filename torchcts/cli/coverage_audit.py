@@ -50,7 +50,7 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     """Give every backend-relevant aten overload of the installed torch one status.
 
     The first that applies: opinfo (an OpInfo property reaches it by name, or its samples dispatched
-    it: the packaged trace, torchcts/coverage/opinfo_trace.json), suite (a built-in suite
+    it: the packaged trace, torchcts/strategies/opinfo_trace.json), suite (a built-in suite
     declares it), generated (the dispatch property generates cases for it), backend-pack (a suite of
     the manifest's custom_test_dirs declares it), excluded (torchcts/coverage/exclusions.json, then
     the project's coverage_exclusions.json, each entry with a reason), unknown. Writes inventory.json
@@ -63,7 +63,7 @@ def audit(output_dir: Path, manifest_path: Path | None, evidence_dir: Path | Non
     from torchcts.coverage.exclusions import ExclusionsError
     from torchcts.coverage.generated import GeneratedListError
     from torchcts.coverage.exclusions import inventory_document
-    from torchcts.coverage.opinfo_trace import TraceFileError
+    from torchcts.strategies.opinfo_trace import TraceFileError
     from torchcts.coverage.summary import render_markdown
     from torchcts.manifest import ManifestError
     from torchcts.plan.registry import RegistryError

@@ -10,3 +10,9 @@ import re
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"  # a packet or an overload name
 OVERLOAD_NAME = re.compile(rf"aten\.{IDENT}\.{IDENT}")  # "aten.<packet>.<overload>": use fullmatch
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """("add_", "Tensor") of "aten.add_.Tensor"."""
+    _, packet, overload = name.split(".", 2)
+    return packet, overload

@@ -178,11 +178,12 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
 
     Raises ExclusionsError for a malformed exclusions file, ManifestError for a bad manifest and the
     evidence loader's error for a bad store."""
-    from torchcts.coverage import mapping, opinfo_trace
+    from torchcts.coverage import mapping
     from torchcts.coverage.exclusions import load_exclusions
     from torchcts.coverage.generated import generated_overloads
     from torchcts.coverage.inventory import inventory_metadata, load_inventory
     from torchcts.plan import registry
+    from torchcts.strategies import opinfo_trace
 
     exclusions = load_exclusions(project_dir)
     reached = None
@@ -203,7 +204,7 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
     audit = build_audit(inventory, sources, about)
     if trace["metadata"].get("torch") != about.get("torch"):
         audit["warnings"].append(f"the packaged OpInfo trace is of torch {trace['metadata'].get('torch')}, not "
-                                 f"{about.get('torch')}: refresh it with `python -m torchcts.coverage.opinfo_trace "
+                                 f"{about.get('torch')}: refresh it with `python -m torchcts.strategies.opinfo_trace "
                                  "--refresh`")
     return audit, unmapped_tests(opinfo)
 

@@ -14,10 +14,12 @@ import torch
 from hypothesis import strategies as st
 from torch.utils._pytree import tree_leaves
 
-from torchcts.coverage.generated import from_traced_calls, resolve, split_name
+from torchcts.core.overload_names import split_name
+from torchcts.coverage.generated import from_traced_calls
 from torchcts.engine.programs import run_program
 from torchcts.strategies import Case, claimed_dtypes
 from torchcts.strategies.curated_calls import curated, curated_arguments
+from torchcts.strategies.overloads import resolve
 from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.schema_args import schema_arguments
 from torchcts.strategies.traced_calls import traced_arguments

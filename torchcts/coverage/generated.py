@@ -11,9 +11,8 @@ type no strategy draws, or a CPU kernel that rejected every one of `PROBE_TRIES`
 
 Computing it imports torch's op database (seconds) and probes CPU kernels (a minute), too slow for
 registration time, where the list becomes the property's scenarios. So the answer for the installed
-torch is packaged (`generated_overloads.json`), written by `python -m torchcts.coverage.generated
---refresh` (`generated_compute`, which computes it) and kept honest by a test that recomputes the target set and
-the schema reasons.
+torch is packaged (`generated_overloads.json`), written by `python -m torchcts.coverage.generated_compute
+--refresh` (which computes it) and kept honest by a test that recomputes the target set and the schema reasons.
 `generated_overloads()` reads it once per process; on another torch its names missing there are
 dropped (docs/coverage/generated.md discusses the trade-off).
 """
@@ -24,9 +23,10 @@ import functools
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, Iterable
+
+from torchcts.core.overload_names import split_name
 
 PACKAGED = Path(__file__).with_name("generated_overloads.json")
 GENERATED = "generated"
@@ -48,13 +48,6 @@ UNCHECKED_PACKETS = ("_fused_", "_cummax_helper", "_cummin_helper", "_batch_norm
                      "_linalg_eigvals", "_nested_from_padded", "_transform_bias_rescale_qkv", "_convert_indices_from_",
                      "range", "_foreach_copy", "_reshape_alias", "_new_zeros_with_same_feature_meta")
 
-
-# Packets whose CPU kernel trusts its arguments' sizes, found by a clean faulty run of the drawn calls (out-of-bounds
-# reads that answer one call two ways, aborts, segfaults): their cases come only from traced calls, whose shapes an
-# OpInfo sample chose; without an accepted traced call they are not generated.
-TRACED_ONLY_PACKETS = ("_log_softmax_backward_data", "_logcumsumexp", "_pdist_forward", "_stack",
-                      # a kin call (`replication_pad2d_backward`'s, padding wider than the input) aborted CPU
-                      "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward")
 SIZE_TRUSTING = ("cannot generate: a kernel that trusts its arguments' sizes (drawn calls crashed CPU or read out of "
                  "bounds), and no traced call of a sibling was accepted")
 
@@ -64,23 +57,6 @@ class GeneratedListError(Exception):
 
 
 # -- names -----------------------------------------------------------------------------------------
-
-def split_name(name: str) -> tuple[str, str]:
-    """("add_", "Tensor") of "aten.add_.Tensor"."""
-    _, packet, overload = name.split(".", 2)
-    return packet, overload
-
-
-def resolve(name: str) -> Any:
-    """The installed `torch.ops.aten.<packet>.<overload>`, or None when this torch has no such overload."""
-    import torch
-
-    packet, overload = split_name(name)
-    try:
-        return getattr(getattr(torch.ops.aten, packet), overload)
-    except (AttributeError, RuntimeError):
-        return None
-
 
 def _readable(name: str) -> str:
     packet, overload = split_name(name)
@@ -136,6 +112,8 @@ def _packaged() -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
 def generated_overloads() -> dict[str, str]:
     """Overload name -> "generated" or why it cannot be, for every relevant overload no OpInfo reaches by name
     (the packaged list, without the names this torch does not have)."""
+    from torchcts.strategies.overloads import resolve  # torch: reading the list's metadata does not need it
+
     _, overloads, _ = _packaged()
     return {name: status for name, status in overloads.items() if resolve(name) is not None}
 
@@ -161,11 +139,6 @@ def generated_scenarios() -> dict[str, str]:
 def traced_only(name: str) -> bool:
     """Whether `name`'s cases may come only from traced calls: a size-trusting packet's, without curated calls."""
     from torchcts.strategies.curated_calls import curated  # lazy: reading the list loads no strategies
+    from torchcts.strategies.traced_calls import TRACED_ONLY_PACKETS  # lazy: as above
 
     return split_name(name)[0] in TRACED_ONLY_PACKETS and not curated(name)
-
-
-if __name__ == "__main__":  # python -m torchcts.coverage.generated --refresh | --refresh-traced
-    from torchcts.coverage.generated_compute import main  # computing the list imports the op database
-
-    sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Computing the generated-coverage list (`torchcts.coverage.generated` reads it): every target's static reason,
 a forked probe of CPU's kernel on drawn argument sets, then sibling calls of OpInfo samples for those it rejected,
 and writing the packaged file. Seconds to import the op database, minutes to probe: run by
-`python -m torchcts.coverage.generated --refresh` (or `--refresh-traced`) and by the test that keeps the list honest,
+`python -m torchcts.coverage.generated_compute --refresh` (or `--refresh-traced`) and by the test that keeps the list honest,
 never at registration time. `draw_accepted` and `overload_seed` also serve `coverage materialize`.
 """
 
@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from torchcts.coverage.generated import (GENERATED, LAYOUT_RULES, PACKAGED, PROBE_TIMEOUT_S, PROBE_TRIES,
-                                         SIZE_TRUSTING, UNCHECKED_PACKETS, _packaged, resolve, traced_only)
+                                         SIZE_TRUSTING, UNCHECKED_PACKETS, _packaged, traced_only)
+from torchcts.strategies.overloads import resolve
 
 
 def targets() -> dict[str, str]:
@@ -165,7 +167,7 @@ def probe_traced(found: dict[str, str], traced: set[str], progress: Callable[[st
     """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling (or kin) calls of
     OpInfo samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
     import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
-    from torchcts.coverage.opinfo_trace import packaged
+    from torchcts.strategies.opinfo_trace import packaged
     from torchcts.strategies.traced_calls import kin, siblings
 
     donors = packaged()["donors"]
@@ -234,7 +236,7 @@ def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: 
     write_atomic(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-_USAGE = ("usage: python -m torchcts.coverage.generated --refresh | --refresh-traced\n"
+_USAGE = ("usage: python -m torchcts.coverage.generated_compute --refresh | --refresh-traced\n"
           "  --refresh         recompute the whole list and package it (probes every target: tens of minutes)\n"
           "  --refresh-traced  bring the list to the installed torch's targets (static reasons, new targets probed),\n"
           "                    then re-probe, with traced calls, the overloads whose schema draws were all rejected")
@@ -244,7 +246,7 @@ def _print(line: str) -> None:
 
 
 def main(argv: list[str]) -> int | str:
-    """`python -m torchcts.coverage.generated --refresh | --refresh-traced`: 0 once the list is written, else the
+    """`python -m torchcts.coverage.generated_compute --refresh | --refresh-traced`: 0 once the list is written, else the
     usage text (which `sys.exit` prints, exit status 1)."""
     if argv == ["--refresh"]:
         write_packaged(*compute(progress=_print))
@@ -261,3 +263,7 @@ def main(argv: list[str]) -> int | str:
     else:
         return _USAGE
     return 0
+
+
+if __name__ == "__main__":  # python -m torchcts.coverage.generated_compute --refresh | --refresh-traced
+    sys.exit(main(sys.argv[1:]))

@@ -11,10 +11,11 @@ property with an overload its samples dispatched (docs/coverage/audit.md, "Trace
 
 It runs CPU's kernels on every sample (a minute or two), too slow for an audit that must take
 seconds, so the answer for the installed torch is packaged (`opinfo_trace.json`), written by `python
--m torchcts.coverage.opinfo_trace --refresh`; a test re-traces a few OpInfos and compares. Each
+-m torchcts.strategies.opinfo_trace --refresh`; a test re-traces a few OpInfos and compares. Each
 overload also keeps up to `DONORS_PER_OVERLOAD` donor calls (OpInfo id, dtype, sample index, phase):
 where a sample's call reached it, which the `dispatch` property reuses for overloads whose schema
-alone gives no call CPU accepts (`torchcts/coverage/donors.py`).
+alone gives no call CPU accepts (`strategies/traced_calls.py`). It lives with the strategies, which
+replay those calls; coverage reads it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ import sys
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+from torchcts.strategies.opinfo_pool import sample_pool
+from torchcts.strategies.variants import call_variant
 
 PACKAGED = Path(__file__).with_name("opinfo_trace.json")
 MAX_PACKAGED_BYTES = 8 * 2**20
@@ -60,8 +67,6 @@ def _recorder_class() -> type:
 
 def gradient_leaves(sample: Any) -> tuple[Any, list[Any]]:
     """(a copy of `sample` whose floating and complex tensors are fresh leaves requiring grad, those leaves)."""
-    import torch
-
     leaves: list[Any] = []
 
     def leaf(t: Any) -> Any:
@@ -77,11 +82,6 @@ def gradient_leaves(sample: Any) -> tuple[Any, list[Any]]:
 def run_phase(op: Any, sample: Any, phase: str, mode: Any) -> None:
     """Run one sample as `phase` with `mode` entered around what the phase dispatches (backward: the
     gradient only). Raises what the op raises."""
-    import torch
-    from torch.utils._pytree import tree_leaves
-
-    from torchcts.strategies import call_variant
-
     if phase != "backward":
         copy = sample.transform(lambda t: t.clone() if isinstance(t, torch.Tensor) else t)
         with mode:
@@ -111,10 +111,6 @@ def phases(op: Any, dtype: Any) -> tuple[str, ...]:
 def trace_op(op: Any, samples_per_dtype: int = SAMPLES_PER_DTYPE) -> Iterator[tuple[str, str, int, str]]:
     """(overload, dtype name, sample index, phase) for the first call of each overload in each of the op's
     traced dtypes, samples and phases; a call the op raises on still counts what it dispatched before."""
-    import torch
-
-    from torchcts.strategies import sample_pool
-
     recorder = _recorder_class()
     supported = op.supported_dtypes("cpu")
     names = [name for name in TRACED_DTYPES if getattr(torch, name) in supported]
@@ -160,9 +156,7 @@ def compute(ops: Iterable[Any] | None = None, progress: Callable[[str], None] = 
 
 
 def write_packaged(content: dict[str, Any], path: Path = PACKAGED) -> None:
-    import torch
-
-    import torchcts
+    import torchcts  # the version only; a leaf, imported where it is written
 
     reached = {name for phases_ in content["opinfos"].values() for found in phases_.values() for name in found}
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "samples_per_dtype": SAMPLES_PER_DTYPE,
@@ -181,12 +175,18 @@ def _name_list(value: Any) -> bool:
 @functools.cache
 def packaged() -> dict[str, Any]:
     """The packaged trace, checked: {"metadata", "opinfos", "donors"}; TraceFileError names what is wrong."""
-    from torchcts.results.files import ResultFileError, read_json_file
-
     try:
-        data = read_json_file(PACKAGED, MAX_PACKAGED_BYTES, "packaged OpInfo trace")
-    except ResultFileError as exc:  # unreadable, over the limit, not JSON: the message names the file
-        raise TraceFileError(str(exc)) from None
+        with open(PACKAGED, "rb") as handle:
+            text = handle.read(MAX_PACKAGED_BYTES + 1)
+    except OSError as exc:
+        raise TraceFileError(f"{PACKAGED}: unreadable: {exc.strerror or exc}") from None
+    if len(text) > MAX_PACKAGED_BYTES:
+        raise TraceFileError(f"{PACKAGED}: unreadable: over the limit of {MAX_PACKAGED_BYTES // 2**20} MiB for a "
+                             "packaged OpInfo trace")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # not JSON, not UTF-8
+        raise TraceFileError(f"{PACKAGED}: unreadable: {exc}") from None
     opinfos = data.get("opinfos") if isinstance(data, dict) else None
     if not isinstance(opinfos, dict) or not all(
             isinstance(found, dict) and all(p in PHASES and _name_list(v) for p, v in found.items())
@@ -209,10 +209,8 @@ def traced_reach() -> dict[str, dict[str, tuple[str, ...]]]:
             for identity, by_phase in packaged()["opinfos"].items()}
 
 
-if __name__ == "__main__":  # python -m torchcts.coverage.opinfo_trace --refresh
+if __name__ == "__main__":  # python -m torchcts.strategies.opinfo_trace --refresh
     if sys.argv[1:] != ["--refresh"]:
-        sys.exit("usage: python -m torchcts.coverage.opinfo_trace --refresh  (re-trace every OpInfo and package it)")
-    import torch
-
+        sys.exit("usage: python -m torchcts.strategies.opinfo_trace --refresh  (re-trace every OpInfo and package it)")
     torch.set_num_threads(1)  # a refresh runs thousands of tiny kernels: threads only cost
     write_packaged(compute(progress=lambda line: print(line, flush=True)))

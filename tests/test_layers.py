@@ -55,12 +55,8 @@ LAYERS = import_graph.LayerTable(
         ("command line", (T + "cli",)),
         ("entry point", (T + "__main__",)),
     ),
-    # Still open, each to be removed (the test fails when one no longer occurs):
-    exceptions={
-        (T + "engine", T + "testing.faulty_autoload"):
-            "a spawned worker registers the faulty device by name (engine.spawn_messages, engine.worker_process); "
-            "to go with the generic spawn's setup entry point",
-    },
+    # Still open, each to be removed (the test fails when one no longer occurs): none
+    exceptions={},
 )
 
 # Import cycles still open (modules being split by another part of issue 42); the test fails when one is gone.

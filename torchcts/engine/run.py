@@ -88,6 +88,8 @@ class EngineSettings:
     draw: Any = None  # `hypothesis_profile.DrawSettings`: profile, verbosity, statistics (None: Hypothesis's current)
     replay_shape_mode: str | None = None  # a replay's --shape-mode; None: each compile case in its own mode
     blame_cases: int = DEFAULT_BLAME_CASES  # compiled failures whose leg is blamed per run (`engine.blame`)
+    # how a spawned worker readies the device as this process did (`device_setup.DeviceSetup`; None: no setup)
+    device_setup: Any = None
 
 
 def run_item(item: Any, settings: EngineSettings, *, seed: int | None = None,

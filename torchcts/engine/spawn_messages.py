@@ -1,8 +1,8 @@
 """What travels between a run and its spawned item workers (`engine.spawned_items`): JSON only, no pickle.
 
 A worker (`isolation.spawn`, started with the entry point `engine.spawned_item_worker:serve_items`) gets
-a `WorkerSetup` as its payload (the manifest's path and fingerprint, the device, the faulty device's
-bugs): what it needs to import torch, the backend and the suites once. Each item then comes as one
+a `WorkerSetup` as its payload (the manifest's path and fingerprint, the device, its `DeviceSetup` entry
+and the environment that setup asks for): what it needs to import torch, the backend and the suites once. Each item then comes as one
 request line, `{"item": ..., "settings": ..., "seed": ..., "max_examples": ...}`: the item (`item_json`,
 a `PlanItem` or `ReplayItem`) and the engine's settings described field by field (`settings_json`),
 rebuilt in the worker (`settings_values`, `spawned_item_worker.settings_from`) over the manifest it
@@ -14,7 +14,6 @@ never isolates a whole item again.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,13 @@ from torchcts.engine.compile_target import CompileSpec
 from torchcts.engine.hypothesis_profile import DrawSettings
 from torchcts.engine.targets import Target
 from torchcts.isolation.policy import IsolationPolicy
+from torchcts.engine.device_setup import DeviceSetup
 from torchcts.plan.items import PlanItem
-from torchcts.testing.faulty_autoload import names_faulty
 
 ITEM_KINDS = {"plan": PlanItem, "replay": ReplayItem}
 # EngineSettings fields that are not plain JSON, each with its describe and rebuild functions (below);
 # `manifest` is the worker's own (loaded from the setup's path), `target` is rebuilt from its parts
-_NOT_JSON = ("manifest", "target", "corpus_dir", "isolation", "case_limits", "draw")
+_NOT_JSON = ("manifest", "target", "corpus_dir", "isolation", "case_limits", "draw", "device_setup")
 
 
 class SpawnMessageError(Exception):
@@ -47,7 +46,10 @@ class WorkerSetup:
     manifest: str | None  # the manifest file the parent loaded (None: a replay without one)
     manifest_hash: str | None  # its fingerprint then: a worker loading a changed file refuses to serve
     device: str
-    faulty_bugs: tuple[str, ...] | None  # the faulty device's bugs the parent has switched on (None: not faulty)
+    device_setup: DeviceSetup | None  # the run's setup of its device (`device_setup.DeviceSetup`), run in the worker
+    # what that setup adds to the worker's environment, as the parent has it now (a test may switch the faulty
+    # device's bugs by hand): equal setups share a pool, so another state starts other workers
+    device_environment: tuple[tuple[str, str], ...] = ()
     # the run's claims where they differ from the file's (`plan.effective`): its depth and the dtypes it claims for
     # every op; the worker applies them to the file it loads, so `manifest_hash` is the run's effective fingerprint
     level: int | None = None
@@ -62,7 +64,9 @@ class WorkerSetup:
                                     "no `source` path")
         return cls(manifest=str(source) if source is not None else None,
                    manifest_hash=manifest.fingerprint() if manifest is not None else None,
-                   device=settings.target.device, faulty_bugs=_faulty_bugs(settings.target.device),
+                   device=settings.target.device, device_setup=settings.device_setup,
+                   device_environment=tuple(sorted(settings.device_setup.environment_now(settings.target.device)
+                                                   .items())) if settings.device_setup is not None else (),
                    level=manifest.semantic_level if manifest is not None else None,
                    whole_dtypes=tuple(c.name for c in manifest.dtype_claims if c.claimed and c.op_pattern is None)
                    if manifest is not None else ())
@@ -72,24 +76,15 @@ class WorkerSetup:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "WorkerSetup":
-        bugs = data.get("faulty_bugs")
         return cls(manifest=data.get("manifest"), manifest_hash=data.get("manifest_hash"), device=data["device"],
-                   faulty_bugs=tuple(bugs) if bugs is not None else None, level=data.get("level"), whole_dtypes=tuple(data.get("whole_dtypes", ())))
+                   device_setup=_device_setup_from(data.get("device_setup")),
+                   device_environment=tuple(tuple(pair) for pair in data.get("device_environment", ())),
+                   level=data.get("level"), whole_dtypes=tuple(data.get("whole_dtypes", ())))
 
     def environment(self) -> dict[str, str]:
-        """The worker's environment variables over the parent's (`spawn.WorkerStart`): the faulty device's bugs
-        as the parent has them."""
-        if self.faulty_bugs is not None and names_faulty(self.device):
-            return {"TORCHCTS_FAULTY_BUGS": ",".join(self.faulty_bugs)}
-        return {}
-
-
-def _faulty_bugs(device: str) -> tuple[str, ...] | None:
-    """The bugs switched on in this process's faulty device (a test may switch them by hand), or None."""
-    module = sys.modules.get("torchcts.testing.faulty.bugs")
-    if module is None or not names_faulty(device):
-        return None
-    return tuple(module.active_bugs())
+        """The worker's environment variables over the parent's (`spawn.WorkerStart`): what the device's setup
+        asked for."""
+        return dict(self.device_environment)
 
 
 def item_json(item: Any) -> dict[str, Any]:
@@ -155,6 +150,10 @@ def _policy_from(data: dict[str, Any] | None) -> IsolationPolicy | None:
                            timeout_s=data["timeout_s"], can_fork=data["can_fork"])
 
 
+def _device_setup_from(data: dict[str, Any] | None) -> DeviceSetup | None:
+    return None if data is None else DeviceSetup(**data)
+
+
 def _draw_from(data: dict[str, Any] | None) -> Any:
     return None if data is None else DrawSettings(**_tuples(data))
 
@@ -171,6 +170,7 @@ _DESCRIBE = {
     "isolation": _policy_json,
     "case_limits": lambda limits: attrs.asdict(limits),
     "draw": lambda draw: None if draw is None else attrs.asdict(draw),
+    "device_setup": lambda setup: None if setup is None else attrs.asdict(setup),
 }
 
 
@@ -184,4 +184,5 @@ _REBUILD = {
     "isolation": _policy_from,
     "case_limits": lambda data: CaseLimits(**data),
     "draw": _draw_from,
+    "device_setup": _device_setup_from,
 }

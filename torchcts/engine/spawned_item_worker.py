@@ -2,7 +2,7 @@
 
 `serve_items` is the entry point `isolation.spawn_worker` calls with the run's `WorkerSetup`: it loads the
 manifest from its file (user code the user chose to run: its `backend_import` registers the device here
-as it did in the parent), registers the faulty device when named, loads the suites (the manifest's
+as it did in the parent), runs the run's setup of its device (`device_setup.DeviceSetup`), loads the suites (the manifest's
 `custom_test_dirs` too) and the op database, and returns the handler that runs each item with
 `engine.run.run_here` (never isolating an item again), answering with its record and the faulty device's
 op trace.
@@ -47,7 +47,7 @@ def prepare(setup: WorkerSetup) -> Any:
         manifest, _ = load_manifest(Path(setup.manifest))
         manifest = run_claims(manifest, _run_selection(setup)).effective  # the run's claims (--level, --dtype)
         register_manifest_profile(manifest.hypothesis)  # before the backend module, which may build profiles on it
-    prepare_worker(manifest, setup.device)
+    prepare_worker(manifest, setup.device, setup.device_setup)
     all_ops()
     return manifest
 

@@ -1,5 +1,6 @@
 """What a worker process (a spawned isolation worker, a fuzz worker) sets up before its first item, as the
-run's own process did: the manifest's backend, the faulty device, the suites, the harness's threads."""
+run's own process did: the manifest's backend, the device's own setup (`DeviceSetup`), the suites, the harness's
+threads."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from torchcts.engine.device_setup import DeviceSetup
 
-def prepare_worker(manifest: Any, device: str) -> None:
-    """Import `manifest`'s backend (None: no manifest), register the faulty device if `device` is it, load the
+
+def prepare_worker(manifest: Any, device: str, device_setup: DeviceSetup | None = None) -> None:
+    """Import `manifest`'s backend (None: no manifest), run `device_setup` (None: the device needs none), load the
     packaged suites and the manifest's custom ones, and use the harness's thread count.
 
     A backend that fails to import here kills only this worker; the run imported it already and said so.
@@ -20,11 +23,11 @@ def prepare_worker(manifest: Any, device: str) -> None:
     from torchcts.engine.run import HARNESS_THREADS
     from torchcts.manifest.load import import_backend
     from torchcts.plan import registry
-    from torchcts.testing.faulty_autoload import enable_for_device
 
     if manifest is not None and manifest.backend_import is not None:
         import_backend(manifest.backend_import, manifest.device_name)
-    enable_for_device(device)
+    if device_setup is not None:
+        device_setup.ready(device)
     device_findings.probe(device)  # the run's device findings, noted here too: this worker's records point at them
     folders = manifest.custom_test_dirs if manifest is not None else ()
     with warnings.catch_warnings():

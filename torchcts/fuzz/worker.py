@@ -62,12 +62,13 @@ def engine_settings(options: FuzzOptions) -> Any:
     from torchcts import dtypes as dtype_names
     from torchcts.plan.effective import run_claims
     from torchcts.plan.selection import Selection
+    from torchcts.run_setup.device import worker_device_setup  # imports torch
     from torchcts.run_setup.settings import engine_settings as run_engine_settings  # imports torch and the engine
 
     declared, _ = load_manifest(options.manifest)
     chosen = tuple(dtype_names.lookup(part.strip()) for name in options.dtypes for part in name.split(","))
     manifest = run_claims(declared, Selection(level=options.level, dtypes=chosen or None)).effective  # as `run`
-    prepare_worker(manifest, options.device)
+    prepare_worker(manifest, options.device, worker_device_setup(options.device))
     target = Target(options.device, run_compile_spec(manifest.compile, options.compile_backend, options.shape_mode))
     return run_engine_settings(target, manifest, max_examples=options.examples_per_task, corpus_dir=options.corpus_dir,
                                targeting=True, isolation=oracle_isolation(options, target.device_type),

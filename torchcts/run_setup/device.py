@@ -15,9 +15,17 @@ from torchcts.arguments import shown
 from torchcts.engine import device_findings
 from torchcts.engine.compile_target import UnknownCompileBackend, check_backend, check_settings, run_compile_spec
 from torchcts.engine.targets import Target
+from torchcts.engine.device_setup import DeviceSetup
 from torchcts.manifest import Manifest
 from torchcts.run_setup.errors import SessionError
-from torchcts.testing.faulty_autoload import enable_for_device
+from torchcts.testing.faulty_autoload import enable_for_device, names_faulty, worker_environment
+
+
+def worker_device_setup(device: str) -> DeviceSetup | None:
+    """How a worker process (spawned, fuzz) readies `device` as the run's process did: the faulty device registers
+    itself there, with the bugs the run has switched on; any other device needs nothing (its backend comes from the
+    manifest's `backend_import`)."""
+    return DeviceSetup.of(enable_for_device, worker_environment) if names_faulty(device) else None
 
 
 def device_kind(name: str) -> str:

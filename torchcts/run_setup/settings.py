@@ -16,6 +16,7 @@ from torchcts.cases.replay_items import replay_flags
 from torchcts.engine.blame import DEFAULT_BLAME_CASES
 from torchcts.engine.run import EngineSettings, versions
 from torchcts.engine.targets import Target
+from torchcts.run_setup.device import worker_device_setup
 
 TRACE_ENV = "TORCHCTS_TRACE_DEVICE_OPS"  # "1": records name the aten overloads the faulty device ran (selftest)
 
@@ -45,4 +46,5 @@ def engine_settings(target: Target, manifest: Any, *, max_examples: int, level: 
         show_traceback=bool(manifest is not None and manifest.show_traceback) if show_traceback is None
         else show_traceback,
         case_limits=case_limits, draw=draw, replay_shape_mode=replay_shape_mode,
-        blame_cases=DEFAULT_BLAME_CASES if blame_cases is None else max(0, blame_cases))
+        blame_cases=DEFAULT_BLAME_CASES if blame_cases is None else max(0, blame_cases),
+        device_setup=worker_device_setup(target.device))

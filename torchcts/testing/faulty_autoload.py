@@ -47,6 +47,16 @@ def enable_for_device(device: str | None) -> None:
         raise ValueError(f"TORCHCTS_FAULTY_BUGS: {exc}") from None
 
 
+def worker_environment(device: str | None) -> dict[str, str]:
+    """What a worker process's environment adds for `device` (`engine.worker_process.DeviceSetup`): the bugs this
+    process's faulty device has switched on (a test may switch them by hand), so the worker's device has them too;
+    nothing for another device or before the device was imported."""
+    module = sys.modules.get("torchcts.testing.faulty.bugs")
+    if module is None or not names_faulty(device):
+        return {}
+    return {"TORCHCTS_FAULTY_BUGS": ",".join(module.active_bugs())}
+
+
 def autoload() -> None:
     """The `torch.backends` entry point: register the device when TORCHCTS_FAULTY=1, else nothing.
     Never lets an error escape into `import torch`."""

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from torchcts.testing import faulty  # noqa: F401 - registers the device
-from torchcts.testing.faulty import device, memory, pinned, runtime
+from torchcts.testing.faulty import device, memory, ordinals, pinned, runtime
 
 F = torch.faulty
 
@@ -161,10 +161,10 @@ def test_bugs_see_which_devices_an_op_runs_on():
 
 
 def test_the_device_count_comes_from_the_environment(monkeypatch):
-    monkeypatch.setenv(runtime.DEVICES_ENV, "3")
+    monkeypatch.setenv(ordinals.DEVICES_ENV, "3")
     assert runtime.count() == 3
-    monkeypatch.setenv(runtime.DEVICES_ENV, "many")
-    assert runtime.count() == runtime.DEFAULT_DEVICES
+    monkeypatch.setenv(ordinals.DEVICES_ENV, "many")
+    assert runtime.count() == ordinals.DEFAULT_DEVICES
 
 
 def test_checkpointing_restores_the_device_generator_after_its_recompute():

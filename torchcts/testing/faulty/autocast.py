@@ -17,8 +17,9 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
-from torchcts.testing.faulty import bugs, device
+from torchcts.testing.faulty import bugs
 from torchcts.testing.faulty.bug_model import AUTOCAST_STEP
+from torchcts.testing.faulty.trace import note_step
 
 _KEY = "AutocastPrivateUse1"
 
@@ -50,7 +51,7 @@ def _target_dtype(op_name: str, policy: str, args: tuple, kwargs: dict) -> torch
         floating = [t.dtype for t in tree_leaves((args, kwargs))
                     if isinstance(t, torch.Tensor) and t.is_floating_point()]
         chosen = functools.reduce(torch.promote_types, floating) if floating else None
-    device.note_step(AUTOCAST_STEP)
+    note_step(AUTOCAST_STEP)
     return bugs.after(AUTOCAST_STEP, (op_name, policy), {}, chosen)
 
 

@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
-from torchcts.testing.faulty import bugs, memory, pinned, runtime, streams
+from torchcts.testing.faulty import autocast, bugs, memory, pinned, runtime, streams
 from torchcts.testing.faulty.bug_model import SAVE_STEP, argument
 from torchcts.testing.faulty.schema_effects import mutated_outputs, written_tensors
 from torchcts.testing.faulty.trace import (note_overload, note_step, start_trace, take_trace,  # noqa: F401
@@ -364,8 +364,6 @@ def register() -> None:
             overload = _resolve(name)
             _aten_library.impl(name, _kernel_for(overload), "PrivateUse1")
         _libraries.append(_aten_library)
-        from torchcts.testing.faulty import autocast
-
         autocast.register()
         pinned.register()
         torch.serialization.add_safe_globals([rebuild_saved])

@@ -23,7 +23,9 @@ from typing import Any
 
 import torch
 
+from torchcts.testing.faulty import bugs
 from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP
+from torchcts.testing.faulty.trace import note_step
 
 MEMORY_ENV = "TORCHCTS_FAULTY_MEMORY_MB"
 DEFAULT_CAPACITY_MB = 4096
@@ -117,9 +119,6 @@ def check_request(index: int, nbytes: int) -> None:
     """Raise torch.OutOfMemoryError when `nbytes` more would pass device `index`'s capacity (before allocating)."""
     if allocated(index) + nbytes <= capacity(index):
         return
-    from torchcts.testing.faulty import bugs
-    from torchcts.testing.faulty.device import note_step
-
     note_step(OUT_OF_MEMORY_STEP)
     bugs.after(OUT_OF_MEMORY_STEP, (index, nbytes), {}, None)
     raise out_of_memory(index, nbytes)

@@ -1,6 +1,6 @@
 """`torch.faulty`: the faulty device's runtime API, shaped like `torch.cuda`'s.
 
-- Devices: TORCHCTS_FAULTY_DEVICES of them (default 2), a current device per thread
+- Devices: TORCHCTS_FAULTY_DEVICES of them (default 2), a current device per thread (`ordinals`)
   (`set_device`, the `device(i)` guard), `synchronize`, names and properties.
 - Random numbers: each device has its own generator (a CPU generator: seeded alike, a device draws
   CPU's numbers), used by every random op on the device that is given no generator; `manual_seed`,
@@ -17,68 +17,30 @@ Seeded runtime bugs act at the steps named in `bug_model`.
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
 import attrs
 import torch
 
-from torchcts.testing.faulty import memory, streams
+from torchcts.testing.faulty import bugs, memory, streams
 from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, MEMORY_STATS_STEP, SEED_STEP,
                                                SET_DEVICE_STEP)
+from torchcts.testing.faulty.ordinals import count, current, make_current
+from torchcts.testing.faulty.streams import index_of
+from torchcts.testing.faulty.trace import note_step
 
-DEVICES_ENV = "TORCHCTS_FAULTY_DEVICES"
-DEFAULT_DEVICES = 2
 DEFAULT_SEED = 67280421310721  # what a fresh CUDA generator starts from
 
-_local = threading.local()
 
 
 def _step(name: str, args: tuple, value: Any) -> Any:
-    from torchcts.testing.faulty import bugs
-    from torchcts.testing.faulty.device import note_step
-
     note_step(name)
     return bugs.after(name, args, {}, value)
 
 
-def count() -> int:
-    """How many faulty devices the process has (TORCHCTS_FAULTY_DEVICES, 1..16)."""
-    from torchcts.ascii_numbers import NotAsciiNumber, ascii_int
-
-    try:  # not int(): it takes full-width digits and `1_0`
-        found = ascii_int(os.environ.get(DEVICES_ENV, DEFAULT_DEVICES))
-    except NotAsciiNumber:
-        found = DEFAULT_DEVICES
-    return min(max(found, 1), 16)
-
-
-def current() -> int:
-    return getattr(_local, "index", 0)
-
-
-def index_of(device: Any) -> int:
-    """The device index `device` names (an int, "faulty:1", a torch.device, a stream; None: the current one)."""
-    if device is None:
-        return current()
-    if isinstance(device, streams.Stream):
-        return device.device.index
-    if isinstance(device, int) and not isinstance(device, bool):
-        index = device
-    else:
-        parsed = torch.device(device)
-        if parsed.type != "faulty":
-            raise ValueError(f"expected a faulty device, got {parsed}")
-        index = current() if parsed.index is None else parsed.index
-    if not 0 <= index < count():
-        raise RuntimeError(f"faulty: invalid device ordinal {index} (the process has {count()} faulty devices)")
-    return index
-
-
 def set_current(index: int) -> None:
     index = index_of(index)
-    _local.index = _step(SET_DEVICE_STEP, (current(), index), index)
+    make_current(_step(SET_DEVICE_STEP, (current(), index), index))
 
 
 class DeviceGuard:
@@ -95,7 +57,7 @@ class DeviceGuard:
 
     def __exit__(self, *exc: Any) -> None:
         if self.index >= 0:
-            _local.index = self._previous
+            make_current(self._previous)
 
 
 # -- random numbers ---------------------------------------------------------------------------------------------------

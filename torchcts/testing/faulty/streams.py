@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchcts.testing.faulty import bugs
+from torchcts.testing.faulty import bugs, ordinals
 from torchcts.testing.faulty.bug_model import ELAPSED_STEP, EVENT_QUERY_STEP, STREAM_WAIT_STEP, SYNCHRONIZE_STEP
 from torchcts.testing.faulty.trace import note_step
 
@@ -46,10 +46,9 @@ def _step(name: str, args: tuple, value: Any) -> Any:
     return bugs.after(name, args, {}, value)
 
 
-def _index(device: Any) -> int:
-    from torchcts.testing.faulty import runtime
-
-    return runtime.index_of(device)
+def index_of(device: Any) -> int:
+    """The device index `device` names (`ordinals.index_of`), a stream's its device's."""
+    return device.device.index if isinstance(device, Stream) else ordinals.index_of(device)
 
 
 class Stream(torch.Stream):
@@ -57,7 +56,7 @@ class Stream(torch.Stream):
     `Tensor.record_stream` takes it."""
 
     def __new__(cls, device: Any = None, priority: int = 0, *, _default: bool = False) -> "Stream":
-        return super().__new__(cls, stream_id=0 if _default else next(_ids), device_index=_index(device),
+        return super().__new__(cls, stream_id=0 if _default else next(_ids), device_index=index_of(device),
                                device_type=_PRIVATE_USE_1)
 
     def __init__(self, device: Any = None, priority: int = 0, *, _default: bool = False):
@@ -166,7 +165,7 @@ class Event:
 # -- current streams --------------------------------------------------------------------------------------------------
 
 def default_stream(device: Any = None) -> Stream:
-    index = _index(device)
+    index = index_of(device)
     if index not in _defaults:
         _defaults[index] = Stream(index, _default=True)
     return _defaults[index]
@@ -179,7 +178,7 @@ def _current() -> dict[int, Stream]:
 
 
 def current_stream(device: Any = None) -> Stream:
-    index = _index(device)
+    index = index_of(device)
     return _current().get(index) or default_stream(index)
 
 
@@ -211,7 +210,7 @@ class StreamContext:
 
 def synchronize(device: Any = None) -> None:
     """Land all work queued on every stream of the device."""
-    index = _index(device)
+    index = index_of(device)
     queued = [s for s in _streams if s.device.index == index and not s.query()]
     for stream in _step(SYNCHRONIZE_STEP, (index, current_stream(index)), queued):
         stream.flush()

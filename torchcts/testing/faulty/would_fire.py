@@ -19,6 +19,7 @@ import threading
 from typing import Any, Iterable
 
 from torchcts.testing.faulty.bug_model import Bug
+from torchcts.testing.faulty.trace import note_step
 
 ENV_VAR = "TORCHCTS_FAULTY_WOULD_FIRE"  # "1": note where the bugs that are off would fire
 PREFIX = "would:"
@@ -58,7 +59,6 @@ def note(func: Any, args: tuple, kwargs: dict, active: tuple[Bug, ...], *, befor
     watched = _table.get(str(func))
     if not watched or getattr(_local, "evaluating", False):
         return
-    from torchcts.testing.faulty.device import note_step  # device imports the bug table, which imports this
 
     _local.evaluating = True
     try:

@@ -393,7 +393,7 @@ def test_the_load_timeout_setting_refuses_other_digits(monkeypatch, text):
 
 @pytest.mark.parametrize("text", OTHER_DIGITS)
 def test_the_faulty_device_count_setting_refuses_other_digits(monkeypatch, text):
-    from torchcts.testing.faulty.runtime import DEFAULT_DEVICES, count
+    from torchcts.testing.faulty.ordinals import DEFAULT_DEVICES, count
 
     monkeypatch.setenv("TORCHCTS_FAULTY_DEVICES", text)
     assert int(text) == 10 and count() == DEFAULT_DEVICES  # not 10 devices: the default, as for any bad value

@@ -29,6 +29,7 @@ from torchcts.strategies.curated_layouts import SPARSE_KEY, nested_table, sparse
 from torchcts.strategies.curated_quantized import quantized_table
 from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import Drawn
+from torchcts.strategies.traced_calls import rebind
 
 
 def strided_table() -> dict[str, tuple[Builder, str]]:
@@ -226,8 +227,6 @@ def _materialized(value: Any, layout: str, blocksize: Any) -> torch.Tensor:
 def curated_arguments(name: str, dtype: torch.dtype) -> st.SearchStrategy[Drawn]:
     """Calls of overload `name` built by its `CURATED` builder for tensors of `dtype` and rebound to it;
     InvalidArgument for an overload with no builder, or one this torch lacks."""
-    from torchcts.strategies.traced_calls import rebind
-
     if name not in CURATED:
         raise InvalidArgument(f"{name}: no curated call builder")
     builder, donor_name = CURATED[name]

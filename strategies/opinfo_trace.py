@@ -30,6 +30,8 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 from torch.utils._pytree import tree_leaves
 
+from torchcts.disk import write_atomic
+from torchcts.plan.catalog import all_ops, op_id
 from torchcts.strategies.opinfo_pool import sample_pool
 from torchcts.strategies.variants import call_variant
 
@@ -135,8 +137,6 @@ def trace_op(op: Any, samples_per_dtype: int = SAMPLES_PER_DTYPE) -> Iterator[tu
 
 def compute(ops: Iterable[Any] | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """The content of the packaged file: per OpInfo id, the overloads each phase reached; per overload its donors."""
-    from torchcts.plan.catalog import all_ops, op_id
-
     ops = tuple(all_ops() if ops is None else ops)
     reach: dict[str, dict[str, set[str]]] = {}
     donors: dict[str, list[list[Any]]] = {}
@@ -161,8 +161,6 @@ def write_packaged(content: dict[str, Any], path: Path = PACKAGED) -> None:
     reached = {name for phases_ in content["opinfos"].values() for found in phases_.values() for name in found}
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "samples_per_dtype": SAMPLES_PER_DTYPE,
                 "dtypes": list(TRACED_DTYPES), "opinfos": len(content["opinfos"]), "overloads": len(reached)}
-    from torchcts.disk import write_atomic
-
     write_atomic(path, json.dumps({"metadata": metadata, **content}, indent=0, sort_keys=True) + "\n")
 
 

@@ -31,7 +31,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from torch.utils._pytree import tree_leaves, tree_map
 
+from torchcts.plan.catalog import find_op
 from torchcts.strategies.layouts import relayouts
+from torchcts.strategies.opinfo_pool import sample_pool
 from torchcts.strategies.opinfo_trace import packaged, run_phase
 from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import CallBuilder, Drawn, argument_kind, writes_to
@@ -127,9 +129,6 @@ def capture(op_id: str, dtype_name: str, index: int, phase: str, overload: str) 
     """The (args, kwargs) of the first call of `overload` made by that OpInfo sample's phase on CPU (tensors
     copied), or None when the sample no longer makes it."""
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from torchcts.plan.catalog import find_op
-    from torchcts.strategies.opinfo_pool import sample_pool
 
     captured: list[tuple[tuple, dict]] = []
 

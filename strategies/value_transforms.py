@@ -23,6 +23,9 @@ from typing import Any
 
 import torch
 
+from torchcts.strategies.layouts import is_overlapping
+from torchcts.strategies.placement import copy_exact
+
 # Ops whose result is unspecified, or numerically meaningless, when values repeat: selections
 # returning an index of one of several equal values without a documented tie-break; linear
 # algebra, where repeated rows make a singular matrix; normalisations and correlations that
@@ -52,9 +55,6 @@ def in_layout_of(like: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     so a value change never undoes a re-layout drawn before it (a channels_last view stays one).
     A `like` whose elements overlap cannot hold distinct values: `values` is returned as it is.
     """
-    from torchcts.strategies.layouts import is_overlapping
-    from torchcts.strategies.placement import copy_exact
-
     if (values.stride(), values.storage_offset()) == (like.stride(), like.storage_offset()) or is_overlapping(like):
         return values
     out = copy_exact(like)

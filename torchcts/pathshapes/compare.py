@@ -30,6 +30,7 @@ def _device_op(case: Case, compile: Any) -> Any:
     spec = OPS[case.op]
     if compile is None:
         return spec
+    # engine.targets loads hypothesis and the strategies: only a compiled run needs them
     from torchcts.engine.targets import compiled_callable
 
     return attrs.evolve(spec, fn=compiled_callable(spec.fn, compile))

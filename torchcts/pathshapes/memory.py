@@ -35,6 +35,8 @@ import attrs
 import torch
 
 from torchcts.pathshapes.corpus import TIERS, Case, tensor_specs
+from torchcts.pathshapes.inputs import build_arguments
+from torchcts.pathshapes.ops import OPS
 
 MiB = 1 << 20
 UNKNOWN_ASSUMED_BYTES = 4 << 30  # when no source says how much memory is free
@@ -81,9 +83,6 @@ def work_bytes(case: Case) -> tuple[str, int] | None:
     attention: the score matrix (batch x heads x queries x keys, float32), and the keys and values expanded
     to the queries' heads under enable_gqa; a broadcast matmul: both operands expanded to the batch shape.
     """
-    from torchcts.pathshapes.inputs import build_arguments
-    from torchcts.pathshapes.ops import OPS
-
     try:
         args, kwargs = build_arguments(case, "meta", None)
         if case.op in CONV_OPS:

@@ -44,6 +44,9 @@ from torchcts.pathshapes.compare import floating_specs, run_backward, run_case  
 from torchcts.pathshapes.corpus import TIERS, Case, Corpus
 from torchcts.pathshapes.memory import MemoryBudget
 from torchcts.plan.build import DTYPE_NOT_RUN
+from torchcts.plan.effective import run_claims
+from torchcts.plan.selection import Selection as PlanSelection
+from torchcts.results.writer import RunWriter, hardware_key
 
 PROPERTY = "path_shapes"
 BACKWARD = "path_shapes_backward"
@@ -164,8 +167,6 @@ def _memory_reason(case: Case, settings: RunSettings, prop: str) -> tuple[Outcom
 def run_corpus(corpus: Corpus, settings: RunSettings, results_dir: Path, environment: dict[str, Any],
                progress: Callable[[str], None] = lambda line: None) -> RunSummary:
     """Run (or account) every case of the corpus; write `<results_dir>/<run-id>/` and return the summary."""
-    from torchcts.results.writer import RunWriter
-
     started = time.monotonic()
     settings = judged_memory(corpus, settings)  # a run never allocates what the user did not opt into (`memory`)
     device_type = torch.device(settings.device).type
@@ -246,10 +247,7 @@ def _claims(manifest: Any, level: int | None) -> dict[str, Any]:
     """run.json's `effective_manifest_hash` and `claims` (`plan.effective`): `--level` is the run's depth."""
     if manifest is None:
         return {"effective_manifest_hash": None, "claims": None}
-    from torchcts.plan.effective import run_claims
-    from torchcts.plan.selection import Selection
-
-    claims = run_claims(manifest, Selection(level=level))
+    claims = run_claims(manifest, PlanSelection(level=level))
     return {"effective_manifest_hash": claims.effective.fingerprint(), "claims": claims.as_json()}
 
 
@@ -258,7 +256,6 @@ def environment(settings: RunSettings, corpus: Corpus) -> dict[str, Any]:
     import hypothesis
 
     import torchcts
-    from torchcts.results.writer import hardware_key
 
     manifest = settings.manifest
     compile = settings.compile

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from torchcts import interrupts  # standard library only, like torchcts.disk: the plugin stays light
 from torchcts.ascii_numbers import ascii_float, ascii_int  # no torch: the plugin stays light
+from torchcts.disk import WriteError
 from torchcts.plugin import suite_modules  # no torch either: finds the suites' folder
 
 if TYPE_CHECKING:
@@ -136,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if manifest_path is not None:
             _load_manifest_only(config, manifest_path)
         return
-    from torchcts import interrupts
+    # session: torch and the engine, which only a run needs (the plugin loads in every pytest session)
     from torchcts.plugin.session import AuditDone, RunSession, SessionError
 
     # SIGTERM and SIGHUP stop a run like Ctrl-C, also under plain `pytest` (pytest_unconfigure restores them)
@@ -146,8 +148,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # so pytest's "Exception ignored" warning about it says nothing (the filter lasts as long as the session)
     warnings.filterwarnings("ignore", r"(?s)Exception ignored.*torchcts\.interrupts\.Interrupted",
                             pytest.PytestUnraisableExceptionWarning)
-    from torchcts.disk import WriteError
-
     try:
         session = RunSession.start(config)
     except SessionError as exc:
@@ -164,7 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
         stack.enter_context(interrupts.when_stuck(session.finish_when_stuck))
     config.pluginmanager.register(ItemReports(session), "torchcts-item-reports")
     if session.role != "single":  # a pytest-xdist controller or worker (`plugin.distributed`)
-        from torchcts.plugin import distributed
+        from torchcts.plugin import distributed  # core.record (attrs): only a distributed run needs it
 
         side = distributed.Controller(session) if session.role == "controller" else distributed.Worker(session)
         config.pluginmanager.register(side, "torchcts-distributed")
@@ -181,7 +181,7 @@ def _collect_custom_suites(config: pytest.Config, session: "RunSession") -> None
 
 
 def _load_manifest_only(config: pytest.Config, path: str) -> None:
-    from torchcts.manifest import ManifestError, load_manifest
+    from torchcts.manifest import ManifestError, load_manifest  # torch: only --manifest needs it
 
     try:
         manifest, warnings = load_manifest(path)
@@ -248,7 +248,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 
 def _records_deselection(config: pytest.Config) -> bool:
     """Every pytest-xdist worker deselects the same items; one of them records it."""
-    from torchcts.plugin import distributed
+    from torchcts.plugin import distributed  # core.record (attrs): not for pytest sessions without TorchCTS options
 
     return not hasattr(config, "workerinput") or distributed.is_first_worker(config)
 
@@ -267,8 +267,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     plan_item = _plan_item(pyfuncitem)
     if session is None or plan_item is None:
         return None
-    from torchcts import interrupts
-    from torchcts.plugin.session import present
+    from torchcts.plugin.session import present  # torch: loaded by now in a run; the plugin itself stays light
 
     interrupts.check()  # a signal whose exception was swallowed (a gc callback, a finalizer) stops the run here
     record = session.run_or_stop(plan_item, pyfuncitem.session)

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import os
+
 import pytest
 
+from torchcts import interrupts
 from torchcts.core.record import CONSOLE_FIELDS
+from torchcts.disk import WriteError
 
 if TYPE_CHECKING:
     from torchcts.plugin.session import RunSession
@@ -104,8 +108,6 @@ class Controller:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker that stopped on a file it could not write (`stop_worker`): the run ends with its line, exit 2."""
-        from torchcts.disk import WriteError
-
         unwritten = (getattr(node, "workeroutput", None) or {}).get(WRITE_ERROR_KEY)
         if unwritten and self.session.write_error is None:
             self.session.write_error = WriteError(*unwritten)
@@ -123,10 +125,6 @@ def stop_workers_on_interruption(config: pytest.Config) -> None:
     """In an interrupted controller, before pytest-xdist takes its workers down: pass the signal on to each worker
     (one sent to the controller alone reaches no worker; a worker that had it already is hurried: see
     `interrupts`) and kill any still running after WORKER_STOP_S instead of pytest-xdist's 10 s."""
-    import os
-
-    from torchcts import interrupts
-
     signum = interrupts.requested()
     dsession = config.pluginmanager.get_plugin("dsession")
     manager = getattr(dsession, "nodemanager", None)

@@ -9,6 +9,8 @@ import attrs
 import pytest
 
 from torchcts import interrupts
+from torchcts.arguments import output_file_problem
+from torchcts.plugin.console import install_quiet_reporter
 
 
 @attrs.frozen
@@ -119,7 +121,6 @@ class RunCommand:
     @pytest.hookimpl(trylast=True)  # after pytest's terminal reporter and the TorchCTS run session are made
     def pytest_configure(self, config: pytest.Config) -> None:
         from torchcts.plugin import SESSION_KEY
-        from torchcts.plugin.console import install_quiet_reporter
 
         session = config.stash.get(SESSION_KEY, None)
         if session is None:
@@ -148,8 +149,6 @@ class PytestArgumentErrors:
     def check_output_files(config: pytest.Config) -> None:
         """Files pytest writes (the JUnit XML, the log file) go where they can be written, checked once the
         arguments are parsed: before any plugin's pytest_configure starts the run."""
-        from torchcts.arguments import output_file_problem
-
         for flag, name in (("--junitxml", "xmlpath"), ("--log-file", "log_file")):
             path = getattr(config.option, name, None)  # absent when `-p no:junitxml` / `-p no:logging`
             problem = output_file_problem(path) if path else None

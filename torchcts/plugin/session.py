@@ -25,10 +25,16 @@ from torchcts.engine import device_findings
 from torchcts.engine.hypothesis_profile import StatisticsTotals
 from torchcts.engine.run import run_item
 from torchcts.core.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
+from torchcts.coverage.summary import report_section
+from torchcts.isolation.fork import fork_safe
+from torchcts.isolation.spawn import close_pools
 from torchcts.plan.build import PlanItem
+from torchcts.probe.records import end_lines, probe_run
 from torchcts.disk import WriteError
+from torchcts.plugin import distributed
 from torchcts.plugin.console import Console, PlainPytestScreen, error_line
 from torchcts.plugin.options import start_run
+from torchcts.report.render import write_report
 from torchcts.run_setup.errors import AuditDone, SessionError  # noqa: F401 - the hooks import them from here
 from torchcts.run_setup.start import RunStart
 
@@ -118,9 +124,7 @@ class RunSession:
         except WriteError as exc:
             self.write_error = exc
             if self.role == "worker" and pytest_session is not None:
-                from torchcts.plugin.distributed import stop_worker
-
-                stop_worker(self.config, pytest_session, exc)
+                distributed.stop_worker(self.config, pytest_session, exc)
             raise RunStopped(str(exc), returncode=pytest.ExitCode.USAGE_ERROR) from None
 
     def _count(self, record: dict[str, Any]) -> None:
@@ -169,9 +173,6 @@ class RunSession:
         """Before the first item: probe the run's dtypes and declared capabilities on the device
         (`torchcts.probe`: probes.jsonl, run.json's `probes`), forked where items can be. Probes change
         no claim, item or outcome; they explain the failures that follow."""
-        from torchcts.isolation.fork import fork_safe
-        from torchcts.probe.records import probe_run
-
         self.probed = True
         fork = fork_safe(self.target.device_type) and getattr(self.isolation, "can_fork", True)
         self.probes = probe_run(self.device, self.manifest, {item.dtype for item in self.plan.items},
@@ -204,8 +205,6 @@ class RunSession:
         self.finished = True
         if not self.final_write.claim():  # the interrupt watchdog wrote run.json: the run was stuck
             return
-        from torchcts.isolation.spawn import close_pools
-
         close_pools()  # the spawned isolation workers end with the run
 
         with interrupts.deferred(raise_at_end=False):  # a second Ctrl-C or SIGTERM now must not leave run.json `running`
@@ -251,9 +250,6 @@ class RunSession:
     def _write_report(self) -> str:
         """Write the report into the run folder; the line that says where it is, or why it is not there.
         A report that fails changes neither the results (already closed) nor the exit status."""
-        from torchcts.coverage.summary import report_section
-        from torchcts.report.render import write_report
-
         try:
             written = write_report(self.writer.folder, results_dir=self.writer.folder.parent,
                                    corpus_dir=self.corpus_dir,  # the cases the run stored may sit outside it
@@ -284,8 +280,6 @@ class RunSession:
         findings = self.writer.environment.get("findings")  # said once, with the items they cause
         lines += device_findings.end_lines(findings, self.writer.folder / "records.jsonl")
         if self.probes is not None:
-            from torchcts.probe.records import end_lines
-
             lines += end_lines(self.probes, self.writer.folder)
         lines.append(f"torchcts: results in {self.writer.folder} ({counts}); {seed}")
         lines += [self.report_line] if self.report_line else []

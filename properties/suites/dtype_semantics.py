@@ -33,12 +33,11 @@ from torchcts.cases.bounds import CaseParams, Dtypes, Either, Flag, OneOf, Optio
 from torchcts.engine.context import CpuRejects
 from torchcts.engine.error_cause import ErrorCause
 from torchcts.engine.programs import device_result, first_line, recorded_refusal, run_program, same_refusal
+from torchcts.cases.scenario_case import scenario_case
 from torchcts.manifest.model import DtypeStatus
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.strategies import Case, broadcastable_shapes, shapes
-
 from torchcts.properties.dtype_programs import PROGRAMS  # the scenarios' torch-only programs
-from torchcts.strategies.sample_walk import sample_input
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
+from torchcts.strategies import Case, broadcastable_shapes, shapes
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = "type promotion for dtype pairs and scalar kinds, in-place cast errors, `dtype=` reductions, casts"
@@ -144,9 +143,11 @@ def _name(dtype: torch.dtype) -> str:
     return dtype_names.canonical_name(dtype)
 
 
-def _case(cts, input: torch.Tensor, args: tuple, kwargs: dict, *what: str) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=args, kwargs=kwargs), 0,
-                transforms=(f"input {_name(input.dtype)}{list(input.shape)}", *what))
+def _case(cts, values: dict, *what: str) -> Case:
+    """The scenario's case of named `values` (its `PARAMS`), said as the input's dtype and shape, then `what`."""
+    input = values["input"]
+    return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], values,
+                         (f"input {_name(input.dtype)}{list(input.shape)}", *what))
 
 
 # -- cases, one strategy per scenario --------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def binary_cases(cts) -> st.SearchStrategy[Case]:
         other_shape = draw(broadcastable_shapes(shape), label="other shape")
         other = draw(elements(partner, other_shape), label="other")
         on_cpu = other.dim() == 0 and draw(st.booleans(), label="0-dim other on CPU")
-        return _case(cts, input, (other, on_cpu), {},
+        return _case(cts, {"input": input, "other": other, "other_on_cpu": on_cpu},
                      f"op(input, {_name(partner)}{list(other_shape)}{' on CPU' if on_cpu else ''})")
     return draw()
 
@@ -173,7 +174,8 @@ def scalar_cases(cts) -> st.SearchStrategy[Case]:
         scalar = draw(python_scalars(wide=True), label="scalar")
         reverse = draw(st.booleans(), label="scalar first")
         shown = f"{scalar!r} ({type(scalar).__name__})"
-        return _case(cts, input, (scalar, reverse), {}, f"op({shown}, input)" if reverse else f"op(input, {shown})")
+        return _case(cts, {"input": input, "scalar": scalar, "reverse": reverse},
+                     f"op({shown}, input)" if reverse else f"op(input, {shown})")
     return draw()
 
 
@@ -197,7 +199,7 @@ def inplace_cases(cts) -> st.SearchStrategy[Case]:
         shape = draw(small_shapes(), label="input shape")
         input = draw(elements(cts.dtype, shape), label="input")
         other, shown = draw(_tensor_or_scalar(cts, shape, wide=False), label="other")
-        return _case(cts, input, (other,), {}, f"input.op({shown})")
+        return _case(cts, {"input": input, "other": other}, f"input.op({shown})")
     return draw()
 
 
@@ -209,7 +211,7 @@ def reduction_cases(cts) -> st.SearchStrategy[Case]:
         input = draw(elements(cts.dtype, shape, wide=integral), label="input")  # integer sums that overflow
         dtype = draw(st.one_of(st.none(), partner_dtypes(cts)), label="dtype=")
         dim = draw(st.sampled_from(REDUCTION_DIMS), label="dim")
-        return _case(cts, input, (dtype, dim), {}, f"op(input{'' if dim is None else f', dim={dim}'}, dtype={dtype})")
+        return _case(cts, {"input": input, "dtype": dtype, "dim": dim}, f"op(input{'' if dim is None else f', dim={dim}'}, dtype={dtype})")
     return draw()
 
 
@@ -220,7 +222,8 @@ def comparison_cases(cts) -> st.SearchStrategy[Case]:
         input = draw(elements(cts.dtype, shape, wide=True), label="input")
         other, shown = draw(_tensor_or_scalar(cts, shape, wide=True), label="other")
         reverse = draw(st.booleans(), label="other first")
-        return _case(cts, input, (other, reverse), {}, f"op({shown}, input)" if reverse else f"op(input, {shown})")
+        return _case(cts, {"input": input, "other": other, "reverse": reverse},
+                     f"op({shown}, input)" if reverse else f"op(input, {shown})")
     return draw()
 
 
@@ -230,7 +233,7 @@ def cast_cases(cts) -> st.SearchStrategy[Case]:
         shape = draw(small_shapes(), label="input shape")
         input = draw(elements(cts.dtype, shape, wide=True), label="input")
         dtype = draw(partner_dtypes(cts), label="to dtype")
-        return _case(cts, input, (dtype,), {}, f"to(input, {dtype})")
+        return _case(cts, {"input": input, "dtype": dtype}, f"to(input, {dtype})")
     return draw()
 
 
@@ -339,9 +342,10 @@ _OVERLOADS = (
 )
 
 
-@register_property("dtype_semantics", capability="inference", level=3,
-                   items=ScenarioItems(tuple(STRATEGIES), DTYPES, programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_dtype_semantics(cts):
-    scenario = cts.item.op
-    cts.run(STRATEGIES[scenario](cts), promotion_check(cts, PROGRAMS[scenario]))
+# each scenario's row: its program on CPU and on the device, op by op (`promotion_check`: a refusal compared by type,
+# ops CPU lacks left out, compiled refusals excused only as CPU's own)
+test_dtype_semantics = scenario_suite(
+    "dtype_semantics", capability="inference", level=3, dtypes=DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], PROGRAMS[name], Custom(lambda cts, row: promotion_check(cts, row.program)),
+                        cases=STRATEGIES[name])
+               for name in STRATEGIES])

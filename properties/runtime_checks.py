@@ -3,7 +3,7 @@
 A runtime suite (device_api, streams, events, pinned_memory, rng, ...) proves facts about the
 device's runtime rather than values an op computes, so most of its checks are invariants observed on
 the device alone ("the same seed draws the same numbers", "an event's elapsed time is positive"),
-not a comparison with CPU. Three helpers:
+not a comparison with CPU. The helpers:
 
 - `runtime_module(cts)`: `torch.<device type>` (`torch.cuda`, `torch.faulty`, `torch.cpu`).
 - `require(cts, module, *names)`: before the cases, the attributes a suite needs from that module.
@@ -17,6 +17,9 @@ not a comparison with CPU. Three helpers:
   the device (its exceptions are the backend's `error`s; on CPU, the reference, they are TorchCTS's or,
   replaying, the stored case's) and fails on every `Observation` that does not hold, naming each with
   what was seen.
+- `invariants(program, before)`: the same check as a runtime scenario's row of a scenario table
+  (`Custom(invariants(...))`, `properties.scenario_table`): its facilities first, then the program given
+  the case's values by name.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterable
 import attrs
 import torch
 
+from torchcts.cases.scenario_case import INPUT, named
 from torchcts.engine.outcome import NotRun
 from torchcts.core.outcomes import Outcome
 
@@ -112,13 +116,18 @@ def _capability_of(prop: str) -> str:
         return prop
 
 
-def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], what: str = "") -> Callable[[Any], None]:
+def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], what: str = "",
+                    params: Any = None) -> Callable[[Any], None]:
     """A check for `cts.run(cases, check)`: `program(device, *sample.args, **sample.kwargs)` run on the device under
     test (the sample's `input` is not passed: a runtime case stores its drawn sizes and seeds as plain arguments,
-    with a placeholder input tensor); fails naming the observations that do not hold."""
+    with a placeholder input tensor); fails naming the observations that do not hold. Given the scenario's `params`
+    (`cases.bounds.CaseParams`), the program is called with the case's values by name instead
+    (`program(device, rows=..., seed=...)`: its parameters are named as the scenario's are)."""
     label = what or program.__name__
 
     def run(cts_: Any, sample: Any, target: Any) -> list[Observation]:
+        if params is not None:
+            return list(program(target.device, **by_name(params, sample)))
         return list(program(target.device, *sample.args, **sample.kwargs))
 
     def check(case: Any) -> None:
@@ -130,6 +139,26 @@ def invariant_check(cts: Any, program: Callable[..., Iterable[Observation]], wha
         if broken:
             detail = "; ".join(o.describe() for o in broken[:4])
             raise AssertionError(f"{label} [{'; '.join(case.transforms)}] on {cts.target.describe()}: {detail}")
+
+    return check
+
+
+def by_name(params: Any, sample: Any) -> dict[str, Any]:
+    """A runtime case's values by name, without its placeholder `input` (`cases.scenario_case.named`)."""
+    return {name: value for name, value in named(params, sample).items() if name != INPUT}
+
+
+def invariants(program: Callable[..., Iterable[Observation]],
+               before: Callable[[Any, str], None] | None = None) -> Callable[[Any, Any], Callable[[Any], None]]:
+    """A runtime scenario's check for its row of a scenario table (`properties.scenario_table.Custom(...)`): first
+    `before(cts, scenario)` (the facilities the scenario needs: `require`, which raises before any case), then
+    `invariant_check` of `program` on the device alone, given the case's values by name and labelled by the row's
+    scenario. The row states no program of its own: a runtime program observes one device, it has no CPU result to
+    compare, and an exported script could not check it."""
+    def check(cts: Any, row: Any) -> Callable[[Any], None]:
+        if before is not None:
+            before(cts, row.name)
+        return invariant_check(cts, program, row.name, params=row.params)
 
     return check
 

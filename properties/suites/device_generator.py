@@ -27,11 +27,11 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (claimed, invariant_check, observe, on_validation_target, unavailable,
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.runtime_checks import (claimed, invariants, observe, on_validation_target, unavailable,
                                                 unclaimed)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("`torch.Generator(device=...)` is reproducible (`initial_seed`, `get_state`/`set_state`, `clone_state`), "
@@ -168,25 +168,31 @@ def generator_cases(scenario: str) -> st.SearchStrategy[Case]:
         n = draw_(NUMBERS.strategy(), label="numbers per draw")
         seed = draw_(SEED.strategy(), label="seed")
         if scenario == "state_round_trip":
-            extra, what = draw_(WARMUP.strategy(), label="draws before the state is read"), "warm-up draws"
+            name, what = "warmup", "warm-up draws"
+            extra = draw_(WARMUP.strategy(), label="draws before the state is read")
         else:
             low = (seed + draw_(st.integers(1, 2**32 - 1), label="low 32 bits apart")) % 2**32
             extra = draw_(st.integers(0, 2**32 - 1), label="high 32 bits of the other seed") * 2**32 + low
-            what = "other seed"
-        sample = sample_input(torch.zeros(0), args=(n, seed, extra))
-        return Case(scenario, "scenario", torch.float32, sample, 0,
-                    transforms=(f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}",))
+            name, what = "other_seed", "other seed"
+        return scenario_case(scenario, torch.float32, PARAMS[scenario],
+                             {"input": torch.zeros(0), "n": n, "seed": seed, name: extra},
+                             f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}")
 
     return draw_case()
 
 
-@register_property("device_generator", capability="device_generator", level=3,
-                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_device_generator(cts):
-    if not on_validation_target(cts) and not claimed(cts):  # a replayed case on a device that claims no generator
+def require_generator(cts, scenario):
+    """A replayed case on a device that claims no generator and cannot make one: runtime_unavailable."""
+    if not on_validation_target(cts) and not claimed(cts):
         try:
             torch.Generator(device=cts.target.device)
         except Exception as exc:  # noqa: BLE001 - any refusal: the facility is missing, and nothing claimed it
             raise unavailable(f"torch.Generator(device={cts.target.device!r}) raises {type(exc).__name__}; "
                               f"the device_generator capability needs it; {unclaimed(cts)}") from exc
-    cts.run(generator_cases(cts.item.op), invariant_check(cts, PROGRAMS[cts.item.op]))
+
+
+# Invariants of the device's generators alone: each row's program observes them, no CPU result to compare.
+test_device_generator = scenario_suite(
+    "device_generator", capability="device_generator", level=3, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], require_generator)),
+                        cases=lambda cts, name=name: generator_cases(name)) for name in SCENARIOS])

@@ -35,10 +35,10 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints, Lists
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import invariant_check, observe, require, runtime_module
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.engine.targets import CaseUnavailable
+from torchcts.properties.runtime_checks import invariants, observe, on_validation_target, require, runtime_module
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("the `torch.<device>` runtime: availability, device count (at least the manifest's, steady across "
@@ -99,8 +99,9 @@ def availability(device, claimed, switches):
                       torch.accelerator.device_count() == count, torch.accelerator.device_count())
 
 
-def set_device(device, target, n):
-    """set_device(target % count): current_device() follows and index-less factories land there; restored after."""
+def set_device(device, target, elements):
+    """set_device(target % count): current_device() follows and index-less factories of `elements` land there;
+    restored after."""
     module, kind = _module(device), torch.device(device).type
     index = target % module.device_count()
     start = _index(module.current_device())
@@ -108,13 +109,13 @@ def set_device(device, target, n):
         module.set_device(index)
         yield observe(f"current_device() is {index} after set_device({index})",
                       _index(module.current_device()) == index, module.current_device())
-        yield observe(f"torch.empty({n}, device={kind!r}) lands on device {index}", _landed(kind, n) == index,
-                      _landed(kind, n))
+        yield observe(f"torch.empty({elements}, device={kind!r}) lands on device {index}",
+                      _landed(kind, elements) == index, _landed(kind, elements))
     finally:
         module.set_device(start)
 
 
-def device_guard(device, outer, inner, n):
+def device_guard(device, outer, inner, elements):
     """Inside module.device(inner) the current device is `inner` and factories land there; after it, `outer` again."""
     module, kind = _module(device), torch.device(device).type
     count = module.device_count()
@@ -123,23 +124,26 @@ def device_guard(device, outer, inner, n):
     try:
         module.set_device(outer)
         with module.device(inner):
-            inside, landed = _index(module.current_device()), _landed(kind, n)
+            inside, landed = _index(module.current_device()), _landed(kind, elements)
         after = _index(module.current_device())
     finally:
         module.set_device(start)
     yield observe(f"current_device() is {inner} inside device({inner})", inside == inner, inside)
-    yield observe(f"torch.empty({n}, device={kind!r}) inside device({inner}) lands there", landed == inner, landed)
+    yield observe(f"torch.empty({elements}, device={kind!r}) inside device({inner}) lands there", landed == inner,
+                  landed)
     yield observe(f"current_device() is {outer} again after the block", after == outer, after)
 
 
-def synchronize(device, n):
-    """synchronize() and synchronize(index) return None; the work queued before reads as computed."""
+def synchronize(device, elements):
+    """synchronize() and synchronize(index) return None; the work queued before (a sum of `elements`) reads as
+    computed."""
     module = _module(device)
-    x = torch.arange(n, dtype=torch.float64, device=device)
+    x = torch.arange(elements, dtype=torch.float64, device=device)
     total = (x * 2).sum()
     yield observe("synchronize() returns None", module.synchronize() is None)
     yield observe("synchronize(<index>) returns None", module.synchronize(_index(device)) is None)
-    yield observe(f"the sum queued before synchronize is {n * (n - 1)}", total.item() == n * (n - 1), total.item())
+    yield observe(f"the sum queued before synchronize is {elements * (elements - 1)}",
+                  total.item() == elements * (elements - 1), total.item())
 
 
 def properties(device):
@@ -228,48 +232,42 @@ def device_api_cases(scenario, dtype, claimed):
     @st.composite
     def draw_case(draw):
         if scenario == "availability":
-            args = (claimed, draw(st.lists(index, min_size=SWITCHES.min_size, max_size=SWITCHES.max_size),
-                                  label="device indices to switch to"))
+            values = {"claimed": claimed,
+                      "switches": draw(st.lists(index, min_size=SWITCHES.min_size, max_size=SWITCHES.max_size),
+                                       label="device indices to switch to")}
         elif scenario == "set_device":
-            args = (draw(index, label="device index"), draw(ELEMENTS.strategy(), label="elements"))
+            values = {"target": draw(index, label="device index"), "elements": draw(ELEMENTS.strategy(),
+                                                                                      label="elements")}
         elif scenario == "device_guard":
-            args = (draw(index, label="outer device"), draw(index, label="guard's device"),
-                    draw(ELEMENTS.strategy(), label="elements"))
+            values = {"outer": draw(index, label="outer device"), "inner": draw(index, label="guard's device"),
+                      "elements": draw(ELEMENTS.strategy(), label="elements")}
         elif scenario == "synchronize":
-            args = (draw(SUM_ELEMENTS.strategy(), label="elements"),)
+            values = {"elements": draw(SUM_ELEMENTS.strategy(), label="elements")}
         elif scenario == "properties":
-            args = ()
+            values = {}
         else:
-            args = (draw(_nbytes(), label="bytes allocated"),)
-        what = f"{scenario}{list(args)}"
-        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0, transforms=(what,))
+            values = {"nbytes": draw(_nbytes(), label="bytes allocated")}
+        return scenario_case(scenario, dtype, PARAMS[scenario], {"input": torch.zeros(1), **values},
+                             f"{scenario}{list(values.values())}")
 
     return draw_case()
 
 
-@register_property("device_api", capability="device_api", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_device_api(cts):
-    scenario = cts.item.op
-    module = runtime_module(cts)
-    require(cts, module, *NEEDS[scenario])
-    program = PROGRAMS[scenario]
-    check = invariant_check(cts, program)
-    cts.run(device_api_cases(scenario, cts.dtype, cts.manifest.device_count),
-            cpu_claims_only(cts, check) if scenario == "availability" else check)
+def require_module(cts, scenario):
+    """The runtime module's functions the scenario calls (`NEEDS`), before any case."""
+    require(cts, runtime_module(cts), *NEEDS[scenario])
 
 
-def cpu_claims_only(cts, check):
+def cpu_claims_only(cts, row):
     """availability's check, run only on a claim this run makes. A stored case (corpus files travel between teams)
     carries the device_count of the manifest it was found with: one above this run's manifest's device_count (a
     replay without --manifest takes it from the device) is runtime_unavailable with both counts, never a failure
     of this backend. On CPU, the validation target, a claim above CPU's count is runtime_unavailable too: CPU never
     made that claim."""
-    from torchcts.engine.targets import CaseUnavailable
-    from torchcts.properties.runtime_checks import on_validation_target
+    check = invariants(availability, require_module)(cts, row)
 
     def checked(case):
-        claimed = case.sample.args[0] if case.sample.args else None
+        claimed = row.values(case).get("claimed")
         if isinstance(claimed, int) and claimed > cts.manifest.device_count:
             raise CaseUnavailable(f"the case claims {claimed} devices (the device_count of the manifest it was "
                                   f"found with); this run's manifest claims {cts.manifest.device_count}: not run")
@@ -279,3 +277,17 @@ def cpu_claims_only(cts, check):
         check(case)
 
     return checked
+
+
+def _comparison(scenario):
+    """Invariants of the one device, after the module functions the scenario needs; availability's only for a
+    device count this run claims (`cpu_claims_only`)."""
+    return Custom(cpu_claims_only if scenario == "availability" else invariants(PROGRAMS[scenario], require_module))
+
+
+# The oracle is the invariant itself: each row's program observes the device alone, no CPU result to compare.
+test_device_api = scenario_suite(
+    "device_api", capability="device_api", level=6, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=_comparison(name),
+                        cases=lambda cts, name=name: device_api_cases(name, cts.dtype, cts.manifest.device_count))
+               for name in SCENARIOS])

@@ -43,12 +43,11 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
-                                                runtime_module, unavailable)
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.runtime_checks import (invariants, observe, on_validation_target, require, runtime_module,
+                                                unavailable)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.properties.stream_programs import agrees, chain, chain_bound, device_module, inputs, op_chains, to_side
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("events complete (`query()` True after synchronize, True only once the work is readable), order streams "
@@ -235,34 +234,37 @@ def event_cases(scenario):
         if scenario == "query_after_synchronize":
             ops, on_side = draw(op_chains(), label="ops"), draw(st.booleans(), label="on a side stream")
             event_sync = draw(st.booleans(), label="event.synchronize (else module.synchronize)")
-            args, what = (rows, cols, seed, ops, on_side, event_sync), f"{ops}, side={on_side}, event_sync={event_sync}"
+            values = {"ops": ops, "on_side": on_side, "event_sync": event_sync}
+            what = f"{ops}, side={on_side}, event_sync={event_sync}"
         elif scenario == "query_polling":
             ops = draw(op_chains(), label="ops")
             in_context = draw(st.booleans(), label="record() in the stream's context")
-            args, what = (rows, cols, seed, ops, in_context), f"{ops}, record() in context={in_context}"
+            values, what = {"ops": ops, "in_context": in_context}, f"{ops}, record() in context={in_context}"
         elif scenario == "wait_event":
             produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
             on_side = draw(st.booleans(), label="consumer on a side stream")
             via_stream = draw(st.booleans(), label="stream.wait_event (else event.wait)")
-            args = (rows, cols, seed, produce, consume, on_side, via_stream)
+            values = {"produce": produce, "consume": consume, "consumer_on_side": on_side, "via_stream": via_stream}
             what = f"{produce} then {consume}, consumer side={on_side}, wait_event={via_stream}"
         elif scenario == "elapsed_time":
             ops = draw(op_chains(), label="ops")
             sleep_ms = draw(SLEEP_MS.strategy(), label="sleep_ms")
             sides = draw(st.lists(st.booleans(), min_size=SIDES.min_size, max_size=SIDES.max_size),
                          label="start, mid, end on side streams")
-            args, what = (rows, cols, seed, ops, sleep_ms, sides), f"{ops}, sleep {sleep_ms} ms, sides {sides}"
+            values = {"ops": ops, "sleep_ms": sleep_ms, "sides": sides}
+            what = f"{ops}, sleep {sleep_ms} ms, sides {sides}"
         else:
             timed = draw(st.sampled_from(TIMINGS), label="enable_timing")
-            args, what = (timed,), f"enable_timing {timed}"
-        sample = sample_input(torch.zeros(1), args=args)
-        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
+            values, what = {"timed": timed}, f"enable_timing {timed}"
+        placed = {} if scenario == "timing_disabled" else {"rows": rows, "cols": cols, "seed": seed}
+        return scenario_case(scenario, torch.float32, PARAMS[scenario], {"input": torch.zeros(1), **placed, **values},
+                             f"{scenario} {rows}x{cols}: {what}")
 
     return draw_case()
 
 
-@register_property("events", capability="events", level=6, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_events(cts):
-    scenario = cts.item.op
-    require_events(cts, scenario)
-    cts.run(event_cases(scenario), invariant_check(cts, PROGRAMS[scenario], scenario))
+# Facts about the device's events alone: each row's program observes them (its values against CPU's chain).
+test_events = scenario_suite(
+    "events", capability="events", level=6, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], require_events)),
+                        cases=lambda cts, name=name: event_cases(name)) for name in SCENARIOS])

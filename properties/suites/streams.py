@@ -39,12 +39,11 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists, OneOf
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
-                                                runtime_module, unavailable)
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.runtime_checks import (invariants, observe, on_validation_target, require, runtime_module,
+                                                unavailable)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.properties.stream_programs import agrees, chain, chain_bound, device_module, inputs, op_chains, to_side
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("work on side streams lands in order; `wait_stream`, stream and device `synchronize` and `record_stream` "
@@ -201,36 +200,39 @@ def stream_cases(scenario):
         seed = draw(SEED.strategy(), label="seed")
         if scenario in ("stream_order", "stream_synchronize"):
             ops = draw(op_chains(), label="ops")
-            args, what = (rows, cols, seed, ops, scenario == "stream_synchronize"), f"{ops}"
+            values, what = {"seed": seed, "ops": ops, "use_stream_sync": scenario == "stream_synchronize"}, f"{ops}"
         elif scenario == "wait_stream":
             streams = draw(STREAMS.strategy(), label="side streams")
             producer = draw(st.integers(0, streams - 1), label="producer")
             consumer = draw(st.sampled_from([-1, *[i for i in range(streams) if i != producer]]), label="consumer")
             produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
-            args = (rows, cols, seed, produce, consume, streams, producer, consumer)
+            values = {"seed": seed, "produce": produce, "consume": consume, "streams": streams, "producer": producer,
+                      "consumer": consumer}
             what = (f"{streams} side streams: {produce} on side {producer}, then {consume} on "
                     f"{'the current stream' if consumer < 0 else f'side {consumer}'}")
         elif scenario == "synchronize_all":
             count = draw(STREAMS.strategy(), label="streams")
             chains = draw(st.lists(op_chains(), min_size=count, max_size=count), label="chains")
             seeds = [seed + i for i in range(count)]
-            args, what = (rows, cols, seeds, chains), f"{count} side streams: {chains}"
+            values, what = {"seeds": seeds, "chains": chains}, f"{count} side streams: {chains}"
         elif scenario == "record_stream":
             produce, consume = draw(op_chains(), label="produce"), draw(op_chains(), label="consume")
             churn = draw(CHURN.strategy(), label="allocations after the free")
-            args, what = (rows, cols, seed, produce, consume, churn), f"{produce} on A, {consume} on B, churn {churn}"
+            values = {"seed": seed, "produce": produce, "consume": consume, "churn": churn}
+            what = f"{produce} on A, {consume} on B, churn {churn}"
         else:
             ops = draw(op_chains(), label="ops")
             via_copy = draw(st.booleans(), label="copy_ (else to)")
-            args, what = (rows, cols, seed, ops, via_copy), f"{ops}, {'copy_' if via_copy else 'to'}"
-        sample = sample_input(torch.zeros(1), args=args)
-        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
+            values, what = {"seed": seed, "ops": ops, "via_copy": via_copy}, f"{ops}, {'copy_' if via_copy else 'to'}"
+        return scenario_case(scenario, torch.float32, PARAMS[scenario],
+                             {"input": torch.zeros(1), "rows": rows, "cols": cols, **values},
+                             f"{scenario} {rows}x{cols}: {what}")
 
     return draw_case()
 
 
-@register_property("streams", capability="streams", level=6, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_streams(cts):
-    scenario = cts.item.op
-    require_streams(cts, scenario)
-    cts.run(stream_cases(scenario), invariant_check(cts, PROGRAMS[scenario], scenario))
+# Ordering on the device's streams: each row's program observes it (its values against CPU's chain).
+test_streams = scenario_suite(
+    "streams", capability="streams", level=6, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], require_streams)),
+                        cases=lambda cts, name=name: stream_cases(name)) for name in SCENARIOS])

@@ -30,11 +30,10 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Flag, Ints, OneOf
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
-                                                runtime_module, unavailable)
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.runtime_checks import (invariants, observe, on_validation_target, require, runtime_module,
+                                                unavailable)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("`pin_memory()` gives a pinned copy with the source's values (non-contiguous and offset sources too; "
@@ -183,28 +182,28 @@ def pinned_cases(scenario):
             kinds = VIEWS[:1] if scenario == "pin_copy" else VIEWS[1:]
             source_view = draw(st.sampled_from(kinds), label="source view")
             pinned_view = draw(st.sampled_from(VIEWS), label="view of the pinned copy")
-            args = (rows, cols, seed, source_view, pinned_view, offset)
+            values = {"source_view": source_view, "pinned_view": pinned_view, "offset": offset}
             what = f"{source_view} source, {pinned_view} view"
         elif scenario == "to_device":
             kind = draw(st.sampled_from(VIEWS), label="view")
             via_copy, on_side = draw(st.booleans(), label="copy_ (else to)"), draw(st.booleans(), label="side stream")
-            args = (rows, cols, seed, kind, offset, via_copy, on_side)
+            values = {"kind": kind, "offset": offset, "via_copy": via_copy, "on_side": on_side}
             what = f"{kind}, copy_={via_copy}, side={on_side}"
         elif scenario == "to_host":
             via_copy, on_side = draw(st.booleans(), label="copy_ (else to)"), draw(st.booleans(), label="side stream")
-            args, what = (rows, cols, seed, via_copy, on_side), f"copy_={via_copy}, side={on_side}"
+            values, what = {"via_copy": via_copy, "on_side": on_side}, f"copy_={via_copy}, side={on_side}"
         else:
             batch_size = draw(st.integers(ROWS.low, rows), label="batch size")
-            args, what = (rows, cols, seed, batch_size), f"batch_size={batch_size}"
-        sample = sample_input(torch.zeros(1), args=args)
-        return Case(scenario, "scenario", torch.float32, sample, 0, transforms=(f"{scenario} {rows}x{cols}: {what}",))
+            values, what = {"batch_size": batch_size}, f"batch_size={batch_size}"
+        return scenario_case(scenario, torch.float32, PARAMS[scenario],
+                             {"input": torch.zeros(1), "rows": rows, "cols": cols, "seed": seed, **values},
+                             f"{scenario} {rows}x{cols}: {what}")
 
     return draw_case()
 
 
-@register_property("pinned_memory", capability="pinned_memory", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_pinned_memory(cts):
-    scenario = cts.item.op
-    require_pinning(cts, scenario)
-    cts.run(pinned_cases(scenario), invariant_check(cts, PROGRAMS[scenario], scenario))
+# Facts about pinned memory and copies through it: each row's program observes them on the device alone.
+test_pinned_memory = scenario_suite(
+    "pinned_memory", capability="pinned_memory", level=6, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], require_pinning)),
+                        cases=lambda cts, name=name: pinned_cases(name)) for name in SCENARIOS])

@@ -40,14 +40,14 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Either, Floats, Ints, Lists, OneOf, Optional, Tensors, Tuples
+from torchcts.cases.scenario_case import scenario_case
 from torchcts.engine.context import MissingKernelError
 from torchcts.engine.programs import run_program
 from torchcts.engine.targets import CaseUnavailable
-from torchcts.plan.registry import ScenarioItems, register_property
 from torchcts.properties.quantization_comparison import compare_quantized, exact_qparams
 from torchcts.properties.quantization_programs import OPS, PROGRAMS  # the scenarios' torch-only programs
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("torch quantized tensors on the device (per tensor and per channel, quint8/qint8/qint32) and the "
@@ -60,10 +60,11 @@ RANGES = {"quint8": (0, 255), "qint8": (-128, 127), "qint32": (-2**31, 2**31 - 1
 ODD_SCALES = (0.1, 0.3, 1 / 3, 0.7, 0.05, 1.7)  # not powers of two (nor float32 numbers)
 
 
-def quantized_check(cts: Any, scenario: str):
-    """A check for `cts.run`: the program on the device against CPU (`compare_quantized`); a kernel the
-    device lacks makes the case unavailable, naming it."""
-    run = run_program(PROGRAMS[scenario])
+def quantized_check(cts: Any, row: Scenario):
+    """A check for `cts.run` (the rows' `Custom` comparison): the row's program on the device against CPU
+    (`compare_quantized`); a kernel the device lacks makes the case unavailable, naming it."""
+    scenario = row.name
+    run = run_program(row.program)
 
     def check(case: Case) -> None:
         expected = cts.on_cpu_call(run, case.sample)
@@ -81,8 +82,9 @@ def quantized_check(cts: Any, scenario: str):
 
 # -- cases ------------------------------------------------------------------------------------------
 
-def _case(cts, input, args, *what) -> Case:
-    return Case(cts.item.op, "scenario", cts.dtype, sample_input(input, args=tuple(args)), 0, transforms=what)
+def _case(cts, values: dict, *what: str) -> Case:
+    """The scenario's case of named `values` (its `PARAMS`), said in parts `what`."""
+    return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], values, what)
 
 
 SCALE_EXPONENT = Ints(-6, 2)  # scales: powers of two 2**-6..2**2, or ODD_SCALES
@@ -158,13 +160,15 @@ def quantize_cases(cts):
         what = f"{dtype} {_qparams_text(scale, zp, axis)}"
         if scenario == "quantize_per_tensor":
             view = d(st.sampled_from(VIEWS), label="view")
-            return _case(cts, x, (scale, zp, dtype, view), what, f"view={view}")
+            return _case(cts, {"input": x, "scale": scale, "zero_point": zp, "dtype": dtype, "view": view}, what,
+                         f"view={view}")
         if scenario == "quantize_per_channel":
-            return _case(cts, x, (scale, zp, axis, dtype), what)
+            return _case(cts, {"input": x, "scales": scale, "zero_points": zp, "axis": axis, "dtype": dtype}, what)
         if scenario == "to_host":
             how = d(st.sampled_from(HOWS), label="how")
-            return _case(cts, x, (scale, zp, axis, dtype, how), what, f"by {how}")
-        return _case(cts, x, (scale, zp, dtype), what)
+            return _case(cts, {"input": x, "scale": scale, "zero_point": zp, "axis": axis, "dtype": dtype, "how": how},
+                         what, f"by {how}")
+        return _case(cts, {"input": x, "scale": scale, "zero_point": zp, "dtype": dtype}, what)
     return draw()
 
 
@@ -185,7 +189,8 @@ def binary_cases(cts):
         out_scale = _output_scale(d, sa * sb) if cts.item.op == "mul" else sa * 2.0 ** d(
             ADD_OUTPUT_EXPONENT.strategy(), label="output scale exponent")
         out_zp = _zero_point(d, dtype)
-        return _case(cts, a, (b, [sa, za, sb, zb], out_scale, out_zp, dtype, cts.item.op),
+        return _case(cts, {"input": a, "other": b, "qparams": [sa, za, sb, zb], "out_scale": out_scale,
+                           "out_zero_point": out_zp, "dtype": dtype, "op": cts.item.op},
                      f"{dtype} in ({sa}, {za}) ({sb}, {zb}) out ({out_scale}, {out_zp})")
     return draw()
 
@@ -231,7 +236,8 @@ def linear_cases(cts):
                                 dtype=torch.float64) if per_channel else d(scales, label="weight scale"))
         out_scale = _output_scale(d, xq[0] * (w_scale.max().item() if per_channel else w_scale))
         w, b, out_zp = _weight(d, (n_out, n_in), w_scale), _bias(d, n_out, out_scale), _zero_point(d, "quint8")
-        return _case(cts, x, (w, b, xq, w_scale, out_scale, out_zp),
+        return _case(cts, {"input": x, "weight": w, "bias": b, "x_qparams": xq, "w_scale": w_scale,
+                           "out_scale": out_scale, "out_zero_point": out_zp},
                      f"x {tuple(x.shape)} -> {n_out}, {'per-channel' if per_channel else 'per-tensor'} weight, "
                      f"bias={b is not None}, out ({out_scale}, {out_zp})")
     return draw()
@@ -251,7 +257,8 @@ def conv2d_cases(cts):
         out = [_output_scale(d, xq[0] * w_scale), _zero_point(d, "quint8")]
         w, b = _weight(d, (c_out, c_in // groups, k, k), w_scale), _bias(d, c_out, out[0])
         geometry = [stride, padding, dilation, groups]
-        return _case(cts, x, (w, b, xq, w_scale, out, geometry),
+        return _case(cts, {"input": x, "weight": w, "bias": b, "x_qparams": xq, "w_scale": w_scale,
+                           "out_qparams": out, "geometry": geometry},
                      f"x {tuple(x.shape)} w {tuple(w.shape)} bias={b is not None} stride/padding/dilation/groups "
                      f"{geometry} out {out}")
     return draw()
@@ -323,8 +330,7 @@ _OVERLOADS = (
 )
 
 
-@register_property("native_quantization", capability="native_quantization", level=6,
-                   items=ScenarioItems(tuple(PROGRAMS), ("float32",), programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_native_quantization(cts):
-    cts.run(_CASES[cts.item.op](cts), quantized_check(cts, cts.item.op))
+test_native_quantization = scenario_suite(
+    "native_quantization", capability="native_quantization", level=6, dtypes=("float32",), overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, Custom(quantized_check), cases=_CASES[name])
+               for name, program in PROGRAMS.items()])

@@ -13,6 +13,7 @@ import torch
 
 from torchcts.cases.files import load_case
 from torchcts.core.outcomes import Outcome
+from torchcts.properties.ieee754_cases import exp_argument_values, max_exponent, tiny_exponent
 from torchcts.properties.suites.ieee754 import PROGRAMS, assert_exactly_equal
 from torchcts.testing.faulty.suite_bugs.ieee754 import BUGS
 
@@ -82,8 +83,6 @@ def test_the_range_limit_bugs_act_only_on_overflow_and_underflow_in_their_dtypes
 def test_range_limit_inputs_reach_overflow_and_underflow_in_every_dtype():
     """The scenarios' elements sit at the limits: 16 large units pass max, products of the underflow elements
     span the subnormals, and exp's arguments fall on both sides of both thresholds."""
-    from torchcts.properties.suites.ieee754 import exp_argument_values, max_exponent, tiny_exponent
-
     for name in ("float16", "bfloat16", "float32", "float64"):
         dtype = getattr(torch, name)
         info = torch.finfo(dtype)

@@ -32,12 +32,12 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from torchcts.cases import scenario_case
 from torchcts.cases.bounds import CaseParams, Ints
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (invariant_check, observe, on_validation_target, require,
-                                                runtime_module, unavailable)
+from torchcts.properties.runtime_checks import (invariants, observe, on_validation_target, require, runtime_module,
+                                                unavailable)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("the device's default generators honour `manual_seed` (seeds differing in their low 32 bits draw "
@@ -209,30 +209,41 @@ def _seed_pair(draw_):
 
 
 def rng_cases(scenario: str) -> st.SearchStrategy[Case]:
+    """`scenario`'s cases: the numbers per draw, a seed pair, then its third parameter (named in PARAMS)."""
+    third = {"state_round_trip": "warmup", "advance": "draws"}.get(scenario, "other_seed")
+
     @st.composite
     def draw_case(draw_) -> Case:
         n = draw_(NUMBERS.strategy(), label="numbers per draw")
         seed, other_seed = draw_(_seed_pair())
-        if scenario == "state_round_trip":
+        if third == "warmup":
             extra, what = draw_(WARMUP.strategy(), label="draws before the state is read"), "warm-up draws"
-        elif scenario == "advance":
+        elif third == "draws":
             extra, what = draw_(DRAWS.strategy(), label="consecutive draws"), "consecutive draws"
         else:
             extra, what = other_seed, "other seed"
-        sample = sample_input(torch.zeros(0), args=(n, seed, extra))
-        return Case(scenario, "scenario", torch.float32, sample, 0,
-                    transforms=(f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}",))
+        return scenario_case.scenario_case(scenario, torch.float32, PARAMS[scenario],
+                                           {scenario_case.INPUT: torch.zeros(0), "n": n, "seed": seed, third: extra},
+                                           f"{scenario}: {n} numbers per draw, seed {seed}, {what} {extra}")
 
     return draw_case()
 
 
-@register_property("rng", capability="rng", level=3, items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_rng(cts):
+def rng_functions(cts, scenario: str) -> None:
+    """The device module's RNG functions (the CPU validation target uses torch's own: it needs none); `per_device`
+    also needs a second device (CPU has one: runtime_unavailable there)."""
     module = runtime_module(cts)
     if not on_validation_target(cts):
         require(cts, module, *RNG_FUNCTIONS, capability="rng")
-    if cts.item.op == "per_device":
+    if scenario == "per_device":
         count = 1 if on_validation_target(cts) else module.device_count()
         if count < 2:
             raise unavailable(f"{cts.target.device_type} has {count} device: per-device streams need two")
-    cts.run(rng_cases(cts.item.op), invariant_check(cts, PROGRAMS[cts.item.op]))
+
+
+# Facts about the device's default generators alone (no CPU oracle for its random numbers): each row's program
+# observes them, given the case's values by name, after the facilities the scenario needs (`rng_functions`).
+test_rng = scenario_suite(
+    "rng", capability="rng", level=3, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], rng_functions)),
+                        cases=lambda cts, name=name: rng_cases(name)) for name in SCENARIOS])

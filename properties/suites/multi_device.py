@@ -30,11 +30,11 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.runtime_checks import (claimed, invariant_check, observe, on_validation_target, require,
+from torchcts.cases.scenario_case import INPUT, scenario_case
+from torchcts.properties.runtime_checks import (claimed, invariants, observe, on_validation_target, require,
                                                 runtime_module, unavailable)
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("copies across `<type>:0` and `<type>:1` keep bits, ops on device 1 equal CPU's, factories follow the "
@@ -169,29 +169,29 @@ def _elements():
     return st.tuples(PAGES.strategy(), REMAINDER.strategy()).map(lambda p: p[0] * 4096 + p[1])
 
 
-def multi_device_cases(scenario, dtype):
+def multi_device_cases(scenario, dtype) -> st.SearchStrategy[Case]:
+    """`scenario`'s cases, its values by their names in PARAMS (described in that order)."""
     @st.composite
     def draw_case(draw):
         seed = SEED.strategy()
         if scenario == "cross_copy":
-            args = (draw(_elements(), label="elements"), draw(seed, label="seed of the values"))
+            values = {"n": draw(_elements(), label="elements"), "seed": draw(seed, label="seed of the values")}
         elif scenario == "second_device_ops":
-            args = (draw(SMALL.strategy(), label="columns"), draw(ROWS.strategy(), label="rows"),
-                    draw(seed, label="seed of the values"))
+            values = {"n": draw(SMALL.strategy(), label="columns"), "rows": draw(ROWS.strategy(), label="rows"),
+                      "seed": draw(seed, label="seed of the values")}
         elif scenario == "guard_placement":
-            args = (draw(SMALL.strategy(), label="elements"),)
+            values = {"n": draw(SMALL.strategy(), label="elements")}
         else:
-            args = (draw(SMALL.strategy(), label="elements"), draw(seed, label="seed of the values"))
-        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
-                    transforms=(f"{scenario}{list(args)}",))
+            values = {"n": draw(SMALL.strategy(), label="elements"), "seed": draw(seed, label="seed of the values")}
+        return scenario_case(scenario, dtype, PARAMS[scenario], {INPUT: torch.zeros(1), **values},
+                             f"{scenario}{list(values.values())}")
 
     return draw_case()
 
 
-@register_property("multi_device", capability="multi_device", level=7,
-                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_multi_device(cts):
-    scenario = cts.item.op
+def two_devices(cts, scenario: str) -> None:
+    """The runtime functions the scenario needs, and two devices (the device's and the manifest's count): one device
+    is runtime_unavailable, except in a replay that claims the case found with two (its devices are gone: failed)."""
     module = runtime_module(cts)
     require(cts, module, "device_count", "set_device", "current_device",
             *(("device",) if scenario == "guard_placement" else ()))
@@ -204,4 +204,11 @@ def test_multi_device(cts):
         raise unavailable(f"torch.{cts.target.device_type}.device_count() is {count}: two devices are needed")
     if cts.manifest.device_count < 2:
         raise unavailable(f"the manifest's device_count is {cts.manifest.device_count}: two devices are needed")
-    cts.run(multi_device_cases(scenario, cts.dtype), invariant_check(cts, PROGRAMS[scenario]))
+
+
+# Facts about two devices of the backend (placement, bits kept, errors; second_device_ops compares with CPU inside its
+# program): each row's program observes them, given the case's values by name, once `two_devices` holds.
+test_multi_device = scenario_suite(
+    "multi_device", capability="multi_device", level=7, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(invariants(PROGRAMS[name], two_devices)),
+                        cases=lambda cts, name=name: multi_device_cases(name, cts.dtype)) for name in SCENARIOS])

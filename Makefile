@@ -12,6 +12,10 @@ TORCH_PIN ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.torchcts-installed
 RUN_DIR ?= results/make-run
+# Some images set PYTHONDONTWRITEBYTECODE: every interpreter the tests start (CLI runs, spawned workers, pytest-xdist
+# workers) would then compile TorchCTS's modules from source and pytest would rewrite the suites' asserts again, a
+# second or more per program start. The tests and the main job write bytecode, as any working checkout does.
+unexport PYTHONDONTWRITEBYTECODE
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test`: one per usable core, at most 4 (each worker holds torch and the OpInfo
 # database, ~1-2 GiB); TEST_WORKERS=0 runs the suite in one process

@@ -187,14 +187,15 @@ def corrupt_results(results: Path) -> dict[str, str]:
     """A results folder of earlier runs comparable with a CPU validation run, each corrupt in one
     file; the file each must be warned about, by folder name."""
     running = summary(status="running")
+    crashed = summary(counts={"crashed": 1})  # a finished run's records are read only when it counts a crash or hang
     write_run(results / "a-summary-list", b"[]", line())
     write_run(results / "b-summary-env-list", summary(environment=[]), line())
     write_run(results / "c-summary-not-utf8", b'{"status": "\xff"}', line())
     write_run(results / "d-summary-status-int", summary(status=5), line())
-    write_run(results / "e-records-list-line", summary(), line() + b"[1]\n")
-    write_run(results / "f-records-level-abc", summary(), line(level="abc"))
-    write_run(results / "g-records-missing", summary(), None)
-    write_run(results / "h-records-nesting-bomb", summary(), b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    write_run(results / "e-records-list-line", crashed, line() + b"[1]\n")
+    write_run(results / "f-records-level-abc", summary(counts={"timed_out": 1}), line(level="abc"))
+    write_run(results / "g-records-missing", crashed, None)
+    write_run(results / "h-records-nesting-bomb", crashed, b"[" * 100_000 + b"]" * 100_000 + b"\n")
     write_run(results / "i-started-not-object", running, line(), b'"forward::abs::function::float32"\n')
     write_run(results / "j-summary-dir", None, line())
     (results / "j-summary-dir" / "run.json").mkdir()
@@ -208,7 +209,8 @@ def corrupt_results(results: Path) -> dict[str, str]:
 def test_crash_evidence_skips_each_corrupt_run_with_one_warning(tmp_path):
     results = tmp_path / "results"
     expected = corrupt_results(results)
-    write_run(results / "k-valid-crash", summary(), line(outcome="crashed", item="forward::abs::function::float32"))
+    write_run(results / "k-valid-crash", summary(counts={"crashed": 1}),
+              line(outcome="crashed", item="forward::abs::function::float32"))
     write_run(results / "l-valid-died", summary(status="running", run_id="died"), line(),
               b'{"item": "forward::neg::function::float32"}\n')
     warnings: list[str] = []
@@ -218,6 +220,22 @@ def test_crash_evidence_skips_each_corrupt_run_with_one_warning(tmp_path):
     assert len(warnings) == len(expected)
     for warning, (name, file) in zip(sorted(warnings), sorted(expected.items())):
         assert f"{results / name / file}" in warning and "\n" not in warning
+
+
+def test_a_finished_run_that_counts_no_crash_or_hang_is_not_read_for_evidence(tmp_path):
+    """Its run.json's counts come from its records: a folder of many 27,000-record runs is not read at each start."""
+    results = tmp_path / "results"
+    write_run(results / "a-complete", summary(counts={"passed": 1}), b"{unread\n")
+    write_run(results / "b-partial", summary(status="partial", counts={"passed": 1}), None)
+    write_run(results / "c-counts-a-hang", summary(status="partial", counts={"timed_out": 1}),
+              line(outcome="timed_out", item="forward::sin::function::float32"))
+    write_run(results / "d-died", summary(status="running", counts={}), line(),
+              b'{"item": "forward::neg::function::float32"}\n')
+    warnings: list[str] = []
+    assert crash_evidence(results, ENVIRONMENT, warn=warnings.append) == {
+        "forward::sin::function::float32": "timed_out in run r",
+        "forward::neg::function::float32": "run r died while it ran"}
+    assert warnings == []
 
 
 @pytest.mark.slow

@@ -2,7 +2,9 @@
 
 `--adaptive-isolation auto` isolates an item when an earlier run recorded it `crashed` or
 `timed_out`, or when an earlier run died while the item was running (its `started.jsonl` names
-an item that never got a record: a suspected crash or hang that took the whole run down). A run
+an item that never got a record: a suspected crash or hang that took the whole run down). The records
+of a finished run (complete or partial) are read only when its run.json counts a crash or a hang: a
+results folder of many 27,000-record runs is otherwise read whole at every run's start. A run
 whose files cannot be read (`torchcts.results.files` says why) gives no evidence and one warning.
 """
 
@@ -36,6 +38,9 @@ def _run_evidence(folder: Path, summary: dict[str, Any]) -> tuple[dict[str, str]
     """One run's evidence: items recorded crashed or timed out, and items it died in."""
     crashes: dict[str, str] = {}
     died_in: dict[str, str] = {}
+    if summary["status"] != "running" and not any(summary["counts"].get(str(outcome))
+                                                  for outcome in (Outcome.CRASHED, Outcome.TIMED_OUT)):
+        return crashes, died_in  # a finished run's counts come from its records: none crashed or hung, none to read
     recorded = set()
     for record in iter_records(folder):
         recorded.add(record["item"])

@@ -32,6 +32,8 @@ from typing import Any, Iterator
 
 import attrs
 
+from torchcts.core.case_limits import CaseLimits
+
 LARGE = 1024  # elements: past one tile of a typical kernel (the faulty device's tile_sum bug fires above it)
 SIZE_CLASSES = ("empty", "scalar", "small", "large")
 # Shrinking makes a case as small as it can while it fails: a 0-d or small case is what any bug that does not need
@@ -71,8 +73,7 @@ def unknown(why: str) -> Condition:
 def case_condition(path: Path, limits: Any = None) -> tuple[Condition, Any, Any]:
     """(the condition of the case file at `path`, the loaded `CorpusCase`, its decoded sample); CaseFileError when
     it cannot be read."""
-    from torchcts.cases.files import load_case
-    from torchcts.core.case_limits import CaseLimits
+    from torchcts.cases.files import load_case  # torch: only a stored case's condition needs it
 
     limits = limits or CaseLimits()
     case = load_case(path, limits)

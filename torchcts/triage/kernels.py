@@ -27,7 +27,10 @@ from typing import Any
 
 import attrs
 
+from torchcts.isolation.fork import run_forked
 from torchcts.triage.conditions import LARGE, layout_features
+
+# imports inside functions: torch and what loads it (plan.catalog, strategies): only a traced case needs them
 
 CALL_FEATURES = frozenset({"non-contiguous", "storage offset", "expanded", "channels_last", "channels_last_3d",
                            "empty", "large", "mixed dtypes"})
@@ -79,7 +82,6 @@ def trace_isolated(op_name: str, sample: Any, limits: TraceLimits = TraceLimits(
     """`trace_case` in a forked child (`isolation.fork`) with `limits.memory_bytes` of address space beyond its
     start and `limits.timeout_s`: a case whose op crashes natively (a kernel reading out of bounds), exhausts
     memory or runs on inside one kernel ends the child, not triage. Its trace is then empty and says why."""
-    from torchcts.isolation.fork import run_forked
     from torchcts.plan.catalog import find_op
 
     try:

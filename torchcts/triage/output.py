@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from torchcts.disk import write_together
 from torchcts.triage.classify import KIND_TITLES, KINDS
 from torchcts.triage.clusters import Cluster
 
@@ -126,8 +127,6 @@ def _plain(text: str, width: int) -> str:
 
 def write(triage: Any, output: Path) -> dict[str, Path]:
     """Write triage.md and triage.json into `output`; their paths."""
-    from torchcts.disk import write_together
-
     texts = {"md": markdown(triage, output),
              "json": json.dumps(triage.as_json(), indent=1, sort_keys=True, default=str) + "\n"}
     paths = {name: output / f"triage.{name}" for name in texts}

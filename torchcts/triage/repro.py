@@ -29,6 +29,11 @@ from typing import Any
 
 import attrs
 
+from torchcts.disk import write_atomic
+from torchcts.triage.families import OPINFO_PROPERTIES
+
+# imports inside functions: torch and what loads it (cases, dtypes, plan.catalog): only a repro script needs it
+
 _DEVICE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _VARIANT = re.compile(r"[A-Za-z0-9_]*")
@@ -113,8 +118,6 @@ def write_repro(failure: Any, folder: Path, device: str | None, case_path: Path 
 
 
 def _save(folder: Path, item: str, text: str, source: str) -> Repro:
-    from torchcts.disk import write_atomic
-
     path = write_atomic(folder / script_name(item), text.encode("ascii"))  # WriteError: a full disk
     return Repro(path, source)
 
@@ -123,7 +126,6 @@ def sweep_script(failure: Any, device: str | None) -> str:
     """The sample-sweep script for `failure` (an OpInfo item); ValueError says why there is none."""
     from torchcts import dtypes as dtype_names
     from torchcts.plan.catalog import find_op
-    from torchcts.triage.families import OPINFO_PROPERTIES
 
     if failure.property not in OPINFO_PROPERTIES:
         raise ValueError(f"property {_inert(failure.property)[:60]} runs scenarios, not OpInfo samples: no sweep")

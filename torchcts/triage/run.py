@@ -25,6 +25,10 @@ from torchcts.triage.kernels import CALL_FEATURES, Trace, TraceLimits, trace_iso
 from torchcts.triage.suspects import PLAIN, VALUES, Suspect, kernel_suspects, suspects
 from torchcts.triage.families import (ERROR_INPUT_FAMILY, MISSING_KERNEL_FAMILY, OPINFO_PROPERTIES,
                                       OUTPUT_LAYOUT_FAMILY, RESULT_DTYPE_FAMILY, op_family)
+from torchcts.triage.repro import write_repro
+from torchcts.untrusted_paths import OutsideFolders, case_folders, resolve_inside
+
+# imports inside functions: cases.files loads torch (seconds): a run with no failing record is triaged without it
 
 PROBLEM_VALUES = frozenset(o.value for o in PROBLEMS)
 # Features of values: a trace notes none (only layout, size, dtypes), and a shrunk case keeps them only where the
@@ -193,16 +197,12 @@ def case_roots(folder: Path, corpus_dir: Path | str | None = None) -> CaseRoots:
     """(roots, bases) of a record's case path (`untrusted_paths.case_folders`): it may lead into the run folder,
     its results folder, the default corpus folders and the corpus folder the user named, never anywhere under
     `/` or the home folder as a whole."""
-    from torchcts.untrusted_paths import case_folders
-
     return case_folders(folder, corpus_dir)
 
 
 def case_file(path: str, folder: Path, roots: CaseRoots | None = None) -> Path | None:
     """The case file a record's path names, inside `roots` (default `case_roots(folder)`), links resolved; None
     if none is there. `untrusted_paths.OutsideFolders` for a path that leads out of them (`/etc/passwd`, '..')."""
-    from torchcts.untrusted_paths import resolve_inside
-
     inside, bases = roots if roots is not None else case_roots(folder)
     return resolve_inside(path, inside, bases)
 
@@ -210,8 +210,6 @@ def case_file(path: str, folder: Path, roots: CaseRoots | None = None) -> Path |
 def _contained(record: dict[str, Any], folder: Path, roots: CaseRoots, problems: list[str]) -> dict[str, Any]:
     """The record, without its counterexample when the case path leads out of the run's folders (one problem line
     says so; the failure is still triaged, with its condition unknown)."""
-    from torchcts.untrusted_paths import OutsideFolders
-
     counterexample = record.get("counterexample")
     if not counterexample or counterexample.get("path") is None:
         return record
@@ -255,8 +253,6 @@ def _condition(record: dict[str, Any], folder: Path, cache: dict[Path, tuple[Con
 
 def _with_repros(failures: list[Failure], folder: Path, output: Path, device: str | None,
                  corpus_dir: Path | str | None, problems: list[str], say: Callable[[str], None]) -> list[Failure]:
-    from torchcts.triage.repro import write_repro
-
     dead = [f for f in failures if f.outcome in ("crashed", "timed_out")]
     if not dead:
         return failures

@@ -162,3 +162,24 @@ def test_a_stored_claim_is_checked_only_where_the_replaying_manifest_claims_as_m
     assert fewer["outcome"] is Outcome.RUNTIME_UNAVAILABLE, fewer
     assert "claims 2 devices" in fewer["reason"] and "this run's manifest claims 1" in fewer["reason"], fewer
     assert as_many["outcome"] is Outcome.FAILED and "device_count() stays 2" in str(as_many), as_many
+
+
+def test_the_rows_are_invariants_of_the_device_alone_given_the_case_by_name():
+    """Each row of the table is a Custom check with no program of its own (a runtime program has no CPU result to
+    compare and nothing an exported script could check), and its program gets the case's values by name."""
+    import torchcts.properties.suites.device_api as suite
+    from torchcts.cases.scenario_case import scenario_case
+    from torchcts.properties.runtime_checks import by_name
+    from torchcts.properties.scenario_table import Custom
+
+    registry.load()
+    rows = suite.test_device_api.scenarios
+    assert tuple(rows) == SCENARIOS and registry.get("device_api").items.programs == {}
+    assert all(isinstance(row.comparison, Custom) and row.program is None for row in rows.values())
+    params = rows["set_device"].params
+    case = scenario_case("set_device", torch.float32, params, {"input": torch.zeros(1), "elements": 3, "target": 5},
+                         "set_device[5, 3]")
+    assert case.sample.args == (5, 3)  # stored in declaration order, whatever order the values came in
+    assert by_name(params, case.sample) == {"target": 5, "elements": 3}
+    observed = list(set_device("cpu", **by_name(params, case.sample)))
+    assert all(o.holds for o in observed) and "torch.empty(3, device='cpu')" in observed[-1].what, observed

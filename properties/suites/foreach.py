@@ -15,12 +15,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Dtypes, Either, Flag, Ints, Lists, OneOf, Optional, Tensors, Tuples
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
 from torchcts.properties.foreach_programs import FLOATING_PROGRAMS, PROGRAMS  # the scenarios' torch-only programs
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case, claimed_dtypes, tensors
-from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.values import Fill, fill_tensor
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
@@ -94,12 +93,14 @@ def scalars(dtype: torch.dtype, op: str) -> st.SearchStrategy[int | float]:
     return st.sampled_from(FLOAT_SCALARS if op != "pow" else POW_FLOATS)
 
 
-def _case(scenario: str, dtype: torch.dtype, call: str, input: object, *args: object, drawn: str = "") -> Case:
-    members = input if isinstance(input, list) else []
+def _case(scenario: str, dtype: torch.dtype, call: str, values: dict, drawn: str = "") -> Case:
+    """The case of `scenario` from its named values, described by its call and the input list's shapes."""
+    members = values["input"] if isinstance(values["input"], list) else []
     shapes = ", ".join("x".join(map(str, t.shape)) or "0-dim" for t in members[:8])
     shapes += " ..." if len(members) > 8 else ""
     described = (call, f"{len(members)} tensors [{shapes}]") + ((drawn,) if drawn else ())
-    return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args)), 0, transforms=described)
+    params = PARAMS.get(scenario) or FLOATING_PARAMS[scenario]
+    return scenario_case(scenario, dtype, params, values, described)
 
 
 @st.composite
@@ -126,7 +127,7 @@ def binary_cases(draw, scenario: str, dtype: torch.dtype, manifest: object) -> C
         other = draw(tensors(dtype, shape=(), relayout=False), label="0-dim tensor")
     name = f"torch._foreach_{op}{'_' if inplace else ''}"
     call = f"{name}(input, {type(other).__name__} other{'' if alpha is None else f', alpha={alpha}'})"
-    return _case(scenario, dtype, call, input, other, op, alpha, inplace)
+    return _case(scenario, dtype, call, {"input": input, "other": other, "op": op, "alpha": alpha, "inplace": inplace})
 
 
 def _partners(dtype: torch.dtype, manifest: object, *, same_kind: bool) -> tuple[torch.dtype, ...]:
@@ -154,7 +155,8 @@ def pointwise_cases(draw, dtype: torch.dtype) -> Case:
         value = draw(st.lists(scalars(dtype, op), min_size=len(input), max_size=len(input)), label="values")
         value = ("tensor", [float(v) for v in value]) if kind == "tensor" and not _integer(dtype) else value
     call = f"torch._foreach_{op}{'_' if inplace else ''}(input, tensor1, tensor2, {kind} value)"
-    return _case("pointwise", dtype, call, input, tensor1, tensor2, op, value, inplace)
+    return _case("pointwise", dtype, call, {"input": input, "tensor1": tensor1, "tensor2": tensor2, "op": op,
+                                            "value": value, "inplace": inplace})
 
 
 @st.composite
@@ -162,7 +164,8 @@ def unary_cases(draw, dtype: torch.dtype) -> Case:
     op = draw(st.sampled_from(_UNARY_OPS[:-2] if _integer(dtype) else _UNARY_OPS), label="op")  # no int frac/atan
     inplace = draw(st.booleans(), label="in-place") and (not _integer(dtype) or op in _UNARY_INTEGER_INPLACE)
     input = draw(tensor_lists(dtype, writable=inplace), label="input")
-    return _case("unary", dtype, f"torch._foreach_{op}{'_' if inplace else ''}(input)", input, op, inplace)
+    return _case("unary", dtype, f"torch._foreach_{op}{'_' if inplace else ''}(input)",
+                 {"input": input, "op": op, "inplace": inplace})
 
 
 @st.composite
@@ -179,7 +182,7 @@ def lerp_cases(draw, dtype: torch.dtype) -> Case:
     else:
         weight = draw(matching(input), label="weight tensors")
     call = f"torch._foreach_lerp{'_' if inplace else ''}(input, end, {kind} weight)"
-    return _case("lerp", dtype, call, input, end, weight, inplace)
+    return _case("lerp", dtype, call, {"input": input, "end": end, "weight": weight, "inplace": inplace})
 
 
 @st.composite
@@ -188,13 +191,14 @@ def norm_cases(draw, dtype: torch.dtype) -> Case:
     ord = draw(st.sampled_from(NORM_ORDERS), label="ord")
     wider = torch.float64 if dtype == torch.float64 else torch.float32
     result_dtype = draw(st.sampled_from((None, wider)), label="dtype")
-    return _case("norm", dtype, f"torch._foreach_norm(input, {ord}, dtype={result_dtype})", input, ord, result_dtype)
+    return _case("norm", dtype, f"torch._foreach_norm(input, {ord}, dtype={result_dtype})",
+                 {"input": input, "ord": ord, "dtype": result_dtype})
 
 
 @st.composite
 def zero_cases(draw, dtype: torch.dtype) -> Case:
     input = draw(tensor_lists(dtype, writable=True), label="input")
-    return _case("zero", dtype, "torch._foreach_zero_(input)", input)
+    return _case("zero", dtype, "torch._foreach_zero_(input)", {"input": input})
 
 
 @st.composite
@@ -202,8 +206,8 @@ def copy_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     input = draw(tensor_lists(dtype, writable=True), label="input")
     src = draw(matching(input, dtypes=_partners(dtype, manifest, same_kind=False)), label="src")
     non_blocking = draw(st.booleans(), label="non_blocking")
-    return _case("copy", dtype, f"torch._foreach_copy_(input, src, non_blocking={non_blocking})", input, src,
-                 non_blocking)
+    return _case("copy", dtype, f"torch._foreach_copy_(input, src, non_blocking={non_blocking})",
+                 {"input": input, "src": src, "non_blocking": non_blocking})
 
 
 def _plain_list(sizes: list[int], dtype: torch.dtype, seed: int) -> list[torch.Tensor]:
@@ -228,7 +232,8 @@ def long_list_cases(draw, dtype: torch.dtype) -> Case:
         sizes[big] = draw(st.sampled_from((_CHUNK_ELEMENTS + 1, 2 * _CHUNK_ELEMENTS + 3)), label="its size")
     input = _plain_list(sizes, dtype, seed)
     other = _plain_list(sizes, dtype, seed + length)
-    return _case("long_lists", dtype, f"torch._foreach ({op}) over {length} tensors", input, other, factors, op)
+    return _case("long_lists", dtype, f"torch._foreach ({op}) over {length} tensors",
+                 {"input": input, "other": other, "scalars": factors, "op": op})
 
 
 # -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
@@ -305,20 +310,16 @@ def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchS
     return builders[scenario](dtype)
 
 
-def foreach_check(cts, program):
-    """The device's foreach result equals CPU's (values, dtype, memory order of dimensions longer than 1);
-    below 32 bits, transcendental results may differ by the last bit of a differently ordered evaluation,
-    so the tolerance doubles."""
-    run = run_program(program)
-    widen = 2.0 if cts.dtype.is_floating_point and cts.dtype.itemsize < 4 else 1.0
+# The device's foreach result equals CPU's (values, dtype, memory order of dimensions longer than 1); below 32 bits,
+# transcendental results may differ by the last bit of a differently ordered evaluation, so the tolerance doubles.
+COMPARISON = Tolerance(strides="significant", dtype_widen={"float16": 2.0, "bfloat16": 2.0})
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        cts.assert_matches(actual, expected, what=case.transforms[0], strides="significant", widen=widen,
-                           inputs=case.sample)
 
-    return check
+def _rows(programs: dict, params: dict) -> list[Scenario]:
+    """One row per overload family: its program, its bounds, the comparison above, its cases (`cases_for`)."""
+    return [Scenario(name, params[name], program, COMPARISON,
+                     cases=lambda cts: cases_for(cts.item.op, cts.dtype, cts.manifest))
+            for name, program in programs.items()]
 
 
 # the aten overloads foreach dispatches on a device (traced on the faulty device, two traces of 4 and 12 examples
@@ -364,12 +365,8 @@ _OVERLOADS = (
 )
 
 
-@register_property("foreach", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_foreach(cts):
-    scenario = cts.item.op
-    cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, PROGRAMS[scenario]))
+test_foreach = scenario_suite("foreach", capability="foreach", level=3, dtypes=DTYPES,
+                              scenarios=_rows(PROGRAMS, PARAMS), also_proves=("ieee754",), overloads=_OVERLOADS)
 
 
 # the aten overloads foreach_floating dispatches on a device (traced on the faulty device, 4 examples an item; the
@@ -381,10 +378,6 @@ _FLOATING_OVERLOADS = (
 )
 
 
-@register_property("foreach_floating", capability="foreach", level=3, also_proves=("ieee754",),
-                   items=ScenarioItems(tuple(FLOATING_PROGRAMS), FLOATING_DTYPES, programs=FLOATING_PROGRAMS,
-                                       params=FLOATING_PARAMS),
-                   overloads=_FLOATING_OVERLOADS)
-def test_foreach_floating(cts):
-    scenario = cts.item.op
-    cts.run(cases_for(scenario, cts.dtype, cts.manifest), foreach_check(cts, FLOATING_PROGRAMS[scenario]))
+test_foreach_floating = scenario_suite("foreach_floating", capability="foreach", level=3, dtypes=FLOATING_DTYPES,
+                                       scenarios=_rows(FLOATING_PROGRAMS, FLOATING_PARAMS), also_proves=("ieee754",),
+                                       overloads=_FLOATING_OVERLOADS)

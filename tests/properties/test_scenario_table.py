@@ -153,3 +153,34 @@ def test_one_name_from_two_suite_modules_is_refused(suite):
         exec("scenario_suite('table_probe_module', capability='inference', level=1, dtypes=('float32',), "
              "scenarios=rows)", namespace)
 
+
+
+def test_the_dtype_widening_and_the_wording_are_the_rows():
+    case = scenario_case.scenario_case("transposed", torch.float16, PARAMS,
+                                       {"input": torch.zeros(1), "rows": 3, "scale": 1.0}, ("three rows", "scale 1"))
+    by_dtype = Tolerance(widen=lambda values: values["rows"], dtype_widen={"float16": 4.0, "bfloat16": 4.0},
+                         said="{scenario} of {case}")
+    assert by_dtype.factor({"rows": 3}, torch.float16) == 12.0 and by_dtype.factor({"rows": 3}, torch.float32) == 3.0
+    assert by_dtype.factor({"rows": 3}) == 3.0 and Tolerance(widen=2.0).factor({}, torch.bfloat16) == 2.0
+    assert by_dtype.wording("transposed", case) == ("transposed", "transposed of three rows; scale 1")
+    assert Tolerance().wording("transposed", case) == ("three rows", "three rows")
+
+
+def device_or_cpu(input, rows, scale):
+    """1 on CPU, 2 on any other device: a result the device never gives as CPU does."""
+    return torch.full((rows,), 1.0 if input.device.type == "cpu" else 2.0, device=input.device) * scale
+
+
+@pytest.mark.slow  # loads a manifest in a child and runs items
+def test_an_alternative_oracle_result_passes_and_a_failure_says_the_rows_wording(suite, manifest):
+    def doubled(sample, expected):
+        return expected * 2
+
+    wording = "{scenario} of {case}"
+    suite("table_probe_alternative", [Scenario("transposed", PARAMS, device_or_cpu,
+                                               Tolerance(said=wording, alternative=doubled))])
+    suite("table_probe_no_alternative", [Scenario("transposed", PARAMS, device_or_cpu,
+                                                  Tolerance(said=wording, alternative=lambda sample, expected: None))])
+    assert _run("table_probe_alternative", "faulty", manifest)["outcome"] is Outcome.PASSED
+    failed = _run("table_probe_no_alternative", "faulty", manifest)
+    assert failed["outcome"] is Outcome.FAILED and "transposed of transposed: rows=" in failed["error"], failed

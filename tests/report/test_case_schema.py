@@ -9,7 +9,7 @@ from torchcts.cases import scenario_case
 from torchcts.cases.bounds import CaseParams, Ints
 from torchcts.cases.codec import Encoder
 from torchcts.core import case_schema
-from torchcts.report.data import _case_fields
+from torchcts.report.failures import case_fields
 
 
 def test_the_codec_writes_the_names_the_report_reads() -> None:
@@ -26,8 +26,8 @@ def test_a_scenario_case_stored_by_name_shows_its_tensors_in_the_report() -> Non
     inputs = {"input": encoder.value(torch.zeros(3, 2)), "args": [encoder.value(4)]}
     named = scenario_case.named_inputs(params, inputs)
     assert set(named) >= {"input", "rows"}
-    fields = _case_fields({"inputs": {case_schema.NAMED_INPUTS: named}, "failure": {"difference": "x"}})
+    fields = case_fields({"inputs": {case_schema.NAMED_INPUTS: named}, "failure": {"difference": "x"}})
     assert [(tensor["where"], tensor["sizes"]) for tensor in fields["tensors"]] == [("scenario.input", [3, 2])]
-    positional = _case_fields({"inputs": {name: value for name, value in inputs.items()
+    positional = case_fields({"inputs": {name: value for name, value in inputs.items()
                                           if name in case_schema.INPUT_PARTS}})
     assert [(tensor["where"], tensor["sizes"]) for tensor in positional["tensors"]] == [("input", [3, 2])]

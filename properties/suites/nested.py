@@ -13,12 +13,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from torchcts.engine.programs import run_program
 from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Tensors
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case, values
 from torchcts.strategies.nested import components_like, ragged_components
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = "jagged and strided nested tensors vs a per-component oracle"
@@ -120,9 +119,9 @@ _WIDEN = {"jagged_reduce_inner": 4.0, "jagged_reduce_ragged": 4.0, "jagged_padde
 
 # -- the cases -------------------------------------------------------------------------------------
 
-def _case(cts, components, args, what):
-    return Case(cts.item.op, "scenario", cts.dtype, sample_input(components, args=tuple(args)), 0,
-                transforms=(what,))
+def _case(cts, values, what) -> Case:
+    """The case of the item's scenario from its named values (`input`: the components)."""
+    return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], values, what)
 
 
 def _shapes(components):
@@ -146,18 +145,18 @@ def _components(cts, **limits):
 def _construct_cases(draw, cts):
     components = draw(_components(cts, min_inner_dims=0), label="components")
     gaps = draw(st.lists(GAP.strategy(), min_size=len(components), max_size=len(components)), label="gaps")
-    return _case(cts, components, (gaps,), f"{_shapes(components)}, gaps {gaps}")
+    return _case(cts, {"input": components, "gaps": gaps}, f"{_shapes(components)}, gaps {gaps}")
 
 
 @st.composite
 def _elementwise_cases(draw, cts):
     components = draw(_components(cts), label="components")
     other = draw(components_like(components, special=not cts.dtype.is_complex), label="other operand")
-    return _case(cts, components, (other,), _shapes(components))
+    return _case(cts, {"input": components, "other": other}, _shapes(components))
 
 
 def _reduce_cases(cts):
-    return _components(cts, min_inner_dims=1).map(lambda c: _case(cts, c, (), _shapes(c)))
+    return _components(cts, min_inner_dims=1).map(lambda c: _case(cts, {"input": c}, _shapes(c)))
 
 
 @st.composite
@@ -165,7 +164,7 @@ def _padded_cases(draw, cts):
     components = draw(_components(cts), label="components")
     padding = draw(st.sampled_from(PADDINGS), label="padding")
     padding = bool(padding) if cts.dtype == torch.bool else padding
-    return _case(cts, components, (padding,), f"{_shapes(components)}, padding {padding}")
+    return _case(cts, {"input": components, "padding": padding}, f"{_shapes(components)}, padding {padding}")
 
 
 @st.composite
@@ -178,14 +177,14 @@ def _sdpa_cases(draw, cts):
     heads, dim = query[0].shape[1:]
     key, value = ([draw(values((n, heads, dim), cts.dtype, special=False), label=name) for n in lengths]
                   for name in ("key", "value"))
-    return _case(cts, query, (key, value), f"query {_shapes(query)}, key lengths {lengths}")
+    return _case(cts, {"input": query, "key": key, "value": value}, f"query {_shapes(query)}, key lengths {lengths}")
 
 
 @st.composite
 def _strided_cases(draw, cts):
     components = draw(_components(cts, ragged_inner=True), label="components")
     other = draw(components_like(components, special=not cts.dtype.is_complex), label="other operand")
-    return _case(cts, components, (other,), _shapes(components))
+    return _case(cts, {"input": components, "other": other}, _shapes(components))
 
 
 # -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
@@ -235,18 +234,15 @@ _OVERLOADS = (
 )
 
 
-@register_property("nested", capability="nested", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_nested(cts):
-    name = cts.item.op
-    run = run_program(PROGRAMS[name])
-    widen = _WIDEN.get(name, 1.0) if cts.dtype in (torch.float16, torch.bfloat16) else 1.0
+def _comparison(name: str) -> Tolerance:
+    """CPU's components within the dtype's tolerance; a scenario that sums or normalizes (`_WIDEN`) widens below 32
+    bits and for sums of many inputs; a failure names the scenario and the components."""
+    widen = _WIDEN.get(name)
+    return Tolerance(dtype_widen={"float16": widen, "bfloat16": widen} if widen else {}, inputs=widen is not None,
+                     said="{scenario} of {case}")
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({name})")
-        cts.assert_matches(actual, expected, what=f"{name} of {case.transforms[0]}", widen=widen,
-                           inputs=case.sample if name in _WIDEN else None)
 
-    cts.run(_CASES[name](cts), check)
+test_nested = scenario_suite(
+    "nested", capability="nested", level=4, dtypes=DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, _comparison(name), cases=lambda cts: _CASES[cts.item.op](cts))
+               for name, program in PROGRAMS.items()])

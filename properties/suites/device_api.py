@@ -236,8 +236,8 @@ def device_api_cases(scenario, dtype, claimed):
                       "switches": draw(st.lists(index, min_size=SWITCHES.min_size, max_size=SWITCHES.max_size),
                                        label="device indices to switch to")}
         elif scenario == "set_device":
-            values = {"target": draw(index, label="device index"), "elements": draw(ELEMENTS.strategy(),
-                                                                                      label="elements")}
+            values = {"target": draw(index, label="device index"),
+                      "elements": draw(ELEMENTS.strategy(), label="elements")}
         elif scenario == "device_guard":
             values = {"outer": draw(index, label="outer device"), "inner": draw(index, label="guard's device"),
                       "elements": draw(ELEMENTS.strategy(), label="elements")}

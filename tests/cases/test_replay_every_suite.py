@@ -36,6 +36,9 @@ from torchcts.plan.selection import Selection
 registry.load()
 PROPERTIES = sorted(spec.name for spec in registry.properties())
 PREFERRED = {"stress": "op_sequence"}  # the cheapest scenario of a suite whose first one allocates large tensors
+# Drawn on CPU first: compile_modules' forward compiled over the faulty device's Python tensor subclass breaks dynamo's
+# graph at every op (about a minute a case): its case is drawn on CPU and replayed on both, one compile on faulty
+DRAWN_ON_CPU_FIRST = {"compile_modules"}
 ITEMS_TRIED = 8  # ops of a property tried (an item each) until one compares a case with CPU (`errors`: some have none)
 # what a replay without --manifest rightly cannot run on the device it was found on: the manifest names the decoder
 NEEDS_A_MANIFEST = {"quantized_decoders": Outcome.CAPABILITY_NOT_DECLARED}
@@ -82,7 +85,7 @@ def plans(tmp_path_factory) -> dict[str, tuple[Any, list[Any]]]:
 
 def store_one_case(prop: str, plans: dict[str, tuple[Any, list[Any]]], corpus: Path) -> tuple[str, Path]:
     """(the device it was drawn on, the stored case's path): the first case a tiny run of the property compared."""
-    for device in ("faulty", "cpu"):
+    for device in ("cpu", "faulty") if prop in DRAWN_ON_CPU_FIRST else ("faulty", "cpu"):
         manifest, items = plans[device]
         candidates = list({i.op: i for i in reversed(items) if i.property == prop}.values())[::-1]  # an item an op
         candidates.sort(key=lambda i: i.op != PREFERRED.get(prop, i.op))

@@ -41,8 +41,15 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts.cases.files import CaseFileError, load_case, save_case
+from torchcts.cases.replay_items import replay_items
 from torchcts.engine.compile_target import CompileSpec
+from torchcts.engine.spawn_messages import SpawnMessageError
+from torchcts.engine.spawned_items import run_spawned
 from torchcts.core.outcomes import PROBLEMS, Outcome, parse
+from torchcts.isolation.fork import run_forked
+from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, FORK, start_method
+from torchcts.isolation.spawn import SpawnError
 
 DYNAMO, AOT, BACKEND, BACKEND_DYNAMIC_ONLY = "dynamo", "aot", "backend", "backend-dynamic-only"
 NOT_REPRODUCED, NOT_BLAMED = "not-reproduced", "not-blamed"
@@ -185,8 +192,6 @@ def blame_case(path: Path | str, settings: Any, references: References = Referen
 
 def _stored_failure(path: Path | str, settings: Any) -> dict[str, Any]:
     """The stored case's failure as a record would say it (outcome, first line of its message); {} unreadable."""
-    from torchcts.cases.files import CaseFileError, load_case
-
     try:
         failure = load_case(path, settings.case_limits).failure
     except (CaseFileError, OSError):
@@ -218,8 +223,6 @@ LEG_TIMEOUT_CAP_S = 300.0  # one leg replays one stored case: a fresh compile or
 def leg_timeout_s(settings: Any) -> float:
     """How long one leg's replay may run before its process is killed (`timed_out`): the run's item timeout, at
     most LEG_TIMEOUT_CAP_S (up to six legs per blamed case: a hanging layer must not cost six item timeouts)."""
-    from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S
-
     return min(getattr(settings.isolation, "timeout_s", None) or DEFAULT_ITEM_TIMEOUT_S, LEG_TIMEOUT_CAP_S)
 
 
@@ -239,10 +242,6 @@ def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, 
     afresh in a process of its own, started as the run starts isolated items (`isolation.policy.start_method`: a
     forked child where the device survives a fork, else or under --isolation-start spawn a spawned worker), killed
     past `leg_timeout_s`; nothing stored (no corpus), so a leg never blames again."""
-    from torchcts.cases.replay_items import replay_items
-    from torchcts.isolation.fork import run_forked
-    from torchcts.isolation.policy import FORK, start_method
-
     if _item_runner is None:
         raise RuntimeError("engine.blame: no item runner; engine.run hands it in when imported")
     run_here, ended_record = _item_runner
@@ -258,10 +257,6 @@ def replay_leg(path: Path | str, settings: Any, spec: CompileSpec) -> dict[str, 
         result = run_forked(lambda: run_here(item, leg_settings), leg_timeout_s(settings))
         how = "fork"
     else:
-        from torchcts.engine.spawn_messages import SpawnMessageError
-        from torchcts.engine.spawned_items import run_spawned
-        from torchcts.isolation.spawn import SpawnError
-
         try:
             result = run_spawned(item, leg_settings, leg_timeout_s(settings))
         except (SpawnError, SpawnMessageError) as exc:
@@ -310,8 +305,6 @@ def _why_no_case(record: dict[str, Any]) -> str:
 
 def note_in_case(path: Path | str, fields: dict[str, Any], limits: Any) -> None:
     """Write the blame into the stored case's `failure` (a case that changed or went away keeps none)."""
-    from torchcts.cases.files import CaseFileError, load_case, save_case
-
     try:
         case = load_case(path, limits)
         failure = {key: value for key, value in case.failure.items() if key not in ("leg", "legs", "leg_reason")}

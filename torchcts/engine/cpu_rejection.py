@@ -17,6 +17,8 @@ import re
 
 import attrs
 
+from torchcts.report.causes import cause_key
+
 MAX_LINE_CHARS = 300
 MAX_DISTINCT = 100  # distinct rejection lines counted per item (a bound on memory, not on cases)
 # how torch's Python argument parser and Python itself name the argument at fault, most specific first
@@ -63,8 +65,6 @@ class Rejections:
     distinct: set[str] = attrs.field(factory=set)
 
     def add(self, message: str) -> None:
-        from torchcts.report.causes import cause_key
-
         line = first_line(message)
         if self.first is None:
             self.first = line

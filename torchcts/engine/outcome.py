@@ -27,9 +27,11 @@ from typing import Any
 
 import attrs
 
+from torchcts import backend_exits
 from torchcts.cases.files import CaseFileError
 from torchcts.engine import device_findings
 from torchcts.engine.case_errors import BackendError, CaseCrashed, CaseError, HarnessDefect, MissingKernelError
+from torchcts.engine.error_cause import find_cause
 from torchcts.core.outcomes import NOT_RUN, Outcome
 
 ERROR_CHARS = 4000  # an error summary or traceback in a record is at most this long
@@ -97,8 +99,6 @@ def compile_wrappers(exc: BaseException) -> tuple[str, ...]:
     device's exception a check compared), or of `exc` itself; () when none, or when no compiled call ran."""
     if "torch._dynamo.exc" not in sys.modules:  # no compiled call in this process: no wrapper to find
         return ()
-    from torchcts.engine.error_cause import find_cause
-
     for candidate in (exc.__cause__, exc):
         if candidate is not None:
             wrappers = find_cause(candidate).wrappers
@@ -138,8 +138,6 @@ def certainly_torchcts(exc: BaseException, device_type: str) -> bool:
     target (CPU is the reference there, no backend runs); an exception raised with only TorchCTS's, its runner's and
     the standard library's frames on the way (`backend_exits.only_own_frames`) that is no RuntimeError (what torch's
     C++ raises for a device's failure, from whichever Python frame called it) nor a case child's stand-in."""
-    from torchcts import backend_exits
-
     if isinstance(exc, HarnessDefect) or device_type.partition(":")[0] == "cpu":
         return True
     return not isinstance(exc, RuntimeError) and backend_exits.only_own_frames(exc.__traceback__)

@@ -19,6 +19,7 @@ import torch
 
 from torchcts.manifest.model import Manifest
 from torchcts.manifest.parse import validate
+from torchcts.plan import registry
 
 MAX_DEVICES = 64  # a runtime reporting more (or something that is no count) is taken at 1
 
@@ -37,8 +38,6 @@ def replay_manifest(device_type: str, capability: str | None = None) -> Manifest
 def own_capability(case: Any, device_type: str) -> str | None:
     """The capability a replay without --manifest claims for `case` on `device_type`: its property's, where the case
     names this device type; None elsewhere (or for a property no longer registered)."""
-    from torchcts.plan import registry
-
     if str(case.device_type).partition(":")[0] != device_type.partition(":")[0]:
         return None
     try:

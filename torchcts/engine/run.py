@@ -33,9 +33,11 @@ from torchcts import dtypes as dtype_names
 from torchcts.disk import WriteError
 from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import ReplayItem, replayable
+from torchcts.cases.store import store_failure
 from torchcts.engine import device_ops_trace, item_warnings, memory_cleanup
 from torchcts.engine.blame import DEFAULT_BLAME_CASES, blame_failure, use_item_runner
 from torchcts.engine.context import CaseContext, item_seed
+from torchcts.engine.dispatch_trace import DispatchTrace
 from torchcts.engine.outcome import PASSED, Verdict, classify, error_text, first_line, setup_failure
 from torchcts.engine.replay_manifest import own_capability, replay_manifest
 from torchcts.engine.spawned_items import run_spawned
@@ -43,6 +45,9 @@ from torchcts.engine.targets import Target, reset_compiled
 from torchcts.isolation.fork import ForkResult, fork_safe, run_forked
 from torchcts.isolation.policy import DEFAULT_ITEM_TIMEOUT_S, SPAWN, start_method
 from torchcts.core.outcomes import PROBLEMS, Outcome, parse
+from torchcts.plan import registry
+from torchcts.plan.catalog import find_op
+from torchcts.strategies.probes import cpu_probes
 
 HARNESS_THREADS = 1  # intra-op threads every front end sets: stable timings, and 10x faster sweeps on small machines
 
@@ -190,8 +195,6 @@ def _run_here(item: Any, settings: EngineSettings, *, seed: int | None = None,
             raise backend_exits.users_stop(exc)
         return _record(item, backend_exit_verdict(exc, settings.show_traceback), time.monotonic() - started)
     if settings.trace_dispatch and settings.target.compile_backend is None:
-        from torchcts.engine.dispatch_trace import DispatchTrace
-
         context.dispatch_trace = DispatchTrace(settings.target.device_type)
     if settings.trace_device_ops and not isinstance(item, ReplayItem):
         device_ops_trace.start()
@@ -224,8 +227,6 @@ def _check(item: Any, context: CaseContext, settings: EngineSettings) -> Verdict
     on CPU too: for an item with crash-prone cases those probes run isolated like the cases."""
     probes = contextlib.nullcontext()
     if context.case_isolation is not None:
-        from torchcts.strategies.probes import cpu_probes
-
         probes = cpu_probes(context.case_isolation.probe_runner())
     try:
         with probes:
@@ -261,8 +262,6 @@ def backend_exit_verdict(exc: BaseException, show_traceback: bool = True) -> Ver
 def build_context(item: Any, settings: EngineSettings, *, seed: int | None = None,
                   max_examples: int | None = None) -> CaseContext:
     """The `CaseContext` a property check of this item runs with."""
-    from torchcts.plan.catalog import find_op
-
     common = dict(target=settings.target, manifest=settings.manifest, level=settings.level,
                   case_isolation=case_isolation(item, settings))
     if isinstance(item, ReplayItem):
@@ -307,8 +306,6 @@ def case_isolation(item: Any, settings: EngineSettings) -> Any:
 
 def property_check(name: str) -> Callable[[CaseContext], None]:
     """The registered check function of property `name` (registry.RegistryError when there is none)."""
-    from torchcts.plan import registry
-
     if name not in registry.capability_map():
         registry.load()  # the installed suites; custom ones are loaded by whoever planned the item
     return registry.get(name).check
@@ -321,8 +318,6 @@ def _record(item: Any, verdict: Verdict, duration_s: float) -> dict[str, Any]:
 
 def _store(context: CaseContext, verdict: Verdict, settings: EngineSettings) -> dict[str, Any]:
     """Store the item's minimal failing case in the corpus; the record's reference to it."""
-    from torchcts.cases.store import store_failure
-
     return store_failure(context, outcome=str(verdict.outcome), error=verdict.error, corpus_dir=settings.corpus_dir,
                          found=settings.found, replay_flags=settings.replay_flags,
                          missing_kernel=verdict.missing_kernel,

@@ -8,7 +8,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from torchcts.engine import device_findings
 from torchcts.engine.device_setup import DeviceSetup
+from torchcts.engine.run import HARNESS_THREADS
+from torchcts.manifest.load import import_backend
+from torchcts.plan import registry
 
 
 def prepare_worker(manifest: Any, device: str, device_setup: DeviceSetup | None = None) -> None:
@@ -17,13 +23,6 @@ def prepare_worker(manifest: Any, device: str, device_setup: DeviceSetup | None 
 
     A backend that fails to import here kills only this worker; the run imported it already and said so.
     The run warned about a suite file that registers nothing, so workers stay quiet about it."""
-    import torch
-
-    from torchcts.engine import device_findings
-    from torchcts.engine.run import HARNESS_THREADS
-    from torchcts.manifest.load import import_backend
-    from torchcts.plan import registry
-
     if manifest is not None and manifest.backend_import is not None:
         import_backend(manifest.backend_import, manifest.device_name)
     if device_setup is not None:

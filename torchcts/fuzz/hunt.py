@@ -166,7 +166,7 @@ class _Hunt:
 def fixed_properties() -> frozenset[str]:
     """The properties whose cases are a fixed list (the registry's `draws=False`): one visit runs them all.
     Every registered property counts: the installed ones and the custom suites the plan loaded."""
-    from torchcts.plan import registry
+    from torchcts.plan import registry  # torch: `torchcts fuzz` checks its options before loading it
 
     registry.load()
     return frozenset(spec.name for spec in registry.properties() if not spec.draws)
@@ -174,7 +174,7 @@ def fixed_properties() -> frozenset[str]:
 
 def write_summary(summary: dict[str, Any], results_dir: Path) -> dict[str, Any]:
     """Write RESULTS_DIR/fuzz-<run-id>/fuzz.json; the summary with its `folder`."""
-    from torchcts.results.writer import new_run_id
+    from torchcts.results.writer import new_run_id  # torch: `torchcts fuzz` checks its options before loading it
 
     folder = Path(results_dir) / f"fuzz-{new_run_id()}"
     write_atomic(folder / "fuzz.json", json.dumps(summary, indent=1) + "\n")  # WriteError: a full disk

@@ -11,6 +11,9 @@ kills the process is caught, shrunk like any failure and stored as a `crashed` c
 
 from __future__ import annotations
 
+# imports inside functions: torch and the engine, which only the spawned worker needs (fuzz.hunt imports this
+# module, and `torchcts fuzz` imports fuzz.hunt before it checks its options)
+
 import multiprocessing
 from pathlib import Path
 from typing import Any
@@ -18,9 +21,13 @@ from typing import Any
 import attrs
 
 from torchcts.core.record import FAILURE_FIELDS
+from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
+from torchcts.crashes.versions import torch_minor
+from torchcts.engine.compile_target import run_compile_spec
 from torchcts.fuzz.options import CRASH_CASE_TIMEOUT_S, FuzzOptions
 from torchcts.fuzz.scheduler import UNAVAILABLE
-from torchcts.isolation.fork import detach_from_run
+from torchcts.isolation.fork import detach_from_run, fork_safe
+from torchcts.isolation.policy import IsolationPolicy
 from torchcts.core.outcomes import PROBLEMS, Outcome, parse
 
 
@@ -54,7 +61,6 @@ def main(options: FuzzOptions, tasks: Any, results: Any) -> None:
 def engine_settings(options: FuzzOptions) -> Any:
     """The engine's settings for every task of this hunt (imports torch, the backend and the properties,
     the manifest's custom suites included)."""
-    from torchcts.engine.compile_target import run_compile_spec
     from torchcts.engine.targets import Target
     from torchcts.engine.worker_process import prepare_worker
     from torchcts.manifest import load_manifest
@@ -83,10 +89,6 @@ def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:
     known_crashes.json next to the manifest) each run in a forked child, and the oracle crashing on one is
     `cpu_contract`, not a finding. Backend rules isolate nothing here: a worker that dies is the pool's to
     replace, and the crash is what the hunt reports. LedgerError names a bad ledger file."""
-    from torchcts.crashes.versions import torch_minor
-    from torchcts.isolation.fork import fork_safe
-    from torchcts.isolation.policy import IsolationPolicy
-
     return IsolationPolicy(rules=oracle_rules(options), device_type=device_type, torch_version=torch_minor(),
                            can_fork=fork_safe(device_type))
 
@@ -94,8 +96,6 @@ def oracle_isolation(options: FuzzOptions, device_type: str) -> Any:
 def oracle_rules(options: FuzzOptions) -> tuple[Any, ...]:
     """The crash ledger's CPU-oracle rules (policy `off` keeps only those); LedgerError names a bad file.
     The hunt reads them once before it starts workers, so a bad ledger stops it there."""
-    from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
-
     return tuple(ledger_rules("off", Path(options.manifest).parent / LOCAL_NAME))
 
 

@@ -7,6 +7,10 @@ from typing import Any
 
 import torch
 
+from torchcts.containers import FORMATS, Container, decode, pack_codes
+from torchcts.containers.codec import decode_container, program_arguments
+from torchcts.containers.decoders import DecoderError, check_result
+from torchcts.containers.decoders import load as load_decoder
 from torchcts.probe.env import ProbeEnv
 from torchcts.probe.result import NoProbe, StepFailed
 
@@ -55,8 +59,6 @@ def fp8(env: ProbeEnv) -> None:
 def _probe_container(spec_name: str) -> Any:
     """A small container of `spec_name` on CPU: codes 0, 1, 2, ... over one block (or 6 elements), scale 0.5
     (E8M0 126, E4M3 0x30), zero point 1."""
-    from torchcts.containers import FORMATS, Container, pack_codes
-
     spec = FORMATS[spec_name]
     count = spec.block or 6
     codes = [spec.codes[i % len(spec.codes)] for i in range(count)]
@@ -69,9 +71,6 @@ def _probe_container(spec_name: str) -> Any:
 
 
 def quantized_container_plumbing(env: ProbeEnv) -> None:
-    from torchcts.containers import decode
-    from torchcts.containers.codec import decode_container, program_arguments
-
     container = _probe_container("uint4")
     packed = env.to_device(container.packed, "copy packed uint4 bytes to device")
     env.steps.same("copy packed bytes to CPU", packed, container.packed)
@@ -90,9 +89,6 @@ def native_quantization(env: ProbeEnv) -> None:
 
 
 def custom_quantized_decode(env: ProbeEnv) -> None:
-    from torchcts.containers import decode
-    from torchcts.containers.decoders import DecoderError, check_result, load
-
     decoders = dict(getattr(env.manifest, "custom_container_decoders", {}) or {})
     if not decoders:
         raise NoProbe("the manifest names no custom_container_decoders to import")
@@ -102,7 +98,7 @@ def custom_quantized_decode(env: ProbeEnv) -> None:
 
         def call() -> torch.Tensor:
             try:
-                decoder = load(fmt, target)
+                decoder = load_decoder(fmt, target)
                 result = decoder(*(None if t is None else t.to(env.device)
                                    for t in (container.packed, container.scale, container.zero_point)),
                                  container.shape, torch.float32, torch.device(env.device))

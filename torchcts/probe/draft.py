@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import attrs
+import torch
 
+import torchcts
 from torchcts import dtypes as dtype_names
+from torchcts.manifest import ManifestError, parse_manifest
+from torchcts.manifest.templates import DraftClaims, render_template
 from torchcts.probe.ops import OpProbe, probe_ops
 from torchcts.probe.result import OK, ProbeResult
 from torchcts.probe.runner import run_probes
@@ -60,11 +64,7 @@ def make_draft(template: str, device: str, *, device_name: str, backend_import: 
                op_patterns: tuple[str, ...] = (), fork: bool = True, say: Callable[[str], None] = lambda line: None,
                progress: Callable[[int, int, int, int], None] = lambda *counts: None) -> Draft:
     """Probe `device` and return the draft manifest for `template` (to be written at `output`)."""
-    import torch
-
-    import torchcts
-    from torchcts.manifest.templates import DraftClaims, render_template
-
+    # the engine (half a second more): `init --probe` checks --ops, the backend and the device before it loads
     from torchcts.engine.run import HARNESS_THREADS
 
     torch.set_num_threads(HARNESS_THREADS)  # as in a run; also keeps forked probes clear of a running OpenMP pool
@@ -149,8 +149,6 @@ def _wrap(line: str, width: int = HEADER_WIDTH) -> list[str]:
 
 def parse_text(text: str, output: Path) -> Any:
     """The Manifest a rendered text defines (as if it were the file `output`); DraftError when it does not validate."""
-    from torchcts.manifest import ManifestError, parse_manifest
-
     namespace: dict[str, object] = {}
     exec(compile(text, str(output), "exec"), namespace)  # our own template's text, not a user's file
     try:

@@ -12,6 +12,9 @@ left and hits no missing kernel; other seeds, levels or dtypes may still reach o
 
 from __future__ import annotations
 
+# imports inside functions: torch and the engine load when the probe runs: `init --probe` checks --ops, the
+# backend and the device first (probe.draft imports this module)
+
 import collections
 import re
 import time
@@ -20,8 +23,13 @@ from typing import Any, Callable
 
 import attrs
 
+from torchcts import interrupts
 from torchcts.core.outcomes import Outcome
 from torchcts.core.probe_skips import probe_reason
+from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
+from torchcts.crashes.versions import torch_minor
+from torchcts.isolation.fork import fork_safe
+from torchcts.isolation.policy import IsolationPolicy
 
 # Records written before the engine named missing kernels carry only the dispatcher's text.
 _DISPATCHER = re.compile(r"Could not run '(?P<overload>[A-Za-z_]\w*::[\w.]+)' with arguments from the '(?P<key>\w+)'")
@@ -63,7 +71,6 @@ def probe_ops(manifest: Any, device: str, *, op_patterns: tuple[str, ...] = (), 
     overloads, ops with one)` is called after each item. Interrupts propagate (nothing is half-done)."""
     import torch
 
-    from torchcts import interrupts
     from torchcts.engine.run import HARNESS_THREADS, run_item
     from torchcts.plan.build import Selection, build_plan
 
@@ -91,13 +98,9 @@ def probe_ops(manifest: Any, device: str, *, op_patterns: tuple[str, ...] = (), 
 def engine_settings(manifest: Any, device: str, ledger_folder: Path | None) -> tuple[Any, str]:
     """The engine's settings a derandomized `torchcts run` of `manifest` on `device` would use (without a
     corpus), and a line that says them."""
-    from torchcts.crashes.ledger import LOCAL_NAME, ledger_rules
-    from torchcts.crashes.versions import torch_minor
     from torchcts.engine.hypothesis_profile import named_profile, register_manifest_profile, resolve
     from torchcts.engine.run import versions
     from torchcts.engine.targets import Target
-    from torchcts.isolation.fork import fork_safe
-    from torchcts.isolation.policy import IsolationPolicy
     from torchcts.run_setup.settings import engine_settings as run_engine_settings  # imports torch and the engine
 
     target = Target(device, None)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from torchcts import dtypes as dtype_names
+from torchcts.disk import write_atomic
 from torchcts.probe.result import FAILED, NO_PROBE, ProbeResult, error_line
 from torchcts.probe.runner import probes_for, run_probes
 
@@ -27,8 +28,6 @@ CONSOLE_PROBLEMS = 5  # the console shows at most this many, then "... and N mor
 def write_probes(folder: Path, results: Iterable[ProbeResult]) -> Path:
     """Write `probes.jsonl` (one JSON object per probe) atomically into the run folder; its path (WriteError
     names it when it cannot be written)."""
-    from torchcts.disk import write_atomic
-
     return write_atomic(Path(folder) / FILE_NAME, "".join(json.dumps(r.as_json(), sort_keys=True) + "\n"
                                                           for r in results))  # WriteError: a full disk
 

@@ -23,7 +23,7 @@ from torchcts import backend_exits
 from torchcts import disk
 from torchcts.disk import WriteError, writing
 from torchcts import dtypes as dtype_names
-from torchcts.isolation.fork import AUTOGRAD_AFTER_FORK
+from torchcts.isolation.fork import AUTOGRAD_AFTER_FORK, run_forked
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.probe.capabilities import CAPABILITY_PROBES, ProbeEnv
 from torchcts.probe.dtypes import probe_dtype
@@ -103,8 +103,6 @@ def run_probes(device: str, probes: list[Probe], manifest: Any = None, *, fork: 
             results.append(run_probe(device, probe, manifest))
             report(results[-1])
         return results
-    from torchcts.isolation.fork import run_forked
-
     results: list[ProbeResult] = []
     remaining = list(probes)
     while remaining:

@@ -45,10 +45,9 @@ from torchcts.engine.targets import CaseUnavailable
 from torchcts.isolation.fork import fork_safe, run_forked
 from torchcts.core.outcomes import Outcome
 from torchcts.cases.bounds import CaseParams, Flag, Ints, Lists
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import INPUT, named, scenario_case
 from torchcts.properties.runtime_checks import Observation, has_attribute, observe, require, runtime_module
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("an allocation past the device's memory raises `torch.OutOfMemoryError` in a child process (a crash is a "
@@ -221,12 +220,11 @@ def usable_bytes(cts):
     return int(min(USABLE_MOST, limit * MIB / 4)) if limit else USABLE_MOST
 
 
-def _past_usable(scenario, args, usable):
+def _past_usable(scenario, values, usable):
     """Whether a case (a stored one: corpus files travel between teams) allocates more than this run may."""
     if scenario == "reusable_after_oom":
-        return args[1] > max(usable // 4, 1)
-    first, freed, second = args
-    return sum(first) + sum(second) > usable
+        return values["live"] > max(usable // 4, 1)
+    return sum(values["first"]) + sum(values["second"]) > usable
 
 
 def request_bytes(factor, memory):
@@ -257,51 +255,76 @@ PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below
 
 
 def guard_alloc_cases(scenario, dtype, memory, usable):
+    """`scenario`'s cases within this run's usable bytes, its values by their names in PARAMS; `memory()` (the
+    device's memory, or None) is read at the first draw, once the check has found what the scenario needs."""
     @st.composite
     def draw_case(draw):
         if scenario == "oom_raises":
-            args = (draw(FACTOR.strategy(), label="times the device's memory"),)
+            values = {"factor": draw(FACTOR.strategy(), label="times the device's memory")}
         elif scenario == "reusable_after_oom":
-            args = (draw(FACTOR.strategy(), label="times the device's memory"),
-                    draw(st.integers(HELD.low, max(usable // 4, 1)), label="bytes held across the request"),
-                    draw(ELEMENTS.strategy(), label="elements computed after"))
+            values = {"factor": draw(FACTOR.strategy(), label="times the device's memory"),
+                      "live": draw(st.integers(HELD.low, max(usable // 4, 1)), label="bytes held across the request"),
+                      "n": draw(ELEMENTS.strategy(), label="elements computed after")}
         else:
             block = st.integers(BLOCK.low, max(min(BLOCK.high, usable // 80), 1))
             first = draw(st.lists(block, min_size=FIRST_BLOCKS.min_size, max_size=FIRST_BLOCKS.max_size),
                          label="sizes of the first blocks")
             freed = draw(st.lists(st.booleans(), min_size=len(first), max_size=len(first)), label="blocks freed")
             second = draw(st.lists(block, min_size=1, max_size=max(1, sum(freed))), label="sizes of the new blocks")
-            args = (first, freed, second)
-        shown = [a if not isinstance(a, list) else f"{len(a)} values" for a in args]
+            values = {"first": first, "freed": freed, "second": second}
+        shown = [v if not isinstance(v, list) else f"{len(v)} values" for v in values.values()]
         if scenario != "fragmentation":
-            shown[0] = f"{args[0]} x memory: {request_bytes(args[0], memory)} bytes"
-        return Case(scenario, "scenario", dtype, sample_input(torch.zeros(1), args=args), 0,
-                    transforms=(f"{scenario}{shown}",))
+            shown[0] = f"{values['factor']} x memory: {request_bytes(values['factor'], memory())} bytes"
+        return scenario_case(scenario, dtype, PARAMS[scenario], {INPUT: torch.zeros(1), **values},
+                             f"{scenario}{shown}")
 
     return draw_case()
 
 
-@register_property("guard_alloc", capability="guard_alloc", level=6,
-                   items=ScenarioItems(SCENARIOS, DTYPES, params=PARAMS))
-def test_guard_alloc(cts):
-    scenario = cts.item.op
+def _device_memory(cts):
+    """The device's memory (`device_memory_bytes`; None on CPU, which has no device memory to size from)."""
+    return None if cts.target.device_type == "cpu" else device_memory_bytes(cts, runtime_module(cts))
+
+
+def _cases(scenario):
+    """A row's cases: the device's memory read once, at the first draw (after the check's requirements)."""
+    def cases(cts):
+        known = []
+
+        def memory():
+            if not known:
+                known.append(_device_memory(cts))
+            return known[0]
+
+        return guard_alloc_cases(scenario, cts.dtype, memory, usable_bytes(cts))
+
+    return cases
+
+
+def guard_check(cts, row):
+    """The row's program on the device (in a child process where it provokes out-of-memory: a crash is a finding
+    naming the signal), failing on the observations that do not hold; first what the scenario needs (reusable_after_oom:
+    the manifest's oom_recoverable claim and memory_allocated), and a stored case past this run's usable bytes is not
+    run."""
+    scenario = row.name
     module = runtime_module(cts)
     if scenario == "reusable_after_oom":
         if not cts.manifest.hardware.oom_recoverable:
             raise NotRun(Outcome.CAPABILITY_NOT_DECLARED, "the manifest says hardware.oom_recoverable = False: "
                                                           "the device is not claimed to recover from out-of-memory")
         require(cts, module, "memory_allocated")
-    memory = None if cts.target.device_type == "cpu" else device_memory_bytes(cts, module)
+    memory = _device_memory(cts)
     backend = getattr(cts.manifest, "backend_import", None)
 
     def run(cts_, sample, target):
+        values = named(row.params, sample)
         if scenario == "fragmentation":  # provokes no out-of-memory: runs here
-            return list(fragmentation(target.device, *sample.args))
-        factor, *rest = sample.args
-        return run_in_child(target.device, scenario, (request_bytes(factor, memory), *rest), backend)
+            return list(fragmentation(target.device, values["first"], values["freed"], values["second"]))
+        held = (values["live"], values["n"]) if scenario == "reusable_after_oom" else ()
+        return run_in_child(target.device, scenario, (request_bytes(values["factor"], memory), *held), backend)
 
     def check(case):
-        if scenario != "oom_raises" and _past_usable(scenario, case.sample.args, usable_bytes(cts)):
+        if scenario != "oom_raises" and _past_usable(scenario, row.values(case), usable_bytes(cts)):
             raise CaseUnavailable(f"the case allocates past what this run may use ({usable_bytes(cts)} bytes): "
                                   "a stored case from another run, not run")
         observations = cts.on_device_call(run, case.sample, what=f" ({scenario} in a child process)")
@@ -310,4 +333,13 @@ def test_guard_alloc(cts):
             raise AssertionError(f"{scenario} [{'; '.join(case.transforms)}] on {cts.target.describe()}: "
                                  + "; ".join(o.describe() for o in broken[:4]))
 
-    cts.run(guard_alloc_cases(scenario, cts.dtype, memory, usable_bytes(cts)), check)
+    return check
+
+
+# Invariants of the device's allocator alone (the program's own fill values and the documented error are the
+# oracle): one row per scenario, each checked by `guard_check`, its program run in a child where it provokes
+# out-of-memory. No program is registered for export: the scenarios' check is this suite's code.
+test_guard_alloc = scenario_suite(
+    "guard_alloc", capability="guard_alloc", level=6, dtypes=DTYPES,
+    scenarios=[Scenario(name, PARAMS[name], comparison=Custom(guard_check), cases=_cases(name))
+               for name in SCENARIOS])

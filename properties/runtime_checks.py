@@ -29,9 +29,12 @@ from typing import Any, Callable, Iterable
 import attrs
 import torch
 
+from torchcts.cases.files import CaseFileError
 from torchcts.cases.scenario_case import INPUT, named
 from torchcts.engine.outcome import NotRun
+from torchcts.engine.targets import CaseUnavailable
 from torchcts.core.outcomes import Outcome
+from torchcts.plan import registry
 
 
 @attrs.frozen
@@ -108,8 +111,6 @@ def unclaimed(cts: Any) -> str:
 
 def _capability_of(prop: str) -> str:
     """The capability a registered property tests (its own name when it is not registered)."""
-    from torchcts.plan import registry
-
     try:
         return registry.get(prop).capability
     except registry.RegistryError:
@@ -167,8 +168,6 @@ def on_reference(cts: Any, run: Callable[[Any, Any, Any], list[Observation]], ca
     """The program's observations on CPU, the validation target. CPU raising is no backend's error: replaying, CPU
     refuses the stored values (the case cannot be replayed: a `case_file` error naming them); on drawn values,
     TorchCTS drew what CPU refuses (raised as it is: a `harness` error)."""
-    from torchcts.engine.targets import CaseUnavailable
-
     try:
         return run(cts, case.sample, cts.target)
     except (NotRun, CaseUnavailable):
@@ -176,8 +175,6 @@ def on_reference(cts: Any, run: Callable[[Any, Any, Any], list[Observation]], ca
     except Exception as exc:
         if cts.replay is None:
             raise
-        from torchcts.cases.files import CaseFileError
-
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise CaseFileError(getattr(cts.item, "path", "") or "the replayed case", "inputs.args",
                             f"CPU, the reference, refuses the stored values: {type(exc).__name__}: {detail}") from exc

@@ -20,7 +20,14 @@ from typing import Any, Iterable
 
 import attrs
 
-from torchcts.coverage.exclusions import PACKAGED, PACKAGED_SOURCE, PROJECT_FILE
+from torchcts.coverage import mapping
+from torchcts.coverage.atomic import write_atomic
+from torchcts.coverage.evidence import load_evidence
+from torchcts.coverage.exclusions import PACKAGED, PACKAGED_SOURCE, PROJECT_FILE, load_exclusions
+from torchcts.coverage.generated import generated_overloads
+from torchcts.coverage.inventory import inventory_metadata, load_inventory
+
+# imports inside functions: torch and what loads it (plan, strategies, manifest): reading an audit runs without it
 
 STATUSES = ("opinfo", "suite", "generated", "backend-pack", "excluded", "unknown")
 SCHEMA_VERSION = 1
@@ -49,8 +56,6 @@ def exclusion_files(project_dir: Path) -> list[dict[str, str]]:
 
 def build_audit(inventory: Iterable[Any], sources: Sources, metadata: dict[str, Any]) -> dict[str, Any]:
     """audit.json's content: metadata, one entry per relevant overload, counts, warnings."""
-    from torchcts.coverage import mapping
-
     inventory = tuple(inventory)
     packets = mapping.Packets.of(inventory)
     levels = {spec.name: spec.level for spec in sources.properties}
@@ -164,8 +169,6 @@ def write_artifacts(folder: Path, audit: dict[str, Any], unmapped: list[dict[str
     """Write the `ARTIFACTS` into `folder` (`inventory`: `exclusions.inventory_document`'s content, the same file
     `coverage inventory` writes), each atomically (a CI step reading one sees the old file or the new one);
     their paths."""
-    from torchcts.coverage.atomic import write_atomic
-
     texts = [(name, json.dumps(content, indent=1, sort_keys=False) + "\n") for name, content in (
         ("inventory.json", inventory), ("audit.json", audit), ("unknowns.json", unknowns(audit)),
         ("unmapped-tests.json", unmapped))]
@@ -178,18 +181,12 @@ def run_audit(project_dir: Path, *, manifest: Path | None = None, evidence: Path
 
     Raises ExclusionsError for a malformed exclusions file, ManifestError for a bad manifest and the
     evidence loader's error for a bad store."""
-    from torchcts.coverage import mapping
-    from torchcts.coverage.exclusions import load_exclusions
-    from torchcts.coverage.generated import generated_overloads
-    from torchcts.coverage.inventory import inventory_metadata, load_inventory
     from torchcts.plan import registry
     from torchcts.strategies import opinfo_trace
 
     exclusions = load_exclusions(project_dir)
     reached = None
     if evidence is not None:
-        from torchcts.coverage.evidence import load_evidence
-
         reached = frozenset(load_evidence(evidence).reached())
     extra = ()
     if manifest is not None:

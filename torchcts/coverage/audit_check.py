@@ -15,8 +15,10 @@ from typing import Any, Callable
 
 import attrs
 
-from torchcts.coverage.audit import SCHEMA_VERSION, STATUSES
+from torchcts.coverage.audit import SCHEMA_VERSION, STATUSES, exclusion_files
 from torchcts.coverage.evidence import shown
+from torchcts.coverage.exclusions import ExclusionsError, load_exclusions
+from torchcts.coverage.inventory import load_inventory
 from torchcts.core.overload_names import OVERLOAD_NAME
 from torchcts.results.files import MiB, ResultFileError, read_json_file
 
@@ -184,9 +186,6 @@ def check(path: Path, project_dir: Path, *, fail_on_unknown: bool = False,
     import torch
 
     import torchcts
-    from torchcts.coverage.audit import exclusion_files
-    from torchcts.coverage.exclusions import ExclusionsError, load_exclusions
-    from torchcts.coverage.inventory import load_inventory
 
     try:
         exclusions = load_exclusions(project_dir)

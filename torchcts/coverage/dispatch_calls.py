@@ -17,7 +17,7 @@ from torch.utils._pytree import tree_leaves
 from torchcts.core.overload_names import split_name
 from torchcts.coverage.generated import from_traced_calls
 from torchcts.engine.programs import run_program
-from torchcts.strategies import Case, claimed_dtypes
+from torchcts.strategies import Case, claimed_dtypes, place
 from torchcts.strategies.curated_calls import curated, curated_arguments
 from torchcts.strategies.overloads import resolve
 from torchcts.strategies.sample_walk import sample_input
@@ -171,8 +171,6 @@ class _CpuOnly:
 
     @staticmethod
     def place_for(sample, target):
-        from torchcts.strategies import place
-
         return place(sample, "cpu")
 
 

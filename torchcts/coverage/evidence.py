@@ -22,7 +22,8 @@ from typing import Any, Iterable, Iterator
 import attrs
 
 from torchcts.core.overload_names import OVERLOAD_NAME
-from torchcts.results.files import MiB, ResultFileError, json_kind, read_json_file
+from torchcts.coverage.atomic import write_atomic
+from torchcts.results.files import MiB, ResultFileError, iter_records, json_kind, read_json_file, read_summary
 from torchcts.untrusted_paths import id_problem
 
 SCHEMA_VERSION = 1
@@ -259,8 +260,6 @@ def collect_run(store: Path | str, folder: Path | str) -> Collected:
     record carries `dispatched`) or the store is malformed; evidence.json is not written then. The
     read-merge-replace holds an flock on DIR/.evidence.lock, so concurrent collects into one store
     each add their run."""
-    from torchcts.results.files import read_summary
-
     folder = Path(folder)
     try:
         summary = read_summary(folder)
@@ -278,8 +277,6 @@ def collect_run(store: Path | str, folder: Path | str) -> Collected:
 
 
 def _collect_locked(store: Path | str, folder: Path, summary: dict[str, Any], status: str) -> Collected:
-    from torchcts.results.files import iter_records
-
     evidence = load_evidence(store, missing_ok=True)  # a malformed store stops before any record is read
     run = run_metadata(summary, folder)
     try:
@@ -322,8 +319,6 @@ def _store_lock(store: Path | str) -> Iterator[None]:
 def write_evidence(store: Path | str, evidence: Evidence) -> Path:
     """Write the store's evidence.json atomically (a reader sees the old file or the new one, never half)."""
     import json
-
-    from torchcts.coverage.atomic import write_atomic
 
     return write_atomic(Path(store) / FILE_NAME, json.dumps(evidence.as_json(), indent=1, sort_keys=False) + "\n")
 

@@ -31,6 +31,7 @@ from torchcts.core.overload_names import IDENT, OVERLOAD_NAME
 from torchcts.coverage.inventory import SCHEMA_VERSION as INVENTORY_SCHEMA_VERSION
 from torchcts.coverage.inventory import inventory_metadata, inventory_names, load_inventory
 from torchcts.coverage.relevance import RULES
+from torchcts.results.files import ResultFileError, read_json_file
 
 PACKAGED = Path(__file__).with_name("exclusions.json")
 PACKAGED_SOURCE = "torchcts/coverage/exclusions.json"  # how a packaged entry's source is spelled
@@ -183,8 +184,6 @@ def _entry(raw: Any, file: Path | str, index: int, source: str) -> Exclusion:
 
 def read_file(path: Path, source: str | None = None) -> list[Exclusion]:
     """The validated entries of one exclusions file (bounded read; never executes anything)."""
-    from torchcts.results.files import ResultFileError, read_json_file
-
     try:
         data = read_json_file(path, MAX_BYTES, "coverage exclusions file")
     except ResultFileError as exc:

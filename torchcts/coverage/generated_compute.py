@@ -16,18 +16,21 @@ from typing import Any, Callable, Iterable
 
 from torchcts.coverage.generated import (GENERATED, LAYOUT_RULES, PACKAGED, PROBE_TIMEOUT_S, PROBE_TRIES,
                                          SIZE_TRUSTING, UNCHECKED_PACKETS, _packaged, traced_only)
+from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases  # in the parent: forked probes inherit it
+from torchcts.coverage.inventory import load_inventory
+from torchcts.coverage.mapping import map_opinfos, opinfo_ops
+from torchcts.disk import write_atomic
+from torchcts.plan import registry
+from torchcts.strategies.curated_calls import curated
+from torchcts.strategies import opinfo_trace
 from torchcts.strategies.overloads import resolve
+from torchcts.strategies.schema_args import unsupported
+from torchcts.strategies.traced_calls import kin, siblings
 
 
 def targets() -> dict[str, str]:
     """Every relevant overload no OpInfo reaches by name -> "generated" or a reason known without running it
     (a policy reason or an argument no strategy draws). Imports the op database: seconds."""
-    from torchcts.coverage.inventory import load_inventory
-    from torchcts.coverage.mapping import map_opinfos, opinfo_ops
-    from torchcts.plan import registry
-    from torchcts.strategies.curated_calls import curated
-    from torchcts.strategies.schema_args import unsupported
-
     inventory = load_inventory()
     properties = registry.load()
     reached: set[str] = set()
@@ -44,8 +47,6 @@ def targets() -> dict[str, str]:
 
 
 def _static_reason(entry: Any, op: Any) -> str | None:
-    from torchcts.strategies.curated_calls import curated
-
     if op is None:
         return "cannot generate: torch.ops.aten does not expose it"
     if curated(entry.name):
@@ -69,8 +70,6 @@ def probe(name: str, tries: int = PROBE_TRIES, traced: bool = False) -> str | No
     kernel that may crash."""
     import torch
     from hypothesis.errors import InvalidArgument
-
-    from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases
 
     try:
         cases = overload_cases(name, torch.float32, None, traced=traced)
@@ -166,11 +165,7 @@ _REJECTED_ALL = "cannot generate: CPU's kernel rejected all "
 def probe_traced(found: dict[str, str], traced: set[str], progress: Callable[[str], None] = lambda _: None) -> None:
     """For each overload of `found` whose schema draws CPU rejected all, probe rebound sibling (or kin) calls of
     OpInfo samples (`traced_calls`); one CPU accepts makes it generated from traced calls (updates both in place)."""
-    import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
-    from torchcts.strategies.opinfo_trace import packaged
-    from torchcts.strategies.traced_calls import kin, siblings
-
-    donors = packaged()["donors"]
+    donors = opinfo_trace.packaged()["donors"]
     for name, status in found.items():
         if (status.startswith(_REJECTED_ALL) or status == SIZE_TRUSTING) and (siblings(name, donors)
                                                                                 or kin(name, donors)):
@@ -185,8 +180,6 @@ def compute(*, tries: int = PROBE_TRIES, progress: Callable[[str], None] = lambd
     """The list to package and the overloads generated from traced calls: `targets()`, each generatable one
     probed on CPU in a forked child, then `probe_traced` (only every `shard[1]`-th target from `shard[0]` on
     is probed: shards run in parallel, and their answers merge)."""
-    import torchcts.coverage.dispatch_calls  # noqa: F401 - imported once here, not in every forked child
-
     found = targets()
     mine = {}
     for index, (name, status) in enumerate(found.items()):
@@ -207,8 +200,6 @@ def resync(listed: dict[str, str], traced: set[str], progress: Callable[[str], N
     every overload: static reasons are taken as they are now, a generatable target keeps its probe answer, a new
     one (or one with curated calls) is probed; targets no longer relevant or now reached by an OpInfo leave (and
     leave `traced`)."""
-    from torchcts.strategies.curated_calls import curated
-
     found = targets()
     for name, status in found.items():
         if status != GENERATED:
@@ -231,8 +222,6 @@ def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: 
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "targets": len(overloads),
                 "generated": generated, "from_traced_calls": len(set(traced)), "probe_tries": PROBE_TRIES}
     content = {"metadata": metadata, "overloads": overloads, "from_traced_calls": sorted(set(traced))}
-    from torchcts.disk import write_atomic
-
     write_atomic(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 

@@ -20,6 +20,8 @@ from typing import Any, Iterable
 
 import attrs
 
+# imports inside functions: plan loads torch, and reading an audit (audit_check, through audit) runs without it
+
 _DUNDER = re.compile(r"^__r?([a-z_]+?)__$")
 _PREFIXES = {"torch.ops.aten.": "", "torch.": "", "nn.functional.": "", "linalg.": "linalg_", "special.": "special_",
              "fft.": "fft_", "sparse.": "sparse_"}

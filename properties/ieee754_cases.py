@@ -151,8 +151,8 @@ def pairs(elements: st.SearchStrategy[float], dtype: torch.dtype, other: st.Sear
           ) -> st.SearchStrategy[tuple[torch.Tensor, torch.Tensor]]:
     """Two tensors of one shape, x from `elements` and y from `other` (or `elements`), drawn as a list
     of (x, y) element pairs so shrinking deletes a position from both at once."""
-    return st.tuples(st.lists(st.tuples(elements, elements if other is None else other), min_size=1, max_size=MAX_ELEMENTS),
-                     st.booleans()).map(
+    positions = st.tuples(elements, elements if other is None else other)
+    return st.tuples(st.lists(positions, min_size=1, max_size=MAX_ELEMENTS), st.booleans()).map(
         lambda drawn: (shaped([x for x, _ in drawn[0]], dtype, drawn[1]),
                        shaped([y for _, y in drawn[0]], dtype, drawn[1])))
 
@@ -250,6 +250,8 @@ def overflow_cast_cases(dtype: torch.dtype) -> st.SearchStrategy[Case]:
     target = dtype if dtype != torch.float64 else torch.float32
     info = torch.finfo(target)
     quarter_ulp = math.ldexp(info.eps, max_exponent(target) - 2)
-    around = st.tuples(st.booleans(), st.integers(-4, 8)).map(lambda p: _signed((p[0], info.max + p[1] * quarter_ulp)))
+    around = st.tuples(st.booleans(), st.integers(-4, 8)).map(
+        lambda p: _signed((p[0], info.max + p[1] * quarter_ulp)))
     return grids(around, source).map(
-        lambda s: _case("overflow_casts", dtype, sample_input(s, args=(target,)), f"source {source}: around {target} max"))
+        lambda s: _case("overflow_casts", dtype, sample_input(s, args=(target,)),
+                        f"source {source}: around {target} max"))

@@ -202,7 +202,8 @@ def bits_check(cts, row):
 test_ieee754 = scenario_suite(
     "ieee754", capability="ieee754", level=3, dtypes=FLOAT_DTYPES, overloads=_OVERLOADS,
     scenarios=[Scenario(name, PARAMS[name], program, Custom(bits_check, bits=True),
-                        cases=lambda cts: scenario_cases(cts.item.op, cts.dtype)) for name, program in PROGRAMS.items()])
+                        cases=lambda cts: scenario_cases(cts.item.op, cts.dtype))
+               for name, program in PROGRAMS.items()])
 
 
 def assert_exactly_equal(actual, expected, *, call: str, what: str) -> None:
@@ -245,7 +246,9 @@ def _bitwise_differs(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
 
 def _show(element: torch.Tensor) -> str:
     value = element.item()
-    return f"{value!r}" if not isinstance(value, float) or value != 0 else ("-0.0" if math.copysign(1, value) < 0 else "0.0")
+    if not isinstance(value, float) or value != 0:
+        return f"{value!r}"
+    return "-0.0" if math.copysign(1, value) < 0 else "0.0"
 
 
 def _call_text(scenario: str, sample: Any) -> str:

@@ -25,9 +25,10 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints, Mapping, OneOf, Tensors
+from torchcts.cases.scenario_case import scenario_case
 from torchcts.engine.programs import program_check, run_program
 from torchcts.manifest.vocabulary import AUTOCAST_OPS
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
 from torchcts.strategies.sample_walk import sample_input
 
@@ -247,11 +248,11 @@ def autocast_cases(op: str, autocast_dtype: torch.dtype, policy: str) -> st.Sear
         tensors = [_values(op, i, shape, seed + i, shapes[0][-1]) for i, shape in enumerate(shapes)]
         tensors = [t if i in integer else t.to(dtype) for i, (t, dtype) in enumerate(zip(tensors, dtypes))]
         name = str(autocast_dtype).removeprefix("torch.")
-        sample = sample_input(tensors[0], args=tuple(tensors[1:]),
-                              kwargs={"op": op, "autocast_dtype": name, "options": options})
+        values = {"input": tensors[0], **dict(zip(("other", "third"), tensors[1:])), "op": op, "autocast_dtype": name,
+                  "options": options}
         described = ", ".join(f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in tensors)
         what = f"{op} under autocast({name}) on {described} (declared {policy})"
-        return Case(op, "scenario", autocast_dtype, sample, 0, transforms=(what,))
+        return scenario_case(op, autocast_dtype, PARAMS[op], values, what)
 
     return draw_case()
 
@@ -265,14 +266,20 @@ def program_cases(scenario: str, autocast_dtype: torch.dtype) -> st.SearchStrate
         name = str(autocast_dtype).removeprefix("torch.")
         if scenario == "nesting":
             tensors = (torch.randn(m, k, generator=generator), torch.randn(k, n, generator=generator))
+            values = {"input": tensors[0], "other": tensors[1]}
         else:
             tensors = (torch.randn(m, k, generator=generator), torch.randn(n, k, generator=generator),
                        torch.randn(n, generator=generator))
-        sample = sample_input(tensors[0], args=(*tensors[1:], name))
+            values = {"input": tensors[0], "weight": tensors[1], "bias": tensors[2]}
         what = f"{scenario} under autocast({name}) on {[list(t.shape) for t in tensors]}"
-        return Case(scenario, "scenario", autocast_dtype, sample, 0, transforms=(what,))
+        return scenario_case(scenario, autocast_dtype, PARAMS[scenario], {**values, "autocast_dtype": name}, what)
 
     return draw_case()
+
+
+def declared_policy(cts, op: str) -> str:
+    """The autocast class `op` has on the target: the manifest's `autocast_policy`, else torch's published one."""
+    return cts.manifest.autocast_class(op, cts.target.device_type)
 
 
 def policy_check(cts, op: str, policy: str):
@@ -288,13 +295,21 @@ def policy_check(cts, op: str, policy: str):
     return check
 
 
-@register_property("autocast", capability="autocast", level=4,
-                   items=ScenarioItems(SCENARIOS, DTYPES, programs=PROGRAMS, params=PARAMS))
-def test_autocast(cts):
-    scenario = cts.item.op
-    if scenario in PROGRAMS:
-        cts.run(program_cases(scenario, cts.dtype),
-                program_check(cts, PROGRAMS[scenario], strides=False, what=scenario))
-        return
-    policy = cts.manifest.autocast_class(scenario, cts.target.device_type)
-    cts.run(autocast_cases(scenario, cts.dtype, policy), policy_check(cts, scenario, policy))
+def _op_row(op: str) -> Scenario:
+    """An op's row: no torch-only program (the oracle is the declared policy: `policy_check`), cases drawn as the
+    policy says."""
+    return Scenario(op, PARAMS[op], None,
+                    Custom(lambda cts, row: policy_check(cts, row.name, declared_policy(cts, row.name))),
+                    cases=lambda cts: autocast_cases(op, cts.dtype, declared_policy(cts, op)))
+
+
+def _program_row(scenario: str) -> Scenario:
+    """A program's row: the program on CPU and on the device, the same result (`program_check`, strides free)."""
+    return Scenario(scenario, PARAMS[scenario], PROGRAMS[scenario],
+                    Custom(lambda cts, row: program_check(cts, row.program, strides=False, what=row.name)),
+                    cases=lambda cts: program_cases(scenario, cts.dtype))
+
+
+test_autocast = scenario_suite(
+    "autocast", capability="autocast", level=4, dtypes=DTYPES,
+    scenarios=[*(_op_row(op) for op in AUTOCAST_OPS), *(_program_row(name) for name in PROGRAM_SCENARIOS)])

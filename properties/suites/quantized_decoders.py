@@ -35,16 +35,16 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Dtypes
+from torchcts.cases.scenario_case import named, scenario_case
 from torchcts.containers import Container, decode, decode_container, get
 from torchcts.containers import decoders
 from torchcts.engine.context import BackendError
 from torchcts.engine.outcome import NotRun
 from torchcts.manifest.vocabulary import CONTAINER_FORMATS
 from torchcts.core.outcomes import Outcome
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.scenario_table import Custom, Scenario, scenario_suite
 from torchcts.strategies import Case
 from torchcts.strategies.containers import container_bounds, container_fits, containers
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("a manifest's own container decoders load, keep the decoder contract (a dense tensor of the shape and "
@@ -59,18 +59,17 @@ LAYOUTS = ("contiguous", "window")  # the contract: 1-D contiguous packed bytes,
 
 # -- cases ------------------------------------------------------------------------------------------
 
-def container_of(format_name: str, sample: Any) -> Container:
-    """The container a case's sample holds (input: packed bytes; args: scale, zero point, shape, dtype)."""
-    scale, zero_point, shape, _ = sample.args
-    return Container(format_name, sample.input, scale, zero_point, tuple(shape))
+def container_of(format_name: str, values: dict[str, Any]) -> Container:
+    """The container a case's named values hold (input: packed bytes; scale, zero point, shape)."""
+    return Container(format_name, values["input"], values["scale"], values["zero_point"], tuple(values["shape"]))
 
 
 def decoder_cases(format_name: str, dtype: torch.dtype) -> st.SearchStrategy[Case]:
-    """Cases of one format: a drawn container stored as sample_input(packed, args=(scale, zero point, shape, dtype))."""
+    """Cases of one format: a drawn container stored by name (packed bytes as input; scale, zero point, shape, dtype)."""
     def case(container: Container) -> Case:
-        sample = sample_input(container.packed, args=(container.scale, container.zero_point, list(container.shape),
-                                                     dtype))
-        return Case(format_name, "scenario", dtype, sample, 0, transforms=(container.describe(),))
+        values = {"input": container.packed, "scale": container.scale, "zero_point": container.zero_point,
+                  "shape": list(container.shape), "dtype": dtype}
+        return scenario_case(format_name, dtype, PARAMS[format_name], values, container.describe())
 
     return containers(format_name, layouts=LAYOUTS).map(case)
 
@@ -174,17 +173,20 @@ def load_decoder(cts: Any, format_name: str) -> tuple[str, Callable[..., Any]]:
 def decoder_check(cts: Any, format_name: str, path: str, decoder: Callable[..., Any]) -> Callable[[Case], None]:
     """A check for `cts.run`: the decoder on the device against the CPU codec (`compare_decoded`)."""
     entry = decoders.entry(format_name, path)
+    params = PARAMS[format_name]
 
     def on_device(cts_: Any, sample: Any, target: Any) -> tuple[tuple[str, ...], Any]:
         placed = cts.place_for(sample, target)
-        packed, (scale, zero_point, shape, dtype) = placed.value.input, placed.value.args
         if placed.mismatches:
             return placed.mismatches, None
-        return (), decoder(packed, scale, zero_point, tuple(shape), dtype, torch.device(target.device))
+        values = named(params, placed.value)
+        return (), decoder(values["input"], values["scale"], values["zero_point"], tuple(values["shape"]),
+                           values["dtype"], torch.device(target.device))
 
     def check(case: Case) -> None:
-        container = container_of(format_name, case.sample)
-        shape, dtype = tuple(case.sample.args[2]), case.sample.args[3]
+        values = named(params, case.sample)
+        container = container_of(format_name, values)
+        shape, dtype = tuple(values["shape"]), values["dtype"]
         expected = cts.on_cpu_call(lambda cts_, sample, target: decode(container, dtype), case.sample)
         mismatches, result = cts.on_device_call(on_device, case.sample, what=f" (decoder {entry})")
         if mismatches:
@@ -203,10 +205,18 @@ def decoder_check(cts: Any, format_name: str, path: str, decoder: Callable[..., 
     return check
 
 
-@register_property("quantized_decoders", capability="custom_quantized_decode", level=6,
-                   items=ScenarioItems(CONTAINER_FORMATS, DTYPES, formats="custom_container_decoders", params=PARAMS))
-def test_quantized_decoders(cts):
-    format_name = cts.item.op
-    get(format_name)  # a registered format (KeyError naming the known ones)
-    path, decoder = load_decoder(cts, format_name)
-    cts.run(decoder_cases(format_name, cts.dtype), decoder_check(cts, format_name, path, decoder))
+def loaded_decoder_check(cts: Any, row: Scenario) -> Callable[[Case], None]:
+    """The rows' `Custom` comparison: the format is a registered one (KeyError naming the known ones) and the
+    manifest's decoder for it loads (else the item's error, naming the entry) before any case runs."""
+    get(row.name)
+    path, decoder = load_decoder(cts, row.name)
+    return decoder_check(cts, row.name, path, decoder)
+
+
+# one row per container format: no torch-only program (the decoder is backend code), the CPU codec as the oracle
+test_quantized_decoders = scenario_suite(
+    "quantized_decoders", capability="custom_quantized_decode", level=6, dtypes=DTYPES,
+    formats="custom_container_decoders",
+    scenarios=[Scenario(name, PARAMS[name], None, Custom(loaded_decoder_check),
+                        cases=lambda cts: decoder_cases(cts.item.op, cts.dtype))
+               for name in CONTAINER_FORMATS])

@@ -17,7 +17,8 @@ import argparse
 import torch
 
 from torchcts.properties.rng_statistics import ks_pvalue
-from torchcts.properties.suites.rng_distributions import FALSE_POSITIVE_BUDGET, continuous_cdf
+from torchcts.properties.rng_verdicts import continuous_cdf
+from torchcts.properties.suites.rng_distributions import FALSE_POSITIVE_BUDGET
 
 
 def p_values(runs: int, n: int, mean: float, std: float) -> torch.Tensor:

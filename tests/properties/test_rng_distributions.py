@@ -1,6 +1,7 @@
-"""The rng_distributions suite (`torchcts.properties.suites.rng_distributions`) and its statistics
-(`torchcts.properties.rng_statistics`): the tests give calibrated p-values and reject wrong laws, every scenario passes
-on CPU and clean faulty, each seeded distribution bug is caught and fires only in its condition."""
+"""The rng_distributions suite (`torchcts.properties.suites.rng_distributions`), its verdicts
+(`torchcts.properties.rng_verdicts`) and statistics (`torchcts.properties.rng_statistics`): the tests give calibrated
+p-values and reject wrong laws, every scenario passes on CPU and clean faulty, each seeded distribution bug is
+caught and fires only in its condition."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.rng_statistics import (binomial_pvalue, chi_square_pvalue, kolmogorov_pvalue, ks_pvalue,
                                                 ks_statistic)
-from torchcts.properties.suites.rng_distributions import SCENARIOS, continuous_cdf, draw_distribution, verdicts
+from torchcts.properties.rng_verdicts import continuous_cdf, verdicts
+from torchcts.properties.suites.rng_distributions import SCENARIOS, draw_distribution
 from torchcts.testing.faulty.suite_bugs.rng_distributions import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

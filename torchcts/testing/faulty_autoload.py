@@ -66,6 +66,7 @@ def autoload() -> None:
     if package is not None and not getattr(package, "_ready", False):
         return  # torchcts.testing.faulty is mid-import (it imported torch); it registers the device when done
     try:
+        # the device registers only when TORCHCTS_FAULTY=1: this entry point runs in every `import torch`
         from torchcts.testing import faulty
 
         faulty.enable()

@@ -28,10 +28,16 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
+from torchcts import interrupts
 from torchcts.disk import write_atomic, writing
 from torchcts.core.outcomes import EXECUTED, PROBLEMS, Outcome
+from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.templates import render_template
+from torchcts.plan import registry
+from torchcts.testing.faulty import decoders, runtime
 from torchcts.testing.faulty.bugs import BUGS
+from torchcts.testing.selftest_pool import RunPool, usable_cores
+from torchcts.testing.selftest_runs import Schedule
 
 
 DETECTS = (Outcome.FAILED, Outcome.ERROR)  # a seeded bug is detected by an item failing or erroring with it on
@@ -112,8 +118,6 @@ def phases(level: int, dtypes: tuple[str, ...], specs: Iterable[Any] | None = No
     """The OpInfo properties at `level` in `dtypes`, the scenario suites (but the compile ones) at their own
     levels in all their dtypes, and the compile suites' aot_eager scenarios, for their own bugs only."""
     if specs is None:
-        from torchcts.plan import registry
-
         specs = registry.load()
     specs = list(specs)
     opinfo = tuple(p.name for p in specs if not p.scenario and p.level <= level)
@@ -140,10 +144,6 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     on the items where it can act (`selftest_reach`), in `workers` processes (default: one per usable core);
     `ops` (regexes, as `run --ops`) narrows the clean runs. Ctrl-C or SIGTERM stops the runs under way, which
     keep what they ran: the report is partial and says so (`interrupted`)."""
-    from torchcts import interrupts
-    from torchcts.testing.selftest_pool import RunPool, usable_cores
-    from torchcts.testing.selftest_runs import Schedule
-
     results_dir = Path(results_dir)
     with writing(results_dir):
         results_dir.mkdir(parents=True, exist_ok=True)
@@ -197,9 +197,6 @@ def faulty_manifest() -> str:
     """The manifest the selftest runs with: the `complete` template for the faulty device, with its two devices and
     multi_device claimed, its own container decoders for every format, and device_generator not claimed (torch
     gives a Python backend no hook for `torch.Generator(device=...)`: docs/faulty-backend.md)."""
-    from torchcts.manifest import vocabulary as vocab
-    from torchcts.testing.faulty import decoders, runtime
-
     decoder_paths = {name: decoders.path(name) for name in vocab.CONTAINER_FORMATS}
     return (render_template("complete", device_name="faulty")
             + "\n# the faulty device's runtime (torchcts.testing.faulty.runtime)\n"
@@ -215,16 +212,12 @@ def deferred_bugs(bugs: Iterable[Any], level: int, specs: Iterable[Any] | None =
     """(bug, suite, suite level) of the bugs written for an OpInfo property (`Bug.suite`: gradcheck, ...) above
     `level`: the opinfo phase runs at `level`, so no item of theirs runs; `--level` >= theirs runs them."""
     if specs is None:
-        from torchcts.plan import registry
-
         specs = registry.load()
     levels = {spec.name: spec.level for spec in specs if not spec.scenario}
     return tuple((bug.name, bug.suite, levels[bug.suite]) for bug in bugs if levels.get(bug.suite, 0) > level)
 
 
 def _specs_of(planned: Iterable[Phase]) -> list[Any]:
-    from torchcts.plan import registry
-
     names = {name for phase in planned for name in phase.properties}
     return [spec for spec in registry.load() if spec.name in names]
 
@@ -233,8 +226,6 @@ def unexercised_properties(records: Iterable[dict[str, Any]], level: int, specs:
                            ) -> tuple[str, ...]:
     """The registered properties at or below `level` (`specs`: the registry's) with no executed item in `records`."""
     if specs is None:
-        from torchcts.plan import registry
-
         specs = registry.load()
     executed = {r["property"] for r in records if r["outcome"] in EXECUTED}
     return tuple(p.name for p in specs if p.level <= level and p.name not in executed)
@@ -242,7 +233,7 @@ def unexercised_properties(records: Iterable[dict[str, Any]], level: int, specs:
 
 def _documented_disagreement(op: str) -> bool:
     """Whether the faulty device is documented to differ from CPU on this op (agreement.EXPLAINED)."""
-    from torchcts.testing.faulty.agreement import EXPLAINED
+    from torchcts.testing.faulty.agreement import EXPLAINED  # strategies, hypothesis: `selftest` checks --bug first
 
     return EXPLAINED.get(op, ("",))[0] == "mismatch"
 

@@ -12,6 +12,7 @@ affects, the condition it needs, what it does. docs/faulty-backend.md explains i
 from __future__ import annotations
 
 from torchcts.engine import device_ops_trace
+from torchcts.testing.faulty import bugs, device
 from torchcts.testing.faulty.bugs import BUGS, ENV_VAR, Bug, active_bugs, disable_bugs, enable_bugs
 from torchcts.testing.faulty.device import DEVICE_NAME, FaultyTensor, is_registered, start_trace, take_trace
 
@@ -33,8 +34,6 @@ __all__ = [
 
 def enable() -> None:
     """Register the faulty device (once per process) and switch on the bugs TORCHCTS_FAULTY_BUGS names."""
-    from torchcts.testing.faulty import bugs, device
-
     if not device.is_registered():
         bugs.load_from_environment()
     device.register()

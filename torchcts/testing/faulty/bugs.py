@@ -294,6 +294,7 @@ CORE_BUGS: tuple[Bug, ...] = (
 
 def _all_bugs() -> dict[str, Bug]:
     """The core bugs and every suite's (`suite_bugs.SUITE_BUGS`), by name; a name used twice is a programming error."""
+    # cycle: suite_bugs.guard_alloc imports faulty.memory, which imports this module
     from torchcts.testing.faulty.suite_bugs import SUITE_BUGS
 
     table: dict[str, Bug] = {}

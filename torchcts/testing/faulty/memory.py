@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from torchcts.testing.faulty import bugs
-from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP
+from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP, argument
 from torchcts.testing.faulty.trace import note_step
 
 MEMORY_ENV = "TORCHCTS_FAULTY_MEMORY_MB"
@@ -184,8 +184,6 @@ def requested_bytes(func: Any, args: tuple, kwargs: dict) -> int | None:
         sized = _sized[func] = func._schema.name.split("::")[-1] in SIZED_FACTORIES
     if not sized:
         return None
-    from torchcts.testing.faulty.bug_model import argument
-
     size = argument(func, args, kwargs, "size")
     if size is None:
         template = args[0] if args and isinstance(args[0], torch.Tensor) else None

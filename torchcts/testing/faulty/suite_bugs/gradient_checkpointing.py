@@ -8,6 +8,8 @@ the block's plain forward and backward stay right while its checkpointed backwar
 
 from __future__ import annotations
 
+# imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
+
 import torch
 
 from torchcts.testing.faulty.bug_model import Bug, argument as _argument

@@ -13,6 +13,8 @@ arguments' indices), since a bug sees CPU data only.
 
 from __future__ import annotations
 
+# imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
+
 from torchcts.testing.faulty.bug_model import Bug
 
 CHUNK_BYTES = 64 * 1024

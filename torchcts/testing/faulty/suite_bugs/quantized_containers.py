@@ -17,6 +17,8 @@ clean runs never meet unconditionally. Perturbations see the CPU data of the op'
 
 from __future__ import annotations
 
+# imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
+
 import torch
 
 from torchcts.testing.faulty.bug_model import Bug, argument

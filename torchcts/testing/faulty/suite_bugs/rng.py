@@ -13,6 +13,8 @@ Three ways a backend's generator bookkeeping goes wrong, each at a runtime step 
 
 from __future__ import annotations
 
+# imports inside functions: cycle: faulty.runtime imports faulty.bugs, which imports this module for its BUGS
+
 from torchcts.testing.faulty.bug_model import GENERATOR_STEP, SEED_STEP, Bug
 
 INT32_MAX = 2**31 - 1

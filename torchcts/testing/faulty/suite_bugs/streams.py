@@ -15,6 +15,8 @@ Three ways a backend's stream runtime loses ordering, each under a narrow condit
 
 from __future__ import annotations
 
+# imports inside functions: cycle: faulty.device and .streams import faulty.bugs, which imports this module for its BUGS
+
 import torch
 
 from torchcts.testing.faulty.bug_model import STREAM_WAIT_STEP, SYNCHRONIZE_STEP, Bug, argument

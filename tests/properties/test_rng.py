@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import find
 
 from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
+from torchcts.properties.runtime_checks import by_name
+from torchcts.properties.scenario_table import Custom
+from torchcts.properties.suites import rng as suite
 from torchcts.properties.suites.rng import OPS, PROGRAMS, SCENARIOS, draw
 from torchcts.testing.faulty.bug_model import GENERATOR_STEP, SEED_STEP
 from torchcts.testing.faulty.suite_bugs.rng import BUGS
@@ -84,3 +88,17 @@ def test_the_bugs_fire_only_in_their_condition():
     torch.rand(4, generator=copy)
     assert torch.equal(generator.get_state(), torch.Generator().manual_seed(3).get_state())  # never moved on
     assert device0.fires(GENERATOR_STEP, (normal_, 1), {}) and not device0.fires(GENERATOR_STEP, (normal_, 0), {})
+
+
+def test_the_rows_are_invariants_of_the_device_alone_given_the_case_by_name():
+    """Each row is a Custom check with no program to export (the device's random numbers have no CPU result to
+    compare), and its program gets a drawn case's values by name."""
+    registry.load()
+    rows = suite.test_rng.scenarios
+    assert tuple(rows) == SCENARIOS and registry.get("rng").items.programs == {}
+    assert all(isinstance(row.comparison, Custom) and row.program is None for row in rows.values())
+    case = find(suite.rng_cases("advance"), lambda case: True)  # the simplest case the suite draws
+    values = by_name(rows["advance"].params, case.sample)
+    assert set(values) == {"n", "seed", "draws"}
+    assert case.sample.args == (values["n"], values["seed"], values["draws"])
+    assert all(o.holds for o in PROGRAMS["advance"]("cpu", **values))

@@ -9,12 +9,16 @@ import math
 
 import pytest
 import torch
+from hypothesis import find
 
+from torchcts.cases.scenario_case import named
 from torchcts.core.outcomes import Outcome
 from torchcts.plan import registry
 from torchcts.properties.rng_statistics import (binomial_pvalue, chi_square_pvalue, kolmogorov_pvalue, ks_pvalue,
                                                 ks_statistic)
 from torchcts.properties.rng_verdicts import continuous_cdf, verdicts
+from torchcts.properties.scenario_table import Custom
+from torchcts.properties.suites import rng_distributions as suite
 from torchcts.properties.suites.rng_distributions import SCENARIOS, draw_distribution
 from torchcts.testing.faulty.suite_bugs.rng_distributions import BUGS
 
@@ -130,3 +134,17 @@ def test_the_bugs_fire_only_in_their_condition():
 def test_a_bug_leaves_a_run_outside_its_condition_passing(run_suite, bug, scenario, dtype):
     record = run_suite("rng_distributions", scenario, dtype, device="faulty", bugs=(bug,), max_examples=5)
     assert record["outcome"] is Outcome.PASSED, record
+
+
+def test_the_rows_judge_the_draws_by_the_case_values_read_by_name():
+    """Each row is a Custom check (the statistical oracle) with no program to export, over cases whose values are
+    stored by their declared names: scenario, dtype, params, samples, seed."""
+    registry.load()
+    rows = suite.test_rng_distributions.scenarios
+    assert tuple(rows) == SCENARIOS and registry.get("rng_distributions").items.programs == {}
+    assert all(isinstance(row.comparison, Custom) and row.program is None for row in rows.values())
+    case = find(suite.distribution_cases("geometric", torch.float32, "float32"), lambda case: True)  # the simplest
+    values = named(rows["geometric"].params, case.sample)
+    assert (values["scenario"], values["dtype"]) == ("geometric", "float32") and 2000 <= values["samples"] <= 20000
+    draws = draw_distribution("cpu", "geometric", "float32", values["params"], values["samples"], values["seed"])
+    assert all(o.holds for o in verdicts("geometric", values["params"], draws, 1e-8, torch.float32))

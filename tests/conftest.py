@@ -25,6 +25,10 @@ settings.load_profile("torchcts-tests")
 # backends (tests/backends) in every subprocess and hide a path that forgets to ask.
 os.environ.pop("TORCHCTS_FAULTY", None)
 
+# The hash seed the `torchcts` command fixes (torchcts.hash_seed), set for the programs tests start: each would
+# otherwise start once more to set it. A test of that re-execution gives its own environment.
+os.environ.setdefault("PYTHONHASHSEED", "0")
+
 # The OpInfo metadata cache (torchcts.plan.op_metadata) of the test session, never the developer's ~/.cache: one
 # folder for every pytest-xdist worker and subprocess (the cache writes atomically; the first builder wins).
 os.environ.setdefault("TORCHCTS_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchcts-test-cache-{os.getuid()}"))

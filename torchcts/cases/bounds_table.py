@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from torchcts.disk import write_atomic
+
 START = "<!-- bounds-table:start (scripts/generate_bounds_table.py writes this table) -->"
 END = "<!-- bounds-table:end -->"
 
@@ -58,7 +60,5 @@ def refresh(path: Path, specs: Iterable[Any]) -> bool:
     old = path.read_text()
     new = refreshed(old, specs)
     if new != old:
-        from torchcts.disk import write_atomic
-
         write_atomic(path, new)  # a full disk leaves the doc as it was
     return new != old

@@ -27,7 +27,7 @@ def default_corpus_dir(results_dir: Path, cwd: Path | None = None) -> Path:
 
 def is_shipped_corpus(folder: Path) -> bool:
     """Whether `folder` is the curated corpus installed as `torchcts.corpus` (compared as resolved paths)."""
-    from torchcts.cases.files import builtin_corpus
+    from torchcts.cases.files import builtin_corpus  # cases.files loads torch: the CLI's options run without it
 
     try:
         return os.path.samefile(folder, builtin_corpus())

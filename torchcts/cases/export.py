@@ -41,8 +41,10 @@ from torchcts.cases.export_compile import compile_call
 from torchcts.cases.export_program import SCRIPT_ATTRIBUTES, SCRIPT_IMPORTS, SCRIPT_NAMES, scenario_code
 from torchcts.cases.export_values import ValueWriter as _Writer, float_literal as _float, show as _show
 from torchcts.core.case_limits import CaseLimits
+from torchcts.engine import error_cause, oracle
 from torchcts.cases.replay_items import checked_case, holds_error_input
 from torchcts.plan import registry
+from torchcts.plan.catalog import find_op
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("torchcts.cases", "script_templates"),
                                 keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
@@ -103,8 +105,6 @@ def export_script(path: Path | str, device: str | None = None, limits: CaseLimit
 
 
 def _export(case: CorpusCase, device: str | None, limits: CaseLimits, manifest_backend_import: str | None) -> str:
-    from torchcts.plan.catalog import find_op
-
     writer = _Writer(case)
     # the user's manifest wins over the case's (untrusted) name: a case file never picks a module the user has
     # not chosen when a manifest names one
@@ -145,8 +145,6 @@ def _own_refusal_code(case: CorpusCase, writer: "_Writer") -> dict[str, Any]:
     `engine.programs.device_result`): the unwrapper's rules and the program under torch.compile(backend="eager")."""
     import attrs
 
-    from torchcts.engine import error_cause
-
     if not case.backend:
         return {"compiled": False}
     reference, attributes = compile_call(attrs.evolve(case, backend="eager"), "PROGRAM")
@@ -173,8 +171,6 @@ def _script_kind(case: CorpusCase) -> str:
 
 def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") -> dict[str, Any]:
     """The template's code slots: literals and expressions, each written from checked values."""
-    from torchcts.engine import error_cause, oracle
-
     tol = oracle.tolerance(dtype_names.lookup(case.dtype), op, None, case.device_type)
     fn, inplace, imports = _callable(op, case, kind)
     writer.names.update(op.name.split("."), re.findall(r"input\.(\w+)\(", inplace))
@@ -207,6 +203,7 @@ def _code(case: CorpusCase, kind: str, op: Any, device: str, writer: "_Writer") 
 def _error_regex(case: CorpusCase) -> str:
     """The errors check's message regex as a literal: the case's OpInfo regex where it names no device or kernel
     and the case ran on eager kernels (torch.compile's tracing words its checks its own way), else ''."""
+    # the suites, hypothesis and the strategies: only an error-input case needs them
     from torchcts.properties.suites.errors import names_no_backend
 
     regex = case.inputs.get("error_regex", "")

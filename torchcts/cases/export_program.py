@@ -24,7 +24,11 @@ from typing import Any
 import attrs
 import torch
 
+from torchcts import dtypes as dtype_names
+from torchcts.cases.export_compile import compile_call
+from torchcts.cases.export_values import float_literal
 from torchcts.cases.files import CaseFileError
+from torchcts.engine import oracle
 
 MODULES = {"torch": torch, "math": math}
 # Builtins a program may not use: those that reach files, the terminal, imports, code objects or the
@@ -176,11 +180,6 @@ SCRIPT_IMPORTS = frozenset({(None, "base64"), (None, "importlib"), (None, "sys")
 
 def scenario_code(spec: Any, case: Any, device: str, writer: Any) -> tuple[dict[str, Any], ProgramSource]:
     """The scenario template's code slots for `case` (a checked CorpusCase of scenario property `spec`)."""
-    from torchcts import dtypes as dtype_names
-    from torchcts.cases.export_compile import compile_call
-    from torchcts.cases.export_values import float_literal
-    from torchcts.engine import oracle
-
     program = program_source(spec, case.op, case.path or case.short_id)
     if program.name in SCRIPT_NAMES:
         raise CaseFileError(case.path or case.short_id, "property",

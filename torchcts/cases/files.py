@@ -23,10 +23,12 @@ from typing import Any, Iterable
 
 import attrs
 
+import torchcts.corpus
 from torchcts.cases import scenario_case
 from torchcts.cases.codec import CodecError, Decoder, Encoder, brief
 from torchcts.core.case_limits import CaseLimits, json_depth_problem, json_values_upper_bound, size_text
 from torchcts.core.compile_settings import backend_spelling_problem, settings_problem
+from torchcts.disk import write_atomic
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "fixed")
@@ -189,8 +191,6 @@ def write_case(directory: Path | str, case: CorpusCase) -> tuple[Path, bool]:
 def save_case(path: Path, case: CorpusCase) -> None:
     """Write (or rewrite) a case file atomically: a crash or a full disk leaves the old file or the new one
     (WriteError names the file)."""
-    from torchcts.disk import write_atomic
-
     write_atomic(path, json.dumps(case.as_json(), indent=1, sort_keys=True) + "\n")  # WriteError: a full disk
 
 
@@ -307,8 +307,6 @@ def case_files(paths: Iterable[Path | str]) -> list[Path]:
 
 def builtin_corpus() -> Path:
     """The curated corpus shipped with TorchCTS (`torchcts.corpus`)."""
-    import torchcts.corpus
-
     return Path(torchcts.corpus.__file__).parent
 
 

@@ -29,6 +29,8 @@ from torchcts.core.case_limits import CaseLimits
 from torchcts.cases.replay_items import (  # noqa: F401 - re-exported for callers of the old location
     ReplayItem, UnreadableCase, checked_case, replay_cases, replay_items, replayable)
 from torchcts.core.outcomes import PROBLEMS, Outcome, parse
+from torchcts.plugin.launch import RunOptions, latest_run, run_folders, run_suites
+from torchcts.results.writer import read_records
 
 EXIT_UNREADABLE = 2  # `torchcts replay` when a case file could not be read, or a replay could not start
 NOT_STARTED_KINDS = ("harness", "setup")  # error kinds of a replay that TorchCTS itself could not run
@@ -139,9 +141,6 @@ def run_replay(paths: list[Path], *, device: str, compile_backend: str | None, m
 
     A file that cannot be read (or is over `limits`) is one `unreadable` line; the others run, and
     the status is then 2."""
-    from torchcts.results.writer import read_records
-    from torchcts.plugin.launch import RunOptions, latest_run, run_folders, run_suites
-
     before = run_folders(results_dir)
     options = RunOptions(device=device, manifest=manifest, replay=tuple(str(p) for p in paths),
                          results_dir=results_dir, compile_backend=compile_backend, shape_mode=shape_mode,

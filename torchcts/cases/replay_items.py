@@ -24,6 +24,7 @@ from torchcts.cases.files import CaseFileError, CorpusCase, case_files, load_cas
 from torchcts.core.case_limits import CaseLimits
 from torchcts.core.outcomes import Outcome, parse
 from torchcts.plan import registry
+from torchcts.plan.catalog import find_op
 
 # An unreadable file has no property of its own; its item is collected under, and its `error` record names,
 # an installed property whose test function is always collected. Result files already carry this value.
@@ -90,8 +91,6 @@ def _properties() -> dict[str, registry.PropertySpec]:
 
 def checked_case(path: Path | str, limits: CaseLimits = CaseLimits()) -> CorpusCase:
     """A case file loaded and checked against what this TorchCTS can replay."""
-    from torchcts.plan.catalog import find_op
-
     case = load_case(path, limits)
     known = _properties()
     if case.property not in known:
@@ -130,6 +129,7 @@ def replay_cases(case: CorpusCase, limits: CaseLimits = CaseLimits()) -> list[An
     cases are OpInfo error inputs (the registry's `draws=False`, like `errors`)."""
     from torch.testing._internal.opinfo.core import ErrorInput
 
+    # hypothesis and the strategies: `checked_case` (export) runs without them
     from torchcts.strategies.samples import Case
 
     sample = case.sample(limits)

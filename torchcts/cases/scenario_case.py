@@ -17,6 +17,8 @@ from typing import Any, Mapping
 
 from torchcts.cases.bounds import CaseParams
 
+# imports inside functions: torch, hypothesis, the strategies: only drawing a case needs them, not declaring one
+
 SCENARIO = "scenario"  # the variant of every scenario case (an OpInfo case's is function, method, inplace or out)
 INPUT = "input"  # the name of the tensor a scenario's program is given first
 

@@ -10,19 +10,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import hypothesis
+import torch
+from hypothesis import HealthCheck, Phase
+from hypothesis.errors import InvalidArgument
+
+import torchcts
+from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases  # in the parent: forked probes inherit it
 from torchcts.coverage.generated import (GENERATED, LAYOUT_RULES, PACKAGED, PROBE_TIMEOUT_S, PROBE_TRIES,
                                          SIZE_TRUSTING, UNCHECKED_PACKETS, _packaged, traced_only)
-from torchcts.coverage.dispatch_calls import accepted_on_cpu, overload_cases  # in the parent: forked probes inherit it
 from torchcts.coverage.inventory import load_inventory
 from torchcts.coverage.mapping import map_opinfos, opinfo_ops
 from torchcts.disk import write_atomic
 from torchcts.plan import registry
-from torchcts.strategies.curated_calls import curated
 from torchcts.strategies import opinfo_trace
+from torchcts.strategies.curated_calls import curated
 from torchcts.strategies.overloads import resolve
 from torchcts.strategies.schema_args import unsupported
 from torchcts.strategies.traced_calls import kin, siblings
@@ -68,9 +75,6 @@ def probe(name: str, tries: int = PROBE_TRIES, traced: bool = False) -> str | No
     """None when CPU's kernel accepts one of `tries` drawn argument sets of `name` (float32 items; with `traced`,
     rebound sibling calls of OpInfo samples), else why not. Runs in this process: `probe_forked` isolates a
     kernel that may crash."""
-    import torch
-    from hypothesis.errors import InvalidArgument
-
     try:
         cases = overload_cases(name, torch.float32, None, traced=traced)
     except InvalidArgument as exc:  # traced: no sibling call rebinds to it
@@ -103,8 +107,6 @@ def probe_forked(name: str, tries: int = PROBE_TRIES, timeout_s: float = PROBE_T
         finally:
             os._exit(code)
     os.close(write)
-    import select
-
     ready, _, _ = select.select([read], [], [], timeout_s)
     if not ready:
         os.kill(pid, 9)
@@ -133,9 +135,6 @@ def draw_accepted(strategy: Any, count: int, accept: Callable[[Any], str | None]
                   tries: int) -> tuple[list[Any], str]:
     """Up to `count` values of `strategy` that `accept` (None: accepted, else why not) takes, among at most
     `tries` draws in a fixed order (the seed); (the accepted values, the last rejection)."""
-    import hypothesis
-    from hypothesis import HealthCheck, Phase
-
     found: list[Any] = []
     last = [""]
 
@@ -214,10 +213,6 @@ def resync(listed: dict[str, str], traced: set[str], progress: Callable[[str], N
 
 
 def write_packaged(overloads: dict[str, str], traced: Iterable[str] = (), path: Path = PACKAGED) -> None:
-    import torch
-
-    import torchcts
-
     generated = sum(status == GENERATED for status in overloads.values())
     metadata = {"torch": torch.__version__, "torchcts": torchcts.__version__, "targets": len(overloads),
                 "generated": generated, "from_traced_calls": len(set(traced)), "probe_tries": PROBE_TRIES}

@@ -7,7 +7,7 @@ sign of zero must be exactly CPU's. NaN is compared as NaN (where CPU gives a Na
 give a NaN code of the format, its sign and payload are free): every other code is bit-exact. Data
 movement (clone, cat, index, pad, ...) must keep every code, NaN codes included. Scaled matmul
 compares values within the output dtype's tolerance, widened for the k-term accumulation. Item dtype
-= the float8 format; see docs/suites/fp8.md.
+= the float8 format; the programs are `torchcts.properties.fp8_programs`; see docs/suites/fp8.md.
 """
 
 from __future__ import annotations
@@ -19,109 +19,17 @@ from hypothesis import strategies as st
 
 from torchcts import dtypes as dtype_names
 from torchcts.cases.bounds import CaseParams, Dtypes, Flag, Ints, OneOf, Optional, Tensors
+from torchcts.cases.scenario_case import scenario_case
 from torchcts.engine.programs import run_program
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.properties.fp8_programs import MM_PROGRAMS, PROGRAMS  # the scenarios' torch-only programs
+from torchcts.properties.scenario_table import Custom, Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case, claimed_dtypes, relayouts
-from torchcts.strategies.sample_walk import sample_input
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("casts to and from every float8 format bit for bit (saturation, rounding to nearest even, NaN), "
           "`_scaled_mm`")
 
 
-# -- programs: torch only ----------------------------------------------------------------------------
-
-def cast_to_float8(input, dtype):
-    """`input.to(dtype)` for a float8 `dtype`: (NaN mask, codes with NaN codes zeroed) of the result."""
-    codes = input.to(dtype).view(torch.uint8)
-    if dtype == torch.float8_e4m3fn:
-        nan = (codes & 127) == 127
-    elif dtype == torch.float8_e5m2:
-        nan = (codes & 127) > 124
-    elif dtype == torch.float8_e8m0fnu:
-        nan = codes == 255
-    else:  # the fnuz formats: one NaN code, 0x80
-        nan = codes == 128
-    return nan, torch.where(nan, torch.zeros_like(codes), codes)
-
-
-def cast_from_float8(input, dtype, target):
-    """The codes `input` (uint8) read as float8 `dtype`, cast to `target`: bool as is; another float8
-    format as (NaN mask, codes); a wider float as (NaN mask, bits with NaN zeroed)."""
-    out = input.view(dtype).to(target)
-    if target == torch.bool:
-        return out
-    if out.element_size() == 1:
-        codes = out.view(torch.uint8)
-        if target == torch.float8_e4m3fn:
-            nan = (codes & 127) == 127
-        elif target == torch.float8_e5m2:
-            nan = (codes & 127) > 124
-        elif target == torch.float8_e8m0fnu:
-            nan = codes == 255
-        else:
-            nan = codes == 128
-        return nan, torch.where(nan, torch.zeros_like(codes), codes)
-    nan = out.isnan()
-    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[out.element_size()]
-    return nan, torch.where(nan, torch.zeros_like(out), out).view(bits)
-
-
-def copy_into_float8(input, dest):
-    """`dest.copy_(input)` into a float8 `dest` (any layout): (NaN mask, codes with NaN zeroed) of dest."""
-    dest.copy_(input)
-    codes = dest.view(torch.uint8)
-    if dest.dtype == torch.float8_e4m3fn:
-        nan = (codes & 127) == 127
-    elif dest.dtype == torch.float8_e5m2:
-        nan = (codes & 127) > 124
-    elif dest.dtype == torch.float8_e8m0fnu:
-        nan = codes == 255
-    else:
-        nan = codes == 128
-    return nan, torch.where(nan, torch.zeros_like(codes), codes)
-
-
-def move_float8(input, other, index, mask, op):
-    """A data-movement op on the float8 matrix `input` (`other` of its shape, `index` int64 below its
-    sides, `mask` a bool row): the result's codes, which must be the input's codes moved, NaN codes too."""
-    if op == "clone":
-        out = input.clone()
-    elif op == "contiguous":
-        out = input.t().contiguous()
-    elif op == "cat":
-        out = torch.cat([input, other])
-    elif op == "stack":
-        out = torch.stack([input, other], 1)
-    elif op == "flip":
-        out = input.flip(0, 1)
-    elif op == "index_select":
-        out = input.index_select(1, index)
-    elif op == "index":
-        out = input[index]
-    elif op == "where":
-        out = torch.where(mask, input, other)
-    elif op == "roll":
-        out = input.roll(1, 0)
-    elif op == "repeat":
-        out = input.repeat(2, 1)
-    elif op == "pad":
-        out = torch.nn.functional.pad(input, (1, 2))
-    else:
-        out = input.unfold(1, 2, 1).contiguous()
-    return out.view(torch.uint8)
-
-
-def scaled_mm(input, other, scale_a, scale_b, bias, out_dtype, use_fast_accum):
-    """`torch._scaled_mm(input, other.t(), scale_a, scale_b, ...)`: `other` is (n, k), so the second
-    operand is column-major as cuBLASLt wants it."""
-    return torch._scaled_mm(input, other.t(), scale_a, scale_b, bias=bias, out_dtype=out_dtype,
-                            use_fast_accum=use_fast_accum)
-
-
-PROGRAMS = {"cast_to_float8": cast_to_float8, "cast_from_float8": cast_from_float8,
-            "copy_into_float8": copy_into_float8, "move_float8": move_float8}
-MM_PROGRAMS = {"scaled_mm": scaled_mm}
 FLOAT8_NAMES = tuple(dtype_names.canonical_name(d) for d in dtype_names.FLOAT8_DTYPES)
 MM_NAMES = tuple(n for n in FLOAT8_NAMES if n != "float8_e8m0fnu")  # e8m0 is a scale format, not an operand
 _WIDE_FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
@@ -209,15 +117,16 @@ def _source_tensor(draw, dtype: torch.dtype, source: torch.dtype) -> tuple[torch
     return draw(_tiled(base)), kinds
 
 
-def _case(scenario: str, dtype: torch.dtype, input: object, *args: object, what: str) -> Case:
-    return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args)), 0, transforms=(what,))
+def _case(scenario: str, dtype: torch.dtype, values: dict, what: str) -> Case:
+    """The case of `scenario` from its named values."""
+    return scenario_case(scenario, dtype, PARAMS.get(scenario) or MM_PARAMS[scenario], values, what)
 
 
 @st.composite
 def cast_to_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     source = draw(st.sampled_from(_sources(dtype, manifest)), label="source dtype")
     input, kinds = _source_tensor(draw, dtype, source)
-    return _case("cast_to_float8", dtype, input, dtype,
+    return _case("cast_to_float8", dtype, {"input": input, "dtype": dtype},
                  what=f"{dtype_names.canonical_name(source)} {tuple(input.shape)} -> {dtype}: {kinds}")
 
 
@@ -238,7 +147,7 @@ def cast_from_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     targets = [d for d in (*_WIDE_FLOATS, torch.bool, *dtype_names.FLOAT8_DTYPES) if d in claimed and d != dtype]
     target = draw(st.sampled_from(targets or [torch.float32]), label="target dtype")
     input = draw(codes(), label="codes")
-    return _case("cast_from_float8", dtype, input, dtype, target,
+    return _case("cast_from_float8", dtype, {"input": input, "dtype": dtype, "target": target},
                  what=f"codes {tuple(input.shape)} as {dtype} -> {target}")
 
 
@@ -248,7 +157,7 @@ def copy_into_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     input, kinds = _source_tensor(draw, dtype, source)
     dest = draw(relayouts(torch.zeros(input.shape, dtype=torch.uint8).view(dtype), allow_overlap=False),
                 label="destination layout")
-    return _case("copy_into_float8", dtype, input, dest,
+    return _case("copy_into_float8", dtype, {"input": input, "dest": dest},
                  what=f"{dtype}{tuple(dest.shape)} strides {dest.stride()}.copy_({source} {kinds})")
 
 
@@ -264,7 +173,8 @@ def move_cases(draw, dtype: torch.dtype) -> Case:
     index = torch.randint(0, min(rows, cols), (draw(INDEX_LENGTH.strategy(), label="index length"),),
                           generator=generator)
     mask = torch.randint(0, 2, (cols,), generator=generator).bool()
-    return _case("move_float8", dtype, input, both[1].clone(), index, mask, op,
+    return _case("move_float8", dtype, {"input": input, "other": both[1].clone(), "index": index, "mask": mask,
+                                        "op": op},
                  what=f"{op} of a {rows}x{cols} {dtype} matrix, strides {input.stride()}")
 
 
@@ -294,7 +204,8 @@ def scaled_mm_cases(draw, dtype: torch.dtype, manifest: object) -> Case:
     fast = draw(st.booleans(), label="use_fast_accum")
     what = (f"torch._scaled_mm({m}x{k}, {k}x{n}, {'row-wise' if rowwise else 'tensor-wise'} scales, "
             f"bias={'yes' if bias is not None else 'None'}, out_dtype={out_dtype}, use_fast_accum={fast})")
-    return _case("scaled_mm", dtype, a, b, scale_a, scale_b, bias, out_dtype, fast, what=what)
+    return _case("scaled_mm", dtype, {"input": a, "other": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias,
+                                      "out_dtype": out_dtype, "use_fast_accum": fast}, what=what)
 
 
 # -- bounds of the stored values (`cases.bounds`): what the strategies above draw ------------------------------------
@@ -339,22 +250,18 @@ def cases_for(scenario: str, dtype: torch.dtype, manifest: object) -> st.SearchS
     return builders[scenario](dtype, manifest)
 
 
-def fp8_check(cts, program, *, accumulates: bool = False):
-    """The device's result equals CPU's: exactly for codes, bits and masks; a scaled matmul (`accumulates`)
-    within the output dtype's tolerance widened by k/4 for a k-term accumulation in another order."""
-    run = run_program(program)
+def encoding_check(cts, scenario):
+    """The device's encoding (NaN mask, codes) equals CPU's exactly (codes and masks are integers and flags, so the
+    tolerance is equality); a failure names the first element whose encoding differs and both codes."""
+    run = run_program(scenario.program)
 
     def check(case):
         expected = cts.on_cpu_call(run, case.sample)
         actual = cts.on_device_call(run, case.sample, what=f" ({case.transforms[0]})")
-        widen = max(1.0, case.sample.input.shape[1] / 4) if accumulates else 1.0
         try:
-            cts.assert_matches(actual, expected, what=case.transforms[0], widen=widen,
-                               inputs=case.sample if accumulates else None)
+            cts.assert_matches(actual, expected, what=case.transforms[0])
         except AssertionError as exc:
-            if program in (cast_to_float8, copy_into_float8):
-                raise AssertionError(f"{exc}; {encoding_difference(case, actual, expected, cts.device)}") from None
-            raise
+            raise AssertionError(f"{exc}; {encoding_difference(case, actual, expected, cts.device)}") from None
 
     return check
 
@@ -388,12 +295,19 @@ _OVERLOADS = (
 )
 
 
-@register_property("fp8", capability="fp8", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), FLOAT8_NAMES, programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_fp8(cts):
-    scenario = cts.item.op
-    cts.run(cases_for(scenario, cts.dtype, cts.manifest), fp8_check(cts, PROGRAMS[scenario]))
+# Encodings compare exactly, naming the element that differs; decoded bits, masks and moved codes compare equal.
+_COMPARISONS = {"cast_to_float8": Custom(encoding_check), "cast_from_float8": Tolerance(inputs=False),
+                "copy_into_float8": Custom(encoding_check), "move_float8": Tolerance(inputs=False)}
+
+
+def _cases(cts):
+    return cases_for(cts.item.op, cts.dtype, cts.manifest)
+
+
+test_fp8 = scenario_suite(
+    "fp8", capability="fp8", level=4, dtypes=FLOAT8_NAMES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, _COMPARISONS[name], cases=_cases)
+               for name, program in PROGRAMS.items()])
 
 
 # the aten overloads fp8_scaled_mm dispatches on a device (traced on the faulty device, 4 examples an item; the
@@ -403,8 +317,8 @@ _SCALED_MM_OVERLOADS = (
 )
 
 
-@register_property("fp8_scaled_mm", capability="fp8", level=4,
-                   items=ScenarioItems(tuple(MM_PROGRAMS), MM_NAMES, programs=MM_PROGRAMS, params=MM_PARAMS),
-                   overloads=_SCALED_MM_OVERLOADS)
-def test_fp8_scaled_mm(cts):
-    cts.run(cases_for("scaled_mm", cts.dtype, cts.manifest), fp8_check(cts, scaled_mm, accumulates=True))
+# Within the output dtype's tolerance widened by k/4 (the input's columns) for a k-term accumulation in another order.
+test_fp8_scaled_mm = scenario_suite(
+    "fp8_scaled_mm", capability="fp8", level=4, dtypes=MM_NAMES, overloads=_SCALED_MM_OVERLOADS,
+    scenarios=[Scenario("scaled_mm", MM_PARAMS["scaled_mm"], MM_PROGRAMS["scaled_mm"],
+                        Tolerance(widen=lambda values: max(1.0, values["input"].shape[1] / 4)), cases=_cases)])

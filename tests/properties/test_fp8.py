@@ -10,7 +10,8 @@ import torch
 from torchcts.cases.files import load_case
 from torchcts.cases.reduce import case_elements
 from torchcts.core.outcomes import Outcome
-from torchcts.properties.suites.fp8 import PROGRAMS, cast_to_float8, element, grid
+from torchcts.properties.fp8_programs import PROGRAMS, cast_to_float8
+from torchcts.properties.suites.fp8 import element, grid
 from torchcts.testing.faulty.suite_bugs.fp8 import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}

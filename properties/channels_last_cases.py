@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
-from torchcts.cases.bounds import Bound, CaseParams, Flag, Ints, Lists, OneOf, Optional, Tensors
+from torchcts.cases.bounds import Ints, Lists, OneOf
 from torchcts.strategies.layouts import strided_view
 from torchcts.strategies.values import Fill, apply_special_picks, fill_tensor, special_picks
 
@@ -29,10 +29,10 @@ BATCH = Ints(1, 3)
 _BATCH = BATCH.strategy()
 # A few channels (the shrink target), or counts around a vector width (7, 8, 9, 16, 17): NHWC kernels
 # vectorize over C, and their tails are where they break.
-_FEW_CHANNELS, _VECTOR_CHANNELS = Ints(1, 4), (7, 8, 9, 16, 17)
-CHANNELS = st.one_of(_FEW_CHANNELS.strategy(), st.sampled_from(_VECTOR_CHANNELS))
-_IN_PER_GROUP_FEW, _IN_PER_GROUP_WIDE = Ints(1, 2), (8, 9)
-_IN_PER_GROUP = st.one_of(_IN_PER_GROUP_FEW.strategy(), st.sampled_from(_IN_PER_GROUP_WIDE))
+FEW_CHANNELS, VECTOR_CHANNELS = Ints(1, 4), (7, 8, 9, 16, 17)
+CHANNELS = st.one_of(FEW_CHANNELS.strategy(), st.sampled_from(VECTOR_CHANNELS))
+IN_PER_GROUP_FEW, IN_PER_GROUP_WIDE = Ints(1, 2), (8, 9)
+_IN_PER_GROUP = st.one_of(IN_PER_GROUP_FEW.strategy(), st.sampled_from(IN_PER_GROUP_WIDE))
 EXTRA_SIDE = Ints(0, 4)
 _EXTRA_SIDE = EXTRA_SIDE.strategy()
 # module hyperparameters: each drawn per spatial dimension within these
@@ -111,7 +111,7 @@ def _optional(draw, shape: tuple[int, ...], dtype: torch.dtype, name: str) -> tu
 
 # -- convolution ---------------------------------------------------------------------------------
 
-def _conv_min_side(kernel: int, stride: int, padding: int, dilation: int, output_padding: int | None) -> int:
+def conv_min_side(kernel: int, stride: int, padding: int, dilation: int, output_padding: int | None) -> int:
     """The smallest input side giving an output side of at least 1."""
     if output_padding is None:
         return max(1, dilation * (kernel - 1) + 1 - 2 * padding)
@@ -131,7 +131,7 @@ def conv_cases(spatial: int, transposed: bool) -> Callable[[torch.dtype], st.Sea
         dilation = _per_dim(draw, spatial, DILATION, "dilation")
         output_padding = tuple(draw(st.integers(0, max(s, d) - 1), label="output padding")
                                for s, d in zip(stride, dilation)) if transposed else (None,) * spatial
-        sides = tuple(_conv_min_side(*p) for p in zip(kernel, stride, padding, dilation, output_padding))
+        sides = tuple(conv_min_side(*p) for p in zip(kernel, stride, padding, dilation, output_padding))
         input, note = draw(images(dtype, c_in, sides))
         shape = (c_in, c_out // groups, *kernel) if transposed else (c_out, c_in // groups, *kernel)
         weight, weight_note = _weight(draw, shape, dtype)
@@ -158,7 +158,7 @@ def max_pool_cases(spatial: int) -> Callable[[torch.dtype], st.SearchStrategy]:
         padding = tuple(draw(st.integers(0, k // 2), label="padding") for k in kernel)
         dilation = _per_dim(draw, spatial, DILATION, "dilation")
         ceil_mode = draw(st.booleans(), label="ceil_mode")
-        sides = tuple(_conv_min_side(k, s, p, d, None) for k, s, p, d in zip(kernel, stride, padding, dilation))
+        sides = tuple(conv_min_side(k, s, p, d, None) for k, s, p, d in zip(kernel, stride, padding, dilation))
         input, note = draw(images(dtype, draw(CHANNELS, label="channels"), sides, special=True))
         return (input, (kernel, stride, padding, dilation, ceil_mode), {}), (
             note, f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}, ceil_mode {ceil_mode}")
@@ -238,14 +238,14 @@ def layer_norm_cases(draw, dtype):
 
 # -- interpolation -------------------------------------------------------------------------------
 
-_SCALES = (2.0, 1.5, 3.0, 0.5)
+SCALES = (2.0, 1.5, 3.0, 0.5)
 NEAREST_MODES = ("nearest", "nearest-exact")
 
 
 def _resize(draw, spatial: int) -> tuple[tuple[int, ...] | None, float | None, int]:
     """(size, scale_factor, smallest input side): one of an output size or a scale factor."""
     if draw(st.booleans(), label="by scale factor"):
-        scale = draw(st.sampled_from(_SCALES), label="scale factor")
+        scale = draw(st.sampled_from(SCALES), label="scale factor")
         return None, scale, 2 if scale < 1 else 1
     return _per_dim(draw, spatial, UPSAMPLE_SIZE, "output size"), None, 1
 
@@ -313,130 +313,3 @@ SCENARIO_CASES: dict[str, Callable[[torch.dtype], st.SearchStrategy]] = {
     "upsample_trilinear": linear_cases(3, False),
     "elementwise_chain": chain_cases,
 }
-
-
-# -- bounds of the stored values (`cases.bounds`): what the strategies above can draw ------------------------------
-
-_MOST_CHANNELS = max(_FEW_CHANNELS.high, *_VECTOR_CHANNELS)
-_MOST_IN_PER_GROUP = max(_IN_PER_GROUP_FEW.high, *_IN_PER_GROUP_WIDE)
-_MOST_CONV_IN = CONV_GROUPS.high * _MOST_IN_PER_GROUP
-_MOST_CONV_OUT = CONV_GROUPS.high * OUT_PER_GROUP.high
-# the largest smallest side a kernel asks of an input (no padding, the widest dilation; a transposed one: the widest
-# padding, the smallest kernel); the drawn side adds EXTRA_SIDE
-_MOST_KERNEL_SIDE = _conv_min_side(KERNEL.high, 1, 0, DILATION.high, None)
-_MOST_TRANSPOSED_SIDE = _conv_min_side(KERNEL.low, CONV_STRIDE.low, CONV_PADDING.high, DILATION.low, 0)
-
-
-def _image(channels: int, spatial: tuple[int, ...], least_side: int) -> Tensors:
-    """An (N, C, *spatial) input of at most `channels` channels, each side at most `least_side` + EXTRA_SIDE."""
-    most = BATCH.high * channels * (least_side + EXTRA_SIDE.high) ** max(spatial)
-    return Tensors(most, 2 + max(spatial))
-
-
-def _sizes(bound: Ints, spatial: int) -> Lists:
-    return Lists(bound, spatial, spatial)
-
-
-def _vector(length: int) -> Tensors:
-    return Tensors(length, 1)
-
-
-def _one_of_size_or_scale(params: dict) -> bool:
-    return (params["size"] is None) != (params["scale_factor"] is None)
-
-
-_SIZE_OR_SCALE = ("exactly one of size and scale_factor", _one_of_size_or_scale)
-
-
-def _conv_params(spatial: int, transposed: bool) -> CaseParams:
-    kernel_most = KERNEL.high ** spatial
-    weight = Tensors(max(_MOST_CONV_OUT * _MOST_IN_PER_GROUP, _MOST_CONV_IN * OUT_PER_GROUP.high) * kernel_most,
-                     2 + spatial)
-    fields: dict[str, Bound] = {"weight": weight, "bias": Optional(_vector(_MOST_CONV_OUT)),
-                                "stride": _sizes(CONV_STRIDE, spatial), "padding": _sizes(CONV_PADDING, spatial)}
-    if transposed:  # output padding below max(stride, dilation)
-        fields.update(output_padding=_sizes(Ints(0, max(CONV_STRIDE.high, DILATION.high) - 1), spatial),
-                      groups=CONV_GROUPS, dilation=_sizes(DILATION, spatial))
-    else:
-        fields.update(dilation=_sizes(DILATION, spatial), groups=CONV_GROUPS)
-    side = _MOST_TRANSPOSED_SIDE if transposed else _MOST_KERNEL_SIDE
-    return CaseParams(fields, input=_image(_MOST_CONV_IN, (spatial,), side))
-
-
-def _max_pool_params(spatial: int) -> CaseParams:
-    return CaseParams({"kernel_size": _sizes(KERNEL, spatial), "stride": _sizes(POOL_STRIDE, spatial),
-                       "padding": _sizes(POOL_PADDING, spatial), "dilation": _sizes(DILATION, spatial),
-                       "ceil_mode": Flag()}, input=_image(_MOST_CHANNELS, (spatial,), _MOST_KERNEL_SIDE))
-
-
-def _avg_pool_params(spatial: int) -> CaseParams:
-    return CaseParams({"kernel_size": _sizes(KERNEL, spatial), "stride": _sizes(POOL_STRIDE, spatial),
-                       "padding": _sizes(POOL_PADDING, spatial), "ceil_mode": Flag(), "count_include_pad": Flag(),
-                       "divisor_override": Optional(DIVISOR)}, input=_image(_MOST_CHANNELS, (spatial,), KERNEL.high))
-
-
-def _adaptive_params(spatial: int) -> CaseParams:
-    return CaseParams({"output_size": _sizes(ADAPTIVE_SIZE, spatial)}, input=_image(_MOST_CHANNELS, (spatial,), 1))
-
-
-def _batch_norm_params(spatial: int) -> CaseParams:
-    channel = _vector(_MOST_CHANNELS)
-    return CaseParams({"running_mean": channel, "running_var": channel, "weight": Optional(channel),
-                       "bias": Optional(channel), "training": Flag(), "momentum": OneOf(MOMENTA), "eps": OneOf((EPS,))},
-                      input=_image(_MOST_CHANNELS, (spatial,), 2))
-
-
-def _upsample_params(spatial: int, *flags: str, mode: bool = False) -> CaseParams:
-    fields: dict[str, Bound] = {"size": Optional(_sizes(UPSAMPLE_SIZE, spatial)),
-                                "scale_factor": Optional(OneOf(_SCALES))}
-    fields.update({"mode": OneOf(NEAREST_MODES)} if mode else {flag: Flag() for flag in flags})
-    return CaseParams(fields, input=_image(_MOST_CHANNELS, (spatial,), 2), rules=(_SIZE_OR_SCALE,))
-
-
-_NORM_CHANNELS = NORM_GROUPS.high * PER_NORM_GROUP.high
-_LAYER_NORM_INPUT = _image(_MOST_CHANNELS, (2, 3), 1)
-_NORMALIZED_MOST = max(_MOST_CHANNELS * (1 + EXTRA_SIDE.high) ** 2, (1 + EXTRA_SIDE.high) ** 3)
-
-
-def _normalized_is_trailing(params: dict) -> bool:
-    shape = tuple(params["normalized_shape"])
-    return tuple(params["input"].shape[-len(shape):]) == shape
-
-
-def _other_fits_input(params: dict) -> bool:
-    """elementwise_chain's `other` is drawn the input's shape or (1, C, 1, ...): two stored images that broadcast
-    each other (25,1,255,1,1) with (1,25,1,255,1) would make a result far past either one's bound."""
-    input, other = params["input"], params["other"]
-    per_channel = (1, input.shape[1]) + (1,) * (input.dim() - 2)
-    return input.dim() >= 2 and tuple(other.shape) in (tuple(input.shape), per_channel)
-
-
-_OTHER_FITS_INPUT = ("other has the input's shape or (1, C, 1, ...), one value a channel", _other_fits_input)
-
-
-SCENARIO_PARAMS: dict[str, CaseParams] = {
-    "conv1d": _conv_params(1, False), "conv2d": _conv_params(2, False), "conv3d": _conv_params(3, False),
-    "conv_transpose2d": _conv_params(2, True), "conv_transpose3d": _conv_params(3, True),
-    "max_pool2d": _max_pool_params(2), "max_pool3d": _max_pool_params(3),
-    "avg_pool2d": _avg_pool_params(2), "avg_pool3d": _avg_pool_params(3),
-    "adaptive_avg_pool2d": _adaptive_params(2), "adaptive_avg_pool3d": _adaptive_params(3),
-    "adaptive_max_pool2d": _adaptive_params(2), "adaptive_max_pool3d": _adaptive_params(3),
-    "batch_norm2d": _batch_norm_params(2), "batch_norm3d": _batch_norm_params(3),
-    "group_norm": CaseParams({"num_groups": NORM_GROUPS, "weight": Optional(_vector(_NORM_CHANNELS)),
-                              "bias": Optional(_vector(_NORM_CHANNELS)), "eps": OneOf((EPS,))},
-                             input=_image(_NORM_CHANNELS, (2, 3), 2)),
-    "layer_norm": CaseParams({"normalized_shape": Lists(Ints(1, _MOST_CHANNELS), NORMALIZED_DIMS.low,
-                                                        NORMALIZED_DIMS.high),
-                              "weight": Optional(Tensors(_NORMALIZED_MOST, NORMALIZED_DIMS.high)),
-                              "bias": Optional(Tensors(_NORMALIZED_MOST, NORMALIZED_DIMS.high)), "eps": OneOf((EPS,))},
-                             input=_LAYER_NORM_INPUT,
-                             rules=(("normalized_shape is the input's trailing sizes", _normalized_is_trailing),)),
-    "upsample_nearest2d": _upsample_params(2, mode=True), "upsample_nearest3d": _upsample_params(3, mode=True),
-    "upsample_bilinear": _upsample_params(2, "align_corners", "antialias"),
-    "upsample_bicubic": _upsample_params(2, "align_corners", "antialias"),
-    "upsample_trilinear": _upsample_params(3, "align_corners"),
-    "elementwise_chain": CaseParams({"other": _image(_MOST_CHANNELS, (2, 3), 1),
-                                     "steps": Lists(OneOf(CHAIN_STEPS), CHAIN_LENGTH.low, CHAIN_LENGTH.high)},
-                                    input=_image(_MOST_CHANNELS, (2, 3), 1), rules=(_OTHER_FITS_INPUT,)),
-}
-assert set(SCENARIO_PARAMS) == set(SCENARIO_CASES), "every scenario declares the bounds of what it stores"

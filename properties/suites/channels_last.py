@@ -16,18 +16,14 @@ accumulation widening and norm-wise floor (`inputs=`). See docs/suites/channels_
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from hypothesis import strategies as st
 from torch.utils._pytree import tree_leaves, tree_map
 
-from torchcts.engine.programs import run_program
-from torchcts.plan.registry import ScenarioItems, register_property
-from torchcts.properties.channels_last_cases import (SCENARIO_CASES, SCENARIO_PARAMS, WIDENED_BELOW_32_BITS,
-                                                     channels_last_order)
-from torchcts.strategies import Case
-from torchcts.strategies.sample_walk import sample_input
+from torchcts.cases import scenario_case
+from torchcts.properties.channels_last_cases import SCENARIO_CASES, WIDENED_BELOW_32_BITS, channels_last_order
+from torchcts.properties.channels_last_params import SCENARIO_PARAMS
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("conv, pooling, norms, upsampling and elementwise chains on channels_last inputs: values and CPU's output "
@@ -179,13 +175,6 @@ DTYPES = ("float32", "float64", "bfloat16", "float16")
 _FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 
-def widening(scenario: str, dtype: torch.dtype) -> float:
-    """4x the dtype's tolerance for accumulating kernels below 32 bits (another summation order or
-    accumulator precision is legitimate there); 1x otherwise."""
-    low_precision = dtype.is_floating_point and dtype.itemsize < 4
-    return 4.0 if low_precision and scenario in WIDENED_BELOW_32_BITS else 1.0
-
-
 def stored_channels_last(t: object) -> bool:
     """A 4-d or 5-d tensor whose strides on dimensions longer than 1 order C innermost and are not also
     NCHW's: channels-last storage (dense or a view), unambiguously."""
@@ -212,47 +201,39 @@ def in_channels_last(expected, rank: int):
                     if isinstance(t, torch.Tensor) and t.dim() == rank else t, expected)
 
 
-def _passes(compare, expected) -> bool:
-    try:
-        compare(expected)
-    except AssertionError:
-        return False
-    return True
-
-
 # scenarios whose every output element comes from one input element: no norm-wise floor (the others resample,
 # average or accumulate: upsampling, average pooling, convolutions, norms)
 _POINTWISE = ("elementwise_chain", "max_pool", "adaptive_max_pool", "upsample_nearest")
 
 
-def channels_last_check(cts, program):
-    """The program on the device gives CPU's result: values, dtypes, shapes, and strides of every
-    dimension longer than 1 (the memory format), or channels-last strides where CPU drops the format."""
-    run = run_program(program)
-    widen = widening(program.__name__, cts.dtype)
+def channels_last_where_cpu_dropped_it(sample, expected):
+    """The other acceptable result: CPU's in channels-last memory where CPU dropped an operand's channels-last
+    format (`format_dropped_by_cpu`); None where CPU kept it (its strides are the only right ones)."""
+    if not format_dropped_by_cpu(sample, expected):
+        return None
+    return in_channels_last(expected, sample.input.dim())
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({program.__name__})")
-        compare = functools.partial(cts.assert_matches, actual, what=f"{program.__name__}: {'; '.join(case.transforms)}",
-                                    strides="significant", widen=widen, inputs=case.sample,
-                                    normwise=not program.__name__.startswith(_POINTWISE))
-        try:
-            compare(expected)
-        except AssertionError:
-            if not format_dropped_by_cpu(case.sample, expected) or not _passes(
-                    compare, in_channels_last(expected, case.sample.input.dim())):
-                compare(expected)  # raises again, keeping CPU's result as what the device was compared with
 
-    return check
+def comparison(scenario: str) -> Tolerance:
+    """The program on the device gives CPU's result: values, dtypes, shapes, and strides of every dimension longer
+    than 1 (the memory format), or channels-last strides where CPU drops the format. Accumulating kernels widen 4x
+    below 32 bits (another summation order or accumulator precision is legitimate there); scenarios that resample,
+    average or accumulate get the norm-wise floor."""
+    widen = 4.0 if scenario in WIDENED_BELOW_32_BITS else None
+    return Tolerance(strides="significant", dtype_widen={"float16": widen, "bfloat16": widen} if widen else {},
+                     normwise=not scenario.startswith(_POINTWISE), said="{scenario}: {case}",
+                     alternative=channels_last_where_cpu_dropped_it)
 
 
 def scenario_cases(scenario: str, dtype: torch.dtype) -> st.SearchStrategy:
-    """Cases of one scenario: a SampleInput drawn by its strategy, with a description of what was drawn."""
+    """Cases of one scenario: its strategy's drawn arguments, named by the scenario's parameters, with a
+    description of what was drawn."""
+    params = SCENARIO_PARAMS[scenario]
+
     def as_case(drawn):
         (input, args, kwargs), transforms = drawn
-        return Case(scenario, "scenario", dtype, sample_input(input, args=tuple(args), kwargs=dict(kwargs)), 0,
-                    transforms=tuple(transforms))
+        values = {"input": input, **dict(zip(scenario_case.names(params)[1:], args)), **kwargs}
+        return scenario_case.scenario_case(scenario, dtype, params, values, tuple(transforms))
 
     return SCENARIO_CASES[scenario](dtype).map(as_case)
 
@@ -275,9 +256,8 @@ _OVERLOADS = (
 )
 
 
-@register_property("channels_last", capability="channels_last", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=SCENARIO_PARAMS),
-                   overloads=_OVERLOADS)
-def test_channels_last(cts):
-    scenario = cts.item.op
-    cts.run(scenario_cases(scenario, cts.dtype), channels_last_check(cts, PROGRAMS[scenario]))
+test_channels_last = scenario_suite(
+    "channels_last", capability="channels_last", level=4, dtypes=DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, SCENARIO_PARAMS[name], program, comparison(name),
+                        cases=lambda cts: scenario_cases(cts.item.op, cts.dtype))
+               for name, program in PROGRAMS.items()])

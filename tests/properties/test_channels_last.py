@@ -12,8 +12,8 @@ from torchcts.core.outcomes import Outcome
 from torchcts.properties.channels_last_cases import SCENARIO_CASES
 from torch.testing._internal.opinfo.core import SampleInput
 
-from torchcts.properties.suites.channels_last import (PROGRAMS, format_dropped_by_cpu, scenario_cases,
-                                                    stored_channels_last, widening)
+from torchcts.properties.suites.channels_last import (PROGRAMS, comparison, format_dropped_by_cpu, scenario_cases,
+                                                    stored_channels_last)
 from torchcts.testing.faulty.suite_bugs.channels_last import BUGS
 
 SCENARIOS = tuple(PROGRAMS)
@@ -115,6 +115,9 @@ def test_cases_are_cpu_samples_that_say_what_was_drawn(case):
 
 
 def test_the_tolerance_widens_only_for_accumulating_kernels_below_32_bits():
+    def widening(scenario, dtype):
+        return comparison(scenario).factor({}, dtype)
+
     assert widening("conv2d", torch.bfloat16) == 4.0 and widening("batch_norm3d", torch.float16) == 4.0
     assert widening("conv2d", torch.float32) == 1.0 and widening("max_pool2d", torch.bfloat16) == 1.0
 
@@ -145,7 +148,7 @@ def test_a_stored_chain_whose_operands_broadcast_each_other_is_refused():
     """The review's case: input (25,1,255,1,1) and other (1,25,1,255,1), each 6375 elements and within the image
     bound, broadcast to 40.6M elements (4.4 GB on replay); `other` must be the input's shape or one value a
     channel. Expanded views keep this test small: the rule reads shapes only."""
-    from torchcts.properties.channels_last_cases import SCENARIO_PARAMS
+    from torchcts.properties.channels_last_params import SCENARIO_PARAMS
 
     params = SCENARIO_PARAMS["elementwise_chain"]
 

@@ -49,7 +49,8 @@ class Tolerance:
     # order or accumulator precision below 32 bits); a dtype not named: 1
     dtype_widen: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=lambda v: tuple(dict(v).items()))
     # a failure's wording: "" says the case's first description part (the device call names it too); a format of
-    # {scenario} (its name) and {case} (the description's parts joined by "; ") says that (the device call: the name)
+    # {scenario} (its name), {first} (the description's first part: what was drawn) and {case} (all its parts joined
+    # by "; ", a reduction's steps too) says that (the device call: the name)
     said: str = ""
     # another acceptable oracle result, `alternative(sample, expected)` (None where there is none): the device
     # passes matching either; a failure still reports CPU's own result (channels_last: a format CPU dropped)
@@ -66,7 +67,7 @@ class Tolerance:
         first = case.transforms[0] if case.transforms else scenario
         if not self.said:
             return first, first
-        return scenario, self.said.format(scenario=scenario, case="; ".join(case.transforms))
+        return scenario, self.said.format(scenario=scenario, first=first, case="; ".join(case.transforms))
 
 
 @attrs.frozen

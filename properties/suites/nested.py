@@ -239,7 +239,7 @@ def _comparison(name: str) -> Tolerance:
     bits and for sums of many inputs; a failure names the scenario and the components."""
     widen = _WIDEN.get(name)
     return Tolerance(dtype_widen={"float16": widen, "bfloat16": widen} if widen else {}, inputs=widen is not None,
-                     said="{scenario} of {case}")
+                     said="{scenario} of {first}")
 
 
 test_nested = scenario_suite(

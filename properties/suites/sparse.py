@@ -17,10 +17,9 @@ import torch
 from hypothesis import strategies as st
 
 from torchcts.cases.bounds import CaseParams, Ints, Lists, OneOf, Optional, Tensors
-from torchcts.engine.programs import run_program
-from torchcts.plan.registry import ScenarioItems, register_property
+from torchcts.cases.scenario_case import scenario_case
+from torchcts.properties.scenario_table import Scenario, Tolerance, scenario_suite
 from torchcts.strategies import Case, values
-from torchcts.strategies.sample_walk import sample_input
 from torchcts.strategies.sparse import SPARSE_LAYOUTS, sparse_tensors
 from torchcts.strategies.sparse_parts import sparse_matrix_parts, sparse_parts
 
@@ -123,9 +122,17 @@ _ACCUMULATING = ("coalesce", "sparse_mm", "sparse_sum")  # sums of several value
 
 # -- the cases -------------------------------------------------------------------------------------
 
-def _case(cts, parts_or_input, args, what):
-    return Case(cts.item.op, "scenario", cts.dtype, sample_input(parts_or_input, args=tuple(args)), 0,
-                transforms=(what,))
+_PART_NAMES = ("input", "plain", "values", "size", "layout")  # sparse_parts' tuple: indices (the input) first
+
+
+def _case(cts, values, what) -> Case:
+    """The case of the item's scenario from its named values."""
+    return scenario_case(cts.item.op, cts.dtype, PARAMS[cts.item.op], values, what)
+
+
+def _parts(parts, **more) -> dict:
+    """The named values of a sparse tensor's parts (`sparse_parts`' tuple), with `more` after them."""
+    return {**dict(zip(_PART_NAMES, parts)), **more}
 
 
 def _special(dtype):
@@ -135,12 +142,12 @@ def _special(dtype):
 
 def _construct_cases(cts):
     return sparse_parts(cts.dtype, special=_special(cts.dtype)).map(
-        lambda p: _case(cts, p[0], p[1:], f"{p[4]} of size {p[3]}"))
+        lambda p: _case(cts, _parts(p), f"{p[4]} of size {p[3]}"))
 
 
 def _coalesce_cases(cts):
     return sparse_parts(cts.dtype, layouts=(_COO,), special=_special(cts.dtype)).map(
-        lambda p: _case(cts, p[0], p[1:], f"COO of size {p[3]}, {p[0].shape[1]} stored entries"))
+        lambda p: _case(cts, _parts(p), f"COO of size {p[3]}, {p[0].shape[1]} stored entries"))
 
 
 @st.composite
@@ -157,8 +164,8 @@ def _round_trip_cases(draw, cts):
                           for n in (rows, cols))
     most = ndim - 1 if layout == _COO else ndim - 2
     dense_dim = draw(st.integers(0, max(most, 0)), label="dense dims") if ndim else 0
-    return _case(cts, dense, (layout, blocksize, dense_dim), f"{ndim}-d dense to {layout}, blocksize {blocksize}, "
-                 f"{dense_dim} dense dims")
+    return _case(cts, {"input": dense, "layout": layout, "blocksize": blocksize, "dense_dim": dense_dim},
+                 f"{ndim}-d dense to {layout}, blocksize {blocksize}, {dense_dim} dense dims")
 
 
 @st.composite
@@ -171,7 +178,7 @@ def _mm_cases(draw, cts):
     alpha, beta = draw(st.sampled_from(ALPHAS), label="alpha"), draw(st.sampled_from(BETAS), label="beta")
     if cts.dtype == torch.bool:
         alpha, beta = True, True
-    return _case(cts, parts[0], (*parts[1:], other, bias, alpha, beta),
+    return _case(cts, _parts(parts, other=other, bias=bias, alpha=alpha, beta=beta),
                  f"{parts[4]} {tuple(parts[3])} @ dense ({k}, {n}), alpha {alpha}, beta {beta}")
 
 
@@ -183,7 +190,8 @@ def _elementwise_cases(draw, cts):
     parts = draw(st.one_of(coo, compressed), label="sparse operand")
     other = draw(_dense(parts[3], cts.dtype), label="dense operand")
     scalar = True if cts.dtype == torch.bool else draw(st.sampled_from(SCALARS), label="scalar")
-    return _case(cts, parts[0], (*parts[1:], other, scalar), f"{parts[4]} of size {parts[3]} with dense and {scalar}")
+    return _case(cts, _parts(parts, other=other, scalar=scalar),
+                 f"{parts[4]} of size {parts[3]} with dense and {scalar}")
 
 
 @st.composite
@@ -192,7 +200,7 @@ def _sum_cases(draw, cts):
     ndim = len(parts[3])
     dims = tuple(sorted(draw(st.sets(st.integers(0, ndim - 1), min_size=1, max_size=ndim), label="summed dims"))) \
         if ndim else ()
-    return _case(cts, parts[0], (*parts[1:], dims), f"{parts[4]} of size {parts[3]}, sum over {dims}")
+    return _case(cts, _parts(parts, dims=dims), f"{parts[4]} of size {parts[3]}, sum over {dims}")
 
 
 def _dense(shape, dtype):
@@ -260,19 +268,13 @@ _OVERLOADS = (
 )
 
 
-@register_property("sparse", capability="sparse", level=4,
-                   items=ScenarioItems(tuple(PROGRAMS), DTYPES, programs=PROGRAMS, params=PARAMS),
-                   overloads=_OVERLOADS)
-def test_sparse(cts):
-    name = cts.item.op
-    run = run_program(PROGRAMS[name])
-    low_precision = cts.dtype in (torch.float16, torch.bfloat16)
-    widen = 4.0 if name in _ACCUMULATING and low_precision else 1.0
+# CPU's dense forms and invariants within the dtype's tolerance; a scenario that sums several values widens 4x below
+# 32 bits and for sums of many inputs; a failure names the scenario and the case.
+_SUMS = Tolerance(dtype_widen={"float16": 4.0, "bfloat16": 4.0}, said="{scenario} of {first}")
+_OBSERVES = Tolerance(inputs=False, said="{scenario} of {first}")
 
-    def check(case):
-        expected = cts.on_cpu_call(run, case.sample)
-        actual = cts.on_device_call(run, case.sample, what=f" ({name})")
-        cts.assert_matches(actual, expected, what=f"{name} of {case.transforms[0]}", widen=widen,
-                           inputs=case.sample if name in _ACCUMULATING else None)
-
-    cts.run(_CASES[name](cts), check)
+test_sparse = scenario_suite(
+    "sparse", capability="sparse", level=4, dtypes=DTYPES, overloads=_OVERLOADS,
+    scenarios=[Scenario(name, PARAMS[name], program, _SUMS if name in _ACCUMULATING else _OBSERVES,
+                        cases=lambda cts: _CASES[cts.item.op](cts))
+               for name, program in PROGRAMS.items()])

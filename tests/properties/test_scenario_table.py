@@ -163,6 +163,7 @@ def test_the_dtype_widening_and_the_wording_are_the_rows():
     assert by_dtype.factor({"rows": 3}, torch.float16) == 12.0 and by_dtype.factor({"rows": 3}, torch.float32) == 3.0
     assert by_dtype.factor({"rows": 3}) == 3.0 and Tolerance(widen=2.0).factor({}, torch.bfloat16) == 2.0
     assert by_dtype.wording("transposed", case) == ("transposed", "transposed of three rows; scale 1")
+    assert Tolerance(said="{scenario}: {first}").wording("transposed", case) == ("transposed", "transposed: three rows")
     assert Tolerance().wording("transposed", case) == ("three rows", "three rows")
 
 

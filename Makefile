@@ -12,10 +12,11 @@ TORCH_PIN ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.torchcts-installed
 RUN_DIR ?= results/make-run
-# Some images set PYTHONDONTWRITEBYTECODE: every interpreter the tests start (CLI runs, spawned workers, pytest-xdist
-# workers) would then compile TorchCTS's modules from source and pytest would rewrite the suites' asserts again, a
-# second or more per program start. The tests and the main job write bytecode, as any working checkout does.
-unexport PYTHONDONTWRITEBYTECODE
+# Bytecode: the tests start many interpreters at once (CLI runs, spawned workers, pytest-xdist workers). Left to
+# themselves they race to write the same __pycache__ files, and CI's file system once served a half-written one
+# ("EOFError: marshal data too short", stop 50). So `make test` compiles TorchCTS once, in one process, before
+# pytest starts, and every interpreter under it reads that bytecode and writes none (PYTHONDONTWRITEBYTECODE=1).
+COMPILE := $(PY) -m compileall -q -j 0 torchcts properties strategies tests
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test`: one more than the usable cores, at most 4 (each worker holds torch and the
 # OpInfo database, ~1-2 GiB): many slow tests wait on a child, a signal or a timeout, and a third worker on 2 cores
@@ -42,12 +43,14 @@ run: $(STAMP)
 		--manifest $(RUN_DIR)/manifest.py --results-dir $(RUN_DIR) --corpus-dir $(RUN_DIR)/corpus
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(COMPILE)
+	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The fast tier: unit and contract tests, in-process. A test that starts a program (the CLI, a spawned
 # worker; a fork is none) or runs long is marked slow and left out; tests/conftest.py fails an unmarked test that starts one.
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow" $(PYTEST_ARGS)
+	$(COMPILE)
+	PYTHONDONTWRITEBYTECODE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info results/make-run

@@ -3,6 +3,7 @@
 import multiprocessing.util
 import os
 import platform
+import signal
 import sys
 import tempfile
 import textwrap
@@ -24,6 +25,13 @@ settings.load_profile("torchcts-tests")
 # subprocess's environment): a developer's exported TORCHCTS_FAULTY=1 would take PrivateUse1 from the user-style
 # backends (tests/backends) in every subprocess and hide a path that forgets to ask.
 os.environ.pop("TORCHCTS_FAULTY", None)
+
+# Ctrl-C as in a terminal: a shell without job control starts background jobs (`make test &`, some CI runners) with
+# SIGINT and SIGQUIT ignored, and an ignored disposition is inherited by every program a test starts, so the tests
+# that interrupt a run would wait for it to end instead. A handler is not inherited: programs start with the default.
+for _signal, _handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+    if signal.getsignal(_signal) == signal.SIG_IGN:
+        signal.signal(_signal, _handler)
 
 # The hash seed the `torchcts` command fixes (torchcts.hash_seed), set for the programs tests start: each would
 # otherwise start once more to set it. A test of that re-execution gives its own environment.

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
 from torchcts.results.files import read_records, read_summary
+from tests.shared_runs import shared_folder
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +43,21 @@ def _folder(results: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
-    """The same derandomized run in one process and over two workers (pytest deselects `cat` in both)."""
-    cwd = tmp_path_factory.mktemp("xdist")
+def _build_runs(cwd: Path) -> None:
     (cwd / "manifest.py").write_text(render_template("minimal", device_name="cpu"))
     single = _torchcts(cwd, *RUN, "--results-dir", "single", "--", "-k", "not cat")
     assert single.returncode == 0, single.stdout[-3000:] + single.stderr[-3000:]
     workers = _torchcts(cwd, *RUN, "--results-dir", "workers", "-n", "2", "--", "-k", "not cat")
     assert workers.returncode == 0, workers.stdout[-3000:] + workers.stderr[-3000:]
-    return _folder(cwd / "single"), _folder(cwd / "workers"), workers
+    (cwd / "workers.stdout").write_text(workers.stdout)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path, str]:
+    """The same derandomized run in one process and over two workers (pytest deselects `cat` in both), and the
+    stdout of the run over workers; run once per test session, whichever xdist worker asks first."""
+    cwd = shared_folder(tmp_path_factory, "xdist-single-and-workers", _build_runs)
+    return _folder(cwd / "single"), _folder(cwd / "workers"), (cwd / "workers.stdout").read_text()
 
 
 def test_workers_give_every_item_the_outcome_and_cases_of_a_single_process(runs):
@@ -73,14 +79,14 @@ def test_workers_give_every_item_the_outcome_and_cases_of_a_single_process(runs)
 
 
 def test_one_run_json_counts_every_worker(runs):
-    single, workers, result = runs
+    single, workers, stdout = runs
     summary = read_summary(workers)
     assert summary["environment"]["workers"] == 2
     assert summary["status"] == read_summary(single)["status"] == "partial"  # pytest's -k left items out of both
     assert summary["counts"] == dict(collections.Counter(r["outcome"] for r in read_records(workers)))
     assert summary["counts"] == read_summary(single)["counts"]
     assert read_summary(single)["environment"]["workers"] == 1
-    assert f"results in workers/{workers.name}" in result.stdout
+    assert f"results in workers/{workers.name}" in stdout
     probed = [json.loads(line) for line in (workers / "probes.jsonl").read_text().splitlines()]
     alone = [json.loads(line) for line in (single / "probes.jsonl").read_text().splitlines()]
     assert probed and len(probed) == len(alone)  # the controller probed, once for all workers

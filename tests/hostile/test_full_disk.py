@@ -10,12 +10,14 @@ the one line naming the file, exit 2, no traceback, and that what was written be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import traceback
 import uuid
 from pathlib import Path
 
@@ -27,6 +29,8 @@ from torchcts.disk import WriteError
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import EXECUTED
 from torchcts.results.files import read_records, read_summary
+
+from tests.shared_runs import shared_folder
 
 TOO_LARGE = "File too large"
 NO_SPACE = "No space left on device"
@@ -86,8 +90,15 @@ def first_executed_offset(records: Path) -> int:
     raise AssertionError(f"{records}: no executed record")
 
 
-def report_on(folder: Path) -> subprocess.CompletedProcess:
-    return limited(folder.parent.parent, None, "report", "--from", str(folder), "--baseline", "none")
+def report_on(folder: Path | str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`torchcts report --from FOLDER --baseline none` in this process (the command's own code, no program start:
+    the run under test was the program; this only reads what it left), from `cwd` (the run's project folder)."""
+    args = ["report", "--from", str(folder), "--baseline", "none"]
+    with contextlib.chdir(cwd or Path(folder).parent.parent):
+        done = CliRunner().invoke(cli, args)
+    error = "" if done.exception is None or isinstance(done.exception, SystemExit) else \
+        "".join(traceback.format_exception(done.exception))
+    return subprocess.CompletedProcess(["torchcts", *args], done.exit_code, done.output, done.output + error)
 
 
 @pytest.fixture
@@ -98,12 +109,14 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory) -> dict:
-    """One unlimited run: its run folder, and where the executed records begin in records.jsonl."""
-    cwd = tmp_path_factory.mktemp("measured")
-    (cwd / "manifest.py").write_text(render_template("minimal", device_name="cpu"))
-    result = limited(cwd, None, *RUN, "--results-dir", "R", "--shard", "1/1")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    folder = run_folder(cwd / "R")
+    """One unlimited run: its run folder, and where the executed records begin in records.jsonl. Built once per
+    test session (shared by the xdist workers); readers copy it before writing."""
+    def build(cwd: Path) -> None:
+        (cwd / "manifest.py").write_text(render_template("minimal", device_name="cpu"))
+        result = limited(cwd, None, *RUN, "--results-dir", "R", "--shard", "1/1")
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    folder = run_folder(shared_folder(tmp_path_factory, "full-disk-measured", build) / "R")
     return {"folder": folder, "accounting": first_executed_offset(folder / "records.jsonl"),
             "run_json": (folder / "run.json").stat().st_size}
 
@@ -251,7 +264,7 @@ def test_replay_update_status_on_a_full_disk_leaves_the_case_file_as_it_was(proj
 def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measured, tmp_path):
     folder = tmp_path / "run"
     shutil.copytree(measured["folder"], folder, ignore=shutil.ignore_patterns("report"))
-    assert limited(tmp_path, None, "report", "--from", "run", "--baseline", "none").returncode == 0
+    assert report_on("run", tmp_path).returncode == 0
     before = {p.name: p.read_bytes() for p in (folder / "report").iterdir()}
     result = limited(tmp_path, 2000, "report", "--from", "run", "--baseline", "none")
     line = the_line(result, re.compile(r"run/report/[a-z]+\.(md|html|xml|json)"))
@@ -261,10 +274,10 @@ def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measure
 
 @pytest.mark.slow
 @linux_only
-def test_a_report_printed_onto_a_full_disk_is_one_line(measured):
+def test_a_report_printed_onto_a_full_disk_is_one_line(measured, tmp_path):
     with open("/dev/full", "w") as full:
         result = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(measured["folder"]),
-                                 "--baseline", "none", "--output", str(measured["folder"].parent / "printed")],
+                                 "--baseline", "none", "--output", str(tmp_path / "printed")],
                                 stdout=full, stderr=subprocess.PIPE, text=True, timeout=SAFETY_NET_S)
     result.stdout = ""
     assert the_line(result, "standard output", NO_SPACE) == f"standard output: cannot be written: {NO_SPACE}"

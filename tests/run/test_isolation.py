@@ -21,6 +21,7 @@ import pytest
 
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
+from tests.shared_runs import shared_folder
 
 OPS = "^(hypot|logaddexp|abs)$"
 HANG_TIMEOUT_S = 4  # only ever given to runs whose one isolated item hangs for an hour
@@ -30,9 +31,13 @@ LAYOUT_CRASH = "layout::hypot::function::float32"  # layout calls the same funct
 
 
 def run(cwd, *args, ops=OPS, bugs="crash_hypot", results="results"):
-    """`torchcts run` on the faulty device: its result, run folder and records by item id."""
+    """`torchcts run` on the faulty device: its result, run folder and records by item id.
+
+    --no-report: no test reads the report a run writes at its end; the tests that check reports make them
+    with `torchcts report --from`, which writes the same report folder."""
     command = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--ops", ops, "--dtype", "float32",
-               "--level", "2", "--derandomize", "--max-examples", "4", "--results-dir", results, *args]
+               "--level", "2", "--derandomize", "--max-examples", "4", "--no-report", "--results-dir", results,
+               *args]
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=1800,
                             env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs))
     folder = sorted((cwd / results).glob("*/run.json"))[-1].parent
@@ -55,17 +60,46 @@ def cwd(tmp_path):
     return make_cwd(tmp_path)
 
 
+def _report(cwd, folder):
+    """`torchcts report --from` the run folder: its exit status and summary."""
+    report = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(folder)],
+                            capture_output=True, text=True, cwd=cwd, timeout=600)
+    return {"returncode": report.returncode, "output": (report.stdout + report.stderr)[-3000:]}
+
+
+def _build_first_runs(folder):
+    """The crash run, then the hang run, in one folder, each reported with `torchcts report --from`; what the
+    tests assert on is written to first_runs.json (the records and reports stay in the run folders)."""
+    make_cwd(folder)
+    runs = {}
+    for name, start in (("crash", run), ("hang", run_hang)):
+        result, run_folder, _ = start(folder)
+        runs[name] = {"returncode": result.returncode, "stdout": result.stdout[-3000:],
+                      "folder": str(run_folder.relative_to(folder)), "report": _report(folder, run_folder)}
+    (folder / "first_runs.json").write_text(json.dumps(runs))
+
+
 @pytest.fixture(scope="module")
 def first_runs(tmp_path_factory):
-    """A crash run and a hang run in one folder, as the known-crash ledger isolates them."""
-    folder = make_cwd(tmp_path_factory.mktemp("isolation"))
-    return folder, run(folder), run_hang(folder)
+    """A crash run and a hang run in one folder, as the known-crash ledger isolates them: built once per test
+    session and shared by every xdist worker (read only: a test that runs again copies it first). Each run:
+    (exit status, stdout, run folder, records by item, `torchcts report --from` exit status and output)."""
+    folder = shared_folder(tmp_path_factory, "isolation-first-runs", _build_first_runs)
+    runs = json.loads((folder / "first_runs.json").read_text())
+
+    def loaded(name):
+        data = runs[name]
+        run_folder = folder / data["folder"]
+        return (data["returncode"], data["stdout"], run_folder, {r["item"]: r for r in read_records(run_folder)},
+                data["report"])
+
+    return folder, loaded("crash"), loaded("hang")
 
 
 @pytest.mark.slow
 def test_known_crashes_are_isolated_and_the_run_completes(first_runs):
-    cwd, (result, folder, items), _ = first_runs
-    assert result.returncode == 1, result.stdout[-3000:]
+    _, (returncode, stdout, folder, items, report), _ = first_runs
+    assert returncode == 1, stdout
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
     for crashed in (items[CRASH], items[LAYOUT_CRASH]):
         assert crashed["outcome"] == "crashed" and crashed["signal"] == "SIGABRT"
@@ -79,25 +113,21 @@ def test_known_crashes_are_isolated_and_the_run_completes(first_runs):
     for item in others:
         assert items[item]["outcome"] == "passed" and items[item]["examples"] > 0, items[item]
         assert items[item]["isolated"].startswith("known crash rule")
-    report = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(folder)],
-                            capture_output=True, text=True, cwd=cwd, timeout=600)
-    assert report.returncode == 0
+    assert report["returncode"] == 0, report["output"]  # `torchcts report --from` the run folder
     data = json.loads((folder / "report" / "summary.json").read_text())
     assert data["coverage"]["complete"] and {f["outcome"] for f in data["failures"]} == {"crashed"}
 
 
 @pytest.mark.slow
 def test_a_known_hang_is_timed_out_on_any_machine_and_the_run_completes(first_runs):
-    cwd, _, (result, folder, items) = first_runs
-    assert result.returncode == 1, result.stdout[-3000:]
+    _, _, (returncode, stdout, folder, items, report) = first_runs
+    assert returncode == 1, stdout
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
     hung = items[HANG]
     assert hung["outcome"] == "timed_out" and hung["isolated"].startswith("known crash rule")
     assert re.search(r"still running after \d+ s; killed", hung["reason"]) and hung["duration_s"] >= HANG_TIMEOUT_S
     assert items[ABS]["outcome"] == "passed" and "isolated" not in items[ABS]
-    report = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(folder)],
-                            capture_output=True, text=True, cwd=cwd, timeout=600)
-    assert report.returncode == 0
+    assert report["returncode"] == 0, report["output"]  # `torchcts report --from` the run folder
     data = json.loads((folder / "report" / "summary.json").read_text())
     assert data["coverage"]["complete"] and {f["outcome"] for f in data["failures"]} == {"timed_out"}
 

@@ -32,7 +32,7 @@ from torchcts.strategies.seeding import seeded_globals
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
 
-SAFETY_NET_S = 900
+SAFETY_NET_S = 1800  # generous: under a busy machine (load 15 on 2 cores) a run of the slice passed 900 s
 ERROR_INPUT_OPS = ("kthvalue", "gather", "amax", "aminmax", "multinomial")
 # ~60 OpInfos: meshgrid (hash seed), random ops, ops with `out=` error inputs (leftover memory),
 # tensor factories, nn.functional, linalg, fft, indexing, sorting and masked ops.
@@ -176,7 +176,8 @@ def _run(tmp_path, name: str, hash_seed: str, *extra: str):
         manifest.write_text(render_template("complete", device_name="cpu"))
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--validation", "--derandomize",
                "--level", "2", "--property", "forward", "--property", "errors", "--dtype", "float32",
-               "--max-examples", "3", "--ops", f"^({'|'.join(SLICE)})$", "--results-dir", str(tmp_path / name), *extra]
+               "--max-examples", "3", "--ops", f"^({'|'.join(SLICE)})$", "--results-dir", str(tmp_path / name),
+               "--no-report", *extra]  # the records are what is compared; no test reads the run's report
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=SAFETY_NET_S)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

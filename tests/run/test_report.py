@@ -16,6 +16,7 @@ import pytest
 from torchcts.core.outcomes import EXECUTED, Outcome
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
+from tests.shared_runs import shared_folder
 
 OPS = "^(abs|add|mul|neg)$"
 BUG = "storage_offset_ignored"
@@ -30,20 +31,33 @@ def run_folder(results):
     return sorted(p.parent for p in results.glob("*/run.json"))[-1]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def _build_runs(cwd):
     """A clean faulty run, then the same run with a bug (its baseline is the clean one), then a partial run."""
-    cwd = tmp_path_factory.mktemp("report")
     (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     common = ("run", "--device", "faulty", "--ops", OPS, "--dtype", "float32", "--level", "4", "--derandomize",
               "--max-examples", "15")
     assert cli(cwd, *common).returncode == 0
-    clean = run_folder(cwd / "results")
-    assert cli(cwd, *common, bugs=BUG).returncode == 1
-    buggy = run_folder(cwd / "results")
-    assert cli(cwd, *common, "--results-dir", "partial-results", "--", "-x", bugs=BUG).returncode == 1
-    partial = run_folder(cwd / "partial-results")
-    return cwd, clean, buggy, partial
+    # The failing runs keep the first failing case of an item (--no-shrink): no test here reads how small a case
+    # is, only that the records, cases and replay commands the run wrote are what the report shows.
+    assert cli(cwd, *common, "--no-shrink", bugs=BUG).returncode == 1
+    assert cli(cwd, *common, "--no-shrink", "--results-dir", "partial-results", "--", "-x", bugs=BUG).returncode == 1
+
+
+@pytest.fixture(scope="module")
+def shared_runs(tmp_path_factory):
+    """The three runs, made once per test session (every xdist worker reads the same folder)."""
+    return shared_folder(tmp_path_factory, "test_report-runs", _build_runs)
+
+
+@pytest.fixture
+def runs(shared_runs, tmp_path):
+    """A copy of the three runs for one test: `report` writes into the run folder (and a test may add to it)."""
+    cwd = tmp_path / "report"
+    shutil.copytree(shared_runs, cwd)
+    results = sorted(p.parent for p in (cwd / "results").glob("*/run.json"))
+    assert len(results) == 2, results
+    clean, buggy = results
+    return cwd, clean, buggy, run_folder(cwd / "partial-results")
 
 
 def report(cwd, folder, *args):

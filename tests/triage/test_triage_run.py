@@ -27,6 +27,8 @@ from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
 from torchcts.triage.run import triage_run
 
+from tests.shared_runs import shared_folder
+
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
 BUGS = "noncontiguous_add,crash_hypot,missing_kernel"
@@ -38,19 +40,24 @@ def torchcts(cwd, *args, env=None, timeout=1800):
                           timeout=timeout, env=dict(os.environ, **(env or {})))
 
 
-@pytest.fixture(scope="module")
-def faulty_run(tmp_path_factory):
-    """One run of add, hypot and trunc (forward and layout, float32) with three bugs on; then `triage` of it."""
-    cwd = tmp_path_factory.mktemp("triage")
+def _build_faulty_run(cwd: Path) -> None:
     (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     run = torchcts(cwd, "run", "--device", "faulty", "--ops", "^(add|hypot|trunc)$", "--property", "forward",
                    "--property", "layout", "--dtype", "float32", "--level", "2", "--derandomize", "--max-examples",
                    "10", "--no-report", env={"TORCHCTS_FAULTY_BUGS": BUGS})
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
-    folder = next((cwd / "results").glob("*/run.json")).parent
     triage = torchcts(cwd, "triage")  # the latest run in ./results, as `report` finds it
     assert triage.returncode == 0, triage.stderr[-3000:]
-    return cwd, folder, triage
+    (cwd / "triage.stdout").write_text(triage.stdout)
+
+
+@pytest.fixture(scope="module")
+def faulty_run(tmp_path_factory):
+    """One run of add, hypot and trunc (forward and layout, float32) with three bugs on; then `triage` of it.
+    Made once per test session (shared by every xdist worker): tests read it, and copy it to write."""
+    cwd = shared_folder(tmp_path_factory, "test_triage_run-faulty", _build_faulty_run)
+    folder = next((cwd / "results").glob("*/run.json")).parent
+    return cwd, folder, subprocess.CompletedProcess(["torchcts", "triage"], 0, (cwd / "triage.stdout").read_text())
 
 
 def test_the_clusters_match_the_seeded_bugs(faulty_run):
@@ -91,8 +98,11 @@ def test_the_crash_repro_script_reproduces_it_with_plain_python(faulty_run):
     assert fine.returncode == 0 and "not reproduced on faulty" in fine.stdout, fine.stderr[-2000:]
 
 
-def test_the_report_links_the_triage(faulty_run):
-    cwd, folder, _ = faulty_run
+def test_the_report_links_the_triage(faulty_run, tmp_path):
+    shared, shared_run, _ = faulty_run
+    cwd = tmp_path / "triage"  # `report` writes into the run folder: a copy of the shared one
+    shutil.copytree(shared, cwd)
+    folder = cwd / shared_run.relative_to(shared)
     report = torchcts(cwd, "report", "--from", str(folder), "--format", "html", "--format", "md", timeout=600)
     assert report.returncode == 0, report.stderr
     assert 'href="../triage/triage.md"' in (folder / "report" / "report.html").read_text()
@@ -173,7 +183,8 @@ def test_hostile_records_and_cases_are_triaged_without_harm(tmp_path):
     corpus = tmp_path / "corpus"
     good = stored_case(corpus)
     (corpus / "truncated.json").write_text('{"schema_version": 1, "inputs": ')
-    (corpus / "huge.json").write_bytes(b" " * (300 * 2**20))  # sparse-ish: over any case file limit
+    with open(corpus / "huge.json", "wb") as huge:  # sparse: 300 MiB by its size, over any case file limit
+        huge.truncate(300 * 2**20)  # (refused by its size before a byte is read; nothing written to disk)
     folder = write_run(tmp_path / "results" / "run", [
         rec(HOSTILE, counterexample={"path": str(good), "replay": "x"}),
         rec("forward::add::function::bfloat16", counterexample={"path": str(corpus / "truncated.json")}),

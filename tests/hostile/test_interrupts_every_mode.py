@@ -194,10 +194,13 @@ def compile_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def stored_case(eager_folder) -> Path:
-    """A corpus case of forward::logaddexp: a run where the kernel answers wrong on every second call stores it."""
+    """A corpus case of forward::logaddexp: a run where the kernel answers wrong on every second call stores it.
+    Unshrunk (--no-shrink): the case is only the replay's input, and any case of logaddexp calls the kernel that
+    blocks; shrinking it (against a kernel wrong on every second call) was most of the run's CPU."""
     corpus = eager_folder / "corpus"
     found = subprocess.run([sys.executable, "-m", "torchcts", *RUN[:-3], "--results-dir", "found-results",
-                            "--no-report", "--corpus-dir", str(corpus)], cwd=eager_folder, capture_output=True,
+                            "--no-report", "--no-shrink", "--corpus-dir", str(corpus)], cwd=eager_folder,
+                           capture_output=True,
                            text=True, env=dict(os.environ, **{HOW_ENV: "wrong"}), timeout=START_SAFETY_NET_S)
     assert found.returncode == 1 and list(corpus.glob("*.json")), found.stdout[-3000:] + found.stderr[-3000:]
     return corpus

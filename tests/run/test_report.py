@@ -35,7 +35,7 @@ def _build_runs(cwd):
     """A clean faulty run, then the same run with a bug (its baseline is the clean one), then a partial run."""
     (cwd / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     common = ("run", "--device", "faulty", "--ops", OPS, "--dtype", "float32", "--level", "4", "--derandomize",
-              "--max-examples", "15")
+              "--max-examples", "15", "--no-report")  # each test writes the report it reads with `report`
     assert cli(cwd, *common).returncode == 0
     # The failing runs keep the first failing case of an item (--no-shrink): no test here reads how small a case
     # is, only that the records, cases and replay commands the run wrote are what the report shows.

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from torchcts.cli.main import cli
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
+from tests.shared_runs import shared_folder
 
 OPS = "^(add|abs|mul|sort|view)$"
 
@@ -40,10 +41,30 @@ def by_item(records):
     return {r["item"]: r for r in records}
 
 
+VALIDATION = ("--validation", "--level", "3", "--derandomize")
+
+
+def _build_validation(folder):
+    """The derandomized validation run that two tests read: its exit status and output beside its results."""
+    (folder / "manifest.py").write_text(render_template("complete", device_name="faulty"))
+    result, run_folder = run(folder, folder / "manifest.py", *VALIDATION)
+    (folder / "outcome.json").write_text(json.dumps({"returncode": result.returncode, "stdout": result.stdout,
+                                                     "run": run_folder.name if run_folder else None}))
+
+
+@pytest.fixture(scope="module")
+def validation(tmp_path_factory):
+    """One derandomized validation run (level 3) for the session: (exit status, stdout, run folder, manifest)."""
+    folder = shared_folder(tmp_path_factory, "test-run-validation", _build_validation)
+    outcome = json.loads((folder / "outcome.json").read_text())
+    run_folder = folder / "results" / outcome["run"] if outcome["run"] else None
+    return outcome["returncode"], outcome["stdout"], run_folder, folder / "manifest.py"
+
+
 @pytest.mark.slow
-def test_validation_run_passes_and_accounts_for_everything(tmp_path, manifest):
-    result, folder = run(tmp_path, manifest, "--validation", "--level", "3", "--derandomize")
-    assert result.returncode == 0, result.stdout[-3000:]
+def test_validation_run_passes_and_accounts_for_everything(validation):
+    returncode, stdout, folder, _ = validation
+    assert returncode == 0, stdout[-3000:]
     summary = json.loads((folder / "run.json").read_text())
     records = read_records(folder)
     assert summary["status"] == "complete" and summary["complete"]
@@ -84,9 +105,10 @@ def test_device_errors_are_errors_not_skips(tmp_path, manifest):
 
 
 @pytest.mark.slow
-def test_derandomized_runs_execute_identical_cases(tmp_path, manifest):
-    _, first = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="a")
-    _, second = run(tmp_path, manifest, "--validation", "--level", "2", "--derandomize", results="b")
+def test_derandomized_runs_execute_identical_cases(tmp_path, validation):
+    """A second run with the validation run's flags draws the same cases (level 3: every level-2 item and more)."""
+    _, _, first, manifest = validation
+    _, second = run(tmp_path, manifest, *VALIDATION, results="b")
     prints = [{r["item"]: r.get("fingerprints") for r in read_records(f) if r["outcome"] == "passed"}
               for f in (first, second)]
     assert prints[0] == prints[1] and any(prints[0].values())

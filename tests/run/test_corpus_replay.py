@@ -11,10 +11,13 @@ import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 
 from torchcts.cases.files import load_case
+from torchcts.cli.main import cli as torchcts_cli
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
+from tests.shared_runs import shared_folder
 
 BUG = "storage_offset_ignored"  # abs/neg/exp read from the storage's start, ignoring the offset
 
@@ -25,14 +28,18 @@ def cli(tmp_path, *args, bugs=""):
                           cwd=tmp_path, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def found(tmp_path_factory):
-    """A run against the faulty device with BUG on: its folder, records and corpus."""
-    folder = tmp_path_factory.mktemp("corpus-run")
+def _find(folder):
     (folder / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     result = cli(folder, "run", "--device", "faulty", "--ops", "^(abs|add)$", "--dtype", "float32", "--level", "2",
                  "--derandomize", "--max-examples", "15", bugs=BUG)
     assert result.returncode == 1, result.stdout[-2000:]
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory):
+    """A run against the faulty device with BUG on: its folder, records and corpus (one run per test session,
+    shared by every xdist worker: the tests only read it)."""
+    folder = shared_folder(tmp_path_factory, "corpus-replay-found", _find)
     records = read_records(sorted((folder / "results").glob("*/run.json"))[-1].parent)
     return folder, {r["item"]: r for r in records}
 
@@ -95,11 +102,12 @@ def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_pa
 
 
 @pytest.mark.slow
-def test_exported_script_reproduces_with_torch_alone(found, tmp_path):
+def test_exported_script_reproduces_with_torch_alone(found, tmp_path, monkeypatch):
     folder, records = found
     case_path = folder / records["forward::abs::function::float32"]["counterexample"]["path"]
-    script = cli(tmp_path, "replay", "--export-script", str(case_path))
-    assert script.returncode == 0 and "import torchcts" not in script.stdout
+    monkeypatch.chdir(tmp_path)  # exporting only writes text: `torchcts replay --export-script` in this process
+    script = CliRunner().invoke(torchcts_cli, ["replay", "--export-script", str(case_path)])
+    assert script.exit_code == 0 and "import torchcts" not in script.stdout, script.output[-2000:]
     path = tmp_path / "repro.py"
     path.write_text(script.stdout)
     # a torch-only script gets the faulty device from the development environment's autoload (TORCHCTS_FAULTY=1)
@@ -185,13 +193,15 @@ def test_fuzz_stops_cleanly_on_ctrl_c_keeping_its_cases(tmp_path):
     assert list((tmp_path / "corpus").glob("*.json"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("option, value", [("--budget", "0s"), ("--budget", "ten minutes"), ("--budget", "9" * 400),
                                            ("--max-visits", "0"), ("--max-visits", "-3"), ("--max-visits", "ten"),
                                            ("--task-timeout", "nan")])
-def test_fuzz_rejects_a_bad_budget(tmp_path, option, value):
-    result = cli(tmp_path, "fuzz", "--device", "faulty", option, value)
-    assert result.returncode == 2 and option in result.stderr and "Traceback" not in result.stderr
+def test_fuzz_rejects_a_bad_budget(tmp_path, monkeypatch, option, value):
+    """Refused while the options are read, before anything is planned: in this process (a crash is exit 1 here)."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(torchcts_cli, ["fuzz", "--device", "faulty", option, value])
+    assert result.exit_code == 2 and option in result.stderr and "Traceback" not in result.stderr, result.output
+    assert not (tmp_path / "results").exists()
 
 
 SCENARIO_SUITE = '''

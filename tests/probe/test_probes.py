@@ -22,6 +22,7 @@ import torch
 
 from torchcts.manifest.templates import render_template
 from torchcts.manifest.vocabulary import CAPABILITIES
+from torchcts.plan.build import PlanItem, capabilities_tested
 from torchcts.probe import capabilities as capability_probes
 from torchcts.probe.records import FILE_NAME, console_lines, end_lines, probe_run, summary, write_probes
 from torchcts.probe.result import FAILED, NO_PROBE, OK, STATUSES, ProbeResult, StepFailed, Steps, difference, error_line
@@ -154,7 +155,24 @@ def test_the_probes_of_a_run_follow_its_claims_and_plan(write_manifest):
                                     ("capability", "inference"), ("capability", "device_api")]
     assert probes_for(manifest, {torch.float32}) == [("dtype", "float32"), ("capability", "inference"),
                                                      ("capability", "device_api")]
+    assert probes_for(manifest, {torch.float32}, {"inference", "training"}) == [("dtype", "float32"),
+                                                                              ("capability", "inference")]
     assert value_dtype(manifest) == torch.float32
+
+
+def test_a_plan_tests_its_properties_capabilities_what_they_also_prove_needs_and_fp8():
+    from torchcts.plan import registry
+
+    forward = registry.get("forward")
+    assert forward.also_proves  # forward's cases carry special values: it also proves ieee754
+    items = [PlanItem("forward", "abs", forward.variant, "float32", forward.level)]
+    assert capabilities_tested(items) == {forward.capability, *forward.also_proves}
+    needing = next((spec, scenario, need) for spec in registry.load() if spec.scenario
+                   for scenario, need in getattr(spec.items, "needs", {}).items())
+    spec, scenario, need = needing
+    assert need in capabilities_tested([PlanItem(spec.name, scenario, "scenario", spec.items.dtypes[0], spec.level)])
+    assert "fp8" in capabilities_tested(items + [PlanItem("forward", "abs", forward.variant, "float8_e4m3fn", 1)])
+    assert capabilities_tested([]) == set()
 
 
 # -- records, summary, console -------------------------------------------------------------------------
@@ -218,8 +236,12 @@ def test_a_validation_run_writes_probes_that_all_pass(tmp_path):
     folder = _run_folder(tmp_path / "results")
     probes = [json.loads(line) for line in (folder / FILE_NAME).read_text().splitlines()]
     assert probes[0] == {**probes[0], "kind": "dtype", "name": "float32", "status": "ok"}
-    assert {p["name"] for p in probes if p["kind"] == "capability"} == \
-        set(json.loads((folder / "run.json").read_text())["environment"]["capabilities"])
+    declared = set(json.loads((folder / "run.json").read_text())["environment"]["capabilities"])
+    ran = [PlanItem(r["property"], r["op"], r["variant"], r["dtype"], 1) for r in read_records(folder)
+           if r["outcome"] == "passed"]
+    probed = {p["name"] for p in probes if p["kind"] == "capability"}
+    assert ran and probed == capabilities_tested(ran) & declared  # the declared capabilities its items test
+    assert "inference" in probed and {"training", "serialization"} <= declared - probed
     assert all(p["status"] == "ok" for p in probes), probes
     assert json.loads((folder / "run.json").read_text())["probes"] == {"total": len(probes), "failed": 0,
                                                                       "problems": []}
@@ -240,7 +262,8 @@ def test_collect_only_runs_no_probe(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory):
     """The same derandomized run on the tiny backend three times: probes forked (default), in the run's own
-    process, and off."""
+    process, and off. Level 6 for device_api's synchronize scenario: a run probes the capabilities its items test,
+    and the tiny backend's device_api probe fails."""
     cwd = tmp_path_factory.mktemp("tiny")
     manifest = cwd / "manifest.py"
     manifest.write_text(render_template("smoke", device_name="tiny", backend_import="tiny_backend"))
@@ -248,7 +271,8 @@ def tiny_runs(tmp_path_factory):
     for mode in ("default", "in-process", "off"):
         results = cwd / f"results-{mode}"
         done = _torchcts(cwd, "run", "--manifest", str(manifest), "--device", "tiny", "--ops",
-                         "^(abs|add|sum|zeros_like)$", "--max-examples", "3", "--results-dir", str(results),
+                         "^(abs|add|sum|zeros_like|synchronize)$", "--level", "6", "--max-examples", "3",
+                         "--results-dir", str(results),
                          "--corpus-dir", str(cwd / f"corpus-{mode}"), "--no-report",
                          probes=None if mode == "default" else mode)
         folder = _run_folder(results)

@@ -35,7 +35,7 @@ from torchcts.plan.registry import PropertySpec
 from torchcts.plan.selection import Selection, SelectionError
 from torchcts.core.shards import shard_reason
 
-__all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan"]
+__all__ = ["Accounting", "Plan", "PlanItem", "Selection", "SelectionError", "build_plan", "capabilities_tested"]
 
 DTYPE_NOT_RUN = {  # a dtype the manifest does not claim for the op: the accounting outcome and its detail
     DtypeStatus.NOT_SUPPORTED: (Outcome.DTYPE_NOT_SUPPORTED, "the manifest marks it False"),
@@ -81,6 +81,26 @@ def build_plan(manifest: Manifest, selection: Selection = Selection(), ops: Iter
                     item = PlanItem(spec.name, scenario, spec.variant, dtype_names.canonical_name(dtype), spec.level)
                     consider(item, spec, dtype, (scenario,))
     return Plan(tuple(items), tuple(accounting))
+
+
+def capabilities_tested(items: Iterable[PlanItem]) -> set[str]:
+    """The capabilities that items of a plan test: each property's own and those it also proves, a scenario's `needs`,
+    and `fp8` for float8 items (the capabilities `_not_run_reason` asks the manifest to declare)."""
+    tested: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        if (item.property, item.op) in seen:
+            continue
+        seen.add((item.property, item.op))
+        spec = registry.get(item.property)
+        tested.add(spec.capability)
+        tested.update(spec.also_proves)
+        need = getattr(spec.items, "needs", {}).get(item.op)
+        if need is not None:
+            tested.add(need)
+    if any(dtype_names.lookup(dtype) in dtype_names.FLOAT8_DTYPES for dtype in {item.dtype for item in items}):
+        tested.add("fp8")
+    return tested
 
 
 def _not_run_reason(claims: RunClaims, selection: Selection, spec: PropertySpec, names: tuple[str, ...],

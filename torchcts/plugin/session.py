@@ -28,7 +28,7 @@ from torchcts.core.outcomes import EXECUTED, NOT_RUN, PROBLEMS, Outcome
 from torchcts.coverage.summary import report_section
 from torchcts.isolation.fork import fork_safe
 from torchcts.isolation.spawn import close_pools
-from torchcts.plan.build import PlanItem
+from torchcts.plan.build import PlanItem, capabilities_tested
 from torchcts.probe.records import end_lines, probe_run
 from torchcts.disk import WriteError
 from torchcts.plugin import distributed
@@ -170,13 +170,14 @@ class RunSession:
         self.console.item(record)
 
     def _probe(self) -> None:
-        """Before the first item: probe the run's dtypes and declared capabilities on the device
+        """Before the first item: probe the run's dtypes and the declared capabilities its items test on the device
         (`torchcts.probe`: probes.jsonl, run.json's `probes`), forked where items can be. Probes change
         no claim, item or outcome; they explain the failures that follow."""
         self.probed = True
         fork = fork_safe(self.target.device_type) and getattr(self.isolation, "can_fork", True)
         self.probes = probe_run(self.device, self.manifest, {item.dtype for item in self.plan.items},
-                                self.writer.folder, fork=fork, say=self.probe_lines.append)
+                                self.writer.folder, fork=fork, plan_capabilities=capabilities_tested(self.plan.items),
+                                say=self.probe_lines.append)
         if self.probes is not None:  # None: TORCHCTS_PROBES=off
             self.writer.set_probes(self.probes)
 

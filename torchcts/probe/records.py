@@ -67,10 +67,11 @@ def end_lines(summary: dict[str, Any] | None, folder: Path, limit: int = 3) -> l
 
 
 def probe_run(device: str, manifest: Any, plan_dtypes: Iterable[Any], folder: Path, *, fork: bool,
-              say: Callable[[str], None] = lambda line: None,
+              plan_capabilities: Iterable[str] | None = None, say: Callable[[str], None] = lambda line: None,
               environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
-    """Probe the run's dtypes (the names or dtypes its plan runs) and declared capabilities on `device`,
-    write probes.jsonl into `folder`, say what failed; run.json's summary (None when TORCHCTS_PROBES=off).
+    """Probe the run's dtypes (the names or dtypes its plan runs) and declared capabilities (those its plan's items
+    test, when `plan_capabilities` is given) on `device`, write probes.jsonl into `folder`, say what failed; run.json's
+    summary (None when TORCHCTS_PROBES=off).
     In forked children when `fork` (TORCHCTS_PROBES=in-process: here). Never raises (interrupts
     excepted): probes that cannot run at all are one problem in the summary."""
     mode = environ.get(MODE_ENV, "")
@@ -80,7 +81,7 @@ def probe_run(device: str, manifest: Any, plan_dtypes: Iterable[Any], folder: Pa
         return None
     fork = fork and mode != "in-process"
     try:
-        probes = probes_for(manifest, {dtype_names.lookup(d) for d in plan_dtypes})
+        probes = probes_for(manifest, {dtype_names.lookup(d) for d in plan_dtypes}, plan_capabilities)
         dtypes = sum(kind == "dtype" for kind, _ in probes)
         capabilities = len(probes) - dtypes
         say(f"torchcts: probing {dtypes} dtype(s) and {capabilities} capabilit{'y' if capabilities == 1 else 'ies'} "

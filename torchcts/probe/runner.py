@@ -35,15 +35,19 @@ BATCH_TIMEOUT_S = 120.0  # probes take milliseconds; a batch still running after
 Probe = tuple[str, str]  # (kind, name): ("dtype", "bfloat16"), ("capability", "training")
 
 
-def probes_for(manifest: Any, dtypes: Iterable[torch.dtype] | None = None) -> list[Probe]:
+def probes_for(manifest: Any, dtypes: Iterable[torch.dtype] | None = None,
+               capabilities: Iterable[str] | None = None) -> list[Probe]:
     """The probes a run of `manifest` makes: one per dtype it claims (only `dtypes`, when given: the ones
-    its plan runs), then one per capability it declares, in the vocabulary's order."""
+    its plan runs), then one per capability it declares (only `capabilities`, when given: the ones its plan's
+    items test), in the vocabulary's order."""
     claimed = list(manifest.claimed_dtypes) if manifest is not None else [torch.float32]
     wanted = set(dtypes) if dtypes is not None else None
     probes = [("dtype", dtype_names.canonical_name(d)) for d in dtype_names.CLAIMABLE_DTYPES
               if d in claimed and (wanted is None or d in wanted)]
     declared = manifest.capabilities if manifest is not None else ()
-    probes += [("capability", name) for name in CAPABILITIES if name in declared]
+    tested = set(capabilities) if capabilities is not None else None
+    probes += [("capability", name) for name in CAPABILITIES
+               if name in declared and (tested is None or name in tested)]
     return probes
 
 

@@ -388,7 +388,18 @@ def register() -> None:
         pinned.register()
         torch.serialization.add_safe_globals([rebuild_saved])
         torch.serialization.register_package(5, _no_tag, _storage_stays_on_cpu)
+        _import_what_the_first_op_imports()
         _registered = True
+
+
+def _import_what_the_first_op_imports() -> None:
+    """Import `torch.distributed.tensor` now: torch's dispatch of a tensor subclass imports it at the first op
+    (0.4-0.7 s of CPU, torch 2.13), and a run forks its probes and isolated items before or between its own ops, so
+    each child imported it again. Imported at registration, every child inherits it."""
+    try:
+        import torch.distributed.tensor  # noqa: F401
+    except ImportError:  # a torch built without distributed: its dispatch has no DTensor to ask about either
+        pass
 
 
 def is_registered() -> bool:

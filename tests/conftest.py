@@ -75,7 +75,8 @@ def write_manifest(tmp_path: Path):
 # (`-m "not slow"`), `make test` all. A fork is no program start: TorchCTS itself forks to load a manifest or isolate
 # a case, in milliseconds. A test not marked slow that starts a program fails, in either tier, so the fast tier
 # cannot drift into running programs.
-_PROGRAM_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.system", "os.exec"})
+_PROGRAM_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.system", "os.exec",
+                             "tests.warm_program"})  # a command forked from the warm interpreter (tests/warm_programs.py)
 
 
 class ProgramInFastTest(BaseException):

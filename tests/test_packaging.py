@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import torchcts
+from tests import warm_programs
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACED = {"strategies": "torchcts.strategies", "properties": "torchcts.properties",
@@ -29,7 +29,7 @@ def test_editable_install_maps_top_level_folders_into_the_namespace(tmp_path):
         f"top_level = {{n: importlib.util.find_spec(n) is not None for n in {list(NAMESPACED)!r}}}\n"
         "print(json.dumps([files, top_level]))\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    result = warm_programs.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
     files, top_level = json.loads(result.stdout)
     for folder, module in NAMESPACED.items():
         assert Path(files[module]).resolve() == REPO / folder / "__init__.py"
@@ -38,10 +38,10 @@ def test_editable_install_maps_top_level_folders_into_the_namespace(tmp_path):
 
 @pytest.mark.slow
 def test_python_dash_m_and_console_script_run_the_cli():
-    result = subprocess.run([sys.executable, "-m", "torchcts", "--help"], capture_output=True, text=True, check=True)
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "--help"], capture_output=True, text=True, check=True)
     assert "check-manifest" in result.stdout and "init" in result.stdout
     script = Path(sys.executable).parent / "torchcts"
-    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    result = warm_programs.run([str(script), "--version"], capture_output=True, text=True, check=True)
     assert torchcts.__version__ in result.stdout
 
 
@@ -55,7 +55,7 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
 
     shutil.copytree(REPO, source, ignore=ignore)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+    warm_programs.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "-w", str(wheels), str(source)], check=True, capture_output=True)
     (wheel,) = wheels.glob("torchcts-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -79,7 +79,7 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
     assert "torchcts = torchcts.plugin" in entry_points and "torchcts = torchcts.cli:main" in entry_points
 
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+    warm_programs.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
                     str(wheel)], check=True, capture_output=True)
     probe = (
         "import torchcts, torchcts.strategies, torchcts.properties, torchcts.corpus\n"
@@ -92,6 +92,6 @@ def test_wheel_installs_the_namespaced_packages_and_templates(tmp_path):
         "print(torchcts.__file__)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(site))
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    result = warm_programs.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).is_relative_to(site)

@@ -26,6 +26,7 @@ from torchcts.cases.codec import CodecError
 from torchcts.cases.files import new_case, save_case, case_path
 from torchcts.cases.replay_items import replay_items
 from torchcts.plan import registry
+from tests import warm_programs
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [spec for spec in registry.load() if spec.scenario]
@@ -214,7 +215,7 @@ def test_replay_of_a_tiny_case_asking_for_a_huge_count_exits_2_before_running(pr
     save_case(path, case)
     assert path.stat().st_size < 2000
     env = dict(os.environ, TORCHCTS_FAULTY="1")
-    done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
+    done = warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
                            "--results-dir", str(tmp_path / "results")],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     name = params.args[index][0]
@@ -304,7 +305,7 @@ def _stored_case(tmp_path, prop: str, scenario: str, sample) -> Path:
 
 
 def _replay(path: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu", "--results-dir",
+    return warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu", "--results-dir",
                            str(tmp_path / "results")], capture_output=True, text=True,
                           env=dict(os.environ, TORCHCTS_FAULTY="1"), cwd=tmp_path, timeout=600)
 

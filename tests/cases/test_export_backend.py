@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from torchcts.cases.files import CaseFileError, load_case, module_name_problem
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 MODULE = "torchcts.testing.faulty"
 BUGS = {"forward::add::function::float32": "noncontiguous_add",  # a value difference
@@ -31,7 +31,7 @@ HOSTILE_NAMES = ["os; import x", "__import__('os').system('x')", "a..b", ".a", "
 
 def cli(folder, *args, bugs=""):
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, env=env,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, env=env,
                           cwd=folder, timeout=600)
 
 
@@ -42,7 +42,7 @@ def clean_env(bugs: str) -> dict[str, str]:
 
 
 def run_script(path, *args, bugs=""):
-    done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=300,
+    done = warm_programs.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=300,
                           env=clean_env(bugs), cwd=path.parent)
     return done.returncode, done.stdout, done.stderr
 

@@ -32,6 +32,7 @@ from torchcts.core.outcomes import PROBLEMS, Outcome
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
 from torchcts.plan.selection import Selection
+from tests import warm_programs
 
 registry.load()
 PROPERTIES = sorted(spec.name for spec in registry.properties())
@@ -160,7 +161,7 @@ def test_a_seeded_bugs_device_api_case_still_fails_on_replay_without_a_manifest(
 
     def cli_replay(bugs: str) -> subprocess.CompletedProcess:
         env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
-        return subprocess.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty",
+        return warm_programs.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty",
                                "--results-dir", str(tmp_path / "results")],
                               capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 

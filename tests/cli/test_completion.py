@@ -7,7 +7,6 @@ environment variables (`_TORCHCTS_COMPLETE=bash_complete`, COMP_WORDS, COMP_CWOR
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ from torchcts.cli import completion
 from torchcts.cli.main import cli
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.plan import registry
+from tests import warm_programs
 
 # modules a completion must not import: each costs from a tenth of a second (pytest) to seconds (torch)
 HEAVY = ("torch", "hypothesis", "pytest", "torchcts.manifest", "torchcts.plan.registry", "torchcts.plugin")
@@ -37,7 +37,7 @@ def complete(*words: str, shell: str = "bash") -> tuple[list[str], str]:
     env = dict(os.environ, _TORCHCTS_COMPLETE=f"{shell}_complete", COMP_WORDS=" ".join(("torchcts", *words)),
                COMP_CWORD=words[-1] if shell == "fish" else str(len(words)))
     env.pop("PYTHONHASHSEED", None)  # a completion never re-executes itself to fix the hash seed
-    result = subprocess.run([sys.executable, "-c", ENTRY], capture_output=True, text=True, env=env, timeout=120)
+    result = warm_programs.run([sys.executable, "-c", ENTRY], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     if shell == "zsh":  # type, value, help: three lines per completion
@@ -98,7 +98,7 @@ def test_zsh_and_fish_complete_the_same_names(shell):
     ("fish", "complete --no-files --command torchcts"),
 ])
 def test_the_completion_script_for_each_shell(shell, fragment):
-    result = subprocess.run([sys.executable, "-m", "torchcts"], capture_output=True, text=True, timeout=120,
+    result = warm_programs.run([sys.executable, "-m", "torchcts"], capture_output=True, text=True, timeout=120,
                             env=dict(os.environ, _TORCHCTS_COMPLETE=f"{shell}_source"))
     assert result.returncode == 0 and fragment in result.stdout, result.stdout + result.stderr
 

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from torchcts.cli.main import cli
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 BACKENDS = Path(__file__).resolve().parent.parent / "backends"
 # abs, add and mul have kernels; sum, zeros_like and ones_like (aten::zero_ through zeros_like, aten::fill_
@@ -36,7 +37,7 @@ def _env() -> dict[str, str]:
 
 
 def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=_env(), text=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=_env(), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, check=False)
 
 
@@ -52,7 +53,7 @@ def probed(tmp_path_factory) -> dict:
     run = _torchcts(cwd, "run", "--manifest", str(draft), "--device", "tiny", "--ops", OPS, "--results-dir", "results",
                     "--no-report")
     (run_json,) = (cwd / "results").glob("*/run.json")
-    kernels = subprocess.run(  # which overloads the backend has a kernel for, asked of the dispatcher
+    kernels = warm_programs.run(  # which overloads the backend has a kernel for, asked of the dispatcher
         [sys.executable, "-c", "import json, sys, torch, tiny_backend; print(json.dumps({o: torch._C."
          "_dispatch_has_kernel_for_dispatch_key(o, 'PrivateUse1') for o in sys.argv[1:]}))",
          "aten::abs", "aten::zero_", "aten::sum.IntList_out", "aten::exp.out"],
@@ -145,7 +146,7 @@ def test_a_probe_drafted_faulty_device_report_lists_its_missing_kernel(tmp_path)
     ops = "^(trunc|abs|add)$"
 
     def torchcts(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=tmp_path, env=env, text=True,
+        return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=tmp_path, env=env, text=True,
                               capture_output=True, timeout=600, check=False)
 
     init = torchcts("init", "--probe", "--device", "faulty", "--backend-import", "torchcts.testing.faulty", "--ops",

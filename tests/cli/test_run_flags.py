@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 CHEAP = ["--validation", "--level", "1", "--max-examples", "2", "--results-dir", "results"]
 
@@ -51,7 +52,7 @@ def test_run_help_says_pytest_arguments_go_after_the_double_dash():
 
 @pytest.mark.slow
 def test_plain_pytest_names_the_new_flags_for_corpus(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--corpus", "cases"],
+    result = warm_programs.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--corpus", "cases"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 4, result.stdout + result.stderr  # pytest's usage error
     assert "--corpus-dir DIR" in result.stderr and "--replay PATH" in result.stderr
@@ -69,7 +70,7 @@ def project(tmp_path_factory) -> Path:
 def _run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, Path | None]:
     results = cwd / "results"
     before = set(results.glob("*/run.json"))
-    result = subprocess.run([sys.executable, "-m", "torchcts", "run", *CHEAP, *args], capture_output=True, text=True,
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "run", *CHEAP, *args], capture_output=True, text=True,
                             cwd=cwd, timeout=900)
     made = sorted(set(results.glob("*/run.json")) - before)
     return result, (made[-1].parent if made else None)
@@ -107,7 +108,7 @@ def test_pytest_deselecting_every_item_exits_3(project):
 
 @pytest.mark.slow
 def test_plain_pytest_fails_a_session_that_ran_nothing(project):
-    result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
+    result = warm_programs.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
                              "--manifest", "manifest.py", "--validation", "--ops", "^no_such_op$", "--level", "1",
                              "--results-dir", "plain"], capture_output=True, text=True, cwd=project, timeout=900)
     assert result.returncode == 5, result.stdout[-3000:]  # pytest's "no tests ran"
@@ -126,7 +127,7 @@ def test_collect_only_is_recorded_as_such_and_is_not_failed(project):
 @pytest.mark.slow
 def test_a_replay_is_recorded_as_such(project, tmp_path):
     (tmp_path / "empty").mkdir()
-    result = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(tmp_path / "empty"), "--device", "cpu",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(tmp_path / "empty"), "--device", "cpu",
                              "--results-dir", str(tmp_path / "replays")], capture_output=True, text=True,
                             cwd=project, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -24,6 +24,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.plan import registry
 from torchcts.plan.build import build_plan
 from torchcts.plan.selection import Selection, SelectionError, check_capabilities
+from tests import warm_programs
 
 ADD = ["--device", "faulty", "--ops", "^add$", "--dtype", "float32", "--derandomize", "--max-examples", "10",
        "--no-report"]  # derandomized, 10 examples: layout::add draws the non-contiguous case that shows the bug
@@ -33,7 +34,7 @@ LAYOUT, FORWARD = "layout::add::function::float32", "forward::add::function::flo
 def torchcts(cwd: Path, *args: str, bugs: str = "") -> tuple[subprocess.CompletedProcess, Path | None]:
     """Run the CLI in `cwd`; the run folder it made (None: none)."""
     before = set((cwd / "results").glob("*/run.json"))
-    result = subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    result = warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                             timeout=1200, env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs))
     made = sorted(set((cwd / "results").glob("*/run.json")) - before)
     return result, (made[-1].parent if made else None)

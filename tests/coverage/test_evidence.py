@@ -5,7 +5,6 @@ into the store, a run is never counted twice, untraced/running/compiled runs are
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,7 @@ from torchcts.coverage.evidence import (LOCK_NAME, MAX_STORE_BYTES, Evidence, Ev
                                         load_evidence, parse_evidence)
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import RunWriter
+from tests import warm_programs
 
 ENVIRONMENT = {"device": "faulty", "compile": None, "torch": "2.13.0", "torchcts": "0.test"}
 
@@ -223,7 +223,7 @@ def test_torchcts_run_trace_dispatch_then_collect(tmp_path):
     manifest.write_text(render_template("complete", device_name="cpu"))
     command = [sys.executable, "-m", "torchcts", "run", "--validation", "--manifest", str(manifest), "--trace-dispatch",
                "--ops", "^abs$", "--property", "forward", "--dtype", "float32", "--max-examples", "2", "--no-report"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = warm_programs.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     (folder,) = (tmp_path / "results").iterdir()
     assert json.loads((folder / "run.json").read_text())["environment"]["trace_dispatch"] is True

@@ -12,7 +12,6 @@ the backward cases' checks therefore run in a fresh interpreter (`in_fresh_proce
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from torchcts.core.outcomes import Outcome
 from torchcts.plan.items import PlanItem
 from torchcts.results.writer import read_records
 from torchcts.strategies.samples import Case
+from tests import warm_programs
 
 pytestmark = pytest.mark.skipif(torch_minor() != (2, 13), reason="the pdist backward crash is seen on torch 2.13")
 PDIST = PlanItem("backward", "nn.functional.pdist", "function", "float32", 4)
@@ -90,7 +90,7 @@ def in_fresh_process(manifest_path, rows, first=""):
     program = (f"{first}import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
                f"from {Path(__file__).stem} import checked; "
                f"print(json.dumps(checked({str(manifest_path)!r}, {list(rows)!r})))")
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+    result = warm_programs.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -127,7 +127,7 @@ def test_a_run_draws_the_crashing_cases_and_completes(tmp_path):
                "--property", "backward", "--dtype", "float32", "--level", "4", "--derandomize", "--max-examples", "100",
                "--results-dir", "results", "--known-segfault-policy", "off"]  # off: the oracle rules stay
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="cpu"))
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=1800)
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     folder = sorted((tmp_path / "results").glob("*/run.json"))[-1].parent
     record = {r["item"]: r for r in read_records(folder)}[PDIST.id]

@@ -15,6 +15,7 @@ from torchcts.engine.compile_target import (
 from torchcts.engine.run import replay_target
 from torchcts.engine.targets import Target, reset_compiled
 from torchcts.manifest.model import CompileSettings
+from tests import warm_programs
 
 SEEN_SYMBOLIC: list[bool] = []
 
@@ -175,7 +176,7 @@ def test_run_refuses_an_unknown_backend_in_one_line_exit_2(tmp_path):
     from pathlib import Path
 
     manifest = Path(__file__).resolve().parents[2] / "manifests" / "targets" / "aot_eager.py"
-    done = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--manifest", str(manifest),
+    done = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--manifest", str(manifest),
                            "--compile", "no_such_backend", "--ops", "^neg$", "--results-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 2, done.stderr

@@ -17,6 +17,7 @@ import torch
 
 from torchcts.engine import device_findings
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 REPO = Path(__file__).resolve().parents[2]
 BACKENDS = REPO / "tests" / "backends"
@@ -26,7 +27,7 @@ MULTI_OUTPUT = ("max.reduction_with_dim", "sort", "topk", "aminmax")
 def python(code: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(BACKENDS), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     env.pop("TORCHCTS_FAULTY", None)
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    return warm_programs.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])
@@ -96,7 +97,7 @@ def test_a_run_reports_one_finding_and_groups_the_items_it_causes(tmp_path):
                "--ops", "^(max.reduction_with_dim|sort|topk|aminmax|abs)$", "--property", "forward",
                "--dtype", "float32", "--max-examples", "3", "--derandomize",
                "--results-dir", str(tmp_path / "results"), "--corpus-dir", str(tmp_path / "corpus")]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = warm_programs.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     output = done.stderr + done.stdout  # the start's lines on stderr, the summary's on stdout
     starts = [line for line in output.splitlines() if line.startswith("torchcts: finding: tensors on newdev")]

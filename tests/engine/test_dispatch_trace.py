@@ -4,7 +4,6 @@ case in a forked child still reports its trace; nothing is traced under torch.co
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import attrs
@@ -20,6 +19,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.results.files import MAX_DISPATCHED, record_problem
+from tests import warm_programs
 
 ABS = PlanItem("forward", "abs", "function", "float32", 1)
 LINEAR = PlanItem("forward", "nn.functional.linear", "function", "float32", 1)
@@ -160,7 +160,7 @@ def test_run_refuses_trace_dispatch_with_compile(manifests, tmp_path):
     command = [sys.executable, "-m", "torchcts", "run", "--validation", "--trace-dispatch", "--compile", "eager",
                "--manifest", str(manifests["cpu"]), "--ops", "^abs$", "--property", "forward", "--dtype", "float32",
                "--results-dir", str(tmp_path / "results")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = warm_programs.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--trace-dispatch cannot be combined with --compile" in done.stdout + done.stderr
 

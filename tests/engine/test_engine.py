@@ -4,7 +4,6 @@ outcomes come from exception types; isolation (per item, per case) keeps or expl
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import attrs
@@ -23,6 +22,7 @@ from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
 from torchcts.results.writer import read_records
 from torchcts.strategies import opinfo_samples
+from tests import warm_programs
 
 ABS = PlanItem("forward", "abs", "function", "float32", 1)
 COMPARED = ("outcome", "reason", "error", "examples", "fingerprints", "distinct_cases", "max_examples",
@@ -64,7 +64,7 @@ def test_run_item_gives_the_record_torchcts_run_writes(tmp_path, manifest_path, 
     command = [sys.executable, "-m", "torchcts", "run", "--validation", "--derandomize", "--manifest", str(manifest_path),
                "--level", "1", "--dtype", "float32", "--ops", "^abs$", "--property", "forward", "--max-examples", "2",
                "--results-dir", str(tmp_path / "results")]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     written = {r["item"]: r for r in read_records(next((tmp_path / "results").glob("*/run.json")).parent)}[ABS.id]
     assert {k: record[k] for k in COMPARED} == {k: written[k] for k in COMPARED}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
 import sys
 
 import hypothesis
@@ -21,6 +20,7 @@ from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.model import HypothesisSettings
 from torchcts.plan.build import PlanItem
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 SMALL = ["--validation", "--ops", "^abs$", "--level", "1", "--dtype", "float32", "--property", "forward"]
 ITEM = "forward::abs::function::float32"
@@ -52,7 +52,7 @@ def run(cwd, manifest, *args, results, env=None, command="run"):
     environ.update(PYTHONPATH=str(cwd), PYTHONHASHSEED="0", **(env or {}))
     front = [sys.executable, "-m", "torchcts", "run"] if command == "run" else \
         [sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider"]
-    result = subprocess.run([*front, "--manifest", str(manifest), "--results-dir", results, *args],
+    result = warm_programs.run([*front, "--manifest", str(manifest), "--results-dir", results, *args],
                             capture_output=True, text=True, cwd=cwd, env=environ, timeout=600)
     folders = list((cwd / results).glob("*/run.json"))
     if not folders:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import warnings
 
@@ -12,6 +11,7 @@ import pytest
 from torchcts.plan import registry
 from torchcts.report.data import build_report, load_run
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -22,7 +22,7 @@ SMALL = ["--validation", "--level", "1", "--dtype", "float32", "--ops", "^abs$",
 def run(cwd, manifest, *args, results):
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--results-dir", results,
                *SMALL, *args]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=600)
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=cwd, timeout=600)
     folder = next((cwd / results).glob("*/run.json")).parent
     return result, json.loads((folder / "run.json").read_text()), read_records(folder)
 
@@ -61,7 +61,7 @@ def test_run_collects_and_runs_the_manifests_custom_test_dirs(tmp_path, write_ma
     manifest = write_manifest('manifest = dict(BASE, custom_test_dirs=["suites"])\n')
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--results-dir", "results",
                "--validation", "--level", "1", "--property", "engine_custom_probe", "--max-examples", "1"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     folder = next((tmp_path / "results").glob("*/run.json")).parent
     record = {r["item"]: r for r in read_records(folder)}["engine_custom_probe::round_trip::scenario::float32"]

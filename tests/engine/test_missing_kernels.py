@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import warnings
@@ -26,6 +25,7 @@ from torchcts.manifest import load_manifest
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import Outcome
 from torchcts.plan.build import PlanItem
+from tests import warm_programs
 
 REPO = Path(__file__).resolve().parents[2]
 GEQRF = MissingKernel("aten::geqrf", "Meta")
@@ -340,7 +340,7 @@ def test_a_user_privateuse1_backend_groups_missing_kernels(tmp_path):
                "--level", "3", "--dtype", "float32", "--ops", "^(zero_|sin|floor|trunc|nn.functional.conv1d)$",
                "--property", "forward", "--property", "out", "--max-examples", "3", "--derandomize",
                "--results-dir", str(tmp_path / "results"), "--corpus-dir", str(tmp_path / "corpus"), "--no-report"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = warm_programs.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     (folder,) = [p for p in (tmp_path / "results").iterdir() if (p / "records.jsonl").exists()]
     records = {r["item"]: r for r in map(json.loads, (folder / "records.jsonl").read_text().splitlines())}

@@ -4,12 +4,12 @@ scenario items, and a property with a fixed list of cases (`draws=False`) is vis
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -53,7 +53,7 @@ def test_a_custom_scenario_suite_is_hunted_and_a_fixed_property_is_visited_once(
     (tmp_path / "suites" / "test_fuzz_clones.py").write_text(SUITE)
     (tmp_path / "manifest.py").write_text(render_template("minimal", device_name="cpu")
                                           + '\nmanifest["custom_test_dirs"] = ["suites"]\n')
-    result = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "cpu", "--manifest", "manifest.py",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "cpu", "--manifest", "manifest.py",
                              "--property", "drawn_clone", "--property", "fixed_clone", "--max-visits", "4",
                              "--seed", "3", "--examples-per-task", "3", "--task-timeout", "1800"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=1800)

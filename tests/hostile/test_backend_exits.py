@@ -39,6 +39,7 @@ from torchcts.plan.build import PlanItem
 from torchcts.probe import capabilities as capability_probes
 from torchcts.probe.result import FAILED, OK
 from torchcts.probe.runner import run_probes
+from tests import warm_programs
 
 SAFETY_NET_S = 300
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and POSIX signals")
@@ -569,7 +570,7 @@ def test_a_run_whose_decoders_exit_keeps_every_item_and_complete_counts(tmp_path
     formats = {"uint4_msb_first": "exit", "nf4": "os_exit", "int4_symmetric": "keyboard", "uint8": "sigterm",
                "uint4": "correctly"}
     manifest = decoder_manifest(tmp_path, formats)
-    run = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--manifest", str(manifest),
+    run = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--manifest", str(manifest),
                           "--property", "quantized_decoders", "--dtype", "float32", "--max-examples", "2",
                           "--results-dir", "results", "--no-report"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=SAFETY_NET_S,

@@ -11,7 +11,6 @@ import copy
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 
@@ -26,6 +25,7 @@ from torchcts.core.case_limits import DEFAULT_MAX_CASE_BYTES, CaseLimits, byte_c
 from torchcts.cli.main import cli
 from torchcts.cases.replay_items import UnreadableCase, replay_items, replayable
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 GOOD = builtin_corpus() / "1a45b7bf807e21d3b062d838.json"  # errors::index_add; replays on cpu in well under a second
 
@@ -305,7 +305,7 @@ def hostile_folder(tmp_path):
 @pytest.mark.slow
 def test_replay_runs_the_good_case_and_lists_each_bad_file_once(tmp_path):
     folder, expected = hostile_folder(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(folder), "--device", "cpu",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(folder), "--device", "cpu",
                              "--results-dir", str(tmp_path / "results"), "--max-case-bytes", "1M"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     output = result.stdout + result.stderr
@@ -329,7 +329,7 @@ def test_pytest_front_end_records_unreadable_files_without_tracebacks(tmp_path):
     folder, expected = hostile_folder(tmp_path)
     (folder / "medium.json").write_text(json.dumps(mutated(view(sizes=[1000], strides=[0]))))  # 4 kB of view
     expected["medium.json"] = "inputs.input.sizes: 1000 elements x 4 bytes = 4.0 kB exceeds --max-case-bytes 1024"
-    result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p",
+    result = warm_programs.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p",
                              "no:cacheprovider", "--replay", str(folder), "--device", "cpu", "--results-dir",
                              str(tmp_path / "results"), "--max-case-bytes", "1K"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)

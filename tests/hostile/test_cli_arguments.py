@@ -29,6 +29,7 @@ from torchcts.run_setup.device import check_device, device_name_warning
 from torchcts.run_setup.errors import SessionError
 from torchcts.run_setup.request import RunRequest
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 # a run that got past its checks stays tiny: one op, one dtype, level 1, one example
 CHEAP = ["--ops", "^add$", "--dtype", "float32", "--level", "1", "--max-examples", "1"]
@@ -142,7 +143,7 @@ def test_a_bad_argument_exits_2_with_a_short_message_naming_it(hostile_dir, argv
 
 
 def _torchcts(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=600)
 
 

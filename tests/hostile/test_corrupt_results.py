@@ -7,7 +7,6 @@ import html.parser
 import json
 import os
 import re
-import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -25,6 +24,7 @@ from torchcts.results.files import ResultFileError, read_records, read_summary
 from torchcts.results.writer import hardware_key
 from torchcts.results.writer import read_records as results_read_records
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 ENVIRONMENT = {"device": "cpu", "compile": None, "hardware_key": hardware_key("cpu"), "torch": torch.__version__,
                "validation": True, "replay": None, "level": 1}
@@ -242,7 +242,7 @@ def test_a_finished_run_that_counts_no_crash_or_hang_is_not_read_for_evidence(tm
 def test_run_in_a_folder_of_corrupt_runs_succeeds_with_one_warning_per_file(tmp_path):
     expected = corrupt_results(tmp_path / "R")
     (tmp_path / "manifest.py").write_text(render_template("smoke", device_name="cpu"))
-    result = subprocess.run(
+    result = warm_programs.run(
         [sys.executable, "-m", "torchcts", "run", "--validation", "--ops", "^add$", "--dtype", "float32",
          "--level", "1", "--max-examples", "2", "--results-dir", "R"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
@@ -31,6 +30,7 @@ from torchcts.strategies import fingerprint, opinfo_samples, samples
 from torchcts.strategies.seeding import seeded_globals
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 SAFETY_NET_S = 1800  # generous: under a busy machine (load 15 on 2 cores) a run of the slice passed 900 s
 ERROR_INPUT_OPS = ("kthvalue", "gather", "amax", "aminmax", "multinomial")
@@ -142,7 +142,7 @@ def test_a_case_check_sees_the_same_random_streams_whoever_ran_before_and_when_r
 def _set_order(hash_seed: str) -> list[str]:
     code = "print(list({'xy', 'ij'}))"
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+    return warm_programs.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           timeout=SAFETY_NET_S).stdout
 
 
@@ -161,7 +161,7 @@ def test_the_command_runs_with_a_fixed_hash_seed():
     code = ("import os; from torchcts.hash_seed import run_with_fixed_hash_seed; run_with_fixed_hash_seed(); "
             "print(os.environ['PYTHONHASHSEED'], list({'xy', 'ij'}), os.getpid())")
     env = dict(os.environ, PYTHONHASHSEED=other)
-    result = subprocess.run([sys.executable, "-c", f"import os; print(os.getpid()); {code}"], capture_output=True,
+    result = warm_programs.run([sys.executable, "-c", f"import os; print(os.getpid()); {code}"], capture_output=True,
                             text=True, env=env, timeout=SAFETY_NET_S)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -179,7 +179,7 @@ def _run(tmp_path, name: str, hash_seed: str, *extra: str):
                "--max-examples", "3", "--ops", f"^({'|'.join(SLICE)})$", "--results-dir", str(tmp_path / name),
                "--no-report", *extra]  # the records are what is compared; no test reads the run's report
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=SAFETY_NET_S)
+    result = warm_programs.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=SAFETY_NET_S)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     folder = next((tmp_path / name).glob("*/run.json")).parent
     return {r["item"]: r["fingerprints"] for r in read_records(folder) if r.get("fingerprints")}

@@ -31,6 +31,7 @@ from torchcts.core.outcomes import EXECUTED
 from torchcts.results.files import read_records, read_summary
 
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 TOO_LARGE = "File too large"
 NO_SPACE = "No space left on device"
@@ -57,7 +58,7 @@ def limited(cwd: Path, limit: int | None, *args: str, module: str = "torchcts",
     command = [sys.executable, "-m", module, *args]
     if limit is not None:
         command = [sys.executable, "-c", LIMITED, str(limit), *command[1:]]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S)
+    return warm_programs.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S)
 
 
 def the_line(result: subprocess.CompletedProcess, file: str | Path, reason: str = TOO_LARGE, *,
@@ -210,14 +211,14 @@ def small_filesystem(tmp_path: Path):
         pytest.skip("mounting a tmpfs needs root on Linux")
     folder = tmp_path / "small"
     folder.mkdir()
-    done = subprocess.run([mount, "-t", "tmpfs", "-o", "size=1m", f"torchcts-test-{uuid.uuid4().hex[:8]}",
+    done = warm_programs.run([mount, "-t", "tmpfs", "-o", "size=1m", f"torchcts-test-{uuid.uuid4().hex[:8]}",
                            str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield folder
     finally:
-        subprocess.run(["umount", str(folder)], capture_output=True)
+        warm_programs.run(["umount", str(folder)], capture_output=True)
 
 
 MISSING_TRUNC = ["--device", "faulty", "--manifest", "manifest.py", "--derandomize", "--ops", "^trunc$", "--dtype",
@@ -276,7 +277,7 @@ def test_a_report_that_cannot_be_written_leaves_the_earlier_report_whole(measure
 @linux_only
 def test_a_report_printed_onto_a_full_disk_is_one_line(measured, tmp_path):
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(measured["folder"]),
+        result = warm_programs.run([sys.executable, "-m", "torchcts", "report", "--from", str(measured["folder"]),
                                  "--baseline", "none", "--output", str(tmp_path / "printed")],
                                 stdout=full, stderr=subprocess.PIPE, text=True, timeout=SAFETY_NET_S)
     result.stdout = ""
@@ -287,7 +288,7 @@ def test_a_report_printed_onto_a_full_disk_is_one_line(measured, tmp_path):
 @linux_only
 def test_output_onto_a_file_at_its_size_limit_is_one_line_about_standard_output(project):
     with open(project / "printed.txt", "w") as printed:  # `torchcts check-manifest > printed.txt`
-        result = subprocess.run([sys.executable, "-c", LIMITED, "300", "-m", "torchcts", "check-manifest",
+        result = warm_programs.run([sys.executable, "-c", LIMITED, "300", "-m", "torchcts", "check-manifest",
                                  "--manifest", "manifest.py"], cwd=project, stdout=printed, stderr=subprocess.PIPE,
                                 text=True, timeout=SAFETY_NET_S)
     assert (project / "printed.txt").stat().st_size == 300  # what fitted is kept
@@ -299,7 +300,7 @@ def test_output_onto_a_file_at_its_size_limit_is_one_line_about_standard_output(
 def test_a_failed_write_of_some_other_file_is_not_blamed_on_a_healthy_standard_output():
     script = ("import errno; from torchcts.disk import output_failure; "
               "print(output_failure(OSError(errno.EFBIG, 'File too large')))")  # a close() flushing a file names none
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SAFETY_NET_S)
+    done = warm_programs.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert done.stdout == "None\n", done.stderr
 
 

@@ -29,6 +29,7 @@ from torchcts import interrupts
 from torchcts.manifest.targets import shipped_target
 from torchcts.testing.blocking import HOW_ENV, STARTED_ENV
 from torchcts.testing.compile_backends import COMPILE_SLEEPS, STARTED_ENV as COMPILE_STARTED_ENV
+from tests import warm_programs
 
 SAFETY_NET_S = 60  # for the exit after the signal; starting (torch, the plan) may take longer on a loaded machine
 START_SAFETY_NET_S = 600
@@ -198,7 +199,7 @@ def stored_case(eager_folder) -> Path:
     Unshrunk (--no-shrink): the case is only the replay's input, and any case of logaddexp calls the kernel that
     blocks; shrinking it (against a kernel wrong on every second call) was most of the run's CPU."""
     corpus = eager_folder / "corpus"
-    found = subprocess.run([sys.executable, "-m", "torchcts", *RUN[:-3], "--results-dir", "found-results",
+    found = warm_programs.run([sys.executable, "-m", "torchcts", *RUN[:-3], "--results-dir", "found-results",
                             "--no-report", "--no-shrink", "--corpus-dir", str(corpus)], cwd=eager_folder,
                            capture_output=True,
                            text=True, env=dict(os.environ, **{HOW_ENV: "wrong"}), timeout=START_SAFETY_NET_S)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -28,6 +27,7 @@ from torchcts.manifest.child import run_in_child
 from torchcts.manifest.load import run_manifest_file
 from torchcts.manifest.plain import MAX_DEPTH, Opaque, from_json, to_json, to_plain
 from torchcts.manifest.problems import safe_repr
+from tests import warm_programs
 
 VALID = ('manifest = {"manifest_version": 1, "device_name": "cpu", "supported_dtypes": {"float32": True}, '
          '"capabilities": {"inference": True}}\n')
@@ -99,7 +99,7 @@ def test_run_reports_a_manifest_that_ends_its_process_and_runs_nothing(tmp_path,
 def test_a_real_torchcts_process_exits_2_on_os_exit_0(tmp_path):
     """Not CliRunner: the exit status CI reads, from `python -m torchcts run`."""
     path = write(tmp_path, "manifest.py", "import os\nos._exit(0)\n")
-    result = subprocess.run([sys.executable, "-m", "torchcts", "run", "--manifest", str(path), *RUN_ARGS],
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--manifest", str(path), *RUN_ARGS],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 2, result.stdout + result.stderr
     assert len(error_lines(result.stderr)) == 1 and "(exited with status 0)" in result.stderr
@@ -234,7 +234,7 @@ def test_run_reports_a_backend_module_that_ends_its_process(tmp_path, monkeypatc
 def test_a_real_torchcts_process_exits_2_when_the_backend_module_calls_os_exit(tmp_path):
     write(tmp_path, "exiting_backend.py", "import os\nos._exit(0)\n")
     path = write(tmp_path, "manifest.py", VALID + "manifest['backend_import'] = 'exiting_backend'\n")
-    result = subprocess.run([sys.executable, "-m", "torchcts", "run", "--manifest", str(path), *RUN_ARGS],
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--manifest", str(path), *RUN_ARGS],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)  # cwd: the module is found
     assert result.returncode == 2, result.stdout + result.stderr
     assert "backend_import 'exiting_backend' failed: importing it ended the process" in result.stderr

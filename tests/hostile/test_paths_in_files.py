@@ -28,6 +28,7 @@ from torchcts.cli.main import cli
 from torchcts.results.writer import RunWriter
 from torchcts.triage.run import triage_run
 from torchcts.untrusted_paths import OutsideFolders, id_problem, resolve_inside
+from tests import warm_programs
 
 SECRET = "TOP-SECRET-LINE-never-to-be-read"
 
@@ -133,7 +134,7 @@ def _torchcts(args: list[str], cwd: Path | str, home: Path) -> "subprocess.Compl
     import sys
 
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env, capture_output=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -359,7 +360,7 @@ def test_the_pytest_plugin_options_refuse_other_digits(tmp_path, option, value):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", option, value, "--co", "-q",
+    done = warm_programs.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", option, value, "--co", "-q",
                            str(Path(__file__).parents[1] / "test_dtypes.py")], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300)
     assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error

@@ -29,6 +29,7 @@ from torchcts.engine.run import EngineSettings, run_item, versions
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import Outcome
+from tests import warm_programs
 
 SUITE = '''
 import torch
@@ -84,7 +85,7 @@ def stored(folder: Path, prop: str, op: str, args: tuple, device_type: str = "fa
 def replay_cli(case: Path, device: str, cwd: Path, manifest: Path | None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torchcts", "replay", str(case), "--device", device,
                "--results-dir", str(cwd / "results")] + (["--manifest", str(manifest)] if manifest else [])
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=600,
+    return warm_programs.run(command, capture_output=True, text=True, cwd=cwd, timeout=600,
                           env=dict(os.environ, TORCHCTS_FAULTY="1"))
 
 

@@ -35,6 +35,7 @@ from torchcts.strategies import opinfo_samples
 from torchcts.engine.targets import Target
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import EXECUTED
+from tests import warm_programs
 
 SAFETY_NET_S = 300
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for child processes")
@@ -270,7 +271,7 @@ def test_sigterm_stops_the_run_cleanly_and_the_next_run_does_not_isolate_the_ite
     assert summary["interrupted"]["item"] in unrecorded | {None}  # None: it landed between two items
     in_flight = summary["interrupted"]["item"] or _started(folder)[-1]
     prop, op, _, _ = in_flight.split("::")
-    after = subprocess.run([sys.executable, "-m", "torchcts", "run", "--validation", "--ops", f"^{re.escape(op)}$",
+    after = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--validation", "--ops", f"^{re.escape(op)}$",
                             "--property", prop, "--level", "2", "--dtype", "float32", "--max-examples", "2",
                             "--adaptive-isolation", "auto", "--results-dir", "results"],
                            cwd=cwd, capture_output=True, text=True, timeout=SAFETY_NET_S)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 
@@ -22,6 +21,7 @@ from torchcts.fuzz.scheduler import Scheduler
 from torchcts.isolation.fork import run_forked
 from torchcts.plan.build import PlanItem
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 ITEMS = [PlanItem("forward", op, "function", "float32", 1) for op in ("abs", "neg", "exp", "sin", "cos")]
 
@@ -71,7 +71,7 @@ def test_a_crash_that_comes_after_a_quiet_moment_keeps_its_signal():
 
 
 def hunt(cwd, name, *args):
-    result = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--dtype", "float32",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--dtype", "float32",
                              "--property", "forward", "--level", "2", "--examples-per-task", "3",
                              "--task-timeout", "1800", "--corpus-dir", f"{name}/corpus", "--results-dir", f"{name}/results",
                              *args],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from torchcts.manifest.templates import render_template
 from torchcts.core.outcomes import EXECUTED
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -29,7 +29,7 @@ def run(cwd, ops, bugs, *args):
     command = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--ops", ops, "--dtype", "float32",
                "--property", "forward", "--level", "2", "--derandomize", "--max-examples", "4",
                "--isolation-start", "spawn", "--adaptive-isolation", "off", *args]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=1800,
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=cwd, timeout=1800,
                             env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs))
     folder = sorted((cwd / "results").glob("*/run.json"))[-1].parent
     return result, json.loads((folder / "run.json").read_text()), {r["item"]: r for r in read_records(folder)}

@@ -16,6 +16,7 @@ import pytest
 
 from torchcts.manifest import load_manifest
 from torchcts.manifest.targets import install_hint, shipped_target
+from tests import warm_programs
 
 SAFETY_NET_S = 900
 TARGET = shipped_target("cpu", "openvino")
@@ -24,7 +25,7 @@ needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None
 
 
 def _torchcts(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=env, capture_output=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=SAFETY_NET_S, check=False)
 
 
@@ -39,7 +40,7 @@ def test_the_target_is_picked_by_compile_openvino_and_names_its_package():
 @pytest.mark.slow
 def test_a_missing_openvino_is_one_line_saying_what_to_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # /work/ovsite-style installs are left out
-    probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('openvino'))"],
+    probe = warm_programs.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('openvino'))"],
                            env=env, capture_output=True, text=True, timeout=SAFETY_NET_S, check=True)
     if probe.stdout.strip() != "None":
         pytest.skip("openvino is installed in this interpreter itself: its absence cannot be seen here")

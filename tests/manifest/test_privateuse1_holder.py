@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -53,7 +54,7 @@ def run_tiny(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess
     command = [sys.executable, "-m", "torchcts", "run", "--device", "tiny", "--manifest", str(manifest),
                "--ops", "^abs$", "--property", "forward", "--dtype", "float32", "--max-examples", "2",
                "--results-dir", str(tmp_path / "results"), "--no-report"]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return warm_programs.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
 
 
 def test_the_error_names_the_package_and_entry_point_that_took_privateuse1(tmp_path):
@@ -90,7 +91,7 @@ print(json.dumps({"holder": privateuse1.holder(), "explain": privateuse1.explain
 
 
 def explain_in(site: Path, **extra: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", EXPLAIN], env=environment(site, **extra), capture_output=True,
+    done = warm_programs.run([sys.executable, "-c", EXPLAIN], env=environment(site, **extra), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     import json
@@ -135,13 +136,13 @@ def test_where_the_replay_cannot_tell_every_entry_point_that_ran_is_listed(tmp_p
 def test_a_holder_registered_after_import_torch_is_not_blamed_on_an_entry_point(tmp_path):
     site = tmp_path / "site"
     install_entry_point(site, "plugin-a", "a", "plugin_a", "pass\n")
-    done = subprocess.run([sys.executable, "-c", "import tiny_backend\n" + EXPLAIN], env=environment(site),
+    done = warm_programs.run([sys.executable, "-c", "import tiny_backend\n" + EXPLAIN], env=environment(site),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith('"explain": "PrivateUse1 is already taken by \'tiny\': it was registered in '
                                         'this process before the backend ran, not at `import torch` (no '
                                         'torch.backends entry point registers it)"}')
-    off = subprocess.run([sys.executable, "-c", "import tiny_backend\n" + EXPLAIN],
+    off = warm_programs.run([sys.executable, "-c", "import tiny_backend\n" + EXPLAIN],
                          env=environment(site, TORCH_DEVICE_BACKEND_AUTOLOAD="0"), capture_output=True, text=True,
                          timeout=300)
     assert "not by a torch.backends entry point (TORCH_DEVICE_BACKEND_AUTOLOAD is off)" in off.stdout
@@ -164,7 +165,7 @@ def test_the_faulty_device_names_the_package_that_took_privateuse1(tmp_path):
     manifest.write_text(render_template("smoke", device_name="faulty"))
     command = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", str(manifest),
                "--ops", "^abs$", "--max-examples", "2", "--results-dir", str(tmp_path / "results"), "--no-report"]
-    done = subprocess.run(command, env=environment(site), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = warm_programs.run(command, env=environment(site), capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
         "ERROR: --device 'faulty': PrivateUse1 is already taken by the 'otherdev' backend; the faulty device needs "
@@ -188,7 +189,7 @@ else:
 def import_backend_in(site: Path, module: str, device: str) -> str | None:
     import json
 
-    done = subprocess.run([sys.executable, "-c", IMPORT_BACKEND, module, device], env=environment(site),
+    done = warm_programs.run([sys.executable, "-c", IMPORT_BACKEND, module, device], env=environment(site),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])

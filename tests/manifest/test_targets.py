@@ -21,6 +21,7 @@ from torchcts.manifest import load_manifest
 from torchcts.manifest.targets import TARGETS, resolve_manifest, shipped_target
 from torchcts.manifest.vocabulary import CAPABILITIES
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 # probed on this machine (cpu, meta, torch.compile on cpu) or reviewed from torch's documentation only
 PROBED = ("cpu", "meta", "inductor", "aot_eager", "openvino")
@@ -87,7 +88,7 @@ def test_no_manifest_for_the_device_is_one_line_listing_the_targets(args, tmp_pa
 
 
 def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, capture_output=True, text=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, capture_output=True, text=True,
                           timeout=900, check=False)
 
 

@@ -18,6 +18,7 @@ from torchcts.pathshapes import corpus as ps
 from torchcts.pathshapes.inputs import build_arguments, draw_seed
 from torchcts.pathshapes.runner import RunSettings, Selection, not_run_reason, run_backward, run_case
 from torchcts.results.files import read_records
+from tests import warm_programs
 
 
 def _records(folder: Path, prop: str = "path_shapes") -> dict[str, dict]:
@@ -205,7 +206,7 @@ def _faulty_run(tmp_path: Path, corpus_dir: Path, *args: str, bugs: str = "group
                 ) -> subprocess.CompletedProcess:
     tmp_path.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": bugs}
-    return subprocess.run([sys.executable, "-m", "torchcts", "path-shapes", "run", "--device", "faulty", "--corpus",
+    return warm_programs.run([sys.executable, "-m", "torchcts", "path-shapes", "run", "--device", "faulty", "--corpus",
                            str(corpus_dir), "--results-dir", str(tmp_path / "r"), *args],
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -19,6 +18,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.plan import registry
 from torchcts.plan.build import Selection, build_plan
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 # The whole suite: what a backend team would write into its own folder.
 SUITE = '''
@@ -134,7 +134,7 @@ def scenario_run(tmp_path_factory):
     path = write_manifest(tmp_path)
     command = [sys.executable, "-m", "torchcts", "run", "--validation", "--manifest", str(path), "--property", PROPERTY,
                "--max-examples", "2", "--derandomize", "--no-shrink", "--results-dir", str(tmp_path / "results")]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600,
                             env=dict(os.environ, PYTHONHASHSEED="0"))
     folders = list((tmp_path / "results").glob("*/run.json"))
     assert folders, (result.stdout + result.stderr)[-3000:]

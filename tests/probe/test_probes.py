@@ -28,6 +28,7 @@ from torchcts.probe.records import FILE_NAME, console_lines, end_lines, probe_ru
 from torchcts.probe.result import FAILED, NO_PROBE, OK, STATUSES, ProbeResult, StepFailed, Steps, difference, error_line
 from torchcts.probe.runner import probes_for, run_probe, run_probes, value_dtype
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 BACKENDS = Path(__file__).resolve().parent.parent / "backends"
 EVERY_DTYPE = [("dtype", name) for name in ("bool", "uint8", "int64", "uint64", "float16", "bfloat16", "float32",
@@ -214,7 +215,7 @@ def _torchcts(cwd: Path, *argv: str, probes: str | None = None) -> subprocess.Co
     env.pop("TORCHCTS_PROBES", None)
     if probes is not None:
         env["TORCHCTS_PROBES"] = probes
-    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=env, text=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600, check=False)
 
 
@@ -320,6 +321,6 @@ def test_a_probe_that_fails_only_because_it_was_forked_runs_again_in_process():
             "from torchcts.probe.runner import run_probes\n"
             "result = run_probes('cpu', [('capability', 'training')], fork=True)[0]\n"
             "print(result.status, result.error)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    done = warm_programs.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == OK, done.stdout

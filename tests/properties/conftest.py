@@ -5,7 +5,6 @@ its counterexample in a corpus folder) and returns its record."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.plan import registry
 from torchcts.plan.build import PlanItem
 from torchcts.cases.replay_items import replay_items
+from tests import warm_programs
 
 _MANIFESTS: dict[str, Any] = {}
 
@@ -86,7 +86,7 @@ def run_suite(tmp_path_factory):
 def assert_replays_failing_on_faulty(path: str | Path, bug: str, cwd: Path) -> None:
     """`torchcts replay PATH --device faulty --strict` in a subprocess with `bug` on reports the case still failing."""
     env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=bug)
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "faulty", "--strict",
+    replay = warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "faulty", "--strict",
                              "--results-dir", str(cwd / "results")],
                             capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
     assert replay.returncode == 1 and "still failing" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]

@@ -20,6 +20,7 @@ from torchcts.properties.suites.guard_alloc import (SCENARIOS, device_memory_byt
 from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP
 from torchcts.testing.faulty.suite_bugs.guard_alloc import BUGS
 from tests.properties.conftest import complete_manifest, item_for
+from tests import warm_programs
 
 BUG = {bug.name: bug for bug in BUGS}
 
@@ -159,7 +160,7 @@ def test_a_case_stores_the_factor_so_no_stored_case_names_a_grantable_request(tm
         folder = tmp_path / str(factor)
         path = case_path(folder, case)
         save_case(path, case)
-        done = subprocess.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
+        done = warm_programs.run([sys.executable, "-m", "torchcts", "replay", str(path), "--device", "cpu",
                                "--results-dir", str(folder / "results")], capture_output=True, text=True,
                               cwd=tmp_path, timeout=600, env=dict(os.environ))
         records = [json.loads(line) for line in (next((folder / "results").iterdir()) / "records.jsonl").open()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,7 @@ from torchcts.core.outcomes import Outcome
 from torchcts.properties.ieee754_cases import exp_argument_values, max_exponent, tiny_exponent
 from torchcts.properties.suites.ieee754 import PROGRAMS, assert_exactly_equal
 from torchcts.testing.faulty.suite_bugs.ieee754 import BUGS
+from tests import warm_programs
 
 BUG = {bug.name: bug for bug in BUGS}
 FUNC = None  # the bugs' predicates and perturbations do not look at the overload
@@ -128,7 +128,7 @@ def test_a_failure_is_small_lands_in_the_corpus_and_replays(run_suite, tmp_path)
     sample = load_case(path).sample()
     assert sample.input.numel() == 1 and int(torch.stack([sample.input, sample.args[0]]).isnan().sum()) == 1  # one NaN
     env = {**os.environ, "TORCHCTS_FAULTY": "1", "TORCHCTS_FAULTY_BUGS": "nan_dropped_min"}
-    replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty", "--strict"],
+    replay = warm_programs.run([sys.executable, "-m", "torchcts", "replay", path, "--device", "faulty", "--strict"],
                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert replay.returncode == 1 and "1 still failing" in replay.stdout + replay.stderr, replay.stdout + replay.stderr
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,13 +15,14 @@ from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
 from torchcts.core.shards import shard_of
 from torchcts.results.files import read_records, read_summary
+from tests import warm_programs
 
 RUN = ["run", "--validation", "--derandomize", "--level", "1", "--dtype", "float32",
        "--ops", "^(abs|neg|add|mul|sin|cos)$", "--max-examples", "3", "--no-report"]
 
 
 def _run(cwd: Path, results: str, *extra: str) -> Path:
-    result = subprocess.run([sys.executable, "-m", "torchcts", *RUN, "--results-dir", results, *extra],
+    result = warm_programs.run([sys.executable, "-m", "torchcts", *RUN, "--results-dir", results, *extra],
                             capture_output=True, text=True, cwd=cwd, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     [folder] = [path.parent for path in (cwd / results).glob("*/run.json")]

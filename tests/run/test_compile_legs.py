@@ -5,20 +5,20 @@ manifest's backend_import): nothing is installed."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 
 def run_wrong_add(cwd, ops, *flags, dtype="float32"):
     """The run folder of `torchcts run --compile torchcts_test_wrong_add` (static shapes) over `ops` in `cwd`."""
     (cwd / "manifest.py").write_text(render_template("complete", device_name="cpu")
                                      + 'manifest["backend_import"] = "torchcts.testing.compile_backends"\n')
-    run = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--compile",
+    run = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "cpu", "--compile",
                           "torchcts_test_wrong_add", "--shape-mode", "static", "--ops", ops, "--dtype",
                           dtype, "--level", "1", "--derandomize", "--max-examples", "5", *flags],
                          capture_output=True, text=True, cwd=cwd, timeout=900)
@@ -45,7 +45,7 @@ def test_a_wrong_backend_s_failure_carries_its_leg_through_records_corpus_report
     assert "- leg: backend (eager static: passed" in (folder / "report" / "scorecard.md").read_text()
     assert "Leg: <b>backend</b>" in (folder / "report" / "report.html").read_text()
 
-    triage = subprocess.run([sys.executable, "-m", "torchcts", "triage", "--from", str(folder)],
+    triage = warm_programs.run([sys.executable, "-m", "torchcts", "triage", "--from", str(folder)],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert triage.returncode == 0, triage.stderr[-2000:]
     clusters = json.loads((folder / "triage" / "triage.json").read_text())["clusters"]
@@ -76,7 +76,7 @@ def test_isolated_items_are_blamed_in_the_run_within_its_budget_and_replay_elsew
     case = blamed["counterexample"]["path"]
     for compile_flags, target in (((), "eager (no torch.compile)"), (("--compile", "aot_eager"),
                                                                      "torch.compile(aot_eager)")):
-        replay = subprocess.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu",
+        replay = warm_programs.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu",
                                  "--manifest", "manifest.py", "--update-status", *compile_flags],
                                 capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
@@ -85,7 +85,7 @@ def test_isolated_items_are_blamed_in_the_run_within_its_budget_and_replay_elsew
         assert "status not updated" in replay.stdout and "-> fixed" not in replay.stdout
         assert json.loads((tmp_path / case).read_text())["status"] == "open"
 
-    same = subprocess.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu", "--manifest",
+    same = warm_programs.run([sys.executable, "-m", "torchcts", "replay", case, "--device", "cpu", "--manifest",
                            "manifest.py", "--compile", "torchcts_test_wrong_add"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert "still failing" in same.stdout and "found under" not in same.stdout, same.stdout[-3000:]

@@ -20,6 +20,7 @@ import pytest
 from torchcts.manifest.templates import render_template
 from torchcts.plugin.console import TOP_MISSING, Console, error_line
 from torchcts.results.writer import RunWriter
+from tests import warm_programs
 
 BUG = "storage_offset_ignored"  # abs reads from its storage's start: forward::abs fails at level 1
 FAILING = "forward::abs::function::float32"
@@ -161,7 +162,7 @@ def faulty_manifest(tmp_path_factory) -> Path:
 
 
 def _torchcts(cwd: Path, *args: str, bugs: str = BUG) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs), timeout=900)
 
 
@@ -220,7 +221,7 @@ def test_on_a_terminal_the_progress_line_rewrites_itself(faulty_manifest):
 
 @pytest.mark.slow
 def test_plain_pytest_keeps_its_output_with_short_failure_text(faulty_manifest):
-    result = subprocess.run(
+    result = warm_programs.run(
         [sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
          "--manifest", "manifest.py", "--device", "faulty", "--ops", "^abs$", "--dtype", "float32", "--level", "1",
          "--derandomize", "--max-examples", "4", "--no-shrink", "--results-dir", "plain"],

@@ -18,13 +18,14 @@ from torchcts.cli.main import cli as torchcts_cli
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 BUG = "storage_offset_ignored"  # abs/neg/exp read from the storage's start, ignoring the offset
 
 
 def cli(tmp_path, *args, bugs=""):
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, env=env,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=600)
 
 
@@ -88,7 +89,7 @@ def test_pytest_replays_the_corpus_and_a_broken_file_stops_nothing(found, tmp_pa
         (corpus / path.name).write_text(path.read_text())
     (corpus / "broken.json").write_text('{"schema_version": 1, "property": "forw')
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=BUG)
-    result = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
+    result = warm_programs.run([sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "-p", "no:cacheprovider",
                              "--replay", str(corpus), "--device", "faulty", "--results-dir", str(tmp_path / "r")],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 1
@@ -111,13 +112,13 @@ def test_exported_script_reproduces_with_torch_alone(found, tmp_path, monkeypatc
     path = tmp_path / "repro.py"
     path.write_text(script.stdout)
     # a torch-only script gets the faulty device from the development environment's autoload (TORCHCTS_FAULTY=1)
-    on = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+    on = warm_programs.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
                         env=dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=BUG))
     assert on.returncode == 1 and "REPRODUCED" in on.stdout, on.stdout + on.stderr
-    off = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+    off = warm_programs.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS=""))
     assert off.returncode == 0 and "not reproduced" in off.stdout
-    assert subprocess.run([sys.executable, str(path), "cpu"], capture_output=True, timeout=300).returncode == 0
+    assert warm_programs.run([sys.executable, str(path), "cpu"], capture_output=True, timeout=300).returncode == 0
 
 
 def test_every_curated_case_is_reviewed():

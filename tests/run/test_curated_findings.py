@@ -16,6 +16,7 @@ import pytest
 
 from torchcts.cases.export import export_script
 from torchcts.cases.files import builtin_cases, builtin_corpus, load_case
+from tests import warm_programs
 
 REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / "docs" / "findings.md"
@@ -33,7 +34,7 @@ def curated() -> list[Path]:
 
 
 def run_script(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=900,
+    return warm_programs.run([sys.executable, str(path)], capture_output=True, text=True, timeout=900,
                           cwd=path.parent, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
 
 
@@ -102,7 +103,7 @@ def test_a_third_party_backends_script_says_it_cannot_run_without_its_package():
 def test_openvino_cases_still_fail_under_openvino(tmp_path):
     """Every curated OpenVINO case still fails under --compile openvino (replay and script), none passes on eager cpu."""
     openvino = builtin_cases("openvino")
-    result = subprocess.run([sys.executable, "-m", "torchcts", "replay", "--builtin", "--device", "cpu", "--compile",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "replay", "--builtin", "--device", "cpu", "--compile",
                              "openvino", "--results-dir", str(tmp_path / "r")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=1800)
     cases = [line for line in result.stdout.splitlines() if line.startswith(("still failing", "now passing"))]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -21,7 +21,7 @@ MANIFEST = '''manifest = {"manifest_version": 1, "device_name": "faulty", "backe
 
 
 def cli(cwd, *args):
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""), timeout=900)
 
 

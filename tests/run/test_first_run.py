@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 BACKENDS = Path(__file__).resolve().parent.parent / "backends"
 # The ops the runs select, a sample of the smoke template that keeps the module short: the backend's
@@ -49,7 +50,7 @@ def _env() -> dict[str, str]:
 
 
 def _torchcts(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=_env(), text=True,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *argv], cwd=cwd, env=_env(), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900, check=False)
 
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -22,6 +21,7 @@ import pytest
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 OPS = "^(hypot|logaddexp|abs)$"
 HANG_TIMEOUT_S = 4  # only ever given to runs whose one isolated item hangs for an hour
@@ -38,7 +38,7 @@ def run(cwd, *args, ops=OPS, bugs="crash_hypot", results="results"):
     command = [sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--ops", ops, "--dtype", "float32",
                "--level", "2", "--derandomize", "--max-examples", "4", "--no-report", "--results-dir", results,
                *args]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=1800,
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=cwd, timeout=1800,
                             env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs))
     folder = sorted((cwd / results).glob("*/run.json"))[-1].parent
     return result, folder, {r["item"]: r for r in read_records(folder)}
@@ -62,7 +62,7 @@ def cwd(tmp_path):
 
 def _report(cwd, folder):
     """`torchcts report --from` the run folder: its exit status and summary."""
-    report = subprocess.run([sys.executable, "-m", "torchcts", "report", "--from", str(folder)],
+    report = warm_programs.run([sys.executable, "-m", "torchcts", "report", "--from", str(folder)],
                             capture_output=True, text=True, cwd=cwd, timeout=600)
     return {"returncode": report.returncode, "output": (report.stdout + report.stderr)[-3000:]}
 
@@ -180,7 +180,7 @@ def test_subprocess_per_test_keeps_every_outcome(cwd):
 @pytest.mark.slow
 def test_known_crash_audit_and_bad_ledgers(cwd):
     def torchcts_run(*args):
-        return subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", *args],
+        return warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", *args],
                               capture_output=True, text=True, cwd=cwd, timeout=600)
 
     audit = torchcts_run("--known-segfault-audit")
@@ -200,7 +200,7 @@ def test_fuzz_keeps_going_past_a_crash_and_shrinks_it_into_a_replayable_crash_ca
     """A visit budget, not seconds: seed 11 visits hypot first (it crashes, and its visit is replayed
     case by case to shrink the crash), then abs, whose third visit of the run finds the storage-offset bug."""
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS="storage_offset_ignored,crash_hypot")
-    hunt = subprocess.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^(abs|hypot)$",
+    hunt = warm_programs.run([sys.executable, "-m", "torchcts", "fuzz", "--device", "faulty", "--ops", "^(abs|hypot)$",
                            "--dtype", "float32", "--property", "forward", "--level", "2", "--max-visits", "3",
                            "--seed", "11", "--task-timeout", "1800"],  # a safety net: the crash replay forks per case
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=3600)
@@ -215,11 +215,11 @@ def test_fuzz_keeps_going_past_a_crash_and_shrinks_it_into_a_replayable_crash_ca
     assert set(cases) == {"hypot", "abs"}
     assert cases["hypot"]["failure"]["outcome"] == "crashed" and "SIGABRT" in cases["hypot"]["failure"]["message"]
     assert cases["abs"]["found"]["derandomize"] is False and "fuzz_seed" in cases["abs"]["found"]
-    replayed = subprocess.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
+    replayed = warm_programs.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
                               capture_output=True, text=True, cwd=cwd, env=env, timeout=1800)
     failing = sum(line.startswith("still failing") for line in replayed.stdout.splitlines())
     assert replayed.returncode == 1 and failing == 2, replayed.stdout[-3000:]  # the crash in a child, reported
-    fixed = subprocess.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
+    fixed = warm_programs.run([sys.executable, "-m", "torchcts", "replay", "--device", "faulty", "--strict"],
                            capture_output=True, text=True, cwd=cwd, timeout=1800,
                            env=dict(os.environ, TORCHCTS_FAULTY_BUGS=""))
     assert fixed.returncode == 0 and sum(line.startswith("now passing") for line in fixed.stdout.splitlines()) == 2

@@ -7,7 +7,6 @@ import html.parser
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
@@ -17,13 +16,14 @@ from torchcts.core.outcomes import EXECUTED, Outcome
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 OPS = "^(abs|add|mul|neg)$"
 BUG = "storage_offset_ignored"
 
 
 def cli(cwd, *args, bugs=""):
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs), timeout=600)
 
 
@@ -212,7 +212,7 @@ def test_show_skips_lists_reasons_without_running(tmp_path):
 def test_report_path_imports_no_torch():
     code = ("import sys, torchcts.cli.main, torchcts.report.render, torchcts.report.data, torchcts.core.outcomes; "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+    assert warm_programs.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -224,7 +224,7 @@ def test_html_report_opens_in_headless_chromium(runs, tmp_path):
     cwd, _, buggy, _ = runs
     report(cwd, buggy)
     shot = tmp_path / "report.png"
-    browser = subprocess.run(
+    browser = warm_programs.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",

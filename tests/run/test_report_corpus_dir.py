@@ -4,13 +4,13 @@ also one outside the results folder (the report is given the run's corpus, as `t
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -26,7 +26,7 @@ def test_the_end_of_run_report_reads_the_case_stored_in_the_runs_corpus_outside_
     project.mkdir()
     given = str(corpus) if spelled == "absolute" else os.path.join("..", "elsewhere", "corpus")
     (project / "manifest.py").write_text(render_template("minimal", device_name="faulty"))
-    done = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", "manifest.py",
+    done = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "faulty", "--manifest", "manifest.py",
                            "--derandomize", "--ops", "^trunc$", "--dtype", "float32", "--level", "1",
                            "--max-examples", "2", "--results-dir", "R", "--corpus-dir", given],
                           cwd=project, capture_output=True, text=True, timeout=SAFETY_NET_S,

@@ -17,6 +17,7 @@ from torchcts.cli.main import cli
 from torchcts.results.writer import read_records
 from torchcts.manifest.templates import render_template
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 OPS = "^(add|abs|mul|sort|view)$"
 
@@ -32,7 +33,7 @@ def run(tmp_path, manifest, *args, bugs="", results="results"):
     env = dict(os.environ, TORCHCTS_FAULTY_BUGS=bugs)
     command = [sys.executable, "-m", "torchcts", "run", "--manifest", str(manifest), "--dtype", "float32",
                "--ops", OPS, "--results-dir", str(tmp_path / results), "--max-examples", "8", *args]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    result = warm_programs.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     folders = sorted((tmp_path / results).glob("*/run.json"))
     return result, (folders[-1].parent if folders else None)
 

@@ -26,6 +26,7 @@ from torchcts.cli.main import cli
 from torchcts.manifest.templates import render_template
 from torchcts.results.files import read_records, read_summary
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ RUN = ["run", "--validation", "--derandomize", "--level", "2", "--dtype", "float
 
 
 def _torchcts(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=1800, env=env)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from torchcts.manifest.templates import render_template
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -26,7 +27,7 @@ NAME = "import torch; print(torch._C._get_privateuse1_backend_name())"
 
 def python(code: str, *, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     """`python -c code` with the test backends importable, and neither switch set unless given in `env`."""
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return warm_programs.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300,
                           env=clean_env(**env))
 
 
@@ -118,7 +119,7 @@ def test_a_spawned_fuzz_worker_registers_it_from_its_options(tmp_path):
 def test_torchcts_run_on_a_users_backend_needs_no_autoload_switch(tmp_path):
     """`torchcts run --device tiny` in the development .venv: the run gets past the device check and runs items."""
     (tmp_path / "manifest.py").write_text(render_template("smoke", device_name="tiny", backend_import="tiny_backend"))
-    result = subprocess.run([sys.executable, "-m", "torchcts", "run", "--device", "tiny", "--ops", "^abs$", "--dtype",
+    result = warm_programs.run([sys.executable, "-m", "torchcts", "run", "--device", "tiny", "--ops", "^abs$", "--dtype",
                              "float32", "--level", "1", "--max-examples", "2", "--derandomize", "--results-dir", "r"],
                             capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=600)
     assert result.returncode in (0, 1), result.stdout[-2000:] + result.stderr[-2000:]

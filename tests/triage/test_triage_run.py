@@ -28,6 +28,7 @@ from torchcts.manifest.templates import render_template
 from torchcts.triage.run import triage_run
 
 from tests.shared_runs import shared_folder
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -36,7 +37,7 @@ CRASH = "forward::hypot::function::float32"
 
 
 def torchcts(cwd, *args, env=None, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
+    return warm_programs.run([sys.executable, "-m", "torchcts", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env=dict(os.environ, **(env or {})))
 
 
@@ -88,12 +89,12 @@ def test_the_crash_repro_script_reproduces_it_with_plain_python(faulty_run):
     assert script.parent == folder / "triage" / "repro" and script.name.startswith("forward__hypot__function")
     env = dict(os.environ, TORCHCTS_FAULTY="1", TORCHCTS_FAULTY_BUGS="crash_hypot")
     env.pop("PYTHONPATH", None)
-    died = subprocess.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
+    died = warm_programs.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
                           timeout=900, cwd=cwd)
     assert died.returncode in (-6, 134), died.stdout[-2000:] + died.stderr[-2000:]  # SIGABRT, as in the run
     assert died.stdout.splitlines()[-1].startswith("sample ")  # the sample that killed it is the last line
     env["TORCHCTS_FAULTY_BUGS"] = ""
-    fine = subprocess.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
+    fine = warm_programs.run([sys.executable, str(script), "faulty"], capture_output=True, text=True, env=env,
                           timeout=900, cwd=cwd)
     assert fine.returncode == 0 and "not reproduced on faulty" in fine.stdout, fine.stderr[-2000:]
 

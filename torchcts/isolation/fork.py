@@ -16,7 +16,6 @@ items run in a pool of spawned worker interpreters instead (`isolation.spawn`), 
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import select
@@ -30,6 +29,7 @@ import attrs
 
 from torchcts import interrupts
 from torchcts.parent_death import die_with_parent
+from torchcts.core.fork_gc import frozen_child, pause_for_fork, resume_after_fork
 
 OUTPUT_TAIL_CHARS = 4000
 FORK_UNSAFE_DEVICE_TYPES = ("cuda", "xpu", "mps", "hpu", "mtia")
@@ -69,19 +69,20 @@ def run_forked(work: Callable[[], Any], timeout_s: float) -> ForkResult:
     output = tempfile.TemporaryFile(mode="w+b")
     read_end, write_end = os.pipe()
     started = time.monotonic()
-    gc.freeze()  # the child's collector then leaves the parent's objects alone: no copy-on-write storm
     parent = os.getpid()
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.SIGNALS)  # none lands before the child ignores them
+    collecting = pause_for_fork()
     try:
         pid = os.fork()
     except OSError:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        gc.unfreeze()
+        resume_after_fork(collecting)
         raise
     if pid == 0:  # the child: never returns
+        frozen_child(collecting)
         os.close(read_end)
         _child(work, write_end, output.fileno(), parent, mask)
-    gc.unfreeze()
+    resume_after_fork(collecting)
     os.close(write_end)
     chunks: list[bytes] = []
     try:

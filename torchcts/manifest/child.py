@@ -16,7 +16,6 @@ runs past the timeout is killed with everything it started.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
 import os
@@ -31,6 +30,7 @@ from typing import Any, Callable
 import attrs
 
 from torchcts.parent_death import die_with_parent
+from torchcts.core.fork_gc import frozen_child, pause_for_fork, resume_after_fork
 
 TIMEOUT_ENV = "TORCHCTS_LOAD_TIMEOUT"
 DEFAULT_TIMEOUT_S = 120.0
@@ -115,12 +115,13 @@ def _fork(function: Callable[[str], Any], argument: str, answer_fd: int, output_
             stream.flush()  # what the parent buffered must not be written again by the child
         except Exception:  # noqa: BLE001
             pass
-    gc.freeze()  # the child's collector leaves the parent's objects alone: no copy-on-write storm
+    collecting = pause_for_fork()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: "fork() in a multi-threaded process"
             pid = os.fork()
         if pid == 0:
+            frozen_child(collecting)
             _child(lambda: function(argument), answer_fd, output_fd)  # never returns
         try:
             os.setpgid(pid, pid)  # as the child does: whichever runs first, the group exists before any kill
@@ -128,7 +129,7 @@ def _fork(function: Callable[[str], Any], argument: str, answer_fd: int, output_
             pass
         return pid
     finally:
-        gc.unfreeze()
+        resume_after_fork(collecting)
 
 
 def _spawn(function: Callable[[str], Any], argument: str, answer_fd: int, output_fd: int) -> int:

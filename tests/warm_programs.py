@@ -9,7 +9,8 @@ folder, `sys.path` as `python -m` would build it, argv, stdin/stdout/stderr, TOR
 CLI's own `main()`, exit code and atexit handlers as at a program's end. It returns the same CompletedProcess.
 
 What the child does not re-do is the interpreter's start: a command whose environment changes that (PYTHON*
-variables but PYTHONPATH, thread-pool and allocator settings, torch's import-time switches) starts as a real program,
+variables but PYTHONPATH, a PYTHONPATH folder holding installed distributions, whose entry points load when torch
+starts, thread-pool and allocator settings, torch's import-time switches) starts as a real program,
 as does any other command. Tests of the start itself (the hash-seed re-execution, the project venv, signals
 to a process group, import contracts) call subprocess directly. TORCHCTS_TESTS_WARM=0 turns the zygote off.
 """

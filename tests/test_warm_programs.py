@@ -79,3 +79,16 @@ def test_a_command_past_its_timeout_is_killed_and_the_next_one_runs(tmp_path):
                           timeout=5)
     done = warm_programs.run(TORCHCTS + ["--version"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "torchcts" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_forked_pytest_command_gives_what_the_program_gives(tmp_path):
+    (tmp_path / "test_sample.py").write_text("def test_passes():\n    assert 1 + 1 == 2\n\n"
+                                             "def test_fails():\n    assert [1, 2] == [1, 3]\n", encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_sample.py"]
+    cold = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    warm = warm_programs.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == cold.returncode == 1
+    assert "assert [1, 2] == [1, 3]" in warm.stdout  # pytest rewrote the test's assertion, as in the program
+    drop_timing = lambda text: [line for line in text.splitlines() if " in " not in line]  # noqa: E731
+    assert drop_timing(warm.stdout) == drop_timing(cold.stdout)

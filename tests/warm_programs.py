@@ -1,18 +1,19 @@
-"""`torchcts` commands for the tests, forked from a warm interpreter instead of started cold (issue 42).
+"""`python -m torchcts` and `python -m pytest` for the tests, forked from a warm interpreter instead of started cold.
 
 A test that runs `python -m torchcts ...` pays ~3 s of CPU before the command does anything (Python, torch, the
-op database, TorchDynamo, click, pytest, Hypothesis), and the suite starts hundreds. `run(command, **kwargs)` takes
-subprocess.run's arguments; for a `[sys.executable, "-m", "torchcts", ...]` command it asks this test process's
-zygote (one interpreter per pytest-xdist worker that imported all of that once, started with this process's
-environment) to fork a child that becomes the command: the test's environment (in place of the zygote's), working
-folder, `sys.path` as `python -m` would build it, argv, stdin/stdout/stderr, TORCHCTS_FAULTY's autoload; then the
-CLI's own `main()`, exit code and atexit handlers as at a program's end. It returns the same CompletedProcess.
+op database, TorchDynamo, click, pytest, Hypothesis, the report's templates), and the suite starts hundreds (issue
+42). `run(command, **kwargs)` takes subprocess.run's arguments; for a `[sys.executable, "-m", MODULE, ...]` command
+(MODULE in MODULES) it asks this test process's zygote (one interpreter per pytest-xdist worker that did all of that
+once, started with this process's environment) to fork a child that becomes the command: the test's environment (in
+place of the zygote's), working folder, `sys.path` as `python -m` builds it, argv, stdin/stdout/stderr,
+TORCHCTS_FAULTY's autoload; then the module run as `__main__` (runpy, as `python -m` does), its exit code and the
+atexit handlers as at a program's end. It returns the same CompletedProcess.
 
 What the child does not re-do is the interpreter's start: a command whose environment changes that (PYTHON*
 variables but PYTHONPATH, a PYTHONPATH folder holding installed distributions, whose entry points load when torch
-starts, thread-pool and allocator settings, torch's import-time switches) starts as a real program,
-as does any other command. Tests of the start itself (the hash-seed re-execution, the project venv, signals
-to a process group, import contracts) call subprocess directly. TORCHCTS_TESTS_WARM=0 turns the zygote off.
+starts, thread-pool and allocator settings, torch's import-time switches) starts as a real program, as does any other
+command. Tests of the start itself (the hash-seed re-execution, the project venv, signals to a process group, import
+contracts) call subprocess directly. TORCHCTS_TESTS_WARM=0 turns the zygote off.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 _REPO = Path(__file__).resolve().parent.parent
 _SWITCH = "TORCHCTS_TESTS_WARM"
+MODULES = ("torchcts", "pytest")  # `python -m MODULE ...` commands the zygote can become
 AUDIT_EVENT = "tests.warm_program"  # tests/conftest.py's fast-tier guard counts it as a program start
 # Variables read when an interpreter or torch starts: a command whose value differs from the zygote's starts cold.
 _START_PREFIXES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "TORCH", "PYTORCH", "LD_", "CUDA", "HYPOTHESIS",
@@ -46,10 +48,15 @@ base_path = [p for p in base_path if p not in env_paths]
 import torch, click, pytest, hypothesis, numpy, jinja2
 import torch._dynamo
 import torchcts.plugin, torchcts.plan.catalog, torchcts.testing.faulty_autoload
-from torchcts.cli.main import main as cli_entry
+import runpy
+import torchcts.report.render as report_render
+try:  # the report's templates, compiled once (a cold program compiles them at its first report)
+    report_render._MARKDOWN.get_template("scorecard.md.jinja")
+    for name in ("report.html.jinja", "junit.xml.jinja"):
+        report_render._TEMPLATES.get_template(name)
+except Exception:
+    pass
 torchcts.plan.catalog.all_ops()
-import torchcts.__main__ as cli_main_module
-MAIN_FILE = cli_main_module.__file__
 from _pytest.assertion.rewrite import AssertionRewritingHook
 WARM = frozenset(sys.modules)
 _warn_already_imported = AssertionRewritingHook._warn_already_imported
@@ -74,14 +81,14 @@ def become(request, fds):
     extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.getcwd(), *extra, *base_path]
     importlib.invalidate_caches()
-    sys.argv = [MAIN_FILE, *request["args"]]
-    sys.orig_argv = [sys.executable, "-m", "torchcts", *request["args"]]
+    sys.argv = [request["module"], *request["args"]]  # runpy puts the module's file first, as `python -m` does
+    sys.orig_argv = [sys.executable, "-m", request["module"], *request["args"]]
     import torchcts.testing.faulty_autoload as faulty_autoload
     if env.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0" and faulty_autoload.requested_by_environment():
         faulty_autoload.autoload()  # what torch's backend autoload does at `import torch` under TORCHCTS_FAULTY=1
     code = 0
     try:
-        cli_entry()
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as done:
         if done.code is None:
             code = 0
@@ -153,9 +160,11 @@ class _Zygote:
         finally:
             self.socket.settimeout(None)
 
-    def fork(self, args: list[str], env: dict[str, str], cwd: str, fds: list[int], timeout: float | None) -> int:
+    def fork(self, module: str, args: list[str], env: dict[str, str], cwd: str, fds: list[int],
+             timeout: float | None) -> int:
         """The command's exit code as subprocess gives it (-N: killed by signal N); TimeoutExpired kills it."""
-        socket.send_fds(self.socket, [json.dumps({"args": args, "env": env, "cwd": cwd}).encode()], fds)
+        socket.send_fds(self.socket, [json.dumps({"module": module, "args": args, "env": env, "cwd": cwd}).encode()],
+                        fds)
         pid = json.loads(self._message(timeout=120))["pid"]
         try:
             answer = self._message(timeout=timeout)
@@ -196,8 +205,9 @@ def _warm_zygote() -> _Zygote | None:
 
 
 def _forkable(command: Any, env: dict[str, str]) -> bool:
-    """A `python -m torchcts` command whose environment starts an interpreter as the zygote's did."""
-    if not isinstance(command, (list, tuple)) or [str(a) for a in command[:3]] != [sys.executable, "-m", "torchcts"]:
+    """A `python -m MODULE` command (MODULES) whose environment starts an interpreter as the zygote's did."""
+    if not isinstance(command, (list, tuple)) or [str(a) for a in command[:2]] != [sys.executable, "-m"] or \
+            len(command) < 3 or str(command[2]) not in MODULES:
         return False
     zygote_env = _zygote.environ if _zygote is not None else os.environ
     if env.get("PYTHONPATH", "") != zygote_env.get("PYTHONPATH", "") and _carries_distributions(env["PYTHONPATH"]):
@@ -224,7 +234,8 @@ def _carries_distributions(pythonpath: str) -> bool:
 def run(command: Any, *, cwd: Any = None, env: dict[str, str] | None = None, capture_output: bool = False,
         text: bool = False, stdout: Any = None, stderr: Any = None, input: Any = None, timeout: float | None = None,
         check: bool = False, encoding: str | None = None, **rest: Any) -> subprocess.CompletedProcess:
-    """subprocess.run, for a `python -m torchcts` command forked from the warm interpreter where that is the same."""
+    """subprocess.run; a `python -m MODULE` command (MODULES) is forked from the warm interpreter where that is the
+    same."""
     environ = dict(os.environ if env is None else env)
     if rest or not _forkable(command, environ):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=capture_output, text=text, stdout=stdout,
@@ -265,7 +276,7 @@ def _run_forked(zygote: _Zygote, command: Any, cwd: str, environ: dict[str, str]
         stderr_fd = stdout_fd if stderr == subprocess.STDOUT else _target_fd(stderr, err, sys.stderr, opened)
         args = [str(a) for a in command[3:]]
         try:
-            code = zygote.fork(args, environ, cwd, [stdin_fd, stdout_fd, stderr_fd], timeout)
+            code = zygote.fork(str(command[2]), args, environ, cwd, [stdin_fd, stdout_fd, stderr_fd], timeout)
         except TimeoutError:
             raise subprocess.TimeoutExpired(list(command), timeout, _read(out, stdout, decode, encoding),
                                             _read(err, stderr, decode, encoding)) from None

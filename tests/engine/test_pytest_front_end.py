@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -12,6 +11,7 @@ import pytest
 
 from torchcts.manifest.templates import render_template
 from torchcts.results.writer import read_records
+from tests import warm_programs
 
 pytestmark = pytest.mark.slow  # every test here starts a program (see tests/conftest.py, test tiers)
 
@@ -23,7 +23,7 @@ def pytest_run(cwd, *args, results):
     command = [sys.executable, "-m", "pytest", "--pyargs", "torchcts.properties", "--manifest", "manifest.py",
                "--device", "faulty", "--dtype", "float32", "--ops", "^(add|abs|mul)$", "--level", "2",
                "--derandomize", "--max-examples", "8", "--results-dir", results, "-q", *args]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    result = warm_programs.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
     folder = next((cwd / results).glob("*/run.json")).parent
     return result, {r["item"]: r for r in read_records(folder)}, json.loads((folder / "run.json").read_text())
 

@@ -3,7 +3,6 @@ plugin collects each once, under its registered name, whether pytest walks the p
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from torchcts.manifest.templates import render_template
 from torchcts.plan import registry, suites
+from tests import warm_programs
 
 SUITES = Path(registry.__file__).resolve().parents[2] / "properties" / "suites"
 
@@ -36,7 +36,7 @@ def test_a_file_is_a_suite_module_only_in_the_suites_folder():
 def test_the_plugin_collects_a_suite_once_with_its_check_named_as_before(tmp_path, target):
     (tmp_path / "manifest.py").write_text(render_template("complete", device_name="faulty"))
     where = ["--pyargs", "torchcts.properties"] if target == "package" else [str(SUITES / "layout.py")]
-    result = subprocess.run([sys.executable, "-m", "pytest", *where, "--manifest", "manifest.py", "--device", "faulty",
+    result = warm_programs.run([sys.executable, "-m", "pytest", *where, "--manifest", "manifest.py", "--device", "faulty",
                              "--dtype", "float32", "--ops", "^add$", "--property", "layout", "--level", "2",
                              "--results-dir", "results", "-p", "no:cacheprovider", "--collect-only", "-q"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=600)

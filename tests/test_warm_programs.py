@@ -92,3 +92,28 @@ def test_a_forked_pytest_command_gives_what_the_program_gives(tmp_path):
     assert "assert [1, 2] == [1, 3]" in warm.stdout  # pytest rewrote the test's assertion, as in the program
     drop_timing = lambda text: [line for line in text.splitlines() if " in " not in line]  # noqa: E731
     assert drop_timing(warm.stdout) == drop_timing(cold.stdout)
+
+
+@pytest.mark.slow
+def test_hypothesis_keeps_its_examples_under_the_commands_folder_as_in_a_program(tmp_path):
+    (tmp_path / "test_saves.py").write_text(
+        "from hypothesis import given, settings, strategies as st\n"
+        "@settings(database=None)\n@given(st.integers())\ndef test_nothing(x):\n    pass\n\n"
+        "from hypothesis.configuration import storage_directory\n"
+        "def test_where():\n    print('STORAGE', storage_directory('examples', intent_to_write=False).path)\n",
+        encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_saves.py"]
+    warm = warm_programs.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stdout + warm.stderr
+    assert f"STORAGE {tmp_path / '.hypothesis' / 'examples'}" in warm.stdout
+
+
+@pytest.mark.slow
+def test_the_temporary_folder_follows_the_commands_tmpdir(tmp_path):
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "test_tmp.py").write_text("import tempfile\ndef test_where():\n    print('TMP', tempfile.gettempdir())\n",
+                                          encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_tmp.py"]
+    warm = warm_programs.run(command, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")),
+                             capture_output=True, text=True, timeout=600)
+    assert f"TMP {tmp_path / 'tmp'}" in warm.stdout, warm.stdout + warm.stderr

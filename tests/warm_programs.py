@@ -78,6 +78,11 @@ def become(request, fds):
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])
+    import tempfile
+    tempfile.tempdir = None  # found again from TMPDIR and the like, as a program's first call does
+    import hypothesis.configuration, pathlib  # Hypothesis's folder (its example database) is the one it was imported
+    setattr(hypothesis.configuration, "__hypothesis_home_directory_default", pathlib.Path.cwd() / ".hypothesis")
+    hypothesis.configuration.set_hypothesis_home_dir(None)  # in, as in a program started in the command's folder
     extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.getcwd(), *extra, *base_path]
     importlib.invalidate_caches()

@@ -82,38 +82,16 @@ def test_a_command_past_its_timeout_is_killed_and_the_next_one_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_forked_pytest_command_gives_what_the_program_gives(tmp_path):
-    (tmp_path / "test_sample.py").write_text("def test_passes():\n    assert 1 + 1 == 2\n\n"
-                                             "def test_fails():\n    assert [1, 2] == [1, 3]\n", encoding="utf-8")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_sample.py"]
-    cold = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    warm = warm_programs.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert warm.returncode == cold.returncode == 1
-    assert "assert [1, 2] == [1, 3]" in warm.stdout  # pytest rewrote the test's assertion, as in the program
-    drop_timing = lambda text: [line for line in text.splitlines() if " in " not in line]  # noqa: E731
-    assert drop_timing(warm.stdout) == drop_timing(cold.stdout)
-
-
-@pytest.mark.slow
-def test_hypothesis_keeps_its_examples_under_the_commands_folder_as_in_a_program(tmp_path):
-    (tmp_path / "test_saves.py").write_text(
-        "from hypothesis import given, settings, strategies as st\n"
-        "@settings(database=None)\n@given(st.integers())\ndef test_nothing(x):\n    pass\n\n"
-        "from hypothesis.configuration import storage_directory\n"
-        "def test_where():\n    print('STORAGE', storage_directory('examples', intent_to_write=False).path)\n",
-        encoding="utf-8")
-    command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_saves.py"]
-    warm = warm_programs.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert warm.returncode == 0, warm.stdout + warm.stderr
-    assert f"STORAGE {tmp_path / '.hypothesis' / 'examples'}" in warm.stdout
-
-
-@pytest.mark.slow
-def test_the_temporary_folder_follows_the_commands_tmpdir(tmp_path):
+def test_hypothesis_s_folder_and_the_temporary_folder_are_the_commands_as_in_a_program(tmp_path):
     (tmp_path / "tmp").mkdir()
-    (tmp_path / "test_tmp.py").write_text("import tempfile\ndef test_where():\n    print('TMP', tempfile.gettempdir())\n",
-                                          encoding="utf-8")
-    command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_tmp.py"]
-    warm = warm_programs.run(command, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")),
-                             capture_output=True, text=True, timeout=600)
-    assert f"TMP {tmp_path / 'tmp'}" in warm.stdout, warm.stdout + warm.stderr
+    manifest = tmp_path / "manifest.py"  # a manifest runs in the command's process tree: it says where they are
+    manifest.write_text("import tempfile\nfrom hypothesis.configuration import storage_directory\n"
+                        "raise RuntimeError(f\"WHERE {storage_directory('examples', intent_to_write=False).path} "
+                        "{tempfile.gettempdir()}\")\n", encoding="utf-8")
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+    command = TORCHCTS + ["check-manifest", "--manifest", "manifest.py"]
+    cold = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    warm = warm_programs.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    said = f"WHERE {tmp_path / '.hypothesis' / 'examples'} {tmp_path / 'tmp'}"
+    assert said in cold.stdout + cold.stderr, cold.stdout + cold.stderr
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)

@@ -1,4 +1,4 @@
-"""`python -m torchcts` and `python -m pytest` for the tests, forked from a warm interpreter instead of started cold.
+"""`python -m torchcts` for the tests, forked from a warm interpreter instead of started cold.
 
 A test that runs `python -m torchcts ...` pays ~3 s of CPU before the command does anything (Python, torch, the
 op database, TorchDynamo, click, pytest, Hypothesis, the report's templates), and the suite starts hundreds (issue
@@ -6,8 +6,8 @@ op database, TorchDynamo, click, pytest, Hypothesis, the report's templates), an
 (MODULE in MODULES) it asks this test process's zygote (one interpreter per pytest-xdist worker that did all of that
 once, started with this process's environment) to fork a child that becomes the command: the test's environment (in
 place of the zygote's), working folder, `sys.path` as `python -m` builds it, argv, stdin/stdout/stderr,
-TORCHCTS_FAULTY's autoload; then the module run as `__main__` (runpy, as `python -m` does), its exit code and the
-atexit handlers as at a program's end. It returns the same CompletedProcess.
+TORCHCTS_FAULTY's autoload, Hypothesis's folder, the temporary folder and fresh random generators; then the module run
+as `__main__` (runpy, as `python -m` does), its exit code and the atexit handlers as at a program's end. It returns the same CompletedProcess.
 
 What the child does not re-do is the interpreter's start: a command whose environment changes that (PYTHON*
 variables but PYTHONPATH, a PYTHONPATH folder holding installed distributions, whose entry points load when torch
@@ -32,7 +32,11 @@ from typing import Any
 
 _REPO = Path(__file__).resolve().parent.parent
 _SWITCH = "TORCHCTS_TESTS_WARM"
-MODULES = ("torchcts", "pytest")  # `python -m MODULE ...` commands the zygote can become
+# `python -m MODULE ...` commands the zygote can become. Not pytest: importing the op database loads PyTorch's "dev"
+# Hypothesis profile (torch.testing._internal.common_utils), and a plain pytest run of the suites imports it after
+# its `--hypothesis-profile` is loaded, the zygote before: the profile in force differs (a derandomized pytest run drew
+# 10 cases where the program drew 5, tests/engine/test_hypothesis_settings.py, under make test only).
+MODULES = ("torchcts",)
 AUDIT_EVENT = "tests.warm_program"  # tests/conftest.py's fast-tier guard counts it as a program start
 # Variables read when an interpreter or torch starts: a command whose value differs from the zygote's starts cold.
 _START_PREFIXES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "TORCH", "PYTORCH", "LD_", "CUDA", "HYPOTHESIS",
@@ -78,8 +82,10 @@ def become(request, fds):
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])
-    import tempfile
+    import tempfile, random, numpy
     tempfile.tempdir = None  # found again from TMPDIR and the like, as a program's first call does
+    random.seed()  # fresh entropy, as each program has: every child inherits the zygote's generator state
+    numpy.random.seed()
     import hypothesis.configuration, pathlib  # Hypothesis's folder (its example database) is the one it was imported
     setattr(hypothesis.configuration, "__hypothesis_home_directory_default", pathlib.Path.cwd() / ".hypothesis")
     hypothesis.configuration.set_hypothesis_home_dir(None)  # in, as in a program started in the command's folder

@@ -44,7 +44,7 @@ _START_PREFIXES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "TORCH", "PYTORCH"
 _APPLIED_IN_CHILD = {"PYTHONPATH", "PYTHONHASHSEED", "TORCH_DEVICE_BACKEND_AUTOLOAD", "PYTHONDONTWRITEBYTECODE"}
 
 _ZYGOTE_CODE = r'''
-import array, atexit, json, os, socket, sys, threading, traceback, importlib
+import atexit, json, os, socket, sys, threading, traceback, importlib
 sock = socket.socket(fileno=int(sys.argv[1]))
 base_path = [p for p in sys.path if p not in ("", os.getcwd())]
 env_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

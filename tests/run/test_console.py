@@ -234,3 +234,29 @@ def test_plain_pytest_keeps_its_output_with_short_failure_text(faulty_manifest):
     assert block[1] == "failed: the backend's result differs from the CPU oracle's"
     assert block[2].startswith("faulty differs from CPU") and block[3].startswith("replay: torchcts replay ")
     assert block[4].startswith("full error: plain/") and len(block) == 5
+
+
+def test_an_interrupt_whose_traceback_has_a_frame_without_a_line_is_still_reported():
+    """CPython 3.11 gives a frame no line number when a signal's exception lands on an instruction without
+    one (a second SIGTERM during a `with` block's exit); pytest's rendering then raised TypeError and an
+    interrupted run exited 1 instead of 143 (CI, tests/hostile/test_signals.py)."""
+    import types
+
+    from torchcts.plugin.console import _renderable
+
+    def raised_here():
+        raise KeyboardInterrupt("stop")
+
+    try:
+        raised_here()
+    except KeyboardInterrupt as exc:
+        caught = exc
+    lined = caught.__traceback__
+    unlined = types.TracebackType(lined, sys._getframe(), 10**6, -1)  # an instruction past the code: no line
+    assert unlined.tb_lineno is None
+    excinfo = pytest.ExceptionInfo.from_exc_info((KeyboardInterrupt, caught, unlined))
+    with pytest.raises(TypeError):
+        excinfo.getrepr(funcargs=True)  # pytest's own rendering of it fails
+    shown = _renderable(excinfo).getrepr(funcargs=True)
+    assert "KeyboardInterrupt: stop" in shown.reprcrash.message
+    assert "raised_here" in str(shown)  # the frames with lines are kept

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import collections
 import re
+import sys
 import time
+import types
 from typing import Any, Callable, Protocol
 
 import pytest
@@ -332,11 +334,33 @@ class QuietReporter(TerminalReporter):
 
         run = self.config.stash.get(SESSION_KEY, None)
         if run is None or run.write_error is None:  # a file that cannot be written: the summary's last line says it
-            super().pytest_keyboard_interrupt(excinfo)
+            try:
+                super().pytest_keyboard_interrupt(excinfo)
+            except Exception:  # noqa: BLE001 -- pytest cannot render the traceback (below): drop its unlined frames
+                self._keyboardinterrupt_memo = _renderable(excinfo).getrepr(funcargs=True)
 
     def _report_keyboardinterrupt(self) -> None:
         if self._keyboardinterrupt_memo is not None:  # None: the run stopped on a write error (above)
             super()._report_keyboardinterrupt()
+
+
+def _renderable(excinfo: pytest.ExceptionInfo[BaseException]) -> pytest.ExceptionInfo[BaseException]:
+    """`excinfo` without the traceback entries that have no line number. CPython 3.11 gives a frame none
+    when a signal's exception is raised at an instruction without one (a second SIGTERM during a `with`
+    block's exit); pytest's rendering then raises TypeError, which ended an interrupted run with exit 1
+    instead of 128 + the signal's number. The exception itself is kept: only its traceback is cut."""
+    kept = []
+    entry = excinfo.tb
+    while entry is not None:
+        if entry.tb_lineno is not None:
+            kept.append(entry)
+        entry = entry.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    if rebuilt is None:  # not one frame with a line: the exception where it surfaced
+        rebuilt = types.TracebackType(None, sys._getframe(1), sys._getframe(1).f_lasti, sys._getframe(1).f_lineno)
+    return pytest.ExceptionInfo.from_exc_info((excinfo.type, excinfo.value, rebuilt))
 
 
 def install_quiet_reporter(config: pytest.Config, header: Callable[[], list[str]]) -> ReporterScreen | None:

@@ -41,6 +41,14 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 # folder for every pytest-xdist worker and subprocess (the cache writes atomically; the first builder wins).
 os.environ.setdefault("TORCHCTS_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchcts-test-cache-{os.getuid()}"))
 
+# The faulty device's compiled part (torchcts.testing.native_build), built into that cache folder now, before the
+# program guard below: the first test to register the device would otherwise start the compiler. Once per cache folder
+# (the pytest-xdist workers wait on its lock, then load it); seconds, and nothing where no compiler is (then the
+# tests that need it say so).
+from torchcts.testing import native_build  # noqa: E402 -- after TORCHCTS_CACHE_DIR is set
+
+native_build.load()
+
 # As a run does (torchcts.plugin.options): tests fork children (isolation, the guard_alloc suite's out-of-memory
 # child), and an OpenMP pool that ran in the parent deadlocks a forked child's first parallel kernel.
 torch.set_num_threads(HARNESS_THREADS)

@@ -12,9 +12,10 @@ checking invariants of the device alone:
   (its state before and after is equal).
 "Different" draws are judged on at least 64 elements.
 
-The CPU validation target passes (`torch.Generator("cpu")`). The faulty test device cannot make a
-generator (torch 2.13 gives a Python backend no hook for it): a manifest claiming `device_generator`
-there gets an `error` on every item, never a skip.
+The CPU validation target passes (`torch.Generator("cpu")`). The faulty test device makes its generators in its
+compiled part (torchcts/testing/faulty/generators.py; torch gives a Python backend no hook for them) and carries
+this suite's seeded bugs there; where that part cannot be built (no compiler), `torch.Generator("faulty")` raises
+and a manifest claiming `device_generator` gets an `error` on every item, never a skip.
 
 Limits: seeds differing only above bit 32 are not required to differ (CPU keeps the low 32 bits);
 `graphsafe_get_state` and offsets (CUDA graphs) are not tried; the draws' statistics are the

@@ -36,10 +36,10 @@ import torch
 
 from torchcts import dtypes as dtype_names
 from torchcts.plan import registry
-from torchcts.plan.op_metadata_file import OpMetadataFileError, read_catalog, safe_part, write_catalog
+from torchcts.core.cache_folder import CACHE_DIR_VARIABLE, cache_dir, safe_part  # noqa: F401 -- callers read them here
+from torchcts.plan.op_metadata_file import OpMetadataFileError, read_catalog, write_catalog
 from torchcts.plan.op_metadata_model import OpCatalog, OpMetadata
 
-CACHE_DIR_VARIABLE = "TORCHCTS_CACHE_DIR"
 
 
 class OpMetadataWarning(UserWarning):
@@ -178,15 +178,6 @@ def build(sources: Mapping[str, Any] | None = None) -> OpCatalog:
 
 
 # -- the cache file ----------------------------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """$TORCHCTS_CACHE_DIR, else $XDG_CACHE_HOME/torchcts, else ~/.cache/torchcts."""
-    chosen = os.environ.get(CACHE_DIR_VARIABLE)
-    if chosen:
-        return Path(chosen).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "torchcts"
 
 
 def cache_path(env: Mapping[str, str] | None = None) -> Path:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import tempfile
 from pathlib import Path
@@ -34,11 +33,6 @@ MAX_NAME = 300  # characters of any name or key
 
 class OpMetadataFileError(Exception):
     """A cache file that cannot be used: the message names the file, the field and what is allowed."""
-
-
-def safe_part(text: str) -> str:
-    """A version as a file-name part: characters other than letters, digits and `.+_-` become `_`."""
-    return re.sub(r"[^0-9A-Za-z.+_-]", "_", text)[:80]
 
 
 def read_catalog(path: Path) -> OpCatalog:

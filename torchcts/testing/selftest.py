@@ -34,7 +34,7 @@ from torchcts.core.outcomes import EXECUTED, PROBLEMS, Outcome
 from torchcts.manifest import vocabulary as vocab
 from torchcts.manifest.templates import render_template
 from torchcts.plan import registry
-from torchcts.testing.faulty import decoders, runtime
+from torchcts.testing.faulty import decoders, generators, runtime
 from torchcts.testing.faulty.bugs import BUGS
 from torchcts.testing.selftest_pool import RunPool, usable_cores
 from torchcts.testing.selftest_runs import Schedule
@@ -65,6 +65,8 @@ class SelftestReport:
     unexercised_properties: tuple[str, ...] = ()  # registered properties no clean item executed
     # (bug, suite, level): bugs written for an OpInfo property above the run's --level, so not run (`deferred_bugs`)
     deferred_bugs: tuple[tuple[str, str, int], ...] = ()
+    # (bug, suite, reason): bugs of suites that need the faulty device's compiled part, which this machine lacks
+    unbuilt_bugs: tuple[tuple[str, str, str], ...] = ()
     interrupted: str | None = None  # the signal that stopped the selftest ("SIGINT"): a partial report
     not_started: tuple[str, ...] = ()  # runs the signal kept from starting
 
@@ -154,7 +156,8 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     planned = tuple(p for p in every_phase if not only_phases or p.name in only_phases)
     chosen = chosen_bugs(planned, owned, only_bugs)
     deferred = deferred_bugs(chosen, level)
-    chosen = [b for b in chosen if b.name not in {name for name, _, _ in deferred}]
+    unbuilt = unbuilt_bugs(chosen)
+    chosen = [b for b in chosen if b.name not in {name for name, _, _ in (*deferred, *unbuilt)}]
     workers = workers or usable_cores()
     schedule = Schedule(planned, chosen, owned, results_dir, workers, tuple(ops), progress)
     pool = RunPool(workers, manifest, max_examples)
@@ -182,7 +185,7 @@ def run_selftest(level: int = 2, dtypes: tuple[str, ...] = ("float32",), max_exa
     return SelftestReport(tuple(item for item in failed_items if item not in explained), results,
                           tuple(schedule.incomplete), explained,
                           unexercised_properties(schedule.clean_records, 8, _specs_of(planned)), deferred,
-                          interrupted=interrupted, not_started=tuple(schedule.not_started()))
+                          unbuilt_bugs=unbuilt, interrupted=interrupted, not_started=tuple(schedule.not_started()))
 
 
 def chosen_bugs(planned: Iterable[Phase], owned: set[str], only_bugs: tuple[str, ...] = ()) -> list[Any]:
@@ -195,17 +198,39 @@ def chosen_bugs(planned: Iterable[Phase], owned: set[str], only_bugs: tuple[str,
 
 def faulty_manifest() -> str:
     """The manifest the selftest runs with: the `complete` template for the faulty device, with its two devices and
-    multi_device claimed, its own container decoders for every format, and device_generator not claimed (torch
-    gives a Python backend no hook for `torch.Generator(device=...)`: docs/faulty-backend.md)."""
+    multi_device claimed, its own container decoders for every format, and device_generator claimed where the
+    device's compiled part gives it generator objects (else declared False, with the reason in a comment)."""
     decoder_paths = {name: decoders.path(name) for name in vocab.CONTAINER_FORMATS}
     return (render_template("complete", device_name="faulty")
             + "\n# the faulty device's runtime (torchcts.testing.faulty.runtime)\n"
             + f'manifest["device_count"] = {runtime.count()}\n'
             + f'manifest["capabilities"]["multi_device"] = {runtime.count() >= 2}\n'
-            + 'manifest["capabilities"]["device_generator"] = False\n'
+            + _generator_claim()
             + "# its own container decoders (torchcts.testing.faulty.decoders), one per format\n"
             + 'manifest["capabilities"]["custom_quantized_decode"] = True\n'
             + f'manifest["custom_container_decoders"] = {decoder_paths!r}\n')
+
+
+def _generator_claim() -> str:
+    """The manifest line for device_generator: claimed where the faulty device has generator objects."""
+    reason = generators.unavailable_reason()
+    if reason is None:
+        return 'manifest["capabilities"]["device_generator"] = True\n'
+    one_line = " ".join(reason.split())  # a comment line: the reason cannot end it
+    return f"# {one_line}\nmanifest[\"capabilities\"][\"device_generator\"] = False\n"
+
+
+# suites whose bugs live in what only the faulty device's compiled part provides (generators.py)
+COMPILED_PART_SUITES = ("device_generator",)
+
+
+def unbuilt_bugs(bugs: Iterable[Any]) -> tuple[tuple[str, str, str], ...]:
+    """(bug, suite, reason) of the bugs in `bugs` that need the faulty device's compiled part where it did not load
+    (no compiler, TORCHCTS_FAULTY_NATIVE=0): not run, and said so, never counted as detected or missed."""
+    reason = generators.unavailable_reason()
+    if reason is None:
+        return ()
+    return tuple((bug.name, bug.suite, reason) for bug in bugs if bug.suite in COMPILED_PART_SUITES)
 
 
 def deferred_bugs(bugs: Iterable[Any], level: int, specs: Iterable[Any] | None = None) -> tuple[tuple[str, str, int], ...]:
@@ -261,6 +286,8 @@ def print_report(report: SelftestReport, echo: Callable[[str], None] = print) ->
     for name, suite, level in report.deferred_bugs:
         echo(f"  NOT RUN  {name} [{suite}]: its suite is a level-{level} OpInfo property; selftest --level {level} "
              f"(with a dtype its items run in: {BUGS[name].condition}) runs it")
+    for name, suite, reason in report.unbuilt_bugs:
+        echo(f"  NOT RUN  {name} [{suite}]: {reason}")
     if report.unexercised_properties:
         echo("registered properties no clean item executed (bugs only they could see go unseen): "
              + ", ".join(report.unexercised_properties))

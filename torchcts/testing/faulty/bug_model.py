@@ -19,6 +19,12 @@ DEVICE_COUNT_STEP = "faulty.device_count"  # () and the count torch.faulty.devic
 SET_DEVICE_STEP = "faulty.set_device"  # (current index, requested index) and the index made current
 SEED_STEP = "faulty.manual_seed"  # (device index, seed) and the seed its generator gets
 GENERATOR_STEP = "faulty.generator"  # (aten overload, device index) and the generator a random op given none draws from
+# ... and its generator objects (the compiled part's steps, generators.py):
+NEW_GENERATOR_STEP = "faulty.new_generator"  # (device index,) and the CPU generator a new generator gets
+GENERATOR_CLONE_STEP = "faulty.generator_clone"  # (device index, the original's CPU generator) and the clone's
+GENERATOR_SEED_STEP = "faulty.generator_seed"  # (device index, seed) and the seed the generator keeps
+GENERATOR_ARGUMENT_STEP = "faulty.generator_argument"  # (aten overload, device index) and the CPU generator a random
+# op given a device generator draws from
 MEMORY_STATS_STEP = "faulty.memory_stats"  # (device index,) and the statistics dict
 OUT_OF_MEMORY_STEP = "faulty.out_of_memory"  # (device index, bytes) and None: an allocation refused, about to raise
 STREAM_WAIT_STEP = "faulty.stream_wait"  # (waiting stream, awaited stream) and True (False: no wait)
@@ -27,7 +33,8 @@ EVENT_QUERY_STEP = "faulty.event_query"  # (event,) and whether it is complete
 ELAPSED_STEP = "faulty.elapsed_time"  # (start event, end event) and the milliseconds between them
 PIN_STEP = "faulty.pin_memory"  # (source CPU tensor,) and its pinned copy
 IS_PINNED_STEP = "faulty.is_pinned"  # (CPU tensor,) and whether it is pinned
-RUNTIME_STEPS = (DEVICE_COUNT_STEP, SET_DEVICE_STEP, SEED_STEP, GENERATOR_STEP, MEMORY_STATS_STEP, OUT_OF_MEMORY_STEP,
+RUNTIME_STEPS = (DEVICE_COUNT_STEP, SET_DEVICE_STEP, SEED_STEP, GENERATOR_STEP, NEW_GENERATOR_STEP, GENERATOR_CLONE_STEP,
+                 GENERATOR_SEED_STEP, GENERATOR_ARGUMENT_STEP, MEMORY_STATS_STEP, OUT_OF_MEMORY_STEP,
                  STREAM_WAIT_STEP, SYNCHRONIZE_STEP, EVENT_QUERY_STEP, ELAPSED_STEP, PIN_STEP, IS_PINNED_STEP)
 
 

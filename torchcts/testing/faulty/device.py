@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
-from torchcts.testing.faulty import autocast, bugs, memory, pinned, runtime, streams
+from torchcts.testing.faulty import autocast, bugs, generators, memory, pinned, runtime, streams
 from torchcts.testing.faulty.bug_model import SAVE_STEP, argument
 from torchcts.testing.faulty.schema_effects import mutated_outputs, written_tensors
 from torchcts.testing.faulty.trace import (note_overload, note_step, start_trace, take_trace,  # noqa: F401
@@ -180,9 +180,13 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
         side.flush()  # a stream's work runs in order: what it queued before lands first
         landing = _Landing(func, args, kwargs, cpu_args, cpu_kwargs)
     bugs.before(func, cpu_args, cpu_kwargs)
-    if _is_random(func) and argument(func, cpu_args, cpu_kwargs, "generator") is None:
+    given = argument(func, cpu_args, cpu_kwargs, "generator") if _is_random(func) else False
+    if given is None:
         result = draw_on_device_generator(func, index, cpu_args, cpu_kwargs)
     else:
+        if given is not False and generators.is_device_generator(given):
+            cpu_args, cpu_kwargs = _with_generator(func, cpu_args, cpu_kwargs,
+                                                   generators.cpu_generator_of(func, index, given))
         result = func(*cpu_args, **cpu_kwargs)
     if func is _EFFICIENT_ZEROS:
         result = torch.zeros(result.shape, dtype=result.dtype)
@@ -255,6 +259,14 @@ def _is_random(func) -> bool:
     if found is None:
         found = _random[func] = torch.Tag.nondeterministic_seeded in func.tags
     return found
+
+
+def _with_generator(func, args: tuple, kwargs: dict, generator: torch.Generator) -> tuple[tuple, dict]:
+    """The call's arguments with `generator` as its generator argument (keyword-only in aten, but placed where given)."""
+    if "generator" in kwargs:
+        return args, {**kwargs, "generator": generator}
+    position = next(i for i, arg in enumerate(func._schema.arguments) if arg.name == "generator")
+    return (*args[:position], generator, *args[position + 1:]), kwargs
 
 
 def draw_on_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:
@@ -373,10 +385,8 @@ def register() -> None:
 
             raise RuntimeError(f"PrivateUse1 is already taken by the {current!r} backend; the faulty device needs it: "
                                f"{cause(current)}")
-        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
         if current == "privateuseone":
-            _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=runtime.MODULE)
+            _set_up_privateuse1()
         _library = torch.library.Library("_", "IMPL")
         _library.fallback(_factory_fallback, "PrivateUse1")
         _aten_library = torch.library.Library("aten", "IMPL")
@@ -390,6 +400,20 @@ def register() -> None:
         torch.serialization.register_package(5, _no_tag, _storage_stays_on_cpu)
         _import_what_the_first_op_imports()
         _registered = True
+
+
+def _set_up_privateuse1() -> None:
+    """torch's set-up of a Python PrivateUse1 backend (`_setup_privateuseone_for_python_backend`, in its order), with
+    the device's compiled hooks (its generators: `generators`) in place of torch's Python ones where they load: torch
+    takes one hooks object per process."""
+    from torch.utils.backend_registration import _DummyDeviceGuard, _DummyPrivateUse1Hook
+
+    torch.utils.rename_privateuse1_backend(DEVICE_NAME)
+    torch.utils.generate_methods_for_privateuse1_backend()
+    torch._register_device_module(DEVICE_NAME, runtime.MODULE)
+    if not generators.install(runtime.generator):
+        torch._C._acc.register_python_privateuseone_hook(_DummyPrivateUse1Hook())
+    torch._C._acc.register_python_privateuseone_device_guard(_DummyDeviceGuard())
 
 
 def _import_what_the_first_op_imports() -> None:

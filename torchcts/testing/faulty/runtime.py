@@ -10,8 +10,8 @@
 - Streams and events (`streams`).
 - Pinned host memory: `Tensor.pin_memory()` gives a pinned copy the device knows (`pinned`).
 
-torch (2.13) gives a Python backend no hook for `torch.Generator(device="faulty")`: the device has
-no generator objects of its own (the `device_generator` capability cannot be proven on it).
+Generator objects (`torch.Generator(device="faulty")`, `default_generators`) come from the device's compiled part
+(`generators`): torch (2.13) gives a Python backend no hook for them.
 Seeded runtime bugs act at the steps named in `bug_model`.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import torch
 
-from torchcts.testing.faulty import bugs, memory, streams
+from torchcts.testing.faulty import bugs, generators, memory, streams
 from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, MEMORY_STATS_STEP, SEED_STEP,
                                                SET_DEVICE_STEP)
 from torchcts.testing.faulty.ordinals import count, current, make_current
@@ -219,6 +219,10 @@ class DeviceModule:
 
     @property
     def default_generators(self) -> tuple[torch.Generator, ...]:
+        """Each device's default generator: a device generator where the compiled part gives them (it draws from
+        the CPU generator below), else that CPU generator itself."""
+        if generators.available():
+            return tuple(generators.default_generator(index) for index in range(count()))
         return tuple(generator(index) for index in range(count()))
 
 

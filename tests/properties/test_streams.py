@@ -100,3 +100,21 @@ def test_the_tail_bug_fires_only_on_large_non_blocking_copies_off_the_device():
         faulty.disable_bugs()
     assert large[-1].item() == 0.0 and torch.equal(large[:-1], values[:-1])
     assert torch.equal(blocking, values) and torch.equal(small, values[:32]) and torch.equal(onto_device, values)
+
+
+# the seeded bugs that break ordering: each leaves work unlanded that the program then reads
+ORDERING_BUGS = {"default_stream_wait_skipped": ("streams", "wait_stream"),
+                 "synchronize_lands_newest_stream_only": ("streams", "synchronize_all"),
+                 "event_query_early_without_timing": ("events", "query_polling")}
+
+
+@pytest.mark.parametrize("bug", sorted(ORDERING_BUGS))
+def test_an_ordering_bug_is_missed_on_a_synchronous_device_and_found_on_the_asynchronous_one(run_suite, bug):
+    """The suites catch ordering bugs because the device is asynchronous: with every stream landing its work at once
+    (streams.synchronous, a backend whose streams run inline) the same bug changes nothing the suite can see."""
+    from torchcts.testing.faulty import streams
+
+    suite, scenario = ORDERING_BUGS[bug]
+    with streams.synchronous():
+        assert run_suite(suite, scenario, device="faulty", bugs=(bug,), max_examples=12)["outcome"] is Outcome.PASSED
+    assert run_suite(suite, scenario, device="faulty", bugs=(bug,), max_examples=12)["outcome"] is Outcome.FAILED

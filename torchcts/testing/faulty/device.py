@@ -296,7 +296,7 @@ class _Landing:
                        if isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided}
 
     def defer(self, stream: Any, result: Any) -> None:
-        if self.blocking_to_host:  # a blocking copy to CPU waits for the stream: lands now
+        if self.blocking_to_host or streams.is_synchronous():  # a blocking copy to CPU waits for the stream: now
             return
         for target, old in zip(self.written, self.before):
             if target.shape == old.shape:

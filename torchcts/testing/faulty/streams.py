@@ -14,6 +14,10 @@ default stream runs and lands at once.
 An event recorded on a stream is a marker in its queue; it completes (and takes its time stamp,
 for `elapsed_time` in milliseconds) when the stream is flushed past it.
 
+`synchronous()` (or TORCHCTS_FAULTY_SYNCHRONOUS=1 for a whole process) makes every stream land its work at once, as
+a backend whose streams all run inline does: the seeded ordering bugs then change nothing, which is how the tests
+show that the streams and events suites find those bugs because the device is asynchronous, not by construction.
+
 Seeded bugs act at the steps of `bug_model`: STREAM_WAIT_STEP (`bugs.after` sees (waiting stream,
 awaited stream) and True; False skips the flush), SYNCHRONIZE_STEP (sees the device index and the
 streams to flush; returns those flushed), EVENT_QUERY_STEP (sees the event and whether it is
@@ -22,7 +26,9 @@ complete) and ELAPSED_STEP (sees both events and the milliseconds).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -214,6 +220,27 @@ def synchronize(device: Any = None) -> None:
     queued = [s for s in _streams if s.device.index == index and not s.query()]
     for stream in _step(SYNCHRONIZE_STEP, (index, current_stream(index)), queued):
         stream.flush()
+
+
+_synchronous = os.environ.get("TORCHCTS_FAULTY_SYNCHRONOUS") == "1"
+
+
+def is_synchronous() -> bool:
+    """Whether side streams land their work at once (`synchronous`)."""
+    return _synchronous
+
+
+@contextlib.contextmanager
+def synchronous():
+    """Inside the block, work on side streams lands at once: the device is synchronous."""
+    global _synchronous
+    for stream in _streams:  # what is queued lands first
+        stream.flush()
+    kept, _synchronous = _synchronous, True
+    try:
+        yield
+    finally:
+        _synchronous = kept
 
 
 def side_stream_current() -> bool:

@@ -68,7 +68,9 @@ def test_the_mixed_device_program_sees_runtime_errors_and_intact_operands():
 
 
 @pytest.mark.parametrize("bug, scenario", [("peer_copy_drops_last_chunk", "cross_copy"),
-                                           ("second_device_cumsum_restarts", "second_device_ops")])
+                                           ("second_device_cumsum_restarts", "second_device_ops"),
+                                           ("guard_exit_keeps_inner_device", "guard_placement"),
+                                           ("peer_copy_lands_on_source", "cross_copy")])
 def test_each_seeded_bug_is_detected(run_multi, bug, scenario):
     record = run_multi(scenario, bugs=(bug,), max_examples=8, shrink=False)
     assert record["outcome"] is Outcome.FAILED, record
@@ -101,3 +103,27 @@ def test_the_cumsum_bug_needs_device_1_and_more_than_1024_elements():
         assert x.to("faulty:1").cumsum(0).cpu()[-1].item() == 1.0  # restarted at element 1024
     finally:
         faulty.disable_bugs()
+
+
+def test_the_guard_and_placement_bugs_fire_only_in_their_condition():
+    from torchcts.testing import faulty
+
+    guard, placement = BUG["guard_exit_keeps_inner_device"], BUG["peer_copy_lands_on_source"]
+    assert guard.fires(None, (1, 0), {}) and not guard.fires(None, (0, 1), {}) and not guard.fires(None, (1, 1), {})
+    copy = torch.ops.aten._to_copy.default
+    assert placement.fires(None, (copy, 1, 0), {}) and not placement.fires(None, (copy, 0, 1), {})
+    x = torch.arange(4.0, device="faulty:0")
+    faulty.enable_bugs("guard_exit_keeps_inner_device", "peer_copy_lands_on_source")
+    try:
+        torch.faulty.set_device(0)
+        with torch.faulty.device(1):
+            pass
+        left_on = torch.faulty.current_device()
+        moved, back = x.to("faulty:1"), x.to("faulty:1", copy=True).cpu()
+    finally:
+        faulty.disable_bugs()
+        torch.faulty.set_device(0)
+    assert left_on == 1 and moved.device == torch.device("faulty", 0) and back.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with torch.faulty.device(1):
+        pass
+    assert torch.faulty.current_device() == 0 and x.to("faulty:1").device == torch.device("faulty", 1)

@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
 from torchcts.testing.faulty import autocast, bugs, generators, memory, pinned, runtime, streams
-from torchcts.testing.faulty.bug_model import SAVE_STEP, argument
+from torchcts.testing.faulty.bug_model import PEER_COPY_STEP, SAVE_STEP, argument
 from torchcts.testing.faulty.schema_effects import mutated_outputs, written_tensors
 from torchcts.testing.faulty.trace import (note_overload, note_step, start_trace, take_trace,  # noqa: F401
                                           tracing)  # (re-exported: the run and fork read the trace here)
@@ -236,7 +236,12 @@ def _device_index(func, args: tuple, kwargs: dict, on_device: list[FaultyTensor]
     device, but for copies, as on CUDA), else the current device."""
     target = kwargs.get("device")
     if target is not None and torch.device(target).type == DEVICE_NAME:
-        return runtime.index_of(target)
+        index = runtime.index_of(target)
+        sources = {t.device.index for t in on_device} - {index}
+        if sources:  # a copy from another of the device's devices (`to`): where its result lands
+            note_step(PEER_COPY_STEP)
+            return bugs.after(PEER_COPY_STEP, (func, index, min(sources)), {}, index)
+        return index
     if not on_device:
         return runtime.current()
     first = on_device[0].device.index

@@ -23,7 +23,7 @@ import attrs
 import torch
 
 from torchcts.testing.faulty import bugs, generators, memory, streams
-from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, MEMORY_STATS_STEP, SEED_STEP,
+from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, GUARD_EXIT_STEP, MEMORY_STATS_STEP, SEED_STEP,
                                                SET_DEVICE_STEP)
 from torchcts.testing.faulty.ordinals import count, current, make_current
 from torchcts.testing.faulty.streams import index_of
@@ -57,7 +57,7 @@ class DeviceGuard:
 
     def __exit__(self, *exc: Any) -> None:
         if self.index >= 0:
-            make_current(self._previous)
+            make_current(_step(GUARD_EXIT_STEP, (self.index, self._previous), self._previous))
 
 
 # -- random numbers ---------------------------------------------------------------------------------------------------

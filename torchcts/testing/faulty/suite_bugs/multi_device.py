@@ -9,13 +9,17 @@
   between blocks is lost). Device 0's cumsum is right.
 Both are aten bugs; they use `device.op_devices()` (the faulty index an op targets and its device-tensor
 arguments' indices), since a bug sees CPU data only.
+- `guard_exit_keeps_inner_device`: leaving a `device(i)` guard entered on device 0 does not restore device 0
+  (`faulty.guard_exit`): index-less factories after the block land on device i.
+- `peer_copy_lands_on_source`: `x.to("faulty:1")` of a tensor on faulty:0 returns a tensor on faulty:0 (the right
+  values, the wrong index) (`faulty.peer_copy`).
 """
 
 from __future__ import annotations
 
 # imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
 
-from torchcts.testing.faulty.bug_model import Bug
+from torchcts.testing.faulty.bug_model import GUARD_EXIT_STEP, PEER_COPY_STEP, Bug
 
 CHUNK_BYTES = 64 * 1024
 SCAN_BLOCK = 1024
@@ -54,6 +58,24 @@ def _restart_at_block(func, args, kwargs, value):
     return out
 
 
+def _leaving_a_guard_entered_on_device_0(func, args, kwargs) -> bool:
+    inside, before = args
+    return before == 0 and inside != 0
+
+
+def _stays_inside(func, args, kwargs, index):
+    return args[0]
+
+
+def _to_device_1_from_0(func, args, kwargs) -> bool:
+    _, target, source = args
+    return target == 1 and source == 0
+
+
+def _source_index(func, args, kwargs, index):
+    return args[2]
+
+
 BUGS = (
     Bug("peer_copy_drops_last_chunk", ("aten._to_copy.default", "aten.copy_.default"),
         "a contiguous copy of more than 64 KiB from faulty:0 to faulty:1",
@@ -62,4 +84,10 @@ BUGS = (
     Bug("second_device_cumsum_restarts", ("aten.cumsum.default",), "cumsum of a 1-D tensor of more than 1024 "
         "elements on faulty:1", "the running sum restarts at element 1024", _long_scan_on_second, _restart_at_block,
         suite="multi_device"),
+    Bug("guard_exit_keeps_inner_device", (GUARD_EXIT_STEP,), "leaving a device guard entered on device 0 for "
+        "another device", "device 0 is not made current again: the guard's device stays current after the block",
+        _leaving_a_guard_entered_on_device_0, _stays_inside, suite="multi_device"),
+    Bug("peer_copy_lands_on_source", (PEER_COPY_STEP,), "x.to(faulty:1) of a tensor on faulty:0",
+        "the copy's result is a tensor on faulty:0 (right values, wrong device index)", _to_device_1_from_0,
+        _source_index, suite="multi_device"),
 )

@@ -9,6 +9,9 @@ Scenarios (values from a drawn seed, copies of up to 135K elements):
 - `guard_placement`: inside `module.device(1)` (and after `set_device(1)`) factories given the
   device type without an index land on device 1, `new_*`/`*_like` of a device-0 tensor stay on device
   0; after the guard the current device is the one before.
+- `per_device_memory`: a tensor of n float32 elements made on device 1 raises `memory_allocated(1)` by at least
+  its bytes and does not raise `memory_allocated(0)`; after `del` device 1 falls back (needs the runtime's
+  `memory_allocated`, which the device_api capability claims: without that claim, runtime_unavailable);
 - `mixed_device_error`: `x0 + x1`, `torch.mm`, `torch.cat` and `index_select` mixing the two devices
   raise RuntimeError (error parity with CUDA: not NotImplementedError or another type), and the
   device's tensors are unchanged after.
@@ -38,10 +41,11 @@ from torchcts.strategies import Case
 
 # docs/properties.md's row of this suite (scripts/generate_registry_listings.py writes the table)
 PROVES = ("copies across `<type>:0` and `<type>:1` keep bits, ops on device 1 equal CPU's, factories follow the "
-          "guard, mixed-device ops raise RuntimeError; one device: runtime_unavailable")
+          "guard, memory statistics stay per device, mixed-device ops raise RuntimeError; one device: "
+          "runtime_unavailable")
 
 DTYPES = ("float32",)
-SCENARIOS = ("cross_copy", "second_device_ops", "guard_placement", "mixed_device_error")
+SCENARIOS = ("cross_copy", "second_device_ops", "guard_placement", "per_device_memory", "mixed_device_error")
 
 
 # -- the programs: torch only -----------------------------------------------------------------------------------------
@@ -119,6 +123,22 @@ def guard_placement(device, n):
     yield observe(f"after set_device(1) a factory lands on {second}", set_one.device == second, set_one.device)
 
 
+def per_device_memory(device, n):
+    """n float32 elements made on device 1 count on device 1 only, and are given back by del."""
+    first, second = _pair(device)
+    module = getattr(torch, first.type)
+    before = module.memory_allocated(first), module.memory_allocated(second)
+    made = torch.empty(n, device=second)
+    during = module.memory_allocated(first), module.memory_allocated(second)
+    del made
+    after = module.memory_allocated(second)
+    yield observe(f"memory_allocated({second}) grows by >= {4 * n} bytes for {n} float32 elements there",
+                  during[1] - before[1] >= 4 * n, f"{before[1]} -> {during[1]}")
+    yield observe(f"memory_allocated({first}) does not grow with an allocation on {second}", during[0] <= before[0],
+                  f"{before[0]} -> {during[0]}")  # (it may fall: a collection frees device-0 tensors meanwhile)
+    yield observe(f"memory_allocated({second}) falls back to {before[1]} after del", after <= before[1], after)
+
+
 def _raised(attempt):
     """(type, message) of what `attempt()` raises, or None (no exception object is kept: no reference cycle
     through the traceback holds the device's tensors)."""
@@ -148,7 +168,7 @@ def mixed_device_error(device, n, seed):
 
 
 PROGRAMS = {"cross_copy": cross_copy, "second_device_ops": second_device_ops, "guard_placement": guard_placement,
-            "mixed_device_error": mixed_device_error}
+            "per_device_memory": per_device_memory, "mixed_device_error": mixed_device_error}
 
 
 # -- cases ------------------------------------------------------------------------------------------------------------
@@ -160,6 +180,7 @@ PARAMS = {  # what each scenario's cases store (`cases.bounds`): the draws below
     "cross_copy": CaseParams({"n": ELEMENTS, "seed": SEED}),
     "second_device_ops": CaseParams({"n": SMALL, "rows": ROWS, "seed": SEED}),
     "guard_placement": CaseParams({"n": SMALL}),
+    "per_device_memory": CaseParams({"n": ELEMENTS}),
     "mixed_device_error": CaseParams({"n": SMALL, "seed": SEED}),
 }
 
@@ -181,6 +202,8 @@ def multi_device_cases(scenario, dtype) -> st.SearchStrategy[Case]:
                       "seed": draw(seed, label="seed of the values")}
         elif scenario == "guard_placement":
             values = {"n": draw(SMALL.strategy(), label="elements")}
+        elif scenario == "per_device_memory":
+            values = {"n": draw(_elements(), label="elements")}
         else:
             values = {"n": draw(SMALL.strategy(), label="elements"), "seed": draw(seed, label="seed of the values")}
         return scenario_case(scenario, dtype, PARAMS[scenario], {INPUT: torch.zeros(1), **values},
@@ -195,6 +218,8 @@ def two_devices(cts, scenario: str) -> None:
     module = runtime_module(cts)
     require(cts, module, "device_count", "set_device", "current_device",
             *(("device",) if scenario == "guard_placement" else ()))
+    if scenario == "per_device_memory":
+        require(cts, module, "memory_allocated", capability="device_api")
     count = module.device_count()
     if count < 2 and cts.replay is not None and not on_validation_target(cts) and claimed(cts):
         raise AssertionError(f"torch.{cts.target.device_type}.device_count() is {count}: the multi_device case was "

@@ -70,7 +70,8 @@ def test_the_mixed_device_program_sees_runtime_errors_and_intact_operands():
 @pytest.mark.parametrize("bug, scenario", [("peer_copy_drops_last_chunk", "cross_copy"),
                                            ("second_device_cumsum_restarts", "second_device_ops"),
                                            ("guard_exit_keeps_inner_device", "guard_placement"),
-                                           ("peer_copy_lands_on_source", "cross_copy")])
+                                           ("peer_copy_lands_on_source", "cross_copy"),
+                                           ("second_device_memory_counted_on_first", "per_device_memory")])
 def test_each_seeded_bug_is_detected(run_multi, bug, scenario):
     record = run_multi(scenario, bugs=(bug,), max_examples=8, shrink=False)
     assert record["outcome"] is Outcome.FAILED, record
@@ -127,3 +128,18 @@ def test_the_guard_and_placement_bugs_fire_only_in_their_condition():
     with torch.faulty.device(1):
         pass
     assert torch.faulty.current_device() == 0 and x.to("faulty:1").device == torch.device("faulty", 1)
+
+
+def test_the_memory_bug_counts_device_1_on_device_0_only_while_it_holds_memory():
+    from torchcts.testing import faulty
+
+    bug = BUG["second_device_memory_counted_on_first"]
+    held = torch.empty(1024, device="faulty:1")
+    assert bug.fires(None, (0,), {}) and not bug.fires(None, (1,), {})
+    faulty.enable_bugs(bug.name)
+    try:
+        on_first, on_second = torch.faulty.memory_allocated(0), torch.faulty.memory_allocated(1)
+    finally:
+        faulty.disable_bugs()
+    assert on_first == torch.faulty.memory_allocated(0) + on_second and on_second >= 4096
+    del held

@@ -11,6 +11,8 @@ Both are aten bugs; they use `device.op_devices()` (the faulty index an op targe
 arguments' indices), since a bug sees CPU data only.
 - `guard_exit_keeps_inner_device`: leaving a `device(i)` guard entered on device 0 does not restore device 0
   (`faulty.guard_exit`): index-less factories after the block land on device i.
+- `second_device_memory_counted_on_first`: device 0's memory statistics also count what device 1 holds (one
+  allocator's bookkeeping shared by both devices) (`faulty.memory_stats`).
 - `peer_copy_lands_on_source`: `x.to("faulty:1")` of a tensor on faulty:0 returns a tensor on faulty:0 (the right
   values, the wrong index) (`faulty.peer_copy`).
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 # imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
 
-from torchcts.testing.faulty.bug_model import GUARD_EXIT_STEP, PEER_COPY_STEP, Bug
+from torchcts.testing.faulty.bug_model import GUARD_EXIT_STEP, MEMORY_STATS_STEP, PEER_COPY_STEP, Bug
 
 CHUNK_BYTES = 64 * 1024
 SCAN_BLOCK = 1024
@@ -76,6 +78,21 @@ def _source_index(func, args, kwargs, index):
     return args[2]
 
 
+ALLOCATED = "allocated_bytes.all.current"
+
+
+def _device_0_while_1_holds_memory(func, args, kwargs) -> bool:
+    from torchcts.testing.faulty import memory  # cycle: memory imports faulty.bugs, which imports this module
+
+    return args[0] == 0 and memory.allocated(1) > 0
+
+
+def _plus_device_1(func, args, kwargs, stats):
+    from torchcts.testing.faulty import memory  # cycle: as above
+
+    return {**stats, ALLOCATED: stats[ALLOCATED] + memory.allocated(1)}
+
+
 BUGS = (
     Bug("peer_copy_drops_last_chunk", ("aten._to_copy.default", "aten.copy_.default"),
         "a contiguous copy of more than 64 KiB from faulty:0 to faulty:1",
@@ -87,6 +104,9 @@ BUGS = (
     Bug("guard_exit_keeps_inner_device", (GUARD_EXIT_STEP,), "leaving a device guard entered on device 0 for "
         "another device", "device 0 is not made current again: the guard's device stays current after the block",
         _leaving_a_guard_entered_on_device_0, _stays_inside, suite="multi_device"),
+    Bug("second_device_memory_counted_on_first", (MEMORY_STATS_STEP,), "device 0's memory statistics read while "
+        "device 1 holds allocations", "memory_allocated(0) also counts device 1's bytes", _device_0_while_1_holds_memory,
+        _plus_device_1, suite="multi_device", precise=False),
     Bug("peer_copy_lands_on_source", (PEER_COPY_STEP,), "x.to(faulty:1) of a tensor on faulty:0",
         "the copy's result is a tensor on faulty:0 (right values, wrong device index)", _to_device_1_from_0,
         _source_index, suite="multi_device"),

@@ -12,7 +12,8 @@ from torchcts.testing.faulty.suite_bugs.sparse import BUGS
 
 BUG = {bug.name: bug for bug in BUGS}
 CAUGHT_BY = {"sparse_sum_drops_duplicates": ("sparse_sum", "float32"), "coalesce_unsorted": ("coalesce", "float32"),
-             "csr_mm_drops_last_row": ("sparse_mm", "float64")}
+             "csr_mm_drops_last_row": ("sparse_mm", "float64"), "coalesce_keeps_duplicates": ("coalesce", "float32"),
+             "dense_to_compressed_reads_column_major": ("to_sparse_round_trip", "float32")}
 RAN = (Outcome.PASSED, Outcome.CPU_CONTRACT)
 
 
@@ -54,6 +55,17 @@ def test_the_bugs_stay_silent_without_their_condition():
     assert fires(mm, (dense.to_sparse_csr(), dense), {}) and fires(addmm, (dense, dense.to_sparse_csr(), dense), {})
     assert not fires(mm, (dense, dense), {}) and not fires(mm, (dense.to_sparse(), dense), {})
     assert not fires(mm, (torch.ones(1, 2).to_sparse_csr(), dense), {})  # one row: no last row to lose
+    fires = BUG["coalesce_keeps_duplicates"].fires
+    assert fires(None, (duplicated,), {}) and not fires(None, (distinct,), {})
+    kept = BUG["coalesce_keeps_duplicates"].perturb(None, (duplicated,), {}, duplicated.coalesce())
+    assert kept._nnz() == 2 and kept.is_coalesced() and torch.equal(kept.to_dense(), duplicated.to_dense())
+    bug, matrix = BUG["dense_to_compressed_reads_column_major"], torch.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]])
+    csr, to_sparse = {"layout": torch.sparse_csr}, torch.ops.aten._to_sparse.default
+    assert bug.fires(None, (matrix,), csr) and bug.fires(None, (matrix[None],), {"layout": torch.sparse_csc})
+    assert not bug.fires(None, (matrix,), {"layout": torch.sparse_coo}) and not bug.fires(None, (matrix[:1],), csr)
+    assert not bug.fires(None, (matrix.to_sparse(),), csr) and not bug.fires(None, (matrix,), {**csr, "dense_dim": 1})
+    misread = bug.perturb(to_sparse, (matrix,), csr, to_sparse(matrix, **csr))
+    assert torch.equal(misread.to_dense(), torch.tensor([[0.0, 0.0, 1.0], [0.0, 2.0, 3.0]]))
 
 
 def test_programs_build_from_parts_and_report_invariants():

@@ -53,6 +53,25 @@ def _reversed_entries(func, args, kwargs, result):
                                    is_coalesced=True)
 
 
+def _summed_nothing(func, args, kwargs, result):
+    """The input's entries sorted by index, duplicates kept (not summed), flagged coalesced."""
+    t = args[0]
+    order = torch.argsort(_coo_key(t._indices(), t.shape), stable=True)
+    return torch.sparse_coo_tensor(t._indices()[:, order], t._values()[order], t.shape, is_coalesced=True)
+
+
+def _dense_matrices_to_compressed(func, args, kwargs) -> bool:
+    t = args[0]
+    return (isinstance(t, torch.Tensor) and t.layout == torch.strided and t.dim() >= 2 and min(t.shape[-2:]) > 1
+            and kwargs.get("layout") in (torch.sparse_csr, torch.sparse_csc) and not kwargs.get("dense_dim"))
+
+
+def _compressed_of_column_major_reading(func, args, kwargs, result):
+    t = args[0]
+    misread = t.transpose(-2, -1).contiguous().view(t.shape)  # each matrix's storage read column-major
+    return func(misread, *args[1:], **kwargs)
+
+
 def _csr_operand(func, args) -> int | None:
     """Position of the sparse CSR matrix operand of mm (first) or addmm (second), or None."""
     position = 1 if "addmm" in str(func) else 0
@@ -82,6 +101,16 @@ BUGS = (
         condition="coalescing an uncoalesced COO tensor with at least two stored entries",
         description="returns the coalesced entries in descending index order, still flagged coalesced",
         fires=_coalesce_fires, perturb=_reversed_entries, suite="sparse"),
+    Bug("coalesce_keeps_duplicates", ops=("aten._coalesce.default",),
+        condition="coalescing an uncoalesced COO tensor holding an index more than once",
+        description="sorts the entries but keeps each duplicate as its own entry (values not summed), flagged "
+                    "coalesced", fires=lambda func, args, kwargs: _has_duplicates(args[0]), perturb=_summed_nothing,
+        suite="sparse"),
+    Bug("dense_to_compressed_reads_column_major", ops=("aten._to_sparse.default",),
+        condition="a strided tensor of matrices (both sides > 1, no dense dims) converted to CSR or CSC",
+        description="reads each dense matrix in column-major order: the compressed tensor's row and column indices "
+                    "come from the transposed storage", fires=_dense_matrices_to_compressed,
+        perturb=_compressed_of_column_major_reading, suite="sparse"),
     Bug("csr_mm_drops_last_row", ops=("aten.mm.default", "aten.addmm.default"),
         condition="the sparse operand of mm/addmm is a CSR matrix with at least two rows",
         description="skips the last compressed row of the CSR operand (its row of the product is missing)",

@@ -267,7 +267,7 @@ def _is_random(func) -> bool:
 
 
 def _with_generator(func, args: tuple, kwargs: dict, generator: torch.Generator) -> tuple[tuple, dict]:
-    """The call's arguments with `generator` as its generator argument (keyword-only in aten, but placed where given)."""
+    """The call's arguments with `generator` as its generator argument (keyword-only in aten; placed where given)."""
     if "generator" in kwargs:
         return args, {**kwargs, "generator": generator}
     position = next(i for i, arg in enumerate(func._schema.arguments) if arg.name == "generator")

@@ -81,6 +81,7 @@ def default_generator(index: int) -> torch.Generator:
 
 
 def is_device_generator(value: Any) -> bool:
+    """Whether `value` is a generator the compiled part made (a non-CPU generator in a process with the device)."""
     return isinstance(value, torch.Generator) and value.device.type != "cpu" and _installed
 
 

@@ -23,8 +23,8 @@ import attrs
 import torch
 
 from torchcts.testing.faulty import bugs, generators, memory, streams
-from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, GUARD_EXIT_STEP, MEMORY_STATS_STEP, SEED_STEP,
-                                               SET_DEVICE_STEP)
+from torchcts.testing.faulty.bug_model import (DEVICE_COUNT_STEP, GENERATOR_STEP, GUARD_EXIT_STEP, MEMORY_STATS_STEP,
+                                               SEED_STEP, SET_DEVICE_STEP)
 from torchcts.testing.faulty.ordinals import count, current, make_current
 from torchcts.testing.faulty.streams import index_of
 from torchcts.testing.faulty.trace import note_step

@@ -150,7 +150,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("install", &install, "Set the function (name, args, value) -> value that answers the device's named steps");
   m.def("register_hooks", &register_hooks, "Register the device's PrivateUse1 hooks (once per process)");
   m.def("cpu_generator", &cpu_generator, "The CPU generator a faulty generator draws from");
-  m.def("default_generator", [](c10::DeviceIndex index) { return at::detail::getPrivateUse1Hooks().getDefaultGenerator(index); },
-        "Device `index`'s default generator (the hooks' getDefaultGenerator)");
+  m.def(
+      "default_generator",
+      [](c10::DeviceIndex index) { return at::detail::getPrivateUse1Hooks().getDefaultGenerator(index); },
+      "Device `index`'s default generator (the hooks' getDefaultGenerator)");
   m.def("generators_made", []() { return generators_made.load(); }, "How many generators the device has made");
 }

@@ -105,8 +105,8 @@ BUGS = (
         "another device", "device 0 is not made current again: the guard's device stays current after the block",
         _leaving_a_guard_entered_on_device_0, _stays_inside, suite="multi_device"),
     Bug("second_device_memory_counted_on_first", (MEMORY_STATS_STEP,), "device 0's memory statistics read while "
-        "device 1 holds allocations", "memory_allocated(0) also counts device 1's bytes", _device_0_while_1_holds_memory,
-        _plus_device_1, suite="multi_device", precise=False),
+        "device 1 holds allocations", "memory_allocated(0) also counts device 1's bytes",
+        _device_0_while_1_holds_memory, _plus_device_1, suite="multi_device", precise=False),
     Bug("peer_copy_lands_on_source", (PEER_COPY_STEP,), "x.to(faulty:1) of a tensor on faulty:0",
         "the copy's result is a tensor on faulty:0 (right values, wrong device index)", _to_device_1_from_0,
         _source_index, suite="multi_device"),

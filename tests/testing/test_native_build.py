@@ -75,6 +75,22 @@ def test_an_unwritable_cache_is_a_reason_not_a_crash(fresh, monkeypatch, tmp_pat
     assert not loaded.available and "cannot be built" in loaded.reason
 
 
+def test_a_build_others_can_write_is_not_loaded(fresh, monkeypatch):
+    """Loading a shared object runs its code: one in a folder another user could have written is refused."""
+    monkeypatch.setattr(native_build, "_missing_tool", lambda: None)
+    folder = native_build.build_dir()
+    folder.mkdir(parents=True)
+    planted = folder / f"{native_build.MODULE_NAME}.so"
+    planted.write_bytes(b"not a shared object")  # never loaded: the check comes first
+    folder.chmod(0o777)
+    loaded = native_build.load()
+    assert not loaded.available and f"{folder} is writable by other users" in loaded.reason
+    folder.chmod(0o755)
+    planted.chmod(0o666)
+    monkeypatch.setattr(native_build, "_loaded", None)
+    assert f"{planted} is writable by other users" in native_build.load().reason
+
+
 @pytest.mark.slow
 def test_processes_starting_together_build_once_and_later_ones_load_the_build(tmp_path):
     """Two processes on an empty cache: one compiles while the other waits on the lock, both load it; a third

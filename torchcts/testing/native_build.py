@@ -8,7 +8,9 @@ the shared object directly (milliseconds, no compiler run). Builders take a file
 selftest runs starting together build once; a failed build is remembered there too, so each later process does
 not spend a compile to fail again.
 
-A machine without a C++ compiler or ninja, or TORCHCTS_FAULTY_NATIVE=0, still runs everything else: `load()`
+A shared object is loaded only if it, and the folders up to the cache folder, are the user's and not writable by every
+user: loading it runs its code. A machine without a C++ compiler or ninja, or TORCHCTS_FAULTY_NATIVE=0, still runs
+everything else: `load()`
 returns the reason the part is missing, and what needs it (device generators) says that reason.
 
 Outside the `faulty` package, so that building it (tests/conftest.py does, before any test runs) does not register
@@ -79,13 +81,30 @@ def _load() -> Native:
         if missing:
             return Native(None, f"the faulty device's compiled part cannot be built: {missing}")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o755, parents=True, exist_ok=True)  # no group write, whatever the umask
         except OSError as exc:
             return Native(None, f"the faulty device's compiled part cannot be built: {folder}: {exc.strerror}")
         failure = _build(folder, built)
         if failure:
             return Native(None, f"the faulty device's compiled part did not build ({folder}): {failure}")
+    untrusted = _untrusted(built, folder.parent.parent)
+    if untrusted:
+        return Native(None, f"the faulty device's compiled part is not loaded: {untrusted}")
     return Native(_import(built))
+
+
+def _untrusted(built: Path, cache: Path) -> str | None:
+    """Why loading `built` could run someone else's code, or None: it and the folders up to the cache folder must be
+    this user's and not writable by every user (a cache under /tmp is shared with every user of the machine)."""
+    for path in (built, *built.parents):
+        info = path.stat()
+        if info.st_uid != os.getuid():
+            return f"{path} belongs to another user"
+        if info.st_mode & 0o002:
+            return f"{path} is writable by other users"
+        if path == cache:
+            return None
+    return None
 
 
 def _missing_tool() -> str | None:

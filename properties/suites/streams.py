@@ -29,7 +29,7 @@ takes), so `stream_synchronize` and `record_stream` are runtime_unavailable ther
 
 Limits: one device; float32; stream priorities, `torch.cuda.graphs`, external streams and the
 caching allocator's reuse across streams are not observed directly (`record_stream` only checks
-that values survive); a device whose streams happen to be synchronous passes every scenario (the
+that values survive: a device that reuses a recorded block too early fails it); a device whose streams happen to be synchronous passes every scenario (the
 suite proves ordering primitives order, not that streams overlap).
 """
 

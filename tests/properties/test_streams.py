@@ -19,7 +19,7 @@ ON_CPU = {"stream_order": Outcome.PASSED, "stream_synchronize": Outcome.RUNTIME_
           "wait_stream": Outcome.PASSED, "synchronize_all": Outcome.PASSED,
           "record_stream": Outcome.RUNTIME_UNAVAILABLE, "non_blocking_copies": Outcome.PASSED}
 CAUGHT_BY = {"default_stream_wait_skipped": "wait_stream", "synchronize_lands_newest_stream_only": "synchronize_all",
-             "non_blocking_to_host_drops_tail": "non_blocking_copies"}
+             "non_blocking_to_host_drops_tail": "non_blocking_copies", "record_stream_ignored": "record_stream"}
 
 
 def test_the_suite_is_registered_with_the_streams_capability():
@@ -104,6 +104,7 @@ def test_the_tail_bug_fires_only_on_large_non_blocking_copies_off_the_device():
 
 # the seeded bugs that break ordering: each leaves work unlanded that the program then reads
 ORDERING_BUGS = {"default_stream_wait_skipped": ("streams", "wait_stream"),
+                 "record_stream_ignored": ("streams", "record_stream"),
                  "synchronize_lands_newest_stream_only": ("streams", "synchronize_all"),
                  "event_query_early_without_timing": ("events", "query_polling")}
 
@@ -118,3 +119,31 @@ def test_an_ordering_bug_is_missed_on_a_synchronous_device_and_found_on_the_asyn
     with streams.synchronous():
         assert run_suite(suite, scenario, device="faulty", bugs=(bug,), max_examples=12)["outcome"] is Outcome.PASSED
     assert run_suite(suite, scenario, device="faulty", bugs=(bug,), max_examples=12)["outcome"] is Outcome.FAILED
+
+
+def test_a_freed_block_is_held_for_the_stream_that_reads_it_and_the_bug_hands_it_out():
+    """Work queued on stream B reads x; x is freed and memory allocated again before B ran: the clean device holds the
+    block for B (record_stream named it), record_stream_ignored hands it out and B's result reads as the sentinel."""
+    from torchcts.testing import faulty
+
+    def run(bug_on: bool) -> torch.Tensor:
+        side = torch.faulty.Stream()
+        x = torch.full((64,), 3.0, device="faulty")
+        side.wait_stream(torch.faulty.current_stream())
+        with torch.faulty.stream(side):
+            out = x * 2
+        x.record_stream(side)
+        if bug_on:
+            faulty.enable_bugs("record_stream_ignored")
+        try:
+            del x
+            torch.full((64,), -7.0, device="faulty")  # the next allocation: the freed block is settled here
+            torch.faulty.synchronize()
+        finally:
+            faulty.disable_bugs()
+        return out.cpu()
+
+    assert run(False).tolist() == [6.0] * 64
+    assert torch.isnan(run(True)).all()
+    bug = BUG["record_stream_ignored"]
+    assert bug.fires(None, (None, True), {}) and not bug.fires(None, (None, False), {})

@@ -30,6 +30,9 @@ GENERATOR_ARGUMENT_STEP = "faulty.generator_argument"  # (aten overload, device 
 MEMORY_STATS_STEP = "faulty.memory_stats"  # (device index,) and the statistics dict
 OUT_OF_MEMORY_STEP = "faulty.out_of_memory"  # (device index, bytes) and None: an allocation refused, about to raise
 STREAM_WAIT_STEP = "faulty.stream_wait"  # (waiting stream, awaited stream) and True (False: no wait)
+# (stream with queued work that read a freed storage, whether record_stream named that stream) and whether the block is
+# handed out before that work ran (True: it reads the new contents)
+BLOCK_REUSE_STEP = "faulty.block_reuse"
 SYNCHRONIZE_STEP = "faulty.synchronize"  # (device index, current stream) and the streams with queued work to land
 EVENT_QUERY_STEP = "faulty.event_query"  # (event,) and whether it is complete
 ELAPSED_STEP = "faulty.elapsed_time"  # (start event, end event) and the milliseconds between them
@@ -37,7 +40,7 @@ PIN_STEP = "faulty.pin_memory"  # (source CPU tensor,) and its pinned copy
 IS_PINNED_STEP = "faulty.is_pinned"  # (CPU tensor,) and whether it is pinned
 RUNTIME_STEPS = (DEVICE_COUNT_STEP, SET_DEVICE_STEP, GUARD_EXIT_STEP, PEER_COPY_STEP, SEED_STEP, GENERATOR_STEP,
                  NEW_GENERATOR_STEP, GENERATOR_CLONE_STEP, GENERATOR_SEED_STEP, GENERATOR_ARGUMENT_STEP, MEMORY_STATS_STEP,
-                 OUT_OF_MEMORY_STEP, STREAM_WAIT_STEP, SYNCHRONIZE_STEP, EVENT_QUERY_STEP, ELAPSED_STEP, PIN_STEP, IS_PINNED_STEP)
+                 OUT_OF_MEMORY_STEP, STREAM_WAIT_STEP, BLOCK_REUSE_STEP, SYNCHRONIZE_STEP, EVENT_QUERY_STEP, ELAPSED_STEP, PIN_STEP, IS_PINNED_STEP)
 
 
 @attrs.frozen

@@ -166,8 +166,9 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     on_device = _device_tensors(args, kwargs)
     index = _device_index(func, args, kwargs, on_device)
     _op.devices = (index, tuple(t.device.index for t in on_device))  # indices only: never keep tensors alive
-    if func is _RECORD_STREAM:
-        return None  # the device's work lands in stream order: a storage's other streams need no record
+    if func is _RECORD_STREAM:  # the allocator holds the block for the work queued on that stream (streams.block_freed)
+        streams.record(args[0]._data.untyped_storage().data_ptr(), args[1])
+        return None
     if _targets_device(kwargs):
         requested = memory.requested_bytes(func, args, kwargs)
         if requested:
@@ -303,14 +304,17 @@ class _Landing:
     def defer(self, stream: Any, result: Any) -> None:
         if self.blocking_to_host or streams.is_synchronous():  # a blocking copy to CPU waits for the stream: now
             return
+        reads = frozenset(self.inputs)
         for target, old in zip(self.written, self.before):
             if target.shape == old.shape:
-                stream.defer(_landing(target, target.clone()))
+                value = target.clone()
+                stream.defer(_landing(target, value), reads, value)
                 target.copy_(old)
         for leaf in tree_leaves(result):
             if (isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided and leaf.numel()
                     and leaf.untyped_storage().data_ptr() not in self.inputs):
-                stream.defer(_landing(leaf, leaf.clone()))
+                value = leaf.clone()
+                stream.defer(_landing(leaf, value), reads, value)
                 leaf.copy_(streams.sentinel_of(leaf))
 
 

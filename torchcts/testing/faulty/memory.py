@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchcts.testing.faulty import bugs
+from torchcts.testing.faulty import bugs, streams
 from torchcts.testing.faulty.bug_model import OUT_OF_MEMORY_STEP, argument
 from torchcts.testing.faulty.trace import note_step
 
@@ -167,6 +167,7 @@ def _drain() -> None:
         if entry[2] <= 0:
             del _live[key]
             _allocated[entry[0]] = _allocated.get(entry[0], 0) - entry[1]
+            streams.block_freed(key)
 
 
 # Factories whose `size` argument says what they allocate: checked against the capacity before CPU allocates it.

@@ -33,10 +33,12 @@ import threading
 import time
 from typing import Any, Callable
 
+import attrs
 import torch
 
 from torchcts.testing.faulty import bugs, ordinals
-from torchcts.testing.faulty.bug_model import ELAPSED_STEP, EVENT_QUERY_STEP, STREAM_WAIT_STEP, SYNCHRONIZE_STEP
+from torchcts.testing.faulty.bug_model import (BLOCK_REUSE_STEP, ELAPSED_STEP, EVENT_QUERY_STEP, STREAM_WAIT_STEP,
+                                               SYNCHRONIZE_STEP)
 from torchcts.testing.faulty.trace import note_step
 
 _ids = itertools.count(1)
@@ -67,7 +69,7 @@ class Stream(torch.Stream):
 
     def __init__(self, device: Any = None, priority: int = 0, *, _default: bool = False):
         self.priority = int(priority)
-        self._pending: list[tuple[str, Callable[[], None]]] = []
+        self._pending: list[tuple[str, Callable[[], None]]] = []  # ("work", _Work) and ("event", its marker)
         if not _default:
             _streams.append(self)
 
@@ -82,8 +84,10 @@ class Stream(torch.Stream):
 
     # -- the queue ------------------------------------------------------------------------------------------------
 
-    def defer(self, land: Callable[[], None]) -> None:
-        self._pending.append(("work", land))
+    def defer(self, land: Callable[[], None], reads: frozenset[int] = frozenset(),
+              value: torch.Tensor | None = None) -> None:
+        """Queue `land` (it puts `value` in place), for work that read the storages `reads` (their data pointers)."""
+        self._pending.append(("work", _Work(land, reads, value)))
 
     def flush(self, until: Any = None) -> None:
         """Land queued work in order; with `until` (an event's marker), only up to and including it."""
@@ -112,6 +116,18 @@ class Stream(torch.Stream):
         event = event if event is not None else Event()
         event.record(self)
         return event
+
+
+@attrs.frozen
+class _Work:
+    """Queued work: it lands `value` (a computed result) when run; `reads` are the storages it read."""
+
+    land: Callable[[], None]
+    reads: frozenset[int]
+    value: torch.Tensor | None
+
+    def __call__(self) -> None:
+        self.land()
 
 
 class Event:
@@ -220,6 +236,31 @@ def synchronize(device: Any = None) -> None:
     queued = [s for s in _streams if s.device.index == index and not s.query()]
     for stream in _step(SYNCHRONIZE_STEP, (index, current_stream(index)), queued):
         stream.flush()
+
+
+# -- the allocator's view of streams: a freed block and the queued work that reads it ------------------------------------
+
+_recorded: dict[int, set[tuple[int, int]]] = {}  # storage data pointer -> (device index, stream id) record_stream named
+
+
+def record(storage: int, stream: torch.Stream) -> None:
+    """`Tensor.record_stream(stream)` of a tensor on `storage`: its block must outlive the work queued on `stream`."""
+    _recorded.setdefault(storage, set()).add((stream.device_index, stream.stream_id))
+
+
+def block_freed(storage: int) -> None:
+    """The device's allocator freed `storage` (memory.py, at the next allocation, which could be handed its block).
+    Work still queued on a stream that read it keeps its results: the block is held for it, as record_stream asks, or
+    (without the record) as a device that frees in stream order does. A seeded bug (BLOCK_REUSE_STEP) may hand the
+    block out anyway: that work then reads the new contents, which lands as the sentinel."""
+    recorded = _recorded.pop(storage, set())
+    for stream in list(_streams):
+        readers = [work for kind, work in stream._pending
+                   if kind == "work" and storage in work.reads and work.value is not None]
+        named = (stream.device.index, stream.stream_id) in recorded
+        if readers and _step(BLOCK_REUSE_STEP, (stream, named), False):
+            for work in readers:
+                work.value.copy_(sentinel_of(work.value))
 
 
 _synchronous = os.environ.get("TORCHCTS_FAULTY_SYNCHRONOUS") == "1"

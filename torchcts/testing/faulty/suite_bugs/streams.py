@@ -1,6 +1,6 @@
 """Seeded bugs for the streams suite (properties/suites/streams.py).
 
-Three ways a backend's stream runtime loses ordering, each under a narrow condition:
+Four ways a backend's stream runtime loses ordering, each under a narrow condition:
 - `default_stream_wait_skipped`: `wait_stream` issued on the device's default stream is a no-op, as in
   a backend that assumes its default stream implicitly synchronizes with every other stream (CUDA's
   legacy default stream did; a per-thread or non-blocking default stream does not). Waits between
@@ -11,6 +11,9 @@ Three ways a backend's stream runtime loses ordering, each under a narrow condit
 - `non_blocking_to_host_drops_tail`: a `non_blocking` copy of more than 32 elements leaving the
   device (`Tensor.to(cpu, non_blocking=True)`) drops its last element (left zero), as a DMA engine
   that rounds the transfer down to whole 128-byte bursts; blocking copies and small ones are right.
+- `record_stream_ignored`: the caching allocator ignores `record_stream`: a freed tensor's block is handed to the
+  next allocation while work queued on the recorded stream still reads it, so that work reads the new contents
+  (`faulty.block_reuse`, when the stream was recorded).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from torchcts.testing.faulty.bug_model import STREAM_WAIT_STEP, SYNCHRONIZE_STEP, Bug, argument
+from torchcts.testing.faulty.bug_model import BLOCK_REUSE_STEP, STREAM_WAIT_STEP, SYNCHRONIZE_STEP, Bug, argument
 
 TAIL_THRESHOLD = 32  # elements
 
@@ -62,6 +65,15 @@ def _drop_last(func, args, kwargs, result):
     return result
 
 
+def _recorded_reader(func, args, kwargs) -> bool:
+    stream, named = args
+    return named
+
+
+def _reuse(func, args, kwargs, value):
+    return True
+
+
 BUGS = (
     Bug("default_stream_wait_skipped", (STREAM_WAIT_STEP,), "the waiting stream is the device's default stream and "
         "the awaited one a side stream", "the wait is skipped: the default stream's later work reads what the side "
@@ -72,4 +84,7 @@ BUGS = (
     Bug("non_blocking_to_host_drops_tail", ("aten._to_copy.default",), f"a non_blocking copy of more than "
         f"{TAIL_THRESHOLD} elements from the device to another device (CPU)", "the copy's last element is left zero",
         _non_blocking_off_device, _drop_last, suite="streams"),
+    Bug("record_stream_ignored", (BLOCK_REUSE_STEP,), "a tensor record_stream named a stream for is freed while "
+        "work queued on that stream still reads it", "the allocator hands its block to the next allocation anyway: "
+        "the queued work reads the new contents", _recorded_reader, _reuse, suite="streams"),
 )

@@ -13,8 +13,9 @@ Scenarios (values from a drawn seed, copies of up to 135K elements):
   its bytes and does not raise `memory_allocated(0)`; after `del` device 1 falls back (needs the runtime's
   `memory_allocated`, which the device_api capability claims: without that claim, runtime_unavailable);
 - `mixed_device_error`: `x0 + x1`, `torch.mm`, `torch.cat` and `index_select` mixing the two devices
-  raise RuntimeError (error parity with CUDA: not NotImplementedError or another type), and the
-  device's tensors are unchanged after.
+  raise RuntimeError (error parity with CUDA: not NotImplementedError or another type), so does
+  `x0 * c` with `c` a CPU tensor of n elements, while a 0-dim CPU tensor is a scalar CUDA accepts
+  (`x0 + s` gives CPU's values); the device's tensors are unchanged after.
 The oracle is CPU (values) and CUDA's documented behaviour (placement, errors).
 
 An item whose device has fewer than two devices (`torch.<type>.device_count() < 2`) or whose
@@ -149,6 +150,12 @@ def _raised(attempt):
     return None
 
 
+def _runtime_error(raised):
+    """(whether `raised` is a RuntimeError but not NotImplementedError, what was raised) for `observe`."""
+    holds = raised is not None and issubclass(raised[0], RuntimeError) and not issubclass(raised[0], NotImplementedError)
+    return holds, "no exception" if raised is None else f"{raised[0].__name__}: {raised[1][:120]}"
+
+
 def mixed_device_error(device, n, seed):
     """Ops mixing devices 0 and 1 raise RuntimeError, as CUDA's do; the operands are unchanged."""
     first, second = _pair(device)
@@ -159,11 +166,14 @@ def mixed_device_error(device, n, seed):
                 "index_select": lambda: x0.index_select(0, torch.zeros(1, dtype=torch.long, device=second)),
                 "x0.add_(x1)": lambda: x0.add_(x1)}
     for what, attempt in attempts.items():
-        raised = _raised(attempt)
-        yield observe(f"{what} across {first} and {second} raises RuntimeError",
-                      raised is not None and issubclass(raised[0], RuntimeError)
-                      and not issubclass(raised[0], NotImplementedError),
-                      "no exception" if raised is None else f"{raised[0].__name__}: {raised[1][:120]}")
+        yield observe(f"{what} across {first} and {second} raises RuntimeError", *_runtime_error(_raised(attempt)))
+    on_cpu, scalar = values.clone(), torch.tensor(2.5)
+    yield observe(f"x0 * (a CPU tensor of {n} elements) raises RuntimeError, as CUDA's elementwise ops do",
+                  *_runtime_error(_raised(lambda: x0 * on_cpu)))
+    with_scalar = _raised(lambda: x0 + scalar)
+    yield observe("x0 + (a 0-dim CPU tensor) is allowed (a scalar) and gives CPU's values",
+                  with_scalar is None and _same(x0 + scalar, values + scalar),
+                  with_scalar if with_scalar is not None else "other values")
     yield observe("the operands are unchanged", _same(x0, values) and _same(x1, values))
 
 

@@ -64,14 +64,15 @@ def test_the_mixed_device_program_sees_runtime_errors_and_intact_operands():
     from torchcts.testing import faulty  # noqa: F401
 
     observations = list(mixed_device_error("faulty", 5, 1))
-    assert len(observations) == 6 and all(o.holds for o in observations), observations
+    assert len(observations) == 8 and all(o.holds for o in observations), observations
 
 
 @pytest.mark.parametrize("bug, scenario", [("peer_copy_drops_last_chunk", "cross_copy"),
                                            ("second_device_cumsum_restarts", "second_device_ops"),
                                            ("guard_exit_keeps_inner_device", "guard_placement"),
                                            ("peer_copy_lands_on_source", "cross_copy"),
-                                           ("second_device_memory_counted_on_first", "per_device_memory")])
+                                           ("second_device_memory_counted_on_first", "per_device_memory"),
+                                           ("cpu_operand_accepted", "mixed_device_error")])
 def test_each_seeded_bug_is_detected(run_multi, bug, scenario):
     record = run_multi(scenario, bugs=(bug,), max_examples=8, shrink=False)
     assert record["outcome"] is Outcome.FAILED, record

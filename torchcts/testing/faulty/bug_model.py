@@ -19,6 +19,8 @@ DEVICE_COUNT_STEP = "faulty.device_count"  # () and the count torch.faulty.devic
 SET_DEVICE_STEP = "faulty.set_device"  # (current index, requested index) and the index made current
 GUARD_EXIT_STEP = "faulty.guard_exit"  # (index the guard made current, index before it) and the one made current after
 PEER_COPY_STEP = "faulty.peer_copy"  # (aten overload, target index, a source index) and the index its result lands on
+CPU_OPERAND_STEP = "faulty.cpu_operand"  # (aten overload, device index) and True: an elementwise op given a non-scalar
+# CPU tensor raises (False: it runs, reading the CPU tensor)
 SEED_STEP = "faulty.manual_seed"  # (device index, seed) and the seed its generator gets
 GENERATOR_STEP = "faulty.generator"  # (aten overload, device index) and the generator a random op given none draws from
 # ... and its generator objects (the compiled part's steps, generators.py):
@@ -38,8 +40,8 @@ EVENT_QUERY_STEP = "faulty.event_query"  # (event,) and whether it is complete
 ELAPSED_STEP = "faulty.elapsed_time"  # (start event, end event) and the milliseconds between them
 PIN_STEP = "faulty.pin_memory"  # (source CPU tensor,) and its pinned copy
 IS_PINNED_STEP = "faulty.is_pinned"  # (CPU tensor,) and whether it is pinned
-RUNTIME_STEPS = (DEVICE_COUNT_STEP, SET_DEVICE_STEP, GUARD_EXIT_STEP, PEER_COPY_STEP, SEED_STEP, GENERATOR_STEP,
-                 NEW_GENERATOR_STEP, GENERATOR_CLONE_STEP, GENERATOR_SEED_STEP, GENERATOR_ARGUMENT_STEP, MEMORY_STATS_STEP,
+RUNTIME_STEPS = (DEVICE_COUNT_STEP, SET_DEVICE_STEP, GUARD_EXIT_STEP, PEER_COPY_STEP, CPU_OPERAND_STEP, SEED_STEP,
+                 GENERATOR_STEP, NEW_GENERATOR_STEP, GENERATOR_CLONE_STEP, GENERATOR_SEED_STEP, GENERATOR_ARGUMENT_STEP, MEMORY_STATS_STEP,
                  OUT_OF_MEMORY_STEP, STREAM_WAIT_STEP, BLOCK_REUSE_STEP, SYNCHRONIZE_STEP, EVENT_QUERY_STEP, ELAPSED_STEP, PIN_STEP, IS_PINNED_STEP)
 
 

@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.nested._internal.nested_tensor import NestedTensor as _NestedTensor
 
 from torchcts.testing.faulty import autocast, bugs, generators, memory, pinned, runtime, streams
-from torchcts.testing.faulty.bug_model import PEER_COPY_STEP, SAVE_STEP, argument
+from torchcts.testing.faulty.bug_model import CPU_OPERAND_STEP, PEER_COPY_STEP, SAVE_STEP, argument
 from torchcts.testing.faulty.schema_effects import mutated_outputs, written_tensors
 from torchcts.testing.faulty.trace import (note_overload, note_step, start_trace, take_trace,  # noqa: F401
                                           tracing)  # (re-exported: the run and fork read the trace here)
@@ -165,6 +165,8 @@ def run_on_cpu(func, args: tuple, kwargs: dict) -> Any:
     note_overload(func)
     on_device = _device_tensors(args, kwargs)
     index = _device_index(func, args, kwargs, on_device)
+    if on_device and _is_pointwise(func):
+        _refuse_cpu_operands(func, args, kwargs, index)
     _op.devices = (index, tuple(t.device.index for t in on_device))  # indices only: never keep tensors alive
     if func is _RECORD_STREAM:  # the allocator holds the block for the work queued on that stream (streams.block_freed)
         streams.record(args[0]._data.untyped_storage().data_ptr(), args[1])
@@ -273,6 +275,32 @@ def _with_generator(func, args: tuple, kwargs: dict, generator: torch.Generator)
         return args, {**kwargs, "generator": generator}
     position = next(i for i, arg in enumerate(func._schema.arguments) if arg.name == "generator")
     return (*args[:position], generator, *args[position + 1:]), kwargs
+
+
+_pointwise: dict[Any, bool] = {}
+
+
+def _is_pointwise(func) -> bool:
+    """Whether `func` is elementwise (torch tags such overloads; CUDA runs them through TensorIterator)."""
+    found = _pointwise.get(func)
+    if found is None:
+        found = _pointwise[func] = torch.Tag.pointwise in func.tags
+    return found
+
+
+def _refuse_cpu_operands(func, args: tuple, kwargs: dict, index: int) -> None:
+    """An elementwise op given a device tensor and a CPU tensor of one or more dimensions raises, as CUDA's
+    TensorIterator does (a 0-dim CPU tensor is a scalar: allowed). A seeded bug may let it through (CPU_OPERAND_STEP)."""
+    for value in (*args, *kwargs.values()):
+        if (type(value) is torch.Tensor and value.dim() > 0 and value.device.type == "cpu"
+                and _step_refuses(func, index)):
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{DEVICE_NAME}:{index} and cpu!")
+
+
+def _step_refuses(func, index: int) -> bool:
+    note_step(CPU_OPERAND_STEP)
+    return bool(bugs.after(CPU_OPERAND_STEP, (func, index), {}, True))
 
 
 def draw_on_device_generator(func, index: int, cpu_args: tuple, cpu_kwargs: dict) -> Any:

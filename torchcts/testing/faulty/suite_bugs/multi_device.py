@@ -13,6 +13,8 @@ arguments' indices), since a bug sees CPU data only.
   (`faulty.guard_exit`): index-less factories after the block land on device i.
 - `second_device_memory_counted_on_first`: device 0's memory statistics also count what device 1 holds (one
   allocator's bookkeeping shared by both devices) (`faulty.memory_stats`).
+- `cpu_operand_accepted`: an elementwise op given a device tensor and a CPU tensor of one or more dimensions runs
+  (reading the CPU tensor) where CUDA raises (`faulty.cpu_operand`).
 - `peer_copy_lands_on_source`: `x.to("faulty:1")` of a tensor on faulty:0 returns a tensor on faulty:0 (the right
   values, the wrong index) (`faulty.peer_copy`).
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 # imports inside functions: cycle: faulty.device imports faulty.bugs, which imports this module for its BUGS
 
-from torchcts.testing.faulty.bug_model import GUARD_EXIT_STEP, MEMORY_STATS_STEP, PEER_COPY_STEP, Bug
+from torchcts.testing.faulty.bug_model import CPU_OPERAND_STEP, GUARD_EXIT_STEP, MEMORY_STATS_STEP, PEER_COPY_STEP, Bug
 
 CHUNK_BYTES = 64 * 1024
 SCAN_BLOCK = 1024
@@ -93,6 +95,14 @@ def _plus_device_1(func, args, kwargs, stats):
     return {**stats, ALLOCATED: stats[ALLOCATED] + memory.allocated(1)}
 
 
+def _always(func, args, kwargs) -> bool:
+    return True
+
+
+def _accepted(func, args, kwargs, refuse):
+    return False
+
+
 BUGS = (
     Bug("peer_copy_drops_last_chunk", ("aten._to_copy.default", "aten.copy_.default"),
         "a contiguous copy of more than 64 KiB from faulty:0 to faulty:1",
@@ -107,6 +117,9 @@ BUGS = (
     Bug("second_device_memory_counted_on_first", (MEMORY_STATS_STEP,), "device 0's memory statistics read while "
         "device 1 holds allocations", "memory_allocated(0) also counts device 1's bytes",
         _device_0_while_1_holds_memory, _plus_device_1, suite="multi_device", precise=False),
+    Bug("cpu_operand_accepted", (CPU_OPERAND_STEP,), "an elementwise op given a device tensor and a CPU tensor of "
+        "one or more dimensions", "it runs, reading the CPU tensor, where CUDA raises", _always, _accepted,
+        suite="multi_device"),
     Bug("peer_copy_lands_on_source", (PEER_COPY_STEP,), "x.to(faulty:1) of a tensor on faulty:0",
         "the copy's result is a tensor on faulty:0 (right values, wrong device index)", _to_device_1_from_0,
         _source_index, suite="multi_device"),

@@ -91,6 +91,14 @@ def test_a_build_others_can_write_is_not_loaded(fresh, monkeypatch):
     assert f"{planted} is writable by other users" in native_build.load().reason
 
 
+def test_a_build_that_does_not_load_is_a_reason_not_a_crash(fresh):
+    folder = native_build.build_dir()
+    folder.mkdir(parents=True)
+    (folder / f"{native_build.MODULE_NAME}.so").write_bytes(b"not a shared object")  # a truncated build, say
+    loaded = native_build.load()
+    assert not loaded.available and "does not load" in loaded.reason and f"delete {folder}" in loaded.reason
+
+
 @pytest.mark.slow
 def test_processes_starting_together_build_once_and_later_ones_load_the_build(tmp_path):
     """Two processes on an empty cache: one compiles while the other waits on the lock, both load it; a third

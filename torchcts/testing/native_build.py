@@ -10,8 +10,7 @@ not spend a compile to fail again.
 
 A shared object is loaded only if it, and the folders up to the cache folder, are the user's and not writable by every
 user: loading it runs its code. A machine without a C++ compiler or ninja, or TORCHCTS_FAULTY_NATIVE=0, still runs
-everything else: `load()`
-returns the reason the part is missing, and what needs it (device generators) says that reason.
+everything else: `load()` returns the reason the part is missing, and what needs it (device generators) says it.
 
 Outside the `faulty` package, so that building it (tests/conftest.py does, before any test runs) does not register
 the device.
@@ -90,7 +89,11 @@ def _load() -> Native:
     untrusted = _untrusted(built, folder.parent.parent)
     if untrusted:
         return Native(None, f"the faulty device's compiled part is not loaded: {untrusted}")
-    return Native(_import(built))
+    try:
+        return Native(_import(built))
+    except ImportError as exc:  # built against another build of this torch version (its symbols differ)
+        return Native(None, f"the faulty device's compiled part does not load ({built}): {exc}; delete {folder} "
+                            f"to build it again")
 
 
 def _untrusted(built: Path, cache: Path) -> str | None:

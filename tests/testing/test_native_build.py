@@ -91,7 +91,8 @@ def test_a_build_others_can_write_is_not_loaded(fresh, monkeypatch):
     assert f"{planted} is writable by other users" in native_build.load().reason
 
 
-def test_a_build_that_does_not_load_is_a_reason_not_a_crash(fresh):
+def test_a_build_that_does_not_load_is_a_reason_not_a_crash(fresh, monkeypatch):
+    monkeypatch.delitem(sys.modules, native_build.MODULE_NAME, raising=False)  # as in a process that never loaded it
     folder = native_build.build_dir()
     folder.mkdir(parents=True)
     (folder / f"{native_build.MODULE_NAME}.so").write_bytes(b"not a shared object")  # a truncated build, say

@@ -258,15 +258,24 @@ def _device_index(func, args: tuple, kwargs: dict, on_device: list[FaultyTensor]
     return first
 
 
-_random: dict[Any, bool] = {}
+_tags: dict[Any, tuple[bool, bool]] = {}  # overload -> (draws random numbers, is elementwise), from torch's tags
+
+
+def _tagged(func) -> tuple[bool, bool]:
+    found = _tags.get(func)
+    if found is None:
+        found = _tags[func] = (torch.Tag.nondeterministic_seeded in func.tags, torch.Tag.pointwise in func.tags)
+    return found
 
 
 def _is_random(func) -> bool:
     """Whether `func` draws random numbers (torch tags such overloads), cached per overload."""
-    found = _random.get(func)
-    if found is None:
-        found = _random[func] = torch.Tag.nondeterministic_seeded in func.tags
-    return found
+    return _tagged(func)[0]
+
+
+def _is_pointwise(func) -> bool:
+    """Whether `func` is elementwise (torch tags such overloads; CUDA runs them through TensorIterator)."""
+    return _tagged(func)[1]
 
 
 def _with_generator(func, args: tuple, kwargs: dict, generator: torch.Generator) -> tuple[tuple, dict]:
@@ -275,17 +284,6 @@ def _with_generator(func, args: tuple, kwargs: dict, generator: torch.Generator)
         return args, {**kwargs, "generator": generator}
     position = next(i for i, arg in enumerate(func._schema.arguments) if arg.name == "generator")
     return (*args[:position], generator, *args[position + 1:]), kwargs
-
-
-_pointwise: dict[Any, bool] = {}
-
-
-def _is_pointwise(func) -> bool:
-    """Whether `func` is elementwise (torch tags such overloads; CUDA runs them through TensorIterator)."""
-    found = _pointwise.get(func)
-    if found is None:
-        found = _pointwise[func] = torch.Tag.pointwise in func.tags
-    return found
 
 
 def _refuse_cpu_operands(func, args: tuple, kwargs: dict, index: int) -> None:

@@ -127,7 +127,8 @@ def _build(folder: Path, built: Path) -> str | None:
             return None  # another process built it while we waited
         mark = folder / FAILED_MARK
         if mark.is_file():
-            return mark.read_text(encoding="utf-8", errors="replace")[:REASON_CHARS]
+            with open(mark, encoding="utf-8", errors="replace") as text:
+                return text.read(REASON_CHARS)  # bounded: the folder may hold anything
         with contextlib.suppress(FileNotFoundError):
             (folder / "lock").unlink()  # cpp_extension's own lock, left by a builder that was killed: we hold ours
         from torch.utils import cpp_extension

@@ -18,6 +18,7 @@ from torchcts.testing import native_build
 def fresh(monkeypatch, tmp_path):
     """An empty cache folder and no build loaded yet in this process (the loaded one is put back after)."""
     monkeypatch.setenv("TORCHCTS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(native_build.SWITCH, raising=False)
     monkeypatch.setattr(native_build, "_loaded", None)
     return tmp_path / "cache"
 
@@ -107,6 +108,7 @@ def test_processes_starting_together_build_once_and_later_ones_load_the_build(tm
     if native_build._missing_tool():
         pytest.skip(f"no build here: {native_build._missing_tool()}")
     env = {**os.environ, "TORCHCTS_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop(native_build.SWITCH, None)
     program = ("from torchcts.testing import native_build\n"
                "loaded = native_build.load()\n"
                "print(loaded.available, loaded.reason, native_build.build_dir())\n")
